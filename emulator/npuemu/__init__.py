@@ -1,0 +1,1 @@
+"""npuemu: the simulated NPU (verilated RTL under cocotb) and its device server."""
