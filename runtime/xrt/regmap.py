@@ -28,6 +28,10 @@ class FieldInfo:
         onwrite: ``""`` or the RDL onwrite side effect (``"woclr"`` is write-1-to-clear).
         singlepulse: True when a written 1 pulses for one cycle and reads back 0.
         desc: Human description from the RDL.
+        hw: Hardware access: ``"r"``, ``"w"``, ``"rw"`` or ``"na"``. A field hardware can
+            write (``"w"`` in it) is volatile: its value may change without a bus write.
+        has_reset: False for fields with no reset value of their own (hardware-driven
+            read-only fields such as status and counters); their `reset` is 0.
     """
 
     name: str
@@ -39,6 +43,13 @@ class FieldInfo:
     onwrite: str = ""
     singlepulse: bool = False
     desc: str = ""
+    hw: str = "na"
+    has_reset: bool = True
+
+    @property
+    def volatile(self) -> bool:
+        """True when hardware can change the field's value."""
+        return "w" in self.hw
 
     @property
     def msb(self) -> int:

@@ -1,0 +1,87 @@
+"""Hardware configuration of the NPU targets, as the runtime sees it.
+
+The values come from ``rtl/config/npu.toml`` (the same file that parameterises the RTL),
+through the generated module `xrt._generated.hwconfig`; this module defines their types and
+lookup helpers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xrt.errors import ErrorCode, XrtError
+
+__all__ = ["DmaConfig", "MemoryWindow", "TargetConfig", "target"]
+
+
+@dataclass(frozen=True)
+class MemoryWindow:
+    """A memory the DMA engine can reach, at physical addresses ``[base, base + size)``."""
+
+    name: str
+    base: int
+    size: int
+    description: str = ""
+
+    @property
+    def end(self) -> int:
+        """First address past the window."""
+        return self.base + self.size
+
+    def contains(self, addr: int, nbytes: int = 1) -> bool:
+        """True when ``[addr, addr + nbytes)`` lies inside the window."""
+        return self.base <= addr and addr + nbytes <= self.end
+
+
+@dataclass(frozen=True)
+class DmaConfig:
+    """DMA engine parameters shared by both targets."""
+
+    data_width: int
+    addr_width: int
+    max_burst_beats: int
+    max_outstanding: int
+    fifo_depth: int
+
+    @property
+    def bus_bytes(self) -> int:
+        """Bytes per data beat."""
+        return self.data_width // 8
+
+
+@dataclass(frozen=True)
+class TargetConfig:
+    """One chip: register block bases and the memories its DMA engine reaches."""
+
+    name: str
+    id: int
+    description: str
+    npu_base: int
+    dma_base: int
+    reg_block_size: int
+    memories: tuple[MemoryWindow, ...]
+
+    def memory(self, name: str) -> MemoryWindow:
+        """Return the memory window called `name`; XrtError 11003 names the known ones."""
+        for m in self.memories:
+            if m.name == name:
+                return m
+        known = ", ".join(m.name for m in self.memories)
+        raise XrtError(
+            ErrorCode.OUT_OF_RANGE, f"target {self.name} has no memory {name!r} (has: {known})"
+        )
+
+    def has_memory(self, name: str) -> bool:
+        return any(m.name == name for m in self.memories)
+
+
+def target(name: str) -> TargetConfig:
+    """Return the configuration of target `name` (``"buyi"`` or ``"zg330"``)."""
+    from xrt._generated.hwconfig import TARGETS
+
+    try:
+        return TARGETS[name]
+    except KeyError:
+        raise XrtError(
+            ErrorCode.WRONG_TYPE, f"unknown target {name!r} (known: {', '.join(TARGETS)})"
+        ) from None
