@@ -1,0 +1,194 @@
+"""Layout ops: ``Reshape``, ``Flatten``, ``Transpose``, ``Identity`` and ``Constant``.
+
+All are dtype-generic and keep a quantized input's scale, so quantized networks use them
+unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from xrt.dtypes import DataType, QuantParams, TensorType
+from xrt.errors import ErrorCode
+from xrt.ops._common import fail, norm_axis, prod
+from xrt.ops._registry import AttrSpec, OpDef, OpLike, register_op
+
+__all__ = [
+    "constant_forward",
+    "flatten_forward",
+    "identity_forward",
+    "reshape_forward",
+    "resolve_reshape",
+    "transpose_forward",
+]
+
+
+def resolve_reshape(op: OpLike, in_shape: tuple[int, ...], spec: list[int]) -> tuple[int, ...]:
+    """ONNX Reshape target: 0 copies the input dimension, one -1 takes what is left."""
+    out: list[int] = []
+    for i, d in enumerate(spec):
+        if d == 0:
+            if i >= len(in_shape):
+                raise fail(op, f"shape {spec}: 0 at position {i} has no input dimension to copy")
+            out.append(in_shape[i])
+        elif d < -1:
+            raise fail(op, f"shape {spec} has a negative dimension {d}")
+        else:
+            out.append(d)
+    total = prod(in_shape)
+    if out.count(-1) > 1:
+        raise fail(op, f"shape {spec} has more than one -1")
+    if -1 in out:
+        known = prod([d for d in out if d != -1])
+        if known == 0 or total % known:
+            raise fail(op, f"cannot reshape {list(in_shape)} to {spec}")
+        out[out.index(-1)] = total // known
+    if prod(out) != total:
+        raise fail(op, f"cannot reshape {list(in_shape)} ({total} elements) to {out}")
+    return tuple(out)
+
+
+def _infer_reshape(
+    op: OpLike, ins: list[TensorType], params: Mapping[str, np.ndarray]
+) -> list[TensorType]:
+    x = ins[0]
+    return [TensorType(x.dtype, resolve_reshape(op, x.shape, op.attrs["shape"]), "*", x.quant)]
+
+
+def reshape_forward(
+    op: OpLike, inputs: list[np.ndarray], params: Mapping[str, np.ndarray]
+) -> list[np.ndarray]:
+    """Reshape to the resolved ``shape`` attribute (a view when possible)."""
+    x = inputs[0]
+    return [x.reshape(resolve_reshape(op, x.shape, op.attrs["shape"]))]
+
+
+def _infer_flatten(
+    op: OpLike, ins: list[TensorType], params: Mapping[str, np.ndarray]
+) -> list[TensorType]:
+    x = ins[0]
+    axis = norm_axis(op, op.attrs["axis"], x.ndim, allow_end=True)
+    return [TensorType(x.dtype, (prod(x.shape[:axis]), prod(x.shape[axis:])), "*", x.quant)]
+
+
+def flatten_forward(
+    op: OpLike, inputs: list[np.ndarray], params: Mapping[str, np.ndarray]
+) -> list[np.ndarray]:
+    """2-D view: ``(prod(shape[:axis]), prod(shape[axis:]))``."""
+    x = inputs[0]
+    axis = norm_axis(op, op.attrs["axis"], x.ndim, allow_end=True)
+    return [x.reshape(prod(x.shape[:axis]), prod(x.shape[axis:]))]
+
+
+def _perm(op: OpLike, ndim: int) -> list[int]:
+    perm = op.attrs["perm"]
+    if not perm:
+        return list(range(ndim))[::-1]
+    if sorted(perm) != list(range(ndim)):
+        raise fail(op, f"perm {perm} is not a permutation of {ndim} axes")
+    return list(perm)
+
+
+def _infer_transpose(
+    op: OpLike, ins: list[TensorType], params: Mapping[str, np.ndarray]
+) -> list[TensorType]:
+    x = ins[0]
+    perm = _perm(op, x.ndim)
+    layout = "".join(x.layout[p] for p in perm) if x.layout != "*" else "*"
+    return [TensorType(x.dtype, tuple(x.shape[p] for p in perm), layout, x.quant)]
+
+
+def transpose_forward(
+    op: OpLike, inputs: list[np.ndarray], params: Mapping[str, np.ndarray]
+) -> list[np.ndarray]:
+    """Permute the axes (empty ``perm`` reverses them, as in ONNX)."""
+    x = inputs[0]
+    return [np.ascontiguousarray(np.transpose(x, _perm(op, x.ndim)))]
+
+
+def _infer_identity(
+    op: OpLike, ins: list[TensorType], params: Mapping[str, np.ndarray]
+) -> list[TensorType]:
+    return [ins[0]]
+
+
+def identity_forward(
+    op: OpLike, inputs: list[np.ndarray], params: Mapping[str, np.ndarray]
+) -> list[np.ndarray]:
+    """The input itself."""
+    return [inputs[0]]
+
+
+def _infer_constant(
+    op: OpLike, ins: list[TensorType], params: Mapping[str, np.ndarray]
+) -> list[TensorType]:
+    value = params["value"]
+    dtype = DataType.from_numpy(value.dtype)
+    scale = op.attrs["scale"]
+    quant = None
+    if scale is not None:
+        if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not scale > 0:
+            raise fail(
+                op, f"scale must be a positive number or null, got {scale!r}", ErrorCode.WRONG_TYPE
+            )
+        if dtype is not DataType.SINT8:
+            raise fail(op, "a quantized constant must be int8", ErrorCode.WRONG_TYPE)
+        quant = QuantParams(float(scale))
+    return [TensorType(dtype, value.shape, "*", quant)]
+
+
+def constant_forward(
+    op: OpLike, inputs: list[np.ndarray], params: Mapping[str, np.ndarray]
+) -> list[np.ndarray]:
+    """The ``value`` parameter."""
+    return [params["value"]]
+
+
+register_op(
+    OpDef(
+        "Reshape",
+        (1, 1),
+        1,
+        {"shape": AttrSpec("ints", doc="target shape; 0 copies a dimension, one -1 is inferred")},
+        _infer_reshape,
+        reshape_forward,
+        doc="reshape (ONNX semantics, allowzero=0)",
+    )
+)
+register_op(
+    OpDef(
+        "Flatten",
+        (1, 1),
+        1,
+        {"axis": AttrSpec("int", 1, None, "first axis of the second output dimension")},
+        _infer_flatten,
+        flatten_forward,
+        doc="flatten to 2-D at axis",
+    )
+)
+register_op(
+    OpDef(
+        "Transpose",
+        (1, 1),
+        1,
+        {"perm": AttrSpec("ints", [], None, "axis order; empty reverses")},
+        _infer_transpose,
+        transpose_forward,
+        doc="permute axes",
+    )
+)
+register_op(OpDef("Identity", (1, 1), 1, {}, _infer_identity, identity_forward, doc="copy"))
+register_op(
+    OpDef(
+        "Constant",
+        (0, 0),
+        1,
+        {"scale": AttrSpec("json", None, None, "int8 scale of a quantized constant, else null")},
+        _infer_constant,
+        constant_forward,
+        params=("value",),
+        doc="a parameter as a value (e.g. the constant operand of an Add)",
+    )
+)
