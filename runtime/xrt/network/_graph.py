@@ -575,6 +575,54 @@ class NetworkBuilder:
         self._next_id = oid + 1
         return list(op.outputs)
 
+    def producer(self, value: str) -> Operator | None:
+        """The op added so far that produces `value` (None for inputs and unknown names)."""
+        for op in reversed(self.ops):
+            if value in op.outputs:
+                return op
+        return None
+
+    def rewrite(self, op_id: int, **changes: Any) -> list[str]:
+        """Replace fields of an op already added (its outputs must be unused so far).
+
+        Output types are inferred again. Used by graph rewrites such as folding a
+        BatchNormalization into the convolution before it. Returns the new output names.
+        """
+        index = next((i for i, op in enumerate(self.ops) if op.op_id == op_id), None)
+        if index is None:
+            raise XrtError(ErrorCode.OUT_OF_RANGE, f"no op id {op_id} to rewrite")
+        old = self.ops[index]
+        used = {v for op in self.ops[index + 1 :] for v in op.inputs}
+        if used.intersection(old.outputs):
+            raise XrtError(ErrorCode.WRONG_ORDER, f"{old.describe()}: outputs are already in use")
+        new = old.replace(**changes)
+        for v in old.outputs:
+            del self.values[v]
+        try:
+            types = new.op_def.infer(
+                new,
+                [self.values[v] for v in new.inputs],
+                {r: self.params[p] for r, p in new.params.items()},
+            )
+        except XrtError:
+            for v, t in zip(
+                old.outputs,
+                old.op_def.infer(
+                    old,
+                    [self.values[v] for v in old.inputs],
+                    {r: self.params[p] for r, p in old.params.items()},
+                ),
+                strict=True,
+            ):
+                self.values[v] = t
+            raise
+        for v, t in zip(new.outputs, types, strict=True):
+            if v in self.values:
+                raise XrtError(ErrorCode.OUT_OF_RANGE, f"value {v!r} already exists")
+            self.values[v] = _check_value_type(v, t)
+        self.ops[index] = new
+        return list(new.outputs)
+
     def build(self, outputs: Sequence[str], *, prune: bool = True) -> Network:
         """The finished `Network` with `outputs`.
 

@@ -54,9 +54,9 @@ def need_param(op: OpLike, params: dict[str, np.ndarray] | object, role: str) ->
 def norm_axis(op: OpLike, axis: int, ndim: int, *, allow_end: bool = False) -> int:
     """Normalise a possibly negative axis; XrtError 11003 when it is outside the rank."""
     hi = ndim + 1 if allow_end else ndim
-    if not -hi <= axis < hi:
+    if not -ndim <= axis < hi:
         raise fail(op, f"axis {axis} is out of range for rank {ndim}")
-    return axis + hi if axis < 0 else axis
+    return axis + ndim if axis < 0 else axis
 
 
 def check_positive(op: OpLike, key: str, values: Sequence[int]) -> None:
