@@ -1,10 +1,64 @@
 """xrt: the NPU inference runtime (modelled on the Icraft XRT manual).
 
-The data model (MemPtr, MemRegion, RegRegion, MemChunk, Device, Tensor) lives in the
-submodules; this package re-exports the public names as they are built.
+The data model lives in the submodules and is re-exported here:
+
+- `xrt.memptr`: `MemPtr`, `PtrKind`;
+- `xrt.memory`: `MemRegion` (with its transport hooks), `MemChunk`, `MemManager`,
+  `HostMemRegion`;
+- `xrt.registers`: `RegRegion`, register ops (`RegRead`, `RegWrite`, `RegMaskedWrite`,
+  `RegPoll`), `RegBatch` and named access (`RegisterFile`, `RegisterView`, `FieldView`);
+- `xrt.device`: `Device`, `DeviceURL`, `HostDevice`, `register_device`;
+- `xrt.tensor`: `Tensor`, `HwLayout`, `ChannelTiled`;
+- `xrt.dtypes`, `xrt.errors`: `DataType`, `QuantParams`, `TensorType`, `XrtError`, `ErrorCode`.
+
+``docs/api-mapping.md`` maps the manual's names to these.
 """
 
+from xrt.device import Device, DeviceURL, HostDevice, register_device, registered_devices
 from xrt.dtypes import DataType, QuantParams, TensorType
 from xrt.errors import ErrorCode, XrtError
+from xrt.memory import HostMemRegion, MemChunk, MemManager, MemRegion
+from xrt.memptr import MemPtr, PtrKind
+from xrt.registers import (
+    FieldView,
+    RegBatch,
+    RegisterFile,
+    RegisterView,
+    RegMaskedWrite,
+    RegPoll,
+    RegRead,
+    RegRegion,
+    RegWrite,
+)
+from xrt.tensor import ChannelTiled, HwLayout, Tensor
 
-__all__ = ["DataType", "ErrorCode", "QuantParams", "TensorType", "XrtError"]
+__all__ = [
+    "ChannelTiled",
+    "DataType",
+    "Device",
+    "DeviceURL",
+    "ErrorCode",
+    "FieldView",
+    "HostDevice",
+    "HostMemRegion",
+    "HwLayout",
+    "MemChunk",
+    "MemManager",
+    "MemPtr",
+    "MemRegion",
+    "PtrKind",
+    "QuantParams",
+    "RegBatch",
+    "RegMaskedWrite",
+    "RegPoll",
+    "RegRead",
+    "RegRegion",
+    "RegWrite",
+    "RegisterFile",
+    "RegisterView",
+    "Tensor",
+    "TensorType",
+    "XrtError",
+    "register_device",
+    "registered_devices",
+]

@@ -1,0 +1,482 @@
+"""Devices (the manual's ``Device`` and ``HostDevice``), their URLs and the device registry.
+
+A `Device` is a set of named regions: memory regions (`MemRegion`) and register regions
+(`RegRegion`), one of each kind being the default. Devices are opened by URL::
+
+    dev = Device.open("axi://ql100aiu?npu=0x40000000&dma=0x80000000")
+
+`Device.open` parses the URL into a `DeviceURL` (scheme, host, port, path and query
+parameters, with hex and decimal integers already converted) and hands it to the factory
+registered for the URL's scheme (and host, when one was registered for that pair)::
+
+    @register_device("axi://ql100aiu")
+    class Ql100Device(Device):
+        def __init__(self, url: DeviceURL) -> None: ...
+
+`host://` is registered here (`HostDevice`); transports register their own schemes.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, TypeVar
+from urllib.parse import parse_qsl, urlsplit
+
+from xrt._checks import as_seconds
+from xrt.errors import ErrorCode, XrtError
+from xrt.memory import HostMemRegion, MemChunk, MemRegion
+from xrt.registers import RegRegion
+
+__all__ = [
+    "Device",
+    "DeviceURL",
+    "HostDevice",
+    "register_device",
+    "registered_devices",
+    "unregister_device",
+]
+
+
+def _param_value(text: str) -> int | str:
+    """Query values: ints in Python syntax (``0x40000000``, ``4096``, ``-1``) become ints."""
+    try:
+        return int(text, 0)
+    except ValueError:
+        return text
+
+
+@dataclass(frozen=True)
+class DeviceURL:
+    """A parsed device URL: ``scheme://host[:port][/path][?key=value&...]``.
+
+    Attributes:
+        scheme: Lower-case scheme (``"axi"``, ``"grpc"``, ``"host"``).
+        host: Host part, or None when empty.
+        port: Port number, or None.
+        path: Path ('' when absent), e.g. ``"/npu0"``.
+        params: Query parameters; values written as Python int literals (``0x40000000``,
+            ``4096``) are ints, others stay strings.
+        raw: The URL as given.
+    """
+
+    scheme: str
+    host: str | None
+    port: int | None
+    path: str
+    params: Mapping[str, int | str] = field(default_factory=dict)
+    raw: str = ""
+
+    @classmethod
+    def parse(cls, url: str) -> DeviceURL:
+        """Parse `url`.
+
+        Raises:
+            XrtError: 11010 when `url` is no str, 11003 when it has no scheme, a bad port or
+                a repeated query parameter. A parameter without a value (``?verbose``) is ''.
+        """
+        if not isinstance(url, str):
+            raise XrtError(ErrorCode.WRONG_TYPE, f"device URL must be a str, got {url!r}")
+        parts = urlsplit(url.strip())
+        if not parts.scheme or "://" not in url:
+            raise XrtError(
+                ErrorCode.OUT_OF_RANGE,
+                f"device URL {url!r} needs a scheme, as in 'axi://ql100aiu' or 'host://'",
+            )
+        try:
+            port = parts.port
+        except ValueError as exc:
+            raise XrtError(ErrorCode.OUT_OF_RANGE, f"device URL {url!r}: {exc}") from None
+        params: dict[str, int | str] = {}
+        for key, value in parse_qsl(parts.query, keep_blank_values=True):
+            if key in params:
+                raise XrtError(
+                    ErrorCode.OUT_OF_RANGE, f"device URL {url!r} repeats parameter {key!r}"
+                )
+            params[key] = _param_value(value)
+        return cls(
+            scheme=parts.scheme.lower(),
+            host=parts.hostname or None,
+            port=port,
+            path=parts.path,
+            params=MappingProxyType(params),
+            raw=url,
+        )
+
+    def get_int(self, name: str, default: int | None = None) -> int | None:
+        """The int parameter `name`, or `default` when absent.
+
+        Raises:
+            XrtError: 11010 when the parameter is present but not an int.
+        """
+        value = self.params.get(name, default)
+        if value is not None and not isinstance(value, int):
+            raise XrtError(
+                ErrorCode.WRONG_TYPE,
+                f"device URL {self.raw!r}: parameter {name}={value!r} must be an integer",
+            )
+        return value
+
+    def __str__(self) -> str:
+        return self.raw
+
+
+DeviceFactory = Callable[[DeviceURL], "Device"]
+F = TypeVar("F", bound=Callable[..., Any])
+
+_registry: dict[tuple[str, str | None], DeviceFactory] = {}
+_registry_lock = threading.Lock()
+
+
+def _pattern_key(pattern: str) -> tuple[str, str | None]:
+    url = DeviceURL.parse(pattern)
+    if url.port is not None or url.path not in ("", "/") or url.params:
+        raise XrtError(
+            ErrorCode.OUT_OF_RANGE,
+            f"device pattern {pattern!r} may name only a scheme and a host ('axi://ql100aiu')",
+        )
+    return url.scheme, url.host
+
+
+def _pattern_text(key: tuple[str, str | None]) -> str:
+    return f"{key[0]}://{key[1] or ''}"
+
+
+def register_device(pattern: str, *, replace: bool = False) -> Callable[[F], F]:
+    """Class (or function) decorator: open URLs matching `pattern` with the decorated
+    factory, which is called with the parsed `DeviceURL` and returns a `Device`.
+
+    Args:
+        pattern: ``"scheme://"`` for every URL of a scheme, or ``"scheme://host"`` for one
+            host (looked up first).
+        replace: Allow replacing an existing registration.
+
+    Raises:
+        XrtError: 11010 when the pattern is already taken by another factory, 11003 for a
+            malformed pattern.
+    """
+    key = _pattern_key(pattern)
+
+    def decorate(factory: F) -> F:
+        if not callable(factory):
+            raise XrtError(ErrorCode.WRONG_TYPE, f"device factory must be callable: {factory!r}")
+        with _registry_lock:
+            old = _registry.get(key)
+            if old is not None and old is not factory and not replace:
+                raise XrtError(
+                    ErrorCode.WRONG_TYPE,
+                    f"device URL pattern {_pattern_text(key)!r} is already registered to "
+                    f"{getattr(old, '__qualname__', old)!r}",
+                )
+            _registry[key] = factory
+        return factory
+
+    return decorate
+
+
+def unregister_device(pattern: str) -> None:
+    """Remove a registration (no error when there is none)."""
+    key = _pattern_key(pattern)
+    with _registry_lock:
+        _registry.pop(key, None)
+
+
+def registered_devices() -> list[str]:
+    """The registered URL patterns, sorted (``["host://", ...]``)."""
+    with _registry_lock:
+        return sorted(_pattern_text(k) for k in _registry)
+
+
+class Device:
+    """A device: named memory and register regions, one default of each kind.
+
+    Subclasses (real devices, transports) build their regions in ``__init__`` with
+    `add_region` and may override `_close` and `wait_irq`.
+
+    Args:
+        url: The URL the device was opened with (a `DeviceURL` or a str), if any.
+
+    Use as a context manager to close it reliably::
+
+        with Device.open("host://") as dev:
+            chunk = dev.malloc(1024)
+    """
+
+    def __init__(self, url: DeviceURL | str | None = None) -> None:
+        self._url = DeviceURL.parse(url) if isinstance(url, str) else url
+        self._mem: dict[str, MemRegion] = {}
+        self._reg: dict[str, RegRegion] = {}
+        self._default_mem: str | None = None
+        self._default_reg: str | None = None
+        self._closed = False
+        self._close_lock = threading.Lock()
+
+    @staticmethod
+    def open(url: str) -> Device:
+        """Open the device at `url` through the registry (the manual's ``Device::Open``).
+
+        Raises:
+            XrtError: 11010 when no factory is registered for the URL's scheme (the message
+                lists the registered ones), 11003 for a malformed URL; whatever the
+                factory raises (a transport that cannot connect raises 11014).
+        """
+        parsed = DeviceURL.parse(url)
+        with _registry_lock:
+            factory = _registry.get((parsed.scheme, parsed.host)) or _registry.get(
+                (parsed.scheme, None)
+            )
+            known = sorted(_pattern_text(k) for k in _registry)
+        if factory is None:
+            raise XrtError(
+                ErrorCode.WRONG_TYPE,
+                f"no device registered for {url!r} (registered: {', '.join(known) or 'none'})",
+            )
+        device = factory(parsed)
+        if not isinstance(device, Device):
+            raise XrtError(
+                ErrorCode.WRONG_TYPE,
+                f"factory for {url!r} returned {type(device).__name__}, not a Device",
+            )
+        return device
+
+    # -- building --------------------------------------------------------------------------
+
+    def add_region(self, region: MemRegion | RegRegion, *, default: bool = False) -> None:
+        """Add a region (for device classes while they build themselves).
+
+        The first region of each kind becomes the default; `default` makes this one it.
+
+        Raises:
+            XrtError: 11010 for a name already used or a non-region, 11012 when the region
+                belongs to another device or this device is closed.
+        """
+        self._check_open()
+        if not isinstance(region, MemRegion | RegRegion):
+            raise XrtError(ErrorCode.WRONG_TYPE, f"not a region: {region!r}")
+        if region.name in self._mem or region.name in self._reg:
+            raise XrtError(
+                ErrorCode.WRONG_TYPE, f"device already has a region named {region.name!r}"
+            )
+        if region._device is not None:
+            raise XrtError(
+                ErrorCode.WRONG_ORDER, f"region {region.name!r} already belongs to a device"
+            )
+        region._device = self
+        if isinstance(region, MemRegion):
+            self._mem[region.name] = region
+            if default or self._default_mem is None:
+                self._default_mem = region.name
+        else:
+            self._reg[region.name] = region
+            if default or self._default_reg is None:
+                self._default_reg = region.name
+
+    # -- what it is ------------------------------------------------------------------------
+
+    @property
+    def url(self) -> DeviceURL | None:
+        """The URL the device was opened with."""
+        return self._url
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def mem_regions(self) -> Mapping[str, MemRegion]:
+        """Memory regions by name (read-only view)."""
+        return MappingProxyType(self._mem)
+
+    @property
+    def reg_regions(self) -> Mapping[str, RegRegion]:
+        """Register regions by name (read-only view)."""
+        return MappingProxyType(self._reg)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise XrtError(ErrorCode.WRONG_ORDER, f"{self!r} is closed")
+
+    def get_mem_region(self, name: str) -> MemRegion:
+        """The memory region called `name`; XrtError 11010 lists the names."""
+        self._check_open()
+        region = self._mem.get(name) if isinstance(name, str) else None
+        if region is None:
+            raise XrtError(
+                ErrorCode.WRONG_TYPE,
+                f"{type(self).__name__} has no memory region {name!r} "
+                f"(has: {', '.join(self._mem) or 'none'})",
+            )
+        return region
+
+    def get_reg_region(self, name: str) -> RegRegion:
+        """The register region called `name`; XrtError 11010 lists the names."""
+        self._check_open()
+        region = self._reg.get(name) if isinstance(name, str) else None
+        if region is None:
+            raise XrtError(
+                ErrorCode.WRONG_TYPE,
+                f"{type(self).__name__} has no register region {name!r} "
+                f"(has: {', '.join(self._reg) or 'none'})",
+            )
+        return region
+
+    def default_mem_region(self) -> MemRegion:
+        """The default memory region (the manual's ``defaultMemRegion()``)."""
+        self._check_open()
+        if self._default_mem is None:
+            raise XrtError(ErrorCode.WRONG_TYPE, f"{type(self).__name__} has no memory region")
+        return self._mem[self._default_mem]
+
+    def default_reg_region(self) -> RegRegion:
+        """The default register region (the manual's ``defaultRegRegion()``)."""
+        self._check_open()
+        if self._default_reg is None:
+            raise XrtError(ErrorCode.WRONG_TYPE, f"{type(self).__name__} has no register region")
+        return self._reg[self._default_reg]
+
+    def set_default_mem_region(self, name: str) -> Device:
+        """Make the memory region `name` the default; returns the device."""
+        self._default_mem = self.get_mem_region(name).name
+        return self
+
+    def set_default_reg_region(self, name: str) -> Device:
+        """Make the register region `name` the default; returns the device."""
+        self._default_reg = self.get_reg_region(name).name
+        return self
+
+    # -- shortcuts of the manual -----------------------------------------------------------
+
+    def malloc(
+        self,
+        nbytes: int,
+        *,
+        region: str | None = None,
+        auto_free: bool = True,
+        alignment: int = 1,
+    ) -> MemChunk:
+        """Allocate on the default memory region, or on the one named `region`."""
+        r = self.default_mem_region() if region is None else self.get_mem_region(region)
+        return r.malloc(nbytes, auto_free, alignment)
+
+    def read_reg(self, addr: int, relative: bool = False, *, region: str | None = None) -> int:
+        """Read a register of the default register region (or of `region`)."""
+        r = self.default_reg_region() if region is None else self.get_reg_region(region)
+        return r.read(addr, relative)
+
+    def write_reg(
+        self, addr: int, value: int, relative: bool = False, *, region: str | None = None
+    ) -> None:
+        """Write a register of the default register region (or of `region`)."""
+        r = self.default_reg_region() if region is None else self.get_reg_region(region)
+        r.write(addr, value, relative)
+
+    # -- interrupts ------------------------------------------------------------------------
+
+    @property
+    def has_irq(self) -> bool:
+        """True when `wait_irq` is supported."""
+        return False
+
+    def wait_irq(self, timeout_s: float) -> bool:
+        """Wait for the device's interrupt line; True if it fired, False on timeout.
+
+        Devices with an interrupt (the emulator, a board through UIO) override this.
+
+        Raises:
+            XrtError: 11012 on a device without an interrupt line (this default), 11003 for
+                a negative timeout.
+        """
+        as_seconds(timeout_s, "timeout_s")
+        self._check_open()
+        raise XrtError(
+            ErrorCode.WRONG_ORDER, f"{type(self).__name__} has no interrupt line to wait for"
+        )
+
+    # -- closing ---------------------------------------------------------------------------
+
+    def _close(self) -> None:
+        """Release the device's own resources (transport connections); called once."""
+
+    def close(self) -> None:
+        """Close the device and its regions (the manual's ``Device::Close``); idempotent.
+
+        Afterwards every region operation raises XrtError 11012.
+        """
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
+        errors: list[Exception] = []
+        for region in [*self._mem.values(), *self._reg.values()]:
+            region._closed = True
+            try:
+                region._close()
+            except Exception as exc:  # close everything, then report
+                errors.append(exc)
+        try:
+            self._close()
+        except Exception as exc:
+            errors.append(exc)
+        if errors:
+            raise errors[0]
+
+    def __enter__(self) -> Device:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        where = f" {self._url.raw!r}" if self._url is not None and self._url.raw else ""
+        state = " closed" if self._closed else ""
+        return f"<{type(self).__name__}{where}{state}>"
+
+
+@register_device("host://")
+class HostDevice(Device):
+    """The host as a device: one memory region, ``"host"``, of host memory; no registers.
+
+    ``HostDevice.default()`` is the process-wide instance tensors use by default; closing
+    it does nothing. ``Device.open("host://")`` (or ``HostDevice()``) makes an independent
+    one; its URL may set ``capacity=<bytes>`` to bound its region.
+
+    Args:
+        url: The URL it was opened with, if any.
+        capacity: Bytes the region may hand out (None: as much as the OS gives).
+    """
+
+    _default: HostDevice | None = None
+    _default_lock = threading.Lock()
+
+    def __init__(self, url: DeviceURL | str | None = None, *, capacity: int | None = None) -> None:
+        super().__init__(url)
+        if capacity is None and self._url is not None:
+            capacity = self._url.get_int("capacity")
+        self.add_region(HostMemRegion("host", capacity=capacity), default=True)
+
+    @classmethod
+    def default(cls) -> HostDevice:
+        """The process-wide host device (the manual's ``HostDevice::Default()``)."""
+        dev = HostDevice._default
+        if dev is None:
+            with HostDevice._default_lock:
+                dev = HostDevice._default
+                if dev is None:
+                    dev = HostDevice(DeviceURL.parse("host://"))
+                    HostDevice._default = dev
+        return dev
+
+    @classmethod
+    def default_region(cls) -> HostMemRegion:
+        """The default host device's memory region (the manual's ``HostDevice::MemRegion()``)."""
+        region = cls.default().default_mem_region()
+        assert isinstance(region, HostMemRegion)
+        return region
+
+    def close(self) -> None:
+        """Close the device; the process-wide default device stays open."""
+        if self is HostDevice._default:
+            return
+        super().close()

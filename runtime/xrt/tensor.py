@@ -1,0 +1,762 @@
+"""Tensors (the manual's ``Tensor``): a `TensorType` over bytes in a `MemChunk`.
+
+A tensor may have no data yet (``Tensor(ttype)``), get it from a chunk (`Tensor.set_data`,
+shared chunks are fine) or allocate it (`Tensor.malloc_on`), move to another region
+(`Tensor.to`), and convert from and to numpy (`Tensor.from_numpy`, `Tensor.numpy`).
+
+Hardware layout. A tensor's bytes are normally stored in its logical ("software") layout:
+the shape of its type, C order, in the type's axis order (``"NHWC"``). A backend may store
+a tensor in a hardware layout instead, described by a `HwLayout` (for example
+`ChannelTiled`, channels cut into blocks of 8/16/32 and zero-padded, as NPUs keep feature
+maps). `numpy()` always returns the logical array; ``numpy(hardware=True)`` the stored one.
+
+Readiness. A tensor a device is still computing is not ready: ``Tensor(..., check_func=f)``
+calls ``f(device)`` until it returns True (then the tensor stays ready until `set_ready`
+(False)). `is_ready`, `wait_for_ready`; reading data (`numpy`, `read`, `dump`, `to`) from a
+tensor that is not ready raises XrtError 11012 rather than return stale bytes.
+
+Dump formats (`Tensor.dump`): three letters, one from each pair:
+
+- layout: ``H`` the hardware (stored) layout, ``S`` the software (logical) layout;
+- values: ``F`` float, ``Q`` the quantized (raw integer) values;
+- form: ``B`` binary (raw little-endian array, C order, no header), ``T`` text (one
+  header line starting with ``#``, then one value per line, C order; `numpy.loadtxt`
+  reads it back).
+
+The manual's rule: a tensor stored in H can be dumped as S, and one holding Q values can
+be dumped as F; never the reverse. So:
+
+- ``S`` is always possible (converted from the hardware layout when there is one);
+- ``H`` needs a hardware layout: on a tensor without one it is an error (11010);
+- ``F`` is always possible: float tensors give their own values in their own type, quantized
+  ones are dequantized to float32 (``scale * (q - zero_point)``), plain integer and bool
+  tensors are converted to float32;
+- ``Q`` needs integer values: quantized tensors give the raw integers, plain integer and
+  bool tensors their values; on a float tensor it is an error (11010).
+
+With ``fallback=True`` the impossible requests degrade instead of failing: H becomes S and
+Q becomes F (useful to dump every tensor of a network with one format); the text header
+always names the format actually written. ``HF`` on a quantized tensor with a hardware
+layout dequantizes the logical values and re-tiles them, so padding reads 0.0.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from math import prod
+from typing import IO, TYPE_CHECKING, Any
+
+import numpy as np
+
+from xrt._checks import BufferLike, as_alignment, as_bool, as_seconds, as_size
+from xrt.dtypes import DataType, QuantParams, TensorType
+from xrt.errors import ErrorCode, XrtError
+from xrt.memory import MemChunk, MemRegion, _dest_view, _src_view
+from xrt.memptr import MemPtr
+
+if TYPE_CHECKING:
+    from xrt.device import Device
+
+__all__ = ["DUMP_FORMATS", "ChannelTiled", "HwLayout", "Tensor"]
+
+DUMP_FORMATS = tuple(a + b + c for a in "HS" for b in "FQ" for c in "BT")
+"""The eight dump formats: ``HFB``, ``HFT``, ``HQB``, ..., ``SQT``."""
+
+CheckFunc = Callable[["Device | None"], bool]
+"""Readiness function: called with the tensor's device, True once the data is valid."""
+
+
+class HwLayout(ABC):
+    """How a tensor is stored when the hardware's layout differs from its logical one."""
+
+    @property
+    @abstractmethod
+    def name(self) -> str:
+        """A short name for dumps and reprs."""
+
+    @abstractmethod
+    def check(self, ttype: TensorType) -> None:
+        """Raise XrtError 11010 when the layout cannot store tensors of `ttype`."""
+
+    @abstractmethod
+    def storage_shape(self, ttype: TensorType) -> tuple[int, ...]:
+        """Shape of the stored array (same element type)."""
+
+    @abstractmethod
+    def to_hardware(self, logical: np.ndarray, ttype: TensorType) -> np.ndarray:
+        """Stored array (C-contiguous) from the logical one; padding is zero."""
+
+    @abstractmethod
+    def to_software(self, stored: np.ndarray, ttype: TensorType) -> np.ndarray:
+        """Logical array from the stored one."""
+
+    def storage_bytes(self, ttype: TensorType) -> int:
+        """Bytes the stored array occupies."""
+        return prod(self.storage_shape(ttype)) * ttype.dtype.itemsize
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name}>"
+
+
+class ChannelTiled(HwLayout):
+    """Channels cut into blocks of `block`, zero-padded to a whole number of blocks.
+
+    The type's layout must name a ``C`` axis. Stored axis order: ``N`` first when the
+    layout starts with it, then the channel-block index, then the other axes in layout
+    order, then the channel within its block. For ``NHWC`` with 32-channel blocks a
+    ``[1, 4, 4, 40]`` tensor is stored as ``[1, 2, 4, 4, 32]`` (NC/32HW32c, as NPUs keep
+    feature maps).
+
+    Args:
+        block: Channels per block (>= 1).
+    """
+
+    def __init__(self, block: int) -> None:
+        self.block = as_size(block, "channel block")
+        if self.block < 1:
+            raise XrtError(ErrorCode.OUT_OF_RANGE, "channel block must be >= 1")
+
+    @property
+    def name(self) -> str:
+        return f"C{self.block}"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ChannelTiled) and other.block == self.block
+
+    def __hash__(self) -> int:
+        return hash(("ChannelTiled", self.block))
+
+    def check(self, ttype: TensorType) -> None:
+        if ttype.layout == "*" or "C" not in ttype.layout:
+            raise XrtError(
+                ErrorCode.WRONG_TYPE,
+                f"channel tiling needs a layout with a 'C' axis, {ttype!r} has {ttype.layout!r}",
+            )
+
+    def _axes(self, ttype: TensorType) -> tuple[int, list[int]]:
+        layout = ttype.layout
+        k = layout.index("C")
+        # Axes of the split array: i < k -> i, block index -> k, in-block -> k + 1,
+        # i > k -> i + 1.
+        lead = [0] if layout[0] == "N" and k != 0 else []
+        others = [i if i < k else i + 1 for i in range(len(layout)) if i != k and i not in lead]
+        return k, [*lead, k, *others, k + 1]
+
+    def storage_shape(self, ttype: TensorType) -> tuple[int, ...]:
+        self.check(ttype)
+        k, order = self._axes(ttype)
+        shape = list(ttype.shape)
+        split = [*shape[:k], -(-shape[k] // self.block), self.block, *shape[k + 1 :]]
+        return tuple(split[a] for a in order)
+
+    def to_hardware(self, logical: np.ndarray, ttype: TensorType) -> np.ndarray:
+        k, order = self._axes(ttype)
+        c = logical.shape[k]
+        blocks = -(-c // self.block)
+        pad = [(0, 0)] * logical.ndim
+        pad[k] = (0, blocks * self.block - c)
+        padded = np.pad(logical, pad)
+        split = padded.reshape(*logical.shape[:k], blocks, self.block, *logical.shape[k + 1 :])
+        return np.ascontiguousarray(split.transpose(order))
+
+    def to_software(self, stored: np.ndarray, ttype: TensorType) -> np.ndarray:
+        k, order = self._axes(ttype)
+        split = stored.transpose(np.argsort(order))
+        shape = list(ttype.shape)
+        merged = split.reshape(*shape[:k], split.shape[k] * self.block, *shape[k + 1 :])
+        return np.ascontiguousarray(merged[(slice(None),) * k + (slice(0, shape[k]),)])
+
+
+def _check_values(values: np.ndarray, dtype: DataType, what: str) -> np.ndarray:
+    """Cast `values` to `dtype` only when no value changes (no wrap, no rounding)."""
+    target = dtype.numpy
+    if values.dtype == target:
+        return values
+    if values.dtype.kind not in "biuf":
+        raise XrtError(
+            ErrorCode.WRONG_TYPE, f"{what}: values of type {values.dtype} are not numbers"
+        )
+    if dtype is DataType.BOOL:
+        if not np.all((values == 0) | (values == 1)):
+            raise XrtError(ErrorCode.OUT_OF_RANGE, f"{what}: Bool values must be 0 or 1")
+        return values.astype(target)
+    if dtype.is_float:
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = values.astype(target)
+        bad = np.isinf(out) & np.isfinite(values)
+        if np.any(bad):
+            raise XrtError(
+                ErrorCode.OUT_OF_RANGE,
+                f"{what}: {values[bad].flat[0]!r} overflows {dtype.manual_name}",
+            )
+        return out
+    info = np.iinfo(target)
+    if values.dtype.kind == "f" and (
+        not np.all(np.isfinite(values)) or np.any(values != np.round(values))
+    ):
+        raise XrtError(
+            ErrorCode.OUT_OF_RANGE,
+            f"{what}: {dtype.manual_name} takes whole numbers, got fractions or non-finite",
+        )
+    if values.size and (values.min() < info.min or values.max() > info.max):
+        raise XrtError(
+            ErrorCode.OUT_OF_RANGE,
+            f"{what}: values in [{values.min()}, {values.max()}] do not fit "
+            f"{dtype.manual_name} [{info.min}, {info.max}]",
+        )
+    return values.astype(target)
+
+
+class Tensor:
+    """A typed tensor, with or without data in a `MemChunk` (the manual's ``Tensor``).
+
+    Args:
+        ttype: Element type, shape, layout and quantization.
+        chunk: Chunk holding the data, or None for a tensor without data yet.
+        offset: Byte offset of the data in `chunk`.
+        check_func: Readiness function, called with the tensor's device; the tensor is
+            not ready until it returns True. Without one a tensor with data is ready.
+        hw_layout: The hardware layout the data is stored in, if not the logical one.
+
+    Raises:
+        XrtError: 11010 for wrong types or a hardware layout that does not fit `ttype`;
+            11003 when the data does not fit the chunk; 11012 for a freed chunk.
+    """
+
+    __slots__ = ("__weakref__", "_check_func", "_chunk", "_hw", "_offset", "_ready", "_type")
+
+    def __init__(
+        self,
+        ttype: TensorType,
+        chunk: MemChunk | None = None,
+        offset: int = 0,
+        check_func: CheckFunc | None = None,
+        *,
+        hw_layout: HwLayout | None = None,
+    ) -> None:
+        if not isinstance(ttype, TensorType):
+            raise XrtError(
+                ErrorCode.WRONG_TYPE, f"a Tensor needs a TensorType, got {type(ttype).__name__}"
+            )
+        if hw_layout is not None:
+            if not isinstance(hw_layout, HwLayout):
+                raise XrtError(ErrorCode.WRONG_TYPE, f"not a HwLayout: {hw_layout!r}")
+            hw_layout.check(ttype)
+        if check_func is not None and not callable(check_func):
+            raise XrtError(ErrorCode.WRONG_TYPE, f"check_func must be callable: {check_func!r}")
+        self._type = ttype
+        self._hw = hw_layout
+        self._chunk: MemChunk | None = None
+        self._offset = 0
+        self._check_func = check_func
+        self._ready = check_func is None
+        if chunk is not None:
+            self.set_data(chunk, offset)
+
+    # -- construction from numpy -------------------------------------------------------------
+
+    @classmethod
+    def from_numpy(
+        cls,
+        array: np.ndarray,
+        *,
+        layout: str = "*",
+        quant: QuantParams | None = None,
+        dtype: DataType | str | None = None,
+        region: MemRegion | None = None,
+        hw_layout: HwLayout | None = None,
+    ) -> Tensor:
+        """A new tensor holding a copy of `array` (in its logical layout).
+
+        Args:
+            array: The values; its numpy dtype must be one of `DataType` (no silent casts:
+                float64 is refused, convert with ``.astype(np.float32)``).
+            layout: Axis letters of the type (``"NHWC"``) or ``"*"``.
+            quant: Quantization parameters of an integer tensor.
+            dtype: Expected element type; must match ``array.dtype`` exactly.
+            region: Where to allocate (default: ``HostDevice.default()``'s region).
+            hw_layout: Store the data in this hardware layout.
+
+        Raises:
+            XrtError: 11010 for a dtype without a DataType or not matching `dtype`.
+        """
+        arr = np.asarray(array)
+        try:
+            dt = DataType.from_numpy(arr.dtype)
+        except XrtError:
+            raise XrtError(
+                ErrorCode.WRONG_TYPE,
+                f"numpy dtype {arr.dtype} has no xrt DataType "
+                f"(known: {', '.join(str(d.numpy) for d in DataType)}); convert it first",
+            ) from None
+        if dtype is not None and DataType.parse(dtype) is not dt:
+            raise XrtError(
+                ErrorCode.WRONG_TYPE,
+                f"array holds {dt.manual_name}, expected {DataType.parse(dtype).manual_name}",
+            )
+        ttype = TensorType(dt, arr.shape, layout, quant)
+        if region is None:
+            from xrt.device import HostDevice
+
+            region = HostDevice.default_region()
+        tensor = cls(ttype, hw_layout=hw_layout).malloc_on(region)
+        tensor.copy_data(arr)
+        return tensor
+
+    # -- what it is ------------------------------------------------------------------------------
+
+    @property
+    def tensor_type(self) -> TensorType:
+        """The tensor's type (the manual's ``dtype()``)."""
+        return self._type
+
+    @property
+    def dtype(self) -> DataType:
+        """Element type."""
+        return self._type.dtype
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Logical shape."""
+        return self._type.shape
+
+    @property
+    def layout(self) -> str:
+        """Logical axis order (``"NHWC"``, ``"*"``)."""
+        return self._type.layout
+
+    @property
+    def quant(self) -> QuantParams | None:
+        return self._type.quant
+
+    @property
+    def hw_layout(self) -> HwLayout | None:
+        """The hardware layout the data is stored in, or None (logical layout)."""
+        return self._hw
+
+    @property
+    def storage_shape(self) -> tuple[int, ...]:
+        """Shape of the stored array."""
+        if self._hw is None:
+            return self._type.shape
+        return self._hw.storage_shape(self._type)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of storage the data needs (XrtError 11003 while a dimension is unknown)."""
+        if self._hw is None:
+            return self._type.bytes()
+        self._type.numel()  # raises for unknown dimensions
+        return self._hw.storage_bytes(self._type)
+
+    @property
+    def chunk(self) -> MemChunk | None:
+        """The chunk holding the data, or None."""
+        return self._chunk
+
+    @property
+    def offset(self) -> int:
+        """Byte offset of the data in its chunk."""
+        return self._offset
+
+    @property
+    def region(self) -> MemRegion | None:
+        """The region the data is in (the manual's ``memRegion()``), or None."""
+        return None if self._chunk is None else self._chunk.region
+
+    @property
+    def data_ptr(self) -> MemPtr:
+        """Pointer to the first byte of the data (the manual's ``data()``).
+
+        Raises:
+            XrtError: 11012 when the tensor has no data.
+        """
+        return self._data()[0].begin + self._offset
+
+    def has_data(self) -> bool:
+        """True when the tensor has a (live) chunk."""
+        return self._chunk is not None and not self._chunk.is_freed
+
+    def is_on(self, region: MemRegion) -> bool:
+        """True when the tensor's data is in `region`."""
+        return self._chunk is not None and self._chunk.region is region
+
+    def __repr__(self) -> str:
+        if self._chunk is None:
+            where = "no data"
+        else:
+            where = f"on {self._chunk.region.name!r} at {self._chunk.begin + self._offset!r}"
+        hw = f", hw={self._hw.name}" if self._hw is not None else ""
+        return f"Tensor({self._type!r}{hw}, {where})"
+
+    # -- data ---------------------------------------------------------------------------------
+
+    def _data(self) -> tuple[MemChunk, int]:
+        if self._chunk is None:
+            raise XrtError(ErrorCode.WRONG_ORDER, f"{self!r} has no data: malloc_on/set_data first")
+        self._chunk._check_live()
+        return self._chunk, self._offset
+
+    def _readable(self) -> tuple[MemChunk, int]:
+        data = self._data()
+        if not self.is_ready():
+            raise XrtError(
+                ErrorCode.WRONG_ORDER,
+                f"{self!r} is not ready: wait_for_ready() before reading its data",
+            )
+        return data
+
+    def set_data(self, chunk: MemChunk, offset: int = 0) -> Tensor:
+        """Use ``chunk`` from byte `offset` as the tensor's data (the chunk may be shared).
+
+        Returns:
+            The tensor.
+
+        Raises:
+            XrtError: 11010 for a non-chunk, 11003 when the data does not fit, 11012 for a
+                freed chunk.
+        """
+        if not isinstance(chunk, MemChunk):
+            raise XrtError(ErrorCode.WRONG_TYPE, f"set_data needs a MemChunk, got {chunk!r}")
+        chunk._check_live()
+        off = as_size(offset, "tensor offset")
+        need = self.nbytes
+        if off + need > chunk.size:
+            raise XrtError(
+                ErrorCode.OUT_OF_RANGE,
+                f"{need} B of tensor data at offset {off} do not fit the {chunk.size}-byte chunk",
+            )
+        self._chunk = chunk
+        self._offset = off
+        return self
+
+    def malloc_on(self, region: MemRegion, alignment: int | None = None) -> Tensor:
+        """Allocate the tensor's data on `region`, replacing any chunk it had.
+
+        Args:
+            region: Where to allocate.
+            alignment: Start address alignment; default: the element size (and at least the
+                region's minimum).
+
+        Returns:
+            The tensor.
+        """
+        if not isinstance(region, MemRegion):
+            raise XrtError(ErrorCode.WRONG_TYPE, f"malloc_on needs a MemRegion, got {region!r}")
+        align = self.dtype.itemsize if alignment is None else as_alignment(alignment)
+        self._chunk = region.malloc(self.nbytes, True, align)
+        self._offset = 0
+        return self
+
+    def to(self, region: MemRegion) -> Tensor:
+        """This tensor if its data is on `region`, else a copy there (a new, ready tensor).
+
+        Raises:
+            XrtError: 11012 when the tensor has no data or is not ready.
+        """
+        if not isinstance(region, MemRegion):
+            raise XrtError(ErrorCode.WRONG_TYPE, f"to() needs a MemRegion, got {region!r}")
+        if self.is_on(region):
+            return self
+        chunk, offset = self._readable()
+        out = Tensor(self._type, hw_layout=self._hw).malloc_on(region)
+        assert out._chunk is not None
+        region.memcpy(out._chunk.begin, chunk.region, chunk.begin + offset, self.nbytes)
+        return out
+
+    def _span(self, offset: object, nbytes: int | None, room: int, what: str) -> tuple[int, int]:
+        off = as_size(offset, f"{what} offset")
+        n = room if nbytes is None else as_size(nbytes, f"{what} size")
+        if off + n > self.nbytes:
+            raise XrtError(
+                ErrorCode.OUT_OF_RANGE,
+                f"{what} of {n} B at offset {off} runs past the tensor's {self.nbytes} B",
+            )
+        return off, n
+
+    def read(self, dest: BufferLike, offset: int = 0, nbytes: int | None = None) -> None:
+        """Copy raw stored bytes (from `offset` in the tensor's data) into `dest`."""
+        chunk, base = self._readable()
+        dv = _dest_view(dest, "read destination")
+        off, n = self._span(offset, nbytes, len(dv), "read")
+        chunk.read(dv, base + off, n)
+
+    def write(self, src: BufferLike, offset: int = 0, nbytes: int | None = None) -> None:
+        """Copy raw bytes from `src` into the tensor's stored data at `offset`."""
+        chunk, base = self._data()
+        sv = _src_view(src, "write source")
+        off, n = self._span(offset, nbytes, len(sv), "write")
+        chunk.write(sv, base + off, n)
+
+    def copy_from(
+        self,
+        src: Tensor,
+        *,
+        src_offset: int = 0,
+        dest_offset: int = 0,
+        nbytes: int | None = None,
+    ) -> None:
+        """Copy raw stored bytes from another tensor (any region); default: all of them."""
+        if not isinstance(src, Tensor):
+            raise XrtError(ErrorCode.WRONG_TYPE, f"copy_from needs a Tensor, got {src!r}")
+        s_chunk, s_base = src._readable()
+        d_chunk, d_base = self._data()
+        start = as_size(src_offset, "copy source offset")
+        s_off, n = src._span(start, nbytes, max(src.nbytes - start, 0), "copy source")
+        d_off, _ = self._span(dest_offset, n, n, "copy destination")
+        d_chunk.copy_from(s_chunk, src_offset=s_base + s_off, dest_offset=d_base + d_off, nbytes=n)
+
+    def copy_data(self, array: np.ndarray) -> Tensor:
+        """Copy a logical-layout numpy array into the tensor (the manual's ``copyData``).
+
+        Raises:
+            XrtError: 11010 when the dtype differs (no silent casts), 11003 when the shape
+                differs, 11012 when the tensor has no data.
+        """
+        chunk, base = self._data()
+        arr = np.asarray(array)
+        if arr.dtype != self.dtype.numpy:
+            raise XrtError(
+                ErrorCode.WRONG_TYPE,
+                f"array dtype {arr.dtype} does not match the tensor's {self.dtype.manual_name} "
+                f"({self.dtype.numpy})",
+            )
+        if arr.shape != self.shape:
+            raise XrtError(
+                ErrorCode.OUT_OF_RANGE,
+                f"array shape {list(arr.shape)} does not match the tensor's {list(self.shape)}",
+            )
+        if self._hw is not None:
+            arr = self._hw.to_hardware(arr, self._type)
+        chunk.write(arr, base, self.nbytes)
+        return self
+
+    def fill(self, fn: Callable[[Any], Any] | float | bool, *, vectorized: bool = False) -> Tensor:
+        """Fill the tensor: element ``i`` (flat index, logical C order) gets ``fn(i)``.
+
+        Args:
+            fn: A function of the flat index, or a constant.
+            vectorized: Call ``fn`` once with the array of all indices instead.
+
+        Returns:
+            The tensor.
+
+        Raises:
+            XrtError: 11003 when a value does not fit the element type exactly (fractions
+                for integers, overflow), 11010 for non-numbers, 11012 without data.
+        """
+        self._data()
+        n = self._type.numel()
+        if callable(fn):
+            if as_bool(vectorized, "vectorized"):
+                values = np.asarray(fn(np.arange(n)))
+                if values.shape not in ((n,), ()):
+                    raise XrtError(
+                        ErrorCode.OUT_OF_RANGE,
+                        f"vectorized fill returned shape {values.shape}, expected ({n},)",
+                    )
+                values = np.broadcast_to(values, (n,))
+            else:
+                values = np.asarray([fn(i) for i in range(n)])
+        else:
+            values = np.full(n, fn)
+        self.copy_data(_check_values(values, self.dtype, "fill").reshape(self.shape))
+        return self
+
+    def numpy(self, copy: bool = True, *, hardware: bool = False) -> np.ndarray:
+        """The tensor's values as a numpy array.
+
+        Args:
+            copy: False: a zero-copy view of the chunk's memory (host-visible regions and the
+                logical layout only); it aliases the data and sees later writes.
+            hardware: Return the stored array (hardware layout) instead of the logical one.
+
+        Raises:
+            XrtError: 11012 without data or when not ready; 11010 for ``copy=False`` on a
+                region that is not host-visible or a tensor that needs re-tiling.
+        """
+        chunk, base = self._readable()
+        dt = self.dtype.numpy
+        shape = self.storage_shape
+        if copy:
+            stored = np.empty(shape, dtype=dt)
+            chunk.read(stored, base, self.nbytes)
+        else:
+            if self._hw is not None and not hardware:
+                raise XrtError(
+                    ErrorCode.WRONG_TYPE,
+                    "numpy(copy=False) cannot give the logical view of a tensor stored in a "
+                    "hardware layout: use copy=True or hardware=True",
+                )
+            stored = np.frombuffer(chunk.view(base, self.nbytes), dtype=dt).reshape(shape)
+        if self._hw is None or hardware:
+            return stored
+        return self._hw.to_software(stored, self._type)
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        arr = self.numpy()
+        return arr if dtype is None else arr.astype(dtype)
+
+    # -- readiness -------------------------------------------------------------------------------
+
+    def set_check_func(self, check_func: CheckFunc | None) -> Tensor:
+        """Set the readiness function (None: ready); the tensor is not ready until it says so."""
+        if check_func is not None and not callable(check_func):
+            raise XrtError(ErrorCode.WRONG_TYPE, f"check_func must be callable: {check_func!r}")
+        self._check_func = check_func
+        self._ready = check_func is None
+        return self
+
+    def set_ready(self, ready: bool) -> Tensor:
+        """Mark the tensor ready or not (e.g. a backend clears it when it starts computing)."""
+        self._ready = as_bool(ready, "ready")
+        return self
+
+    def is_ready(self) -> bool:
+        """True when the tensor has data and is ready (asking the check function if needed).
+
+        Raises:
+            XrtError: 11010 when the check function returns something other than a bool.
+        """
+        if not self.has_data():
+            return False
+        if self._ready:
+            return True
+        if self._check_func is not None:
+            assert self._chunk is not None
+            ok = self._check_func(self._chunk.region.device)
+            if not isinstance(ok, bool | np.bool_):
+                raise XrtError(
+                    ErrorCode.WRONG_TYPE,
+                    f"check function {self._check_func!r} returned {ok!r}, not a bool",
+                )
+            if ok:
+                self._ready = True
+        return self._ready
+
+    def wait_for_ready(self, timeout: float, interval: float = 0.0) -> bool:
+        """Wait until the tensor is ready; True if it became ready, False on timeout.
+
+        Args:
+            timeout: Seconds (or a `datetime.timedelta`) to wait at most.
+            interval: Seconds to sleep between checks (0: just yield the CPU).
+
+        Raises:
+            XrtError: 11012 when the tensor has no data (it could never become ready), 11003
+                for negative times.
+        """
+        limit = as_seconds(timeout, "timeout")
+        pause = as_seconds(interval, "interval")
+        self._data()
+        deadline = time.monotonic() + limit
+        while True:
+            if self.is_ready():
+                return True
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            time.sleep(min(pause, left))
+
+    # -- dump -------------------------------------------------------------------------------------
+
+    def resolve_dump_format(self, format: str, fallback: bool = False) -> str:
+        """The format `dump` would write for `format` (see the module docstring).
+
+        Raises:
+            XrtError: 11010 for an unknown format, or an impossible one without `fallback`.
+        """
+        if not isinstance(format, str) or format not in DUMP_FORMATS:
+            raise XrtError(
+                ErrorCode.WRONG_TYPE,
+                f"dump format must be one of {', '.join(DUMP_FORMATS)}, got {format!r}",
+            )
+        layout, values, form = format
+        if layout == "H" and self._hw is None:
+            if not fallback:
+                raise XrtError(
+                    ErrorCode.WRONG_TYPE,
+                    f"dump {format!r}: {self!r} has no hardware layout, and S cannot become H "
+                    f"(use S{values}{form}, or fallback=True)",
+                )
+            layout = "S"
+        if values == "Q" and self.dtype.is_float:
+            if not fallback:
+                raise XrtError(
+                    ErrorCode.WRONG_TYPE,
+                    f"dump {format!r}: {self._type!r} holds float values, and F cannot become Q "
+                    f"(use {layout}F{form}, or fallback=True)",
+                )
+            values = "F"
+        return layout + values + form
+
+    def dump_array(self, format: str = "SFB", fallback: bool = False) -> np.ndarray:
+        """The array `dump` writes for `format`."""
+        fmt = self.resolve_dump_format(format, fallback)
+        layout, values = fmt[0], fmt[1]
+        arr = self.numpy()
+        if values == "F":
+            if self._type.quant is not None and not self.dtype.is_float:
+                arr = self._type.quant.dequantize(arr)
+            elif not self.dtype.is_float:
+                arr = arr.astype(np.float32)
+        if layout == "H":
+            assert self._hw is not None
+            arr = self._hw.to_hardware(arr, self._type)
+        return arr
+
+    def dump(
+        self,
+        stream: IO[bytes] | IO[str] | str | os.PathLike[str],
+        format: str = "SFB",
+        *,
+        fallback: bool = False,
+    ) -> str:
+        """Write the tensor's values to `stream` in a three-letter `format`.
+
+        Args:
+            stream: A binary stream, a text stream (T formats only) or a file path.
+            format: ``[H|S][F|Q][B|T]`` (see the module docstring); default ``"SFB"``.
+            fallback: Degrade H to S and Q to F when they are impossible instead of failing.
+
+        Returns:
+            The format actually written.
+
+        Raises:
+            XrtError: 11010 for an unknown or impossible format or a text stream given a
+                binary format; 11012 without data or when not ready.
+        """
+        fmt = self.resolve_dump_format(format, fallback)
+        if isinstance(stream, str | os.PathLike):
+            with open(stream, "wb") as fh:
+                return self.dump(fh, fmt)
+        arr = self.dump_array(fmt)
+        text_stream = isinstance(stream, io.TextIOBase)
+        if fmt[2] == "B":
+            if text_stream:
+                raise XrtError(
+                    ErrorCode.WRONG_TYPE, f"dump {fmt!r} is binary: give a binary stream"
+                )
+            le = arr.astype(arr.dtype.newbyteorder("<"), copy=False)
+            stream.write(le.tobytes())  # type: ignore[arg-type]
+            return fmt
+        layout_name = self._hw.name if fmt[0] == "H" and self._hw is not None else self.layout
+        header = (
+            f"xrt.Tensor format={fmt} dtype={arr.dtype} shape={list(arr.shape)} "
+            f"layout={layout_name} type={self.dtype.manual_name}"
+        )
+        flat = arr.reshape(-1)
+        if arr.dtype.kind == "f" or arr.dtype == DataType.BF16.numpy:
+            flat = flat.astype(np.float32)
+            lines = [f"{v:.9g}" for v in flat.tolist()]
+        else:
+            lines = [str(int(v)) for v in flat.tolist()]
+        text = "# " + header + "\n" + "".join(v + "\n" for v in lines)
+        if text_stream:
+            stream.write(text)  # type: ignore[arg-type]
+        else:
+            stream.write(text.encode("ascii"))  # type: ignore[arg-type]
+        return fmt
