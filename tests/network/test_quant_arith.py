@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-
 from xrt.errors import ErrorCode, XrtError
 from xrt.ops import intmath
 

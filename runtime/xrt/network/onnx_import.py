@@ -580,6 +580,13 @@ def _fix_inputs(
 ) -> list[tuple[str, list[int]]]:
     inits = {i.name for i in model.graph.initializer}
     wanted = dict(input_shapes or {})
+    real = {inp.name for inp in model.graph.input if inp.name not in inits}
+    unknown = sorted(set(wanted) - real)
+    if unknown:
+        raise XrtError(
+            ErrorCode.OUT_OF_RANGE,
+            f"input_shapes names unknown input(s) {unknown} (inputs: {sorted(real)})",
+        )
     found = []
     for inp in model.graph.input:
         if inp.name in inits:

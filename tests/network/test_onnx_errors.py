@@ -1,0 +1,151 @@
+"""The ONNX importer's errors: each is an XrtError with the right code, naming the problem."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from netutil import make_model, rand
+from onnx import TensorProto, helper
+from xrt.errors import ErrorCode, XrtError
+from xrt.network import Network
+
+N = helper.make_node
+
+
+def _err(model: object, **kw: object) -> XrtError:
+    with pytest.raises(XrtError) as err:
+        Network.from_onnx(model, **kw)  # type: ignore[arg-type]
+    return err.value
+
+
+def test_unsupported_operator_names_type_and_node() -> None:
+    model = make_model(
+        [N("Relu", ["x"], ["a"]), N("Erf", ["a"], ["y"], name="my_erf")], {"x": (1, 4)}, ["y"]
+    )
+    err = _err(model)
+    assert err.code == ErrorCode.LOAD_FAILED
+    assert "'Erf'" in err.message and "'my_erf'" in err.message
+
+
+def test_custom_domain_operator_is_unsupported() -> None:
+    graph = helper.make_graph(
+        [N("Foo", ["x"], ["y"], domain="com.example", name="foo1")],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+    )
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("com.example", 1)]
+    )
+    err = _err(model)
+    assert err.code == ErrorCode.LOAD_FAILED and "com.example::Foo" in err.message
+
+
+def test_old_opset_is_rejected() -> None:
+    graph = helper.make_graph(
+        [N("Relu", ["x"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 10)])
+    err = _err(model)
+    assert err.code == ErrorCode.LOAD_FAILED and "opset 10" in err.message and "11" in err.message
+
+
+def test_missing_and_corrupt_files(tmp_path: Path) -> None:
+    assert _err(tmp_path / "none.onnx").code == ErrorCode.FILE_NOT_FOUND
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"\x08\x07garbage\xff\xff\xff")
+    assert _err(bad).code == ErrorCode.LOAD_FAILED
+    assert _err(b"\xff\xff\xff\xff").code == ErrorCode.LOAD_FAILED
+    assert _err(12345).code == ErrorCode.WRONG_TYPE
+
+
+def test_model_file_round_trip(tmp_path: Path) -> None:
+    import onnx
+
+    model = make_model([N("Relu", ["x"], ["y"])], {"x": (1, 4)}, ["y"])
+    onnx.save(model, tmp_path / "m.onnx")
+    assert Network.from_onnx(tmp_path / "m.onnx").op_ids == [0]
+    assert Network.from_onnx(str(tmp_path / "m.onnx")).op_ids == [0]
+    assert Network.from_onnx(model.SerializeToString()).op_ids == [0]
+
+
+def test_symbolic_non_batch_dimension_needs_input_shapes() -> None:
+    graph = helper.make_graph(
+        [N("Relu", ["x"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, "H", "W"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    err = _err(model)
+    assert (
+        err.code == ErrorCode.LOAD_FAILED and "'x'" in err.message and "input_shapes" in err.message
+    )
+    assert Network.from_onnx(model, {"x": [2, 3, 8, 8]}).values["y"].shape == (2, 3, 8, 8)
+    assert _err(model, input_shapes={"z": [1]}).code == ErrorCode.OUT_OF_RANGE
+    assert _err(model, input_shapes={"x": [1, 3, 8]}).code == ErrorCode.OUT_OF_RANGE
+
+
+def test_non_float_input_is_rejected() -> None:
+    graph = helper.make_graph(
+        [N("Relu", ["x"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.INT32, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.INT32, [2])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    err = _err(model)
+    assert err.code == ErrorCode.LOAD_FAILED and "INT32" in err.message
+
+
+def test_unsupported_variants_name_the_node() -> None:
+    inits = {"roi": np.zeros(0, np.float32), "sc": np.array([1, 1, 2, 2], np.float32)}
+    resize = make_model(
+        [N("Resize", ["x", "roi", "sc"], ["y"], mode="linear", name="up")],
+        {"x": (1, 1, 2, 2)},
+        ["y"],
+        inits,
+    )
+    err = _err(resize)
+    assert "'up'" in err.message and "linear" in err.message
+    conv = make_model(
+        [N("Conv", ["x", "w"], ["y"], name="dyn")], {"x": (1, 2, 4, 4), "w": (3, 2, 1, 1)}, ["y"]
+    )
+    err = _err(conv)
+    assert "'dyn'" in err.message and "constant" in err.message
+    conv1d = make_model(
+        [N("Conv", ["x", "w"], ["y"], name="c1")], {"x": (1, 2, 8)}, ["y"], {"w": rand(3, 2, 3)}
+    )
+    assert "2-D" in _err(conv1d).message
+    graph = helper.make_graph(
+        [N("MaxPool", ["x"], ["y", "idx"], kernel_shape=[2, 2], name="mp")],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4])],
+        [
+            helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+            helper.make_tensor_value_info("idx", TensorProto.INT64, None),
+        ],
+    )
+    pool = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    err = _err(pool)
+    assert "Indices" in err.message and "'mp'" in err.message
+
+
+def test_shape_inference_failure_is_11011() -> None:
+    graph = helper.make_graph(
+        [N("Add", ["a", "b"], ["y"])],
+        "g",
+        [
+            helper.make_tensor_value_info("a", TensorProto.FLOAT, [2, 3]),
+            helper.make_tensor_value_info("b", TensorProto.FLOAT, [4, 5]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    err = _err(model)
+    assert err.code == ErrorCode.LOAD_FAILED and "shape inference" in err.message
