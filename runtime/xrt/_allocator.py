@@ -18,7 +18,8 @@ pointer moves done by one C ``memmove`` (about 8*F bytes: microseconds even at F
 the allocated set is a dict (O(1)). F is the number of *holes*, not of live chunks: a
 region with 10^4 live chunks allocated back to back has one free block. Alignment: best
 fit scans at most 8 too-small-once-aligned candidates, then jumps to the blocks that fit at
-any alignment (size >= nbytes + alignment - 1), so a search is never a linear walk.
+any alignment (size >= nbytes + alignment - 1); only when there are none does it keep
+scanning, so it fails (out of memory) exactly when no free block can hold the request.
 `allocations()` sorts A entries (O(A log A)); it is for introspection, not hot paths.
 """
 
@@ -117,8 +118,11 @@ class RangeAllocator:
                 break
             tries += 1
             if tries == _SCAN:
+                # Blocks of nbytes + alignment - 1 bytes or more fit at any alignment: jump
+                # to the smallest of them if there is one (else keep scanning, so that the
+                # search fails only when no block fits at all).
                 j = bisect_left(keys, (nbytes + mask) << _SHIFT)
-                if j > i + 1:
+                if i + 1 < j < n:
                     i = j
                     continue
             i += 1

@@ -62,8 +62,9 @@ class MemPtr:
     Args:
         cptr: A host buffer (anything with the buffer protocol), or an int taken as `addr`
             when `addr` is not given (the manual's ``MemPtr(addr)``).
-        addr: Physical address, 0 <= addr < 2**64.
-        offset: Byte offset of the pointer into `cptr` (0 <= offset <= len(cptr)).
+        addr: Physical address of the pointed-to byte, 0 <= addr < 2**64.
+        offset: Byte offset of the pointer into `cptr` (0 <= offset <= len(cptr)); for a
+            BOTH pointer, ``cptr[offset]`` is the host view of physical address `addr`.
 
     Raises:
         XrtError: 11010 for wrong types, 11003 for an address or offset out of range.
