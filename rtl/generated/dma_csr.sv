@@ -635,6 +635,7 @@ module dma_csr (
             end
         end
     end
+    assign hwif_out.INT_STATUS.DONE.value = field_storage.INT_STATUS.DONE.value;
     // Field: dma_csr.INT_STATUS.ERROR
     always_comb begin
         automatic logic [0:0] next_c;
@@ -660,6 +661,7 @@ module dma_csr (
             end
         end
     end
+    assign hwif_out.INT_STATUS.ERROR.value = field_storage.INT_STATUS.ERROR.value;
     // Field: dma_csr.INT_ENABLE.DONE
     always_comb begin
         automatic logic [0:0] next_c;

@@ -210,6 +210,19 @@ package dma_csr_pkg;
 
     typedef struct {
         logic value;
+    } dma_csr__INT_STATUS__DONE__out_t;
+
+    typedef struct {
+        logic value;
+    } dma_csr__INT_STATUS__ERROR__out_t;
+
+    typedef struct {
+        dma_csr__INT_STATUS__DONE__out_t DONE;
+        dma_csr__INT_STATUS__ERROR__out_t ERROR;
+    } dma_csr__INT_STATUS__out_t;
+
+    typedef struct {
+        logic value;
     } dma_csr__INT_ENABLE__DONE__out_t;
 
     typedef struct {
@@ -319,6 +332,7 @@ package dma_csr_pkg;
 
     typedef struct {
         dma_csr__CTRL__out_t CTRL;
+        dma_csr__INT_STATUS__out_t INT_STATUS;
         dma_csr__INT_ENABLE__out_t INT_ENABLE;
         dma_csr__addr_lo_r_name_b384a484__out_t SRC_LO;
         dma_csr__addr_hi_r_name_f92b3a1e__out_t SRC_HI;

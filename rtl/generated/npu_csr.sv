@@ -458,6 +458,7 @@ module npu_csr (
             end
         end
     end
+    assign hwif_out.INT_STATUS.SW.value = field_storage.INT_STATUS.SW.value;
     // Field: npu_csr.INT_ENABLE.SW
     always_comb begin
         automatic logic [0:0] next_c;

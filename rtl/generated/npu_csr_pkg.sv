@@ -198,6 +198,14 @@ package npu_csr_pkg;
 
     typedef struct {
         logic value;
+    } npu_csr__INT_STATUS__SW__out_t;
+
+    typedef struct {
+        npu_csr__INT_STATUS__SW__out_t SW;
+    } npu_csr__INT_STATUS__out_t;
+
+    typedef struct {
+        logic value;
     } npu_csr__INT_ENABLE__SW__out_t;
 
     typedef struct {
@@ -214,6 +222,7 @@ package npu_csr_pkg;
 
     typedef struct {
         npu_csr__CTRL__out_t CTRL;
+        npu_csr__INT_STATUS__out_t INT_STATUS;
         npu_csr__INT_ENABLE__out_t INT_ENABLE;
         npu_csr__CYCLES_LO__out_t CYCLES_LO;
     } npu_csr__out_t;

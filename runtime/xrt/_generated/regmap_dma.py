@@ -96,8 +96,8 @@ DMA = RegisterBlockInfo(
             width=32,
             desc='Latched interrupt events, whether enabled or not. Write 1 to a bit to clear it. The interrupt line is high while any bit set here is also set in INT_ENABLE.',
             fields=(
-                FieldInfo(name='DONE', lsb=0, width=1, sw='rw', reset=0x0, onread='', onwrite='woclr', singlepulse=False, desc='A transfer completed without error.', hw='na', has_reset=True),
-                FieldInfo(name='ERROR', lsb=1, width=1, sw='rw', reset=0x0, onread='', onwrite='woclr', singlepulse=False, desc='A transfer ended with an error.', hw='na', has_reset=True),
+                FieldInfo(name='DONE', lsb=0, width=1, sw='rw', reset=0x0, onread='', onwrite='woclr', singlepulse=False, desc='A transfer completed without error.', hw='r', has_reset=True),
+                FieldInfo(name='ERROR', lsb=1, width=1, sw='rw', reset=0x0, onread='', onwrite='woclr', singlepulse=False, desc='A transfer ended with an error.', hw='r', has_reset=True),
             ),
         ),
         RegisterInfo(

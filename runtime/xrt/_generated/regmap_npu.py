@@ -164,7 +164,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Latched interrupt events, whether enabled or not. Write 1 to a bit to clear it. The interrupt line is high while any bit set here is also set in INT_ENABLE.',
             fields=(
-                FieldInfo(name='SW', lsb=0, width=1, sw='rw', reset=0x0, onread='', onwrite='woclr', singlepulse=False, desc='Software interrupt (CTRL.SW_IRQ rose).', hw='na', has_reset=True),
+                FieldInfo(name='SW', lsb=0, width=1, sw='rw', reset=0x0, onread='', onwrite='woclr', singlepulse=False, desc='Software interrupt (CTRL.SW_IRQ rose).', hw='r', has_reset=True),
             ),
         ),
         RegisterInfo(

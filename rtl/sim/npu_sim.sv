@@ -1,0 +1,128 @@
+`default_nettype none
+
+/// Simulation top: one target's NPU (`npu_top`) with its external memories, as a board
+/// would have them: the PS DDR window (udma) and the PL DDR (plddr), both DPI-C models over
+/// shared-memory files (`+npu_mem_udma=PATH`, `+npu_mem_plddr=PATH`).
+///
+/// `Target` picks the chip from rtl/config/npu.toml (via npu_config_pkg): 1 = Buyi,
+/// 2 = ZG330. The harness (cocotb) drives `clk_i`, `rst_ni` and the AXI4-Lite port, and
+/// watches `irq_o`. The fault inputs make a memory answer errors in a window (tests of
+/// driver error paths); tie them to zero otherwise.
+module npu_sim
+  import npu_config_pkg::*;
+#(
+  parameter int unsigned Target = 1   /// 1 = Buyi, 2 = ZG330
+) (
+  input  wire         clk_i,                /// clock (period from npu.toml)
+  input  wire         rst_ni,               /// asynchronous reset, active low
+  output logic        s_axil_awready,
+  input  wire         s_axil_awvalid,
+  input  wire  [31:0] s_axil_awaddr,
+  input  wire  [2:0]  s_axil_awprot,
+  output logic        s_axil_wready,
+  input  wire         s_axil_wvalid,
+  input  wire  [31:0] s_axil_wdata,
+  input  wire  [3:0]  s_axil_wstrb,
+  input  wire         s_axil_bready,
+  output logic        s_axil_bvalid,
+  output logic [1:0]  s_axil_bresp,
+  output logic        s_axil_arready,
+  input  wire         s_axil_arvalid,
+  input  wire  [31:0] s_axil_araddr,
+  input  wire  [2:0]  s_axil_arprot,
+  input  wire         s_axil_rready,
+  output logic        s_axil_rvalid,
+  output logic [31:0] s_axil_rdata,
+  output logic [1:0]  s_axil_rresp,
+  output logic        irq_o,                /// the NPU's interrupt line
+  input  wire  [1:0]  fault_mem_i,          /// 0: none, 1: udma, 2: plddr
+  input  wire  [63:0] fault_base_i,         /// first faulty byte offset in that memory
+  input  wire  [63:0] fault_size_i,         /// faulty bytes
+  input  wire  [1:0]  fault_resp_i          /// 2'b10 SLVERR or 2'b11 DECERR
+);
+  localparam bit IsZg330 = Target == 2;
+  localparam int unsigned BusBytes = DmaDataWidth / 8;
+  localparam int unsigned DataWidth = DmaDataWidth;
+  localparam int unsigned AddrWidth = DmaAddrWidth;
+  localparam int unsigned IdWidth = 4;
+  localparam logic [63:0] UdmaBase = IsZg330 ? Zg330UdmaBase : BuyiUdmaBase;
+  localparam logic [63:0] UdmaSize = IsZg330 ? Zg330UdmaSize : BuyiUdmaSize;
+  localparam logic [63:0] PlddrBase = IsZg330 ? Zg330PlddrBase : BuyiPlddrBase;
+  localparam logic [63:0] PlddrSize = IsZg330 ? Zg330PlddrSize : BuyiPlddrSize;
+
+  initial begin
+    if (Target != 1 && Target != 2) $fatal(1, "npu_sim: Target must be 1 (Buyi) or 2 (ZG330)");
+  end
+
+  logic [IdWidth-1:0]          arid, awid;
+  logic [AddrWidth-1:0]        araddr, awaddr;
+  logic [7:0]                  arlen, awlen;
+  logic [2:0]                  arsize, awsize;
+  logic [1:0]                  arburst, awburst;
+  logic [1:0]                  arvalid, arready, rlast, rvalid, rready;
+  logic [1:0]                  awvalid, awready, wvalid, wready, bvalid, bready;
+  logic [1:0][IdWidth-1:0]     rid, bid;
+  logic [1:0][DataWidth-1:0]   rdata;
+  logic [1:0][1:0]             rresp, bresp;
+  logic [DataWidth-1:0]        wdata;
+  logic [BusBytes-1:0]         wstrb;
+  logic                        wlast;
+
+  npu_top #(
+    .TargetId(IsZg330 ? Zg330TargetId : BuyiTargetId),
+    .NpuBase(32'(IsZg330 ? Zg330NpuBase : BuyiNpuBase)),
+    .DmaBase(32'(IsZg330 ? Zg330DmaBase : BuyiDmaBase)),
+    .UdmaBase(UdmaBase), .UdmaSize(UdmaSize), .PlddrBase(PlddrBase), .PlddrSize(PlddrSize),
+    .HasOcm(IsZg330 ? Zg330HasOcm : BuyiHasOcm),
+    .OcmBase(IsZg330 ? Zg330OcmBase : BuyiOcmBase),
+    .OcmSize(IsZg330 ? Zg330OcmSize : BuyiOcmSize),
+    .BusBytes(BusBytes), .AddrWidth(AddrWidth), .IdWidth(IdWidth)
+  ) u_npu (
+    .clk_i, .rst_ni,
+    .s_axil_awready, .s_axil_awvalid, .s_axil_awaddr, .s_axil_awprot,
+    .s_axil_wready, .s_axil_wvalid, .s_axil_wdata, .s_axil_wstrb,
+    .s_axil_bready, .s_axil_bvalid, .s_axil_bresp,
+    .s_axil_arready, .s_axil_arvalid, .s_axil_araddr, .s_axil_arprot,
+    .s_axil_rready, .s_axil_rvalid, .s_axil_rdata, .s_axil_rresp,
+    .m_axi_arid(arid), .m_axi_araddr(araddr), .m_axi_arlen(arlen), .m_axi_arsize(arsize),
+    .m_axi_arburst(arburst), .m_axi_arvalid(arvalid), .m_axi_arready(arready),
+    .m_axi_rid(rid), .m_axi_rdata(rdata), .m_axi_rresp(rresp), .m_axi_rlast(rlast),
+    .m_axi_rvalid(rvalid), .m_axi_rready(rready),
+    .m_axi_awid(awid), .m_axi_awaddr(awaddr), .m_axi_awlen(awlen), .m_axi_awsize(awsize),
+    .m_axi_awburst(awburst), .m_axi_awvalid(awvalid), .m_axi_awready(awready),
+    .m_axi_wdata(wdata), .m_axi_wstrb(wstrb), .m_axi_wlast(wlast),
+    .m_axi_wvalid(wvalid), .m_axi_wready(wready),
+    .m_axi_bid(bid), .m_axi_bresp(bresp), .m_axi_bvalid(bvalid), .m_axi_bready(bready),
+    .irq_o
+  );
+
+  // [0] udma (PS DDR window), [1] plddr.
+  localparam logic [1:0][63:0] MemBase = {PlddrBase, UdmaBase};
+  localparam logic [1:0][63:0] MemSize = {PlddrSize, UdmaSize};
+  localparam string MemName [2] = '{"udma", "plddr"};
+
+  for (genvar m = 0; m < 2; m++) begin : g_mem
+    wire is_faulty = fault_mem_i == 2'(m + 1);
+    npu_axi_mem #(
+      .BusBytes(BusBytes), .AddrWidth(AddrWidth), .IdWidth(IdWidth),
+      .Base(MemBase[m]), .Size(MemSize[m]), .UseDpi(1'b1), .Name(MemName[m]),
+      .MaxOutstanding(DmaMaxOutstanding)
+    ) u_mem (
+      .clk_i, .rst_ni,
+      .fault_base_i(fault_base_i), .fault_size_i(is_faulty ? fault_size_i : 64'h0),
+      .fault_resp_i(fault_resp_i),
+      .s_axi_arid(arid), .s_axi_araddr(araddr), .s_axi_arlen(arlen), .s_axi_arsize(arsize),
+      .s_axi_arburst(arburst), .s_axi_arvalid(arvalid[m]), .s_axi_arready(arready[m]),
+      .s_axi_rid(rid[m]), .s_axi_rdata(rdata[m]), .s_axi_rresp(rresp[m]),
+      .s_axi_rlast(rlast[m]), .s_axi_rvalid(rvalid[m]), .s_axi_rready(rready[m]),
+      .s_axi_awid(awid), .s_axi_awaddr(awaddr), .s_axi_awlen(awlen), .s_axi_awsize(awsize),
+      .s_axi_awburst(awburst), .s_axi_awvalid(awvalid[m]), .s_axi_awready(awready[m]),
+      .s_axi_wdata(wdata), .s_axi_wstrb(wstrb), .s_axi_wlast(wlast),
+      .s_axi_wvalid(wvalid[m]), .s_axi_wready(wready[m]),
+      .s_axi_bid(bid[m]), .s_axi_bresp(bresp[m]), .s_axi_bvalid(bvalid[m]),
+      .s_axi_bready(bready[m])
+    );
+  end
+endmodule
+
+`default_nettype wire
