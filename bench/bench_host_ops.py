@@ -154,15 +154,18 @@ def main() -> None:
     n_ops = len(net.ops)
     n_params = sum(p.size for p in net.params.values())
     print(
-        f"ResNet-50-shaped network, 1x3x{args.size}x{args.size}, {n_ops} xrt ops, {n_params / 1e6:.1f} M parameters"
+        f"ResNet-50-shaped network, 1x3x{args.size}x{args.size}, {n_ops} xrt ops, "
+        f"{n_params / 1e6:.1f} M parameters"
     )
     print(f"  import (ONNX -> Network, BN folded):  {import_ms:8.1f} ms")
     print(f"  max |host - onnxruntime| / max |ref|: {rel:.2e}")
     print(
-        f"  host reference executor, median of {args.runs}: {host_ms:8.1f} ms  (runs: {', '.join(f'{t:.0f}' for t in host)})"
+        f"  host reference executor, median of {args.runs}: {host_ms:8.1f} ms  (runs: "
+        f"{', '.join(f'{t:.0f}' for t in host)})"
     )
     print(
-        f"  onnxruntime CPU,         median of {args.runs}: {ort_ms:8.1f} ms  (runs: {', '.join(f'{t:.0f}' for t in ortt)})"
+        f"  onnxruntime CPU,         median of {args.runs}: {ort_ms:8.1f} ms  (runs: "
+        f"{', '.join(f'{t:.0f}' for t in ortt)})"
     )
     print(f"  ratio host / onnxruntime: {host_ms / ort_ms:.2f}x")
     print("  host time by op type (one run):")

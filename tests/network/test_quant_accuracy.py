@@ -59,7 +59,7 @@ def test_single_conv_within_first_order_bound(case: str, relu: bool, groups: int
     if relu:
         nodes.append(N("Relu", ["c"], ["y"]))
     model = make_model(nodes, {"x": (1, cin, 9, 7)}, ["y"], {"w": w, "b": b})
-    net, qnet, ranges, samples = _quantize(model)
+    _net, qnet, ranges, samples = _quantize(model)
     assert [op.op_type for op in qnet.ops] == ["Cast", "QConv2d", "Cast"]
     s_in, s_out = ranges["x"].scale, ranges["y"].scale
     _, s_w = quantize_weight_per_channel(w)
@@ -145,7 +145,7 @@ SINGLE = {
 def test_single_op_within_first_order_bound(case: str) -> None:
     nodes, inits, lip = SINGLE[case]
     model = make_model(nodes, {"x": (1, 4, 5, 5)}, ["y"], inits)
-    net, qnet, ranges, samples = _quantize(model)
+    _net, qnet, ranges, samples = _quantize(model)
     s_in, s_out = ranges["x"].scale, ranges["y"].scale
     for feed in samples:
         (ref,) = ort_run(model, feed)
@@ -168,7 +168,7 @@ def test_single_op_within_first_order_bound(case: str) -> None:
                 + 0.5 * s_in * s_w
             )
         elif lip == "concat":
-            # The x branch is requantized to the output scale; the 3x branch carries 3 * input error.
+            # x is requantized to the output scale; the 3x branch carries 3 * input error.
             in_err = 0.5 * s_out + 3 * 0.5 * s_in + 0.5 * ranges["x3"].scale
         else:
             in_err = lip * 0.5 * s_in
@@ -195,7 +195,7 @@ def test_composite_networks_within_tolerance(name: str) -> None:
 @pytest.mark.parametrize("name", ["mobilenet", "small_cnn", "head"])
 def test_classifiers_agree_on_top1(name: str) -> None:
     model = COMPOSITES[name]()
-    net, qnet, _, samples = _quantize(model, n_samples=16)
+    _net, qnet, _, samples = _quantize(model, n_samples=16)
     agree = total = 0
     for feed in samples:
         ref = ort_run(model, feed)[0]
@@ -207,7 +207,7 @@ def test_classifiers_agree_on_top1(name: str) -> None:
 
 def test_inputs_beyond_the_calibrated_range_saturate() -> None:
     model = make_model([N("Relu", ["x"], ["y"])], {"x": (1, 4, 5, 5)}, ["y"])
-    net, qnet, ranges, samples = _quantize(model)
+    _net, qnet, ranges, samples = _quantize(model)
     big = {"x": samples[0]["x"] * 10}
     (got,) = run_network_reference(qnet, big)
     assert got.max() <= 127 * ranges["x"].scale * (1 + 1e-6)

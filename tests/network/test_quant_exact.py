@@ -34,7 +34,7 @@ def requant(acc: int, m: int, s: int, lo: int, hi: int) -> int:
 def ref_qconv(op: Any, x: np.ndarray, p: Mapping[str, np.ndarray]) -> np.ndarray:
     a = op.attrs
     w, b, mult, shift = p["weight"], p["bias"], p["multiplier"], p["shift"]
-    n_, c_, h_, w_ = x.shape
+    n_, _c, h_, w_ = x.shape
     co_, cig, kh, kw = w.shape
     sh, sw = a["strides"]
     dh, dw = a["dilations"]

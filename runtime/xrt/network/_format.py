@@ -254,11 +254,13 @@ def _parse_param(name: str, p: Any, raw: memoryview) -> np.ndarray:
         count *= d
     if nbytes != count * dtype.itemsize:
         raise _BadError(
-            f"{where}: nbytes {nbytes} does not match {dtype.manual_name} x {shape} = {count * dtype.itemsize}"
+            f"{where}: nbytes {nbytes} does not match {dtype.manual_name} x {shape} = "
+            f"{count * dtype.itemsize}"
         )
     if offset < 0 or offset + nbytes > len(raw):
         raise _BadError(
-            f"{where}: bytes [{offset}, {offset + nbytes}) lie outside the raw file ({len(raw)} bytes)"
+            f"{where}: bytes [{offset}, {offset + nbytes}) lie outside the raw file "
+            f"({len(raw)} bytes)"
         )
     chunk = raw[offset : offset + nbytes]
     if zlib.crc32(chunk) != crc:
@@ -361,7 +363,8 @@ def load_network(
     try:
         if len(raw) != raw_size:
             raise _BadError(
-                f"parameter file {str(rpath)!r} has {len(raw)} bytes, the network expects {raw_size} (truncated or wrong file?)"
+                f"parameter file {str(rpath)!r} has {len(raw)} bytes, the network expects "
+                f"{raw_size} (truncated or wrong file?)"
             )
         values_doc = _get(doc, "values", dict, "document")
         values = {n: _parse_value(n, v) for n, v in values_doc.items()}

@@ -267,7 +267,8 @@ class Network(_Graph):
             if v not in defined:
                 raise XrtError(
                     ErrorCode.OUT_OF_RANGE,
-                    f"{what}: input {v!r} is not produced before this op (not topological, or unknown)",
+                    f"{what}: input {v!r} is not produced before this op (not topological, "
+                    f"or unknown)",
                 )
         for role, pname in op.params.items():
             if not isinstance(pname, str) or pname not in self._params:
@@ -427,7 +428,10 @@ class Network(_Graph):
         return import_onnx(model, input_shapes, name=name, fold_batchnorm=fold_batchnorm)
 
     def __repr__(self) -> str:
-        return f"Network({self.name!r}, {len(self.ops)} ops, inputs={list(self.inputs)}, outputs={list(self.outputs)})"
+        return (
+            f"Network({self.name!r}, {len(self.ops)} ops, inputs={list(self.inputs)}, "
+            f"outputs={list(self.outputs)})"
+        )
 
 
 class NetworkView(_Graph):
@@ -467,7 +471,10 @@ class NetworkView(_Graph):
         self.values = MappingProxyType({v: network.values[v] for v in (*read, *produced)})
 
     def __repr__(self) -> str:
-        return f"NetworkView({self.name!r}, ops={self.op_ids}, inputs={list(self.inputs)}, outputs={list(self.outputs)})"
+        return (
+            f"NetworkView({self.name!r}, ops={self.op_ids}, inputs={list(self.inputs)}, "
+            f"outputs={list(self.outputs)})"
+        )
 
 
 class NetworkBuilder:

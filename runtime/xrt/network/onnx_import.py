@@ -369,7 +369,8 @@ def _batchnorm(ctx: _Ctx) -> None:
         weight = ctx.b.params[prod.params["weight"]].astype(np.float64)
         if weight.shape[0] != mult.shape[0]:
             raise ctx.fail(
-                f"BatchNormalization has {mult.shape[0]} channels, the convolution {weight.shape[0]}"
+                f"BatchNormalization has {mult.shape[0]} channels, the convolution "
+                f"{weight.shape[0]}"
             )
         bias = (
             ctx.b.params[prod.params["bias"]].astype(np.float64) if "bias" in prod.params else 0.0
@@ -605,7 +606,8 @@ def _fix_inputs(
             if ttype.HasField("shape") and len(ttype.shape.dim) != len(shape):
                 raise XrtError(
                     ErrorCode.OUT_OF_RANGE,
-                    f"input_shapes[{inp.name!r}] has rank {len(shape)}, the model {len(ttype.shape.dim)}",
+                    f"input_shapes[{inp.name!r}] has rank {len(shape)}, the model "
+                    f"{len(ttype.shape.dim)}",
                 )
         else:
             if not ttype.HasField("shape"):
@@ -622,7 +624,8 @@ def _fix_inputs(
                 else:
                     raise XrtError(
                         ErrorCode.LOAD_FAILED,
-                        f"ONNX input {inp.name!r} has a symbolic dimension {d.dim_param or '?'} at axis {axis}; "
+                        f"ONNX input {inp.name!r} has a symbolic dimension "
+                        f"{d.dim_param or '?'} at axis {axis}; "
                         "pass input_shapes",
                     )
         if any(d <= 0 for d in shape):

@@ -65,7 +65,8 @@ def check_inputs(
         if arr.dtype != want.dtype.numpy:
             raise XrtError(
                 ErrorCode.WRONG_TYPE,
-                f"input {n!r} must be {want.dtype.manual_name} ({want.dtype.numpy}), got {arr.dtype}",
+                f"input {n!r} must be {want.dtype.manual_name} ({want.dtype.numpy}), got "
+                f"{arr.dtype}",
             )
         if arr.shape != want.shape:
             raise XrtError(
