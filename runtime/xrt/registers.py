@@ -530,8 +530,8 @@ class RegisterFile:
                     ErrorCode.WRONG_TYPE,
                     f"block {self._map.name!r} has no register {name!r} (registers: {known})",
                 ) from None
-            view = RegisterView(self._region, info)
-            self._views[name] = view
+            view = self._views.get(info.name) or RegisterView(self._region, info)
+            self._views[name] = self._views[info.name] = view
         return view
 
     def __getattr__(self, name: str) -> RegisterView:
@@ -612,8 +612,8 @@ class RegisterView:
                     ErrorCode.WRONG_TYPE,
                     f"register {self._info.name} has no field {name!r} (fields: {known})",
                 ) from None
-            view = FieldView(self, info)
-            self._fields[name] = view
+            view = self._fields.get(info.name) or FieldView(self, info)
+            self._fields[name] = self._fields[info.name] = view
         return view
 
     def __getattr__(self, name: str) -> FieldView:
