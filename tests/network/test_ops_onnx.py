@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from netutil import check_model, make_model, rand
-from onnx import helper
+from onnx import helper, numpy_helper
 from xrt.network import run_network_reference
 
 N = helper.make_node
@@ -475,3 +475,21 @@ def test_symbolic_batch_becomes_one_or_given() -> None:
     x = rand(5, 3, 4, 4)
     (y,) = run_network_reference(net, [x])
     np.testing.assert_array_equal(y, np.maximum(x, 0))
+
+
+def test_upsample_nearest_is_a_resize() -> None:
+    # Upsample is deprecated (onnxruntime no longer runs it); integer scales repeat elements.
+    graph = helper.make_graph(
+        [N("Upsample", ["x", "s"], ["y"], mode="nearest")],
+        "g",
+        [helper.make_tensor_value_info("x", 1, [1, 2, 3, 3])],
+        [helper.make_tensor_value_info("y", 1, None)],
+        initializer=[numpy_helper.from_array(np.array([1, 1, 2, 3], np.float32), "s")],
+    )
+    from xrt.network import Network
+
+    net = Network.from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)]))
+    assert [op.op_type for op in net.ops] == ["Resize"]
+    x = rand(1, 2, 3, 3)
+    (y,) = run_network_reference(net, [x])
+    np.testing.assert_array_equal(y, np.repeat(np.repeat(x, 2, axis=2), 3, axis=3))

@@ -394,3 +394,37 @@ def test_shift_round_reference_itself() -> None:
     # The loop references rest on shift_round; pin it to the document's worked examples.
     assert [shift_round(v, 1) for v in (-3, -1, 1, 3)] == [-1, 0, 1, 2]
     assert shift_round(12345 * 20000, 22) == math.floor(12345 * 20000 / 2**22 + 0.5)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.data())
+def test_random_qconv2d_configurations_exact(data: st.DataObject) -> None:
+    d = data.draw
+    g, cig, cog = d(st.integers(1, 3)), d(st.integers(1, 2)), d(st.integers(1, 2))
+    kh, kw = d(st.integers(1, 3)), d(st.integers(1, 3))
+    strides = [d(st.integers(1, 2)), d(st.integers(1, 2))]
+    dil = [d(st.integers(1, 2)), d(st.integers(1, 2))]
+    pads = [d(st.integers(0, 2)) for _ in range(4)]
+    h = max(1, dil[0] * (kh - 1) + 1 - pads[0] - pads[2]) + d(st.integers(0, 3))
+    w = max(1, dil[1] * (kw - 1) + 1 - pads[1] - pads[3]) + d(st.integers(0, 3))
+    rng = np.random.default_rng(d(st.integers(0, 2**16)))
+    co = g * cog
+    m, s = _mults(rng, co)
+    params = {
+        "weight": rng.integers(-127, 128, size=(co, cig, kh, kw), dtype=np.int8),
+        "bias": rng.integers(-20000, 20000, co).astype(np.int32),
+        "multiplier": m,
+        "shift": s,
+    }
+    lo = d(st.integers(-128, 0))
+    attrs = {
+        "strides": strides,
+        "pads": pads,
+        "dilations": dil,
+        "groups": g,
+        "lo": lo,
+        "hi": d(st.integers(lo, 127)),
+        "out_scale": 1.0,
+    }
+    net, feed = _single("QConv2d", [_i8(rng, 1, g * cig, h, w)], attrs, params, [1.0])
+    assert check_every_op(net, feed) == 1

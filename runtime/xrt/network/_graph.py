@@ -44,6 +44,7 @@ class Operator:
         inputs: Names of the values it reads, in the op type's order.
         outputs: Names of the values it produces.
         attrs: Attribute values (JSON data), complete with defaults once in a network.
+            Treat as read-only; use `replace` to change an operator.
         params: Parameter role (``"weight"``) -> parameter name in the network.
         name: Free-form name (the ONNX node name), "" when there is none.
     """
@@ -61,6 +62,10 @@ class Operator:
         object.__setattr__(self, "outputs", tuple(self.outputs))
         object.__setattr__(self, "attrs", dict(self.attrs))
         object.__setattr__(self, "params", dict(self.params))
+
+    def __hash__(self) -> int:
+        # attrs and params are dicts; equal operators still hash equal.
+        return hash((self.op_id, self.op_type, self.inputs, self.outputs, self.name))
 
     @property
     def op_def(self) -> OpDef:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -178,7 +178,6 @@ class OpDef:
     optional_params: tuple[str, ...] = ()
     quantized: bool = False
     doc: str = ""
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
     def normalize_attrs(self, op_desc: str, attrs: Mapping[str, Any]) -> dict[str, Any]:
         """Return `attrs` checked against the schema, with defaults filled in.
