@@ -90,7 +90,18 @@ def maxpool2d_forward(
     h, w = x.shape[2:]
     size = out_hw(h, w, a["kernel"], a["strides"], a["pads"], a["dilations"], a["ceil_mode"])
     win = windows(x, a["kernel"], a["strides"], a["pads"], a["dilations"], size, pad_value)
-    return [win.max(axis=(-2, -1)).astype(x.dtype, copy=False)]
+    return [_reduce_taps(win, np.maximum).astype(x.dtype, copy=False)]
+
+
+def _reduce_taps(win: np.ndarray, fn: np.ufunc) -> np.ndarray:
+    """Combine the kernel taps of a window view with `fn`, one tap at a time (vectorised)."""
+    kh, kw = win.shape[-2:]
+    out = np.array(win[..., 0, 0])
+    for i in range(kh):
+        for j in range(kw):
+            if i or j:
+                fn(out, win[..., i, j], out=out)
+    return out
 
 
 def _axis_counts(
@@ -142,7 +153,7 @@ def avgpool2d_forward(
         size,
         0,
     )
-    sums = win.sum(axis=(-2, -1), dtype=np.float32)
+    sums = _reduce_taps(win, np.add)
     counts = pool_counts(a, h, w).astype(np.float32)
     return [(sums / counts).astype(x.dtype, copy=False)]
 
@@ -190,7 +201,7 @@ def qavgpool2d_forward(
     h, w = x.shape[2:]
     size = out_hw(h, w, a["kernel"], a["strides"], a["pads"], a["dilations"], a["ceil_mode"])
     win = windows(x.astype(np.int64), a["kernel"], a["strides"], a["pads"], a["dilations"], size, 0)
-    sums = win.sum(axis=(-2, -1))
+    sums = _reduce_taps(win, np.add)
     counts = pool_counts(a, h, w)
     table = _requant_table(op)
     lut_m = np.zeros(int(counts.max()) + 1, dtype=np.int64)
