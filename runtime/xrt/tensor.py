@@ -19,9 +19,11 @@ Dump formats (`Tensor.dump`): three letters, one from each pair:
 
 - layout: ``H`` the hardware (stored) layout, ``S`` the software (logical) layout;
 - values: ``F`` float, ``Q`` the quantized (raw integer) values;
-- form: ``B`` binary (raw little-endian array, C order, no header), ``T`` text (one
-  header line starting with ``#``, then one value per line, C order; `numpy.loadtxt`
-  reads it back).
+- form: ``B`` binary (raw little-endian array, C order, no header), ``T`` text: one
+  header line ``# xrt.Tensor format=SFT dtype=float32 shape=[1, 4] layout=NHWC type=FP32``
+  (the format written, the dtype and shape of the values, their layout), then one value
+  per line in C order: integers in decimal, floats with 9 significant digits, which read
+  back exactly as the header's dtype (``numpy.loadtxt(f).astype(dtype)``).
 
 The manual's rule: a tensor stored in H can be dumped as S, and one holding Q values can
 be dumped as F; never the reverse. So:
