@@ -608,29 +608,23 @@ class NetworkBuilder:
         if used.intersection(old.outputs):
             raise XrtError(ErrorCode.WRONG_ORDER, f"{old.describe()}: outputs are already in use")
         new = old.replace(**changes)
-        for v in old.outputs:
-            del self.values[v]
+        saved = {v: self.values.pop(v) for v in old.outputs}
         try:
-            types = new.op_def.infer(
+            op_def = new.op_def
+            op_def.check_arity(new.describe(), len(new.inputs), len(new.outputs), list(new.params))
+            new = new.replace(attrs=op_def.normalize_attrs(new.describe(), new.attrs))
+            types = op_def.infer(
                 new,
                 [self.values[v] for v in new.inputs],
                 {r: self.params[p] for r, p in new.params.items()},
             )
+            clash = [v for v in new.outputs if v in self.values]
+            if clash:
+                raise XrtError(ErrorCode.OUT_OF_RANGE, f"value(s) {clash} already exist")
         except XrtError:
-            for v, t in zip(
-                old.outputs,
-                old.op_def.infer(
-                    old,
-                    [self.values[v] for v in old.inputs],
-                    {r: self.params[p] for r, p in old.params.items()},
-                ),
-                strict=True,
-            ):
-                self.values[v] = t
+            self.values.update(saved)
             raise
         for v, t in zip(new.outputs, types, strict=True):
-            if v in self.values:
-                raise XrtError(ErrorCode.OUT_OF_RANGE, f"value {v!r} already exists")
             self.values[v] = _check_value_type(v, t)
         self.ops[index] = new
         return list(new.outputs)

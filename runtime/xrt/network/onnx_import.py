@@ -140,7 +140,10 @@ class _Ctx:
     def finish(self, value: str) -> None:
         """Give the node's first output name to `value`, made by the op just added."""
         prod = self.b.producer(value)
-        assert prod is not None and prod is self.b.ops[-1]
+        if prod is None or prod is not self.b.ops[-1]:
+            raise XrtError(
+                ErrorCode.BACKEND_INTERNAL, f"importer: {value!r} is not the last op's output"
+            )
         self.b.rewrite(prod.op_id, outputs=(self.node.output[0],))
 
 
