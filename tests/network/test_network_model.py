@@ -235,3 +235,12 @@ def test_unused_ops_are_pruned_by_the_builder() -> None:
     assert [op.op_type for op in net.ops] == ["Relu"]
     assert "summary" not in net.summary()
     assert "Relu" in net.summary()
+
+
+def test_runtime_packages_do_not_import_onnx() -> None:
+    # A board install carries numpy and ml_dtypes only; ONNX is needed just to import models.
+    import subprocess
+    import sys
+
+    code = "import sys, xrt.network, xrt.ops, xrt.quant; assert 'onnx' not in sys.modules, 'onnx'"
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -5,19 +5,25 @@
 * `NetworkView`: a subset of a network's operators with derived inputs and outputs.
 * `NetworkBuilder`: builds a network op by op, inferring types.
 * `run_network_reference`: runs a network or view with the numpy host kernels.
+* `import_onnx` (= `Network.from_onnx`): float ONNX models, opset >= 11. The ``onnx``
+  package is imported only when a model is imported.
 """
 
 from xrt.network._format import FORMAT_NAME, FORMAT_VERSION
 from xrt.network._graph import Network, NetworkBuilder, NetworkView, Operator
+from xrt.network.onnx_import import MIN_OPSET, SUPPORTED_ONNX_OPS, import_onnx
 from xrt.network.reference import check_inputs, run_network_reference
 
 __all__ = [
     "FORMAT_NAME",
     "FORMAT_VERSION",
+    "MIN_OPSET",
+    "SUPPORTED_ONNX_OPS",
     "Network",
     "NetworkBuilder",
     "NetworkView",
     "Operator",
     "check_inputs",
+    "import_onnx",
     "run_network_reference",
 ]
