@@ -6,21 +6,43 @@ BatchNormalization after every convolution) with onnx.helper, imports it with
 times `run_network_reference` and onnxruntime (default CPU settings) in the same run and
 prints medians and their ratio, plus where the host time goes by op type.
 
-Usage: .venv/bin/python bench/bench_host_ops.py [--runs N] [--size 224]
+Usage: .venv/bin/python bench/bench_host_ops.py [--runs N] [--size 224] [--threads N]
+
+``--threads N`` limits both engines to N threads (numpy's BLAS through OPENBLAS_NUM_THREADS /
+OMP_NUM_THREADS / MKL_NUM_THREADS, onnxruntime through intra_op_num_threads); the default
+is each library's own default (all cores).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import sys
 import time
 from collections import defaultdict
 
-import numpy as np
-import onnx
-import onnxruntime as ort
-from onnx import TensorProto, helper, numpy_helper
-from xrt.network import Network, Operator, run_network_reference
+
+def _early_threads() -> int | None:
+    # BLAS reads its thread count when numpy is first imported, so look before importing it.
+    for i, arg in enumerate(sys.argv):
+        if arg == "--threads" and i + 1 < len(sys.argv):
+            return int(sys.argv[i + 1])
+        if arg.startswith("--threads="):
+            return int(arg.split("=", 1)[1])
+    return None
+
+
+_THREADS = _early_threads()
+if _THREADS is not None:
+    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[_var] = str(_THREADS)
+
+import numpy as np  # noqa: E402  (after the BLAS thread setup)
+import onnx  # noqa: E402  (after the BLAS thread setup)
+import onnxruntime as ort  # noqa: E402  (after the BLAS thread setup)
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402  (after the BLAS thread setup)
+from xrt.network import Network, Operator, run_network_reference  # noqa: E402  (after the BLAS thread setup)
 
 
 class _Builder:
@@ -118,6 +140,7 @@ def main() -> None:
         "--runs", type=int, default=5, help="timed runs per engine (median reported)"
     )
     parser.add_argument("--size", type=int, default=224, help="input height and width")
+    parser.add_argument("--threads", type=int, default=None, help="threads for both engines")
     args = parser.parse_args()
 
     model = resnet50(args.size)
@@ -126,7 +149,11 @@ def main() -> None:
     import_ms = (time.perf_counter() - t0) * 1e3
     x = np.random.default_rng(1).standard_normal((1, 3, args.size, args.size)).astype(np.float32)
 
-    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    opts = ort.SessionOptions()
+    if args.threads is not None:
+        opts.intra_op_num_threads = args.threads
+        opts.inter_op_num_threads = 1
+    sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
     (ref,) = sess.run(None, {"input": x})
     (ours,) = run_network_reference(net, [x])
     rel = float(np.max(np.abs(ours - ref)) / np.max(np.abs(ref)))
@@ -157,6 +184,8 @@ def main() -> None:
         f"ResNet-50-shaped network, 1x3x{args.size}x{args.size}, {n_ops} xrt ops, "
         f"{n_params / 1e6:.1f} M parameters"
     )
+    threads = "library defaults" if args.threads is None else f"{args.threads} per engine"
+    print(f"  threads: {threads}; load average before the run: {os.getloadavg()[0]:.2f}")
     print(f"  import (ONNX -> Network, BN folded):  {import_ms:8.1f} ms")
     print(f"  max |host - onnxruntime| / max |ref|: {rel:.2e}")
     print(
