@@ -79,7 +79,10 @@ class DeviceURL:
         """
         if not isinstance(url, str):
             raise XrtError(ErrorCode.WRONG_TYPE, f"device URL must be a str, got {url!r}")
-        parts = urlsplit(url.strip())
+        try:
+            parts = urlsplit(url.strip())
+        except ValueError as exc:
+            raise XrtError(ErrorCode.OUT_OF_RANGE, f"device URL {url!r}: {exc}") from None
         if not parts.scheme or "://" not in url:
             raise XrtError(
                 ErrorCode.OUT_OF_RANGE,
@@ -111,6 +114,8 @@ class DeviceURL:
         Raises:
             XrtError: 11010 when the parameter is present but not an int.
         """
+        if not isinstance(name, str):
+            raise XrtError(ErrorCode.WRONG_TYPE, f"parameter name must be a str: {name!r}")
         value = self.params.get(name, default)
         if value is not None and not isinstance(value, int):
             raise XrtError(

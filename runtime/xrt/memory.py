@@ -137,6 +137,15 @@ class MemChunk:
         c._freed = False
         return c
 
+    def __copy__(self) -> MemChunk:
+        return self  # a chunk is a handle: copies are the same chunk
+
+    def __deepcopy__(self, memo: dict[int, object]) -> MemChunk:
+        return self
+
+    def __reduce__(self) -> tuple[object, ...]:
+        raise XrtError(ErrorCode.WRONG_TYPE, "a MemChunk cannot be pickled: it is device memory")
+
     def __del__(self) -> None:
         try:
             if self._auto_free and not self._freed:
@@ -200,6 +209,11 @@ class MemChunk:
         self, offset: object, nbytes: int | None, room: int | None, what: str
     ) -> tuple[int, int]:
         off = as_size(offset, f"{what} offset")
+        if off > self._size:
+            raise XrtError(
+                ErrorCode.OUT_OF_RANGE,
+                f"{what} offset {off} is past the end of a {self._size}-byte chunk",
+            )
         if nbytes is None:
             n = self._size - off if room is None else room
         else:
@@ -309,6 +323,26 @@ class MemChunk:
         self._region._mem_manager._free_chunk(self)
 
 
+_DEFAULTS: dict[str, Any] = {"deleter": None, "auto_free": True, "alignment": 1}
+
+
+def _bind(form: str, names: tuple[str, ...], required: int, args: tuple, kwargs: dict) -> list[Any]:
+    """Bind the arguments of one of malloc's two forms; XrtError 11010 on a mismatch."""
+    if len(args) > len(names) or any(k not in names for k in kwargs):
+        raise XrtError(ErrorCode.WRONG_TYPE, f"bad arguments {args!r} {kwargs!r} for {form}")
+    values = list(args)
+    for name in names[len(args) :]:
+        if name in kwargs:
+            values.append(kwargs[name])
+        elif name in _DEFAULTS and names.index(name) >= required:
+            values.append(_DEFAULTS[name])
+        else:
+            raise XrtError(ErrorCode.WRONG_TYPE, f"{form} needs {name}")
+    if any(k in names[: len(args)] for k in kwargs):
+        raise XrtError(ErrorCode.WRONG_TYPE, f"an argument given twice to {form}")
+    return values
+
+
 def _dest_view(dest: object, what: str) -> memoryview:
     if isinstance(dest, MemPtr):
         view = dest.cptr
@@ -372,7 +406,9 @@ class MemManager(ABC):
         pending = self._pending
         while pending:
             key, deleter, begin = pending.popleft()
-            if self._chunks.pop(key, None) is not None:
+            record = self._chunks.get(key)
+            if record is not None and record[1] is begin:  # that very chunk, still held
+                del self._chunks[key]
                 self._unreserve(key)
                 if deleter is not None:
                     deleters.append((deleter, begin))
@@ -1015,8 +1051,12 @@ class MemRegion(ABC):
                 addresses, and out of memory; 11010 for wrong types; 11012 after close.
         """
         if isinstance(nbytes_or_begin, MemPtr):
-            return self._malloc_at(nbytes_or_begin, *args, **kwargs)
-        return self._malloc_size(nbytes_or_begin, *args, **kwargs)
+            form = "malloc(begin, nbytes, deleter=None, auto_free=True)"
+            a = _bind(form, ("nbytes", "deleter", "auto_free"), 1, args, kwargs)
+            return self._malloc_at(nbytes_or_begin, *a)
+        form = "malloc(nbytes, auto_free=True, alignment=1)"
+        a = _bind(form, ("auto_free", "alignment"), 0, args, kwargs)
+        return self._malloc_size(nbytes_or_begin, *a)
 
     def _malloc_size(self, nbytes: int, auto_free: bool = True, alignment: int = 1) -> MemChunk:
         self._check_open()

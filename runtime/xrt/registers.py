@@ -55,7 +55,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from xrt._checks import as_int, as_seconds, as_size, hex_range
+from xrt._checks import as_bool, as_int, as_seconds, as_size, hex_range
 from xrt.errors import ErrorCode, XrtError
 from xrt.regmap import FieldInfo, RegisterBlockInfo, RegisterInfo
 
@@ -330,7 +330,7 @@ class RegRegion(ABC):
 
     def _addr(self, addr: object, relative: bool) -> int:
         a = as_int(addr, "register address")
-        absolute = self._base + a if relative else a
+        absolute = self._base + a if as_bool(relative, "relative") else a
         if absolute % 4:
             raise XrtError(
                 ErrorCode.OUT_OF_RANGE,

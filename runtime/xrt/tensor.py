@@ -173,6 +173,14 @@ class ChannelTiled(HwLayout):
         return np.ascontiguousarray(merged[(slice(None),) * k + (slice(0, shape[k]),)])
 
 
+def _as_array(obj: object, what: str) -> np.ndarray:
+    """np.asarray that reports ragged or odd input as XrtError 11010."""
+    try:
+        return np.asarray(obj)
+    except (ValueError, TypeError) as exc:
+        raise XrtError(ErrorCode.WRONG_TYPE, f"{what}: not an array ({exc})") from None
+
+
 def _check_values(values: np.ndarray, dtype: DataType, what: str) -> np.ndarray:
     """Cast `values` to `dtype` only when no value changes (no wrap, no rounding)."""
     target = dtype.numpy
@@ -248,8 +256,13 @@ class Tensor:
             if not isinstance(hw_layout, HwLayout):
                 raise XrtError(ErrorCode.WRONG_TYPE, f"not a HwLayout: {hw_layout!r}")
             hw_layout.check(ttype)
+        if ttype.quant is not None and not isinstance(ttype.quant, QuantParams):
+            raise XrtError(
+                ErrorCode.WRONG_TYPE, f"quantization must be QuantParams, got {ttype.quant!r}"
+            )
         if check_func is not None and not callable(check_func):
             raise XrtError(ErrorCode.WRONG_TYPE, f"check_func must be callable: {check_func!r}")
+        off = as_size(offset, "tensor offset")
         self._type = ttype
         self._hw = hw_layout
         self._chunk: MemChunk | None = None
@@ -257,7 +270,7 @@ class Tensor:
         self._check_func = check_func
         self._ready = check_func is None
         if chunk is not None:
-            self.set_data(chunk, offset)
+            self.set_data(chunk, off)
 
     # -- construction from numpy -------------------------------------------------------------
 
@@ -286,7 +299,7 @@ class Tensor:
         Raises:
             XrtError: 11010 for a dtype without a DataType or not matching `dtype`.
         """
-        arr = np.asarray(array)
+        arr = _as_array(array, "from_numpy")
         try:
             dt = DataType.from_numpy(arr.dtype)
         except XrtError:
@@ -300,6 +313,8 @@ class Tensor:
                 ErrorCode.WRONG_TYPE,
                 f"array holds {dt.manual_name}, expected {DataType.parse(dtype).manual_name}",
             )
+        if not isinstance(layout, str):
+            raise XrtError(ErrorCode.WRONG_TYPE, f"layout must be a str, got {layout!r}")
         ttype = TensorType(dt, arr.shape, layout, quant)
         if region is None:
             from xrt.device import HostDevice
@@ -520,7 +535,7 @@ class Tensor:
                 differs, 11012 when the tensor has no data.
         """
         chunk, base = self._data()
-        arr = np.asarray(array)
+        arr = _as_array(array, "copy_data")
         if arr.dtype != self.dtype.numpy:
             raise XrtError(
                 ErrorCode.WRONG_TYPE,
@@ -555,7 +570,7 @@ class Tensor:
         n = self._type.numel()
         if callable(fn):
             if as_bool(vectorized, "vectorized"):
-                values = np.asarray(fn(np.arange(n)))
+                values = _as_array(fn(np.arange(n)), "fill")
                 if values.shape not in ((n,), ()):
                     raise XrtError(
                         ErrorCode.OUT_OF_RANGE,
@@ -563,9 +578,16 @@ class Tensor:
                     )
                 values = np.broadcast_to(values, (n,))
             else:
-                values = np.asarray([fn(i) for i in range(n)])
+                values = _as_array([fn(i) for i in range(n)], "fill")
+                if values.shape != (n,):
+                    raise XrtError(
+                        ErrorCode.WRONG_TYPE, "fill: the function must return one number"
+                    )
         else:
-            values = np.full(n, fn)
+            value = _as_array(fn, "fill")
+            if value.shape != ():
+                raise XrtError(ErrorCode.WRONG_TYPE, f"fill takes a function or a number: {fn!r}")
+            values = np.full(n, value)
         self.copy_data(_check_values(values, self.dtype, "fill").reshape(self.shape))
         return self
 
@@ -581,6 +603,8 @@ class Tensor:
             XrtError: 11012 without data or when not ready; 11010 for ``copy=False`` on a
                 region that is not host-visible or a tensor that needs re-tiling.
         """
+        copy = as_bool(copy, "copy")
+        hardware = as_bool(hardware, "hardware")
         chunk, base = self._readable()
         dt = self.dtype.numpy
         shape = self.storage_shape
@@ -671,6 +695,7 @@ class Tensor:
         Raises:
             XrtError: 11010 for an unknown format, or an impossible one without `fallback`.
         """
+        fallback = as_bool(fallback, "fallback")
         if not isinstance(format, str) or format not in DUMP_FORMATS:
             raise XrtError(
                 ErrorCode.WRONG_TYPE,
@@ -729,12 +754,24 @@ class Tensor:
 
         Raises:
             XrtError: 11010 for an unknown or impossible format or a text stream given a
-                binary format; 11012 without data or when not ready.
+                binary format; 11012 without data or when not ready; 11002 when the file
+                cannot be created.
         """
         fmt = self.resolve_dump_format(format, fallback)
         if isinstance(stream, str | os.PathLike):
-            with open(stream, "wb") as fh:
+            self._readable()  # fail before creating the file
+            try:
+                fh = open(stream, "wb")  # noqa: SIM115 - closed below
+            except OSError as exc:
+                raise XrtError(
+                    ErrorCode.FILE_NOT_FOUND, f"cannot write dump file {str(stream)!r}: {exc}"
+                ) from None
+            with fh:
                 return self.dump(fh, fmt)
+        if not callable(getattr(stream, "write", None)):
+            raise XrtError(
+                ErrorCode.WRONG_TYPE, f"dump needs a stream or a file path, got {stream!r}"
+            )
         arr = self.dump_array(fmt)
         text_stream = isinstance(stream, io.TextIOBase)
         if fmt[2] == "B":

@@ -311,3 +311,21 @@ def test_region_views_and_pointers() -> None:
     with raises(ErrorCode.WRONG_TYPE):
         hidden.view(0, 1)
     assert "udma" in repr(r) and "0x1000" in repr(r)
+
+
+def test_malloc_forms_and_keywords() -> None:
+    r = MemoryMemRegion("r", 0, 1 << 16)
+    assert r.malloc(16, alignment=256).begin.addr % 256 == 0
+    kept = r.malloc(16, auto_free=False)
+    assert not kept.auto_free
+    fixed = r.malloc(MemPtr(0x8000), nbytes=32, auto_free=False)
+    assert fixed.begin.addr == 0x8000 and not fixed.auto_free
+    for args, kwargs in (
+        ((MemPtr(0x100),), {}),
+        ((16, True, 1, 5), {}),
+        ((16,), {"bogus": 1}),
+        ((16, True), {"auto_free": False}),
+        ((MemPtr(0x100), 16), {"alignment": 64}),
+    ):
+        with raises(ErrorCode.WRONG_TYPE):
+            r.malloc(*args, **kwargs)
