@@ -174,7 +174,9 @@ def _check_shape(shape: Sequence[int]) -> tuple[int, ...]:
     try:
         dims = tuple(int(d) for d in shape)
     except (TypeError, ValueError) as exc:
-        raise XrtError(ErrorCode.WRONG_TYPE, f"shape must be a sequence of ints: {shape!r}") from exc
+        raise XrtError(
+            ErrorCode.WRONG_TYPE, f"shape must be a sequence of ints: {shape!r}"
+        ) from exc
     if any(d < -1 for d in dims):
         raise XrtError(ErrorCode.OUT_OF_RANGE, f"shape dimensions must be >= 0 (or -1): {dims}")
     return dims
@@ -184,7 +186,9 @@ def _check_layout(layout: str, ndim: int) -> str:
     if layout == "*":
         return layout
     if not isinstance(layout, str) or not layout.isalpha():
-        raise XrtError(ErrorCode.WRONG_TYPE, f"layout must be '*' or letters such as 'NHWC': {layout!r}")
+        raise XrtError(
+            ErrorCode.WRONG_TYPE, f"layout must be '*' or letters such as 'NHWC': {layout!r}"
+        )
     if len(layout) != ndim:
         raise XrtError(
             ErrorCode.OUT_OF_RANGE, f"layout {layout!r} names {len(layout)} axes, shape has {ndim}"

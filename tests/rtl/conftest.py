@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from npuemu.sim.build import BuiltModel, build_model
 from xrt.hwconfig import target
 

@@ -23,15 +23,14 @@ import cocotb
 import pytest
 from cocotb.triggers import RisingEdge
 from cocotbext.axi import AxiBus, AxiSlave
-
 from npuemu.sim.build import build_model
 from npuemu.sim.cocotb_run import run_cocotb
 from npuemu.sim.dma_driver import DmaTransfer, program_ops, run_dma
 from npuemu.sim.harness import NpuHarness, WaitOutcome
 from xrt._generated.regmap_dma import DMA
 
-RAM_SIZE = 256 * 1024      # memory window 0: backed by the slave's bytearray
-FAULT_BASE = RAM_SIZE      # memory window 1: the DMA may address it; the slave answers SLVERR
+RAM_SIZE = 256 * 1024  # memory window 0: backed by the slave's bytearray
+FAULT_BASE = RAM_SIZE  # memory window 1: the DMA may address it; the slave answers SLVERR
 ERR_READ_SLVERR, ERR_WRITE_SLVERR, ERR_ABORTED = 4, 6, 8
 
 # (bus bytes, max burst beats, max outstanding, FIFO depth): the shipped configuration, a
@@ -93,11 +92,11 @@ class FaultyRam:
 
     async def read(self, address: int, length: int) -> bytes:
         self._check(address, length)
-        return bytes(self.data[address:address + length])
+        return bytes(self.data[address : address + length])
 
     async def write(self, address: int, data: bytes) -> None:
         self._check(address, len(data))
-        self.data[address:address + len(data)] = data
+        self.data[address : address + len(data)] = data
 
 
 @dataclass
@@ -105,7 +104,7 @@ class Traffic:
     """What the monitor saw on the AXI4 master port during one transfer."""
 
     read_beats: Counter
-    write_beats: Counter          # (beat address, strobe) -> count
+    write_beats: Counter  # (beat address, strobe) -> count
     max_reads_out: int
     max_writes_out: int
     bad: list[str]
@@ -147,7 +146,9 @@ class AxiWatcher:
             await RisingEdge(d.clk_i)
             if d.m_axi_arvalid.value and d.m_axi_arready.value:
                 addr, length = int(d.m_axi_araddr.value), int(d.m_axi_arlen.value)
-                self._burst("AR", addr, length, int(d.m_axi_arsize.value), int(d.m_axi_arburst.value))
+                self._burst(
+                    "AR", addr, length, int(d.m_axi_arsize.value), int(d.m_axi_arburst.value)
+                )
                 for i in range(length + 1):
                     self.t.read_beats[addr + i * self.nb] += 1
                 self.reads_out += 1
@@ -155,7 +156,9 @@ class AxiWatcher:
                 self.reads_out -= 1
             if d.m_axi_awvalid.value and d.m_axi_awready.value:
                 addr, length = int(d.m_axi_awaddr.value), int(d.m_axi_awlen.value)
-                self._burst("AW", addr, length, int(d.m_axi_awsize.value), int(d.m_axi_awburst.value))
+                self._burst(
+                    "AW", addr, length, int(d.m_axi_awsize.value), int(d.m_axi_awburst.value)
+                )
                 self.aw_queue.append((addr, length + 1))
                 self.writes_out += 1
             if d.m_axi_wvalid.value and d.m_axi_wready.value:
@@ -208,13 +211,20 @@ def pause_pattern(rng: random.Random, mode: str):
 class Bench:
     def __init__(self, dut) -> None:
         self.dut = dut
-        self.nb, self.max_burst, self.max_out, self.fifo = map(int, os.environ["DMA_CONFIG"].split(","))
+        self.nb, self.max_burst, self.max_out, self.fifo = map(
+            int, os.environ["DMA_CONFIG"].split(",")
+        )
         self.seed = int(os.environ["NPU_TEST_SEED"])
         self.rng = random.Random(self.seed)
         self.h = NpuHarness(dut)
         self.ram = FaultyRam()
-        self.slave = AxiSlave(AxiBus.from_prefix(dut, "m_axi"), dut.clk_i, dut.rst_ni,
-                              target=self.ram, reset_active_level=False)
+        self.slave = AxiSlave(
+            AxiBus.from_prefix(dut, "m_axi"),
+            dut.clk_i,
+            dut.rst_ni,
+            target=self.ram,
+            reset_active_level=False,
+        )
         for ch in self._channels():
             ch.log.setLevel("WARNING")
         self.slave.write_if.log.setLevel("ERROR")
@@ -237,18 +247,30 @@ class Bench:
     def random_transfer(self) -> DmaTransfer:
         rng, nb = self.rng, self.nb
         rows = 1 if rng.random() < 0.5 else rng.randint(2, 5)
-        row_bytes = rng.choice([
-            rng.randint(1, 2 * nb), rng.randint(1, 300), rng.randint(1, 3000),
-            rng.choice([nb, 4096, self.max_burst * nb, self.max_burst * nb + 1]),
-        ])
-        src_stride = rng.choice([0, rng.randint(1, row_bytes), row_bytes + rng.randint(0, 200)]) if rows > 1 else 0
+        row_bytes = rng.choice(
+            [
+                rng.randint(1, 2 * nb),
+                rng.randint(1, 300),
+                rng.randint(1, 3000),
+                rng.choice([nb, 4096, self.max_burst * nb, self.max_burst * nb + 1]),
+            ]
+        )
+        src_stride = (
+            rng.choice([0, rng.randint(1, row_bytes), row_bytes + rng.randint(0, 200)])
+            if rows > 1
+            else 0
+        )
         dst_stride = row_bytes + rng.randint(0, 200) if rows > 1 else 0
         half = RAM_SIZE // 2  # source and destination in opposite halves, either way round
         src_area, dst_area = (0, half) if rng.random() < 0.5 else (half, 0)
         src_span = (rows - 1) * src_stride + row_bytes
         dst_span = (rows - 1) * dst_stride + row_bytes
         if rng.random() < 0.3:  # start just below a 4 KiB boundary
-            src = src_area + rng.randrange(1, (half - src_span) // 4096) * 4096 - rng.randint(1, 2 * nb)
+            src = (
+                src_area
+                + rng.randrange(1, (half - src_span) // 4096) * 4096
+                - rng.randint(1, 2 * nb)
+            )
         else:
             src = src_area + rng.randrange(0, half - src_span)
         dst = dst_area + rng.randrange(0, half - dst_span)
@@ -257,7 +279,7 @@ class Bench:
     async def check(self, t: DmaTransfer, label: str) -> None:
         where = f"{label} seed={self.seed} {t}"
         for i in range(0, RAM_SIZE, 4096):
-            self.ram.data[i:i + 4096] = self.rng.randbytes(4096)
+            self.ram.data[i : i + 4096] = self.rng.randbytes(4096)
         before = bytes(self.ram.data)
         self.watch.reset()
         res = await run_dma(self.h, 0, t, max_cycles=2_000_000, timeout_s=60)
@@ -269,9 +291,12 @@ class Bench:
         tr = self.watch.t
         assert not tr.bad, f"{where}: illegal AXI traffic: {tr.bad[:5]}"
         assert tr.read_beats == reads, f"{where}: read beats differ from the programmed source"
-        assert tr.write_beats == writes, f"{where}: written beats/strobes differ from the destination"
-        assert tr.max_reads_out <= self.max_out and tr.max_writes_out <= self.max_out, \
+        assert tr.write_beats == writes, (
+            f"{where}: written beats/strobes differ from the destination"
+        )
+        assert tr.max_reads_out <= self.max_out and tr.max_writes_out <= self.max_out, (
             f"{where}: {tr.max_reads_out}/{tr.max_writes_out} bursts in flight > {self.max_out}"
+        )
         assert bytes(self.ram.data) == bytes(want), f"{where}: memory image differs"
 
 
@@ -309,8 +334,10 @@ async def long_copy_keeps_the_bus_busy(dut):
     n = 64 * 1024
     res = await run_dma(b.h, 0, DmaTransfer(0, 128 * 1024, n))
     assert res.ok
-    assert bytes(b.ram.data[128 * 1024:128 * 1024 + n]) == bytes(b.ram.data[:n])
-    dut._log.info("%d bytes in %d cycles: %.2f of %d bytes/cycle", n, res.cycles, n / res.cycles, b.nb)
+    assert bytes(b.ram.data[128 * 1024 : 128 * 1024 + n]) == bytes(b.ram.data[:n])
+    dut._log.info(
+        "%d bytes in %d cycles: %.2f of %d bytes/cycle", n, res.cycles, n / res.cycles, b.nb
+    )
 
 
 @cocotb.test()
@@ -324,8 +351,13 @@ async def bus_errors_and_abort_never_hang(dut):
     for label, t, code in (
         ("read error", DmaTransfer(fault.start - 1000, 0x20000, 3000), ERR_READ_SLVERR),
         ("write error", DmaTransfer(0, fault.start - 700, 2000), ERR_WRITE_SLVERR),
-        ("2-D read error", DmaTransfer(fault.start - 5000, 0x30000, 1000, rows=8,
-                                       src_stride=1000, dst_stride=1000), ERR_READ_SLVERR),
+        (
+            "2-D read error",
+            DmaTransfer(
+                fault.start - 5000, 0x30000, 1000, rows=8, src_stride=1000, dst_stride=1000
+            ),
+            ERR_READ_SLVERR,
+        ),
         ("read outside the RAM", DmaTransfer(FAULT_BASE + 64, 0, 500), ERR_READ_SLVERR),
         ("write outside the RAM", DmaTransfer(64, FAULT_BASE + 3, 700), ERR_WRITE_SLVERR),
     ):
@@ -340,7 +372,9 @@ async def bus_errors_and_abort_never_hang(dut):
             _, _, moves = expected_traffic(t, b.nb)
             for d, s in moves.items():
                 if d < RAM_SIZE and b.ram.data[d] != before[d]:
-                    assert s < RAM_SIZE and b.ram.data[d] == before[s], f"{label}: byte {d:#x} garbage"
+                    assert s < RAM_SIZE and b.ram.data[d] == before[s], (
+                        f"{label}: byte {d:#x} garbage"
+                    )
             await b.check(b.random_transfer(), f"after {label}")
 
     b.backpressure("random")

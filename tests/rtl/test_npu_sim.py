@@ -16,19 +16,33 @@ import cocotb
 import numpy as np
 import pytest
 from cocotbext.axi import AxiResp
-
 from npuemu.sim.cocotb_run import run_cocotb
 from npuemu.sim.dma_driver import DmaTransfer, program_ops, run_dma
-from npuemu.sim.harness import BusError, NpuHarness, RegOp, RegOpKind, WaitOutcome
-from xrt._generated.hwconfig import CLOCK_PERIOD_PS, DMA as DMA_CFG, HW_VERSION
+from npuemu.sim.harness import (
+    BusError,
+    NpuHarness,
+    PollTimeoutError,
+    RegOp,
+    RegOpKind,
+    WaitOutcome,
+)
+from xrt._generated.hwconfig import CLOCK_PERIOD_PS, HW_VERSION
+from xrt._generated.hwconfig import DMA as DMA_CFG
 from xrt._generated.regmap_dma import DMA
 from xrt._generated.regmap_npu import NPU
 from xrt.hwconfig import target
 from xrt.regmap import RegisterBlockInfo
 
 ERR = {  # STATUS.ERR_CODE values, as documented in rtl/regs/dma.rdl
-    "OK": 0, "ZERO_LENGTH": 1, "SRC_RANGE": 2, "DST_RANGE": 3, "READ_SLVERR": 4,
-    "READ_DECERR": 5, "WRITE_SLVERR": 6, "WRITE_DECERR": 7, "ABORTED": 8,
+    "OK": 0,
+    "ZERO_LENGTH": 1,
+    "SRC_RANGE": 2,
+    "DST_RANGE": 3,
+    "READ_SLVERR": 4,
+    "READ_DECERR": 5,
+    "WRITE_SLVERR": 6,
+    "WRITE_DECERR": 7,
+    "ABORTED": 8,
 }
 
 
@@ -66,8 +80,12 @@ class Env:
         self.h = NpuHarness(dut, CLOCK_PERIOD_PS)
         self.rng = random.Random(int(os.environ["NPU_TEST_SEED"]))
         self.mem = {
-            name: np.memmap(os.environ[f"NPU_MEM_{name.upper()}"], dtype=np.uint8, mode="r+",
-                            shape=(self.cfg.memory(name).size,))
+            name: np.memmap(
+                os.environ[f"NPU_MEM_{name.upper()}"],
+                dtype=np.uint8,
+                mode="r+",
+                shape=(self.cfg.memory(name).size,),
+            )
             for name in ("udma", "plddr")
         }
 
@@ -95,12 +113,15 @@ def expected_hw_fields(cfg) -> dict[str, int]:
     """Values the hardware drives into identification fields, from the hardware config."""
     ocm = cfg.memory("ocm") if cfg.has_memory("ocm") else None
     values = {
-        "HW_VERSION.MAJOR": HW_VERSION[0], "HW_VERSION.MINOR": HW_VERSION[1],
+        "HW_VERSION.MAJOR": HW_VERSION[0],
+        "HW_VERSION.MINOR": HW_VERSION[1],
         "HW_VERSION.PATCH": HW_VERSION[2],
     }
     npu = {
-        "TARGET.ID": cfg.id, "CAPS.DMA_BUS_BYTES": DMA_CFG.bus_bytes,
-        "CAPS.HAS_OCM": int(ocm is not None), "CAPS.HAS_COMPUTE": 0,
+        "TARGET.ID": cfg.id,
+        "CAPS.DMA_BUS_BYTES": DMA_CFG.bus_bytes,
+        "CAPS.HAS_OCM": int(ocm is not None),
+        "CAPS.HAS_COMPUTE": 0,
         "OCM_BASE_LO.ADDR": (ocm.base if ocm else 0) & 0xFFFF_FFFF,
         "OCM_BASE_HI.ADDR": (ocm.base if ocm else 0) >> 32,
         "OCM_SIZE.KIB": (ocm.size if ocm else 0) >> 10,
@@ -111,11 +132,15 @@ def expected_hw_fields(cfg) -> dict[str, int]:
         npu[f"{mem.upper()}_BASE_HI.ADDR"] = m.base >> 32
         npu[f"{mem.upper()}_SIZE.KIB"] = m.size >> 10
     dma = {
-        "CAPS.BUS_BYTES": DMA_CFG.bus_bytes, "CAPS.MAX_BURST_BEATS": DMA_CFG.max_burst_beats,
-        "CAPS.MAX_OUTSTANDING": DMA_CFG.max_outstanding, "CAPS.CHANNELS": 1,
+        "CAPS.BUS_BYTES": DMA_CFG.bus_bytes,
+        "CAPS.MAX_BURST_BEATS": DMA_CFG.max_burst_beats,
+        "CAPS.MAX_OUTSTANDING": DMA_CFG.max_outstanding,
+        "CAPS.CHANNELS": 1,
     }
-    return {**{f"npu.{k}": v for k, v in {**values, **npu}.items()},
-            **{f"dma.{k}": v for k, v in {**values, **dma}.items()}}
+    return {
+        **{f"npu.{k}": v for k, v in {**values, **npu}.items()},
+        **{f"dma.{k}": v for k, v in {**values, **dma}.items()},
+    }
 
 
 @cocotb.test()
@@ -240,36 +265,43 @@ async def cycle_counter_and_batches(dut):
     assert await env.read(NPU, "CYCLES_HI") == 0
 
     scratch = env.reg(NPU, "SCRATCH")
-    results = await h.run_batch([
-        RegOp(RegOpKind.WRITE, scratch, 0xFFFF_0000),
-        RegOp(RegOpKind.MASKED_WRITE, scratch, 0x0000_1234, mask=0x0000_FFFF),
-        RegOp(RegOpKind.READ, scratch),
-        RegOp(RegOpKind.POLL, scratch, mask=0xFF, expected=0x34, max_cycles=100),
-    ])
+    results = await h.run_batch(
+        [
+            RegOp(RegOpKind.WRITE, scratch, 0xFFFF_0000),
+            RegOp(RegOpKind.MASKED_WRITE, scratch, 0x0000_1234, mask=0x0000_FFFF),
+            RegOp(RegOpKind.READ, scratch),
+            RegOp(RegOpKind.POLL, scratch, mask=0xFF, expected=0x34, max_cycles=100),
+        ]
+    )
     assert results == [None, 0xFFFF_1234, 0xFFFF_1234, 0xFFFF_1234]
     try:
-        await h.run_batch([
-            RegOp(RegOpKind.READ, scratch),
-            RegOp(RegOpKind.POLL, scratch, mask=0xFF, expected=0x00, max_cycles=300),
-        ])
-    except Exception as exc:  # noqa: BLE001 - the type is checked below
-        assert type(exc).__name__ == "PollTimeout" and exc.index == 1 and exc.cycles >= 300
+        await h.run_batch(
+            [
+                RegOp(RegOpKind.READ, scratch),
+                RegOp(RegOpKind.POLL, scratch, mask=0xFF, expected=0x00, max_cycles=300),
+            ]
+        )
+    except PollTimeoutError as exc:
+        assert exc.index == 1 and exc.cycles >= 300
     else:
         raise AssertionError("poll of a constant register matched a different value")
 
 
 def _fill(env: Env, mem: str, offset: int, data: bytes) -> None:
-    env.mem[mem][offset:offset + len(data)] = np.frombuffer(data, np.uint8)
+    env.mem[mem][offset : offset + len(data)] = np.frombuffer(data, np.uint8)
 
 
 def _peek(env: Env, mem: str, offset: int, n: int) -> bytes:
-    return bytes(env.mem[mem][offset:offset + n])
+    return bytes(env.mem[mem][offset : offset + n])
 
 
 def _expected_2d(src: bytes, t: DmaTransfer, src_off: int) -> list[tuple[int, bytes]]:
     """(destination row offset from t.dst, row bytes) for each row."""
     return [
-        (r * t.dst_stride, src[src_off + r * t.src_stride: src_off + r * t.src_stride + t.row_bytes])
+        (
+            r * t.dst_stride,
+            src[src_off + r * t.src_stride : src_off + r * t.src_stride + t.row_bytes],
+        )
         for r in range(t.rows)
     ]
 
@@ -299,13 +331,19 @@ async def dma_copies_between_every_pair_of_memories(dut):
         _fill(env, src_mem, src_off, payload)
         background = rng.randbytes(span_dst + 128)
         _fill(env, dst_mem, dst_off - 64, background)
-        t = DmaTransfer(base_of[src_mem] + src_off, base_of[dst_mem] + dst_off, row_bytes,
-                        rows, src_stride, dst_stride)
+        t = DmaTransfer(
+            base_of[src_mem] + src_off,
+            base_of[dst_mem] + dst_off,
+            row_bytes,
+            rows,
+            src_stride,
+            dst_stride,
+        )
         res = await env.dma(t)
         assert res.ok, f"case {case} {t}: outcome {res.outcome}, err {res.err_code}"
         want = bytearray(background)
         for roff, row in _expected_2d(payload, t, 0):
-            want[64 + roff: 64 + roff + row_bytes] = row
+            want[64 + roff : 64 + roff + row_bytes] = row
         got = _peek(env, dst_mem, dst_off - 64, len(want))
         assert got == bytes(want), f"case {case} {src_mem}->{dst_mem} {t}: data differs"
 
@@ -313,7 +351,11 @@ async def dma_copies_between_every_pair_of_memories(dut):
         ocm = env.cfg.memory("ocm")
         for case in range(8):
             n = rng.randint(1, 20000)
-            src_off, ocm_off, dst_off = rng.randrange(1 << 20), rng.randrange(ocm.size - n), rng.randrange(1 << 20)
+            src_off, ocm_off, dst_off = (
+                rng.randrange(1 << 20),
+                rng.randrange(ocm.size - n),
+                rng.randrange(1 << 20),
+            )
             payload = rng.randbytes(n)
             _fill(env, "udma", src_off, payload)
             assert (await env.dma(DmaTransfer(udma.base + src_off, ocm.base + ocm_off, n))).ok
@@ -334,8 +376,11 @@ async def dma_errors_end_the_transfer_with_a_code(dut):
         ("SRC_RANGE", DmaTransfer(0x2000_0000, plddr.base, 64), 0x2000_0000),
         ("SRC_RANGE", DmaTransfer(udma.end - 32, plddr.base, 64), udma.end - 32),
         ("DST_RANGE", DmaTransfer(udma.base, plddr.end - 8, 16), plddr.end - 8),
-        ("DST_RANGE", DmaTransfer(udma.base, plddr.base, 4096, rows=3, dst_stride=plddr.size // 2),
-         plddr.base),
+        (
+            "DST_RANGE",
+            DmaTransfer(udma.base, plddr.base, 4096, rows=3, dst_stride=plddr.size // 2),
+            plddr.base,
+        ),
     ]
     for code, t, addr in cases:
         res = await env.dma(t)
@@ -345,10 +390,25 @@ async def dma_errors_end_the_transfer_with_a_code(dut):
 
     fault_off = 0x4_0000
     for mem, resp, code, t in (
-        ("udma", AxiResp.SLVERR, "READ_SLVERR", DmaTransfer(udma.base + fault_off - 100, plddr.base, 4096)),
+        (
+            "udma",
+            AxiResp.SLVERR,
+            "READ_SLVERR",
+            DmaTransfer(udma.base + fault_off - 100, plddr.base, 4096),
+        ),
         ("udma", AxiResp.DECERR, "READ_DECERR", DmaTransfer(udma.base + fault_off, plddr.base, 64)),
-        ("plddr", AxiResp.SLVERR, "WRITE_SLVERR", DmaTransfer(udma.base, plddr.base + fault_off + 5, 300)),
-        ("plddr", AxiResp.DECERR, "WRITE_DECERR", DmaTransfer(udma.base, plddr.base + fault_off, 8192)),
+        (
+            "plddr",
+            AxiResp.SLVERR,
+            "WRITE_SLVERR",
+            DmaTransfer(udma.base, plddr.base + fault_off + 5, 300),
+        ),
+        (
+            "plddr",
+            AxiResp.DECERR,
+            "WRITE_DECERR",
+            DmaTransfer(udma.base, plddr.base + fault_off, 8192),
+        ),
     ):
         env.h.set_fault(mem, fault_off, 4096, resp)
         res = await env.dma(t)
@@ -372,7 +432,9 @@ async def dma_abort_stops_cleanly(dut):
     complete; the engine then runs the next transfer normally."""
     env = await start(dut)
     udma, plddr = env.cfg.memory("udma"), env.cfg.memory("plddr")
-    await env.h.run_batch(program_ops(env.cfg.dma_base, DmaTransfer(udma.base, plddr.base, 8 << 20)))
+    await env.h.run_batch(
+        program_ops(env.cfg.dma_base, DmaTransfer(udma.base, plddr.base, 8 << 20))
+    )
     await env.h.run_cycles(5000)
     assert (await env.read(DMA, "STATUS")) & 1, "transfer should still be running"
     await env.write(DMA, "CTRL", 2)  # ABORT
@@ -422,5 +484,9 @@ async def dma_throughput_one_mib(dut):
     res = await env.dma(DmaTransfer(udma.base, plddr.base, n))
     assert res.ok
     assert np.array_equal(env.mem["plddr"][:n], payload)
-    dut._log.info("1 MiB copy: %d cycles, %.2f bytes/cycle (bus %d bytes/beat)",
-                  res.cycles, n / res.cycles, DMA_CFG.bus_bytes)
+    dut._log.info(
+        "1 MiB copy: %d cycles, %.2f bytes/cycle (bus %d bytes/beat)",
+        res.cycles,
+        n / res.cycles,
+        DMA_CFG.bus_bytes,
+    )

@@ -31,9 +31,13 @@ RTL_DIR = REPO_ROOT / "rtl"
 BUILD_ROOT = Path(os.environ.get("NPU_EMU_BUILD_DIR", REPO_ROOT / "build" / "sim"))
 DPI_SOURCES = (RTL_DIR / "mem" / "npu_mem_dpi.cpp",)
 LINT_CONFIG = RTL_DIR / "lint" / "npu.vlt"
+COCOTB_CONFIG = RTL_DIR / "sim" / "cocotb.vlt"
 
 # Verilator options beyond what cocotb's runner adds. g++ 12 needs -fcoroutines only with
 # --timing, which this design does not use (the harness drives the clock).
+# --no-public-flat-rw undoes the runner's blanket --public-flat-rw (4x slower model);
+# rtl/sim/cocotb.vlt makes the toplevel ports public instead.
+COCOTB_ARGS = ("--no-public-flat-rw",)
 VERILATOR_ARGS = (
     "-O3",
     "--x-assign",
@@ -94,7 +98,7 @@ def model_digest(
 ) -> str:
     """Hash of every input of a model build."""
     h = hashlib.sha256()
-    for path in [*rtl_sources(), *DPI_SOURCES, LINT_CONFIG, Path(__file__)]:
+    for path in [*rtl_sources(), *DPI_SOURCES, LINT_CONFIG, COCOTB_CONFIG, Path(__file__)]:
         h.update(str(path.relative_to(REPO_ROOT)).encode())
         h.update(path.read_bytes())
     h.update(repr((toplevel, sorted(parameters.items()), waves, VERILATOR_ARGS)).encode())
@@ -148,10 +152,10 @@ def build_model(
         try:
             runner = get_runner("verilator")
             runner.build(
-                sources=[LINT_CONFIG, *rtl_sources()],
+                sources=[LINT_CONFIG, COCOTB_CONFIG, *rtl_sources()],
                 hdl_toplevel=toplevel,
                 parameters=parameters,
-                build_args=[*VERILATOR_ARGS, *extra_args, *map(str, DPI_SOURCES)],
+                build_args=[*VERILATOR_ARGS, *COCOTB_ARGS, *extra_args, *map(str, DPI_SOURCES)],
                 build_dir=build_dir,
                 waves=waves,
                 always=True,

@@ -9,10 +9,10 @@ from pathlib import Path
 
 from npuemu.sim.build import BuiltModel, verilator_env
 
-__all__ = ["CocotbFailure", "run_cocotb"]
+__all__ = ["CocotbTestsFailedError", "run_cocotb"]
 
 
-class CocotbFailure(AssertionError):
+class CocotbTestsFailedError(AssertionError):
     """Some cocotb tests failed; the message carries the end of the simulator log."""
 
 
@@ -26,7 +26,7 @@ def run_cocotb(
     extra_env: Mapping[str, str] | None = None,
     seed: int | None = None,
 ) -> Path:
-    """Run the cocotb tests of `test_module` in `model`; raise CocotbFailure on any failure.
+    """Run the cocotb tests of `test_module` in `model`; raise on any failure.
 
     Args:
         model: From `build_model`.
@@ -39,6 +39,10 @@ def run_cocotb(
 
     Returns:
         The results XML file.
+
+    Raises:
+        CocotbTestsFailedError: a test failed or the simulation died; the message holds the
+            failing tests' log sections.
     """
     from cocotb_tools.check_results import get_results
     from cocotb_tools.runner import get_runner
@@ -69,10 +73,12 @@ def run_cocotb(
         os.environ.clear()
         os.environ.update(saved_env)
     if not results.exists():
-        raise CocotbFailure(f"the simulation of {test_module} died:\n{_log_tail(log_file)}")
+        raise CocotbTestsFailedError(
+            f"the simulation of {test_module} died:\n{_log_tail(log_file)}"
+        )
     total, failed = get_results(results)
     if failed or total == 0:
-        raise CocotbFailure(
+        raise CocotbTestsFailedError(
             f"{failed} of {total} cocotb tests failed in {test_module} (log: {log_file})\n"
             + _failures(log_file)
         )

@@ -35,10 +35,10 @@ class DmaTransfer:
 class DmaResult:
     """What the driver sees when the transfer ends."""
 
-    status: int        # STATUS register
-    err_code: int      # STATUS.ERR_CODE
-    err_addr: int      # ERR_ADDR_HI:LO
-    cycles: int        # simulated cycles from START to the interrupt
+    status: int  # STATUS register
+    err_code: int  # STATUS.ERR_CODE
+    err_addr: int  # ERR_ADDR_HI:LO
+    cycles: int  # simulated cycles from START to the interrupt
     outcome: WaitOutcome
 
     @property
@@ -63,7 +63,7 @@ def program_ops(dma_base: int, t: DmaTransfer) -> list[RegOp]:
         w("DST_STRIDE", t.dst_stride),
         w("INT_STATUS", _DONE_ERROR),  # write-1-to-clear earlier events
         w("INT_ENABLE", _DONE_ERROR),
-        w("CTRL", 1),                  # START
+        w("CTRL", 1),  # START
     ]
 
 

@@ -30,7 +30,7 @@ __all__ = [
     "BusError",
     "IrqWait",
     "NpuHarness",
-    "PollTimeout",
+    "PollTimeoutError",
     "RegOp",
     "RegOpKind",
     "WaitOutcome",
@@ -55,11 +55,17 @@ class BusError(Exception):
         super().__init__(f"register {op} at {addr:#010x} failed: {resp.name}")
 
 
-class PollTimeout(Exception):
+class PollTimeoutError(Exception):
     """A poll-until condition did not hold within its cycle limit."""
 
     def __init__(self, addr: int, mask: int, expected: int, last: int, cycles: int) -> None:
-        self.addr, self.mask, self.expected, self.last, self.cycles = addr, mask, expected, last, cycles
+        self.addr, self.mask, self.expected, self.last, self.cycles = (
+            addr,
+            mask,
+            expected,
+            last,
+            cycles,
+        )
         super().__init__(
             f"register {addr:#010x} & {mask:#x} != {expected:#x} after {cycles} cycles "
             f"(last value {last:#010x})"
@@ -91,9 +97,9 @@ class RegOp:
 
 
 class WaitOutcome(enum.Enum):
-    IRQ = "irq"                   # the interrupt line is high
-    CYCLE_LIMIT = "cycle_limit"   # the simulated-cycle limit passed first
-    WALL_TIMEOUT = "wall_timeout" # the wall-clock limit passed first
+    IRQ = "irq"  # the interrupt line is high
+    CYCLE_LIMIT = "cycle_limit"  # the simulated-cycle limit passed first
+    WALL_TIMEOUT = "wall_timeout"  # the wall-clock limit passed first
 
 
 @dataclass(frozen=True)
@@ -175,7 +181,7 @@ class NpuHarness:
         """Read `addr` until ``value & mask == expected``; return the matching value.
 
         Raises:
-            PollTimeout: the condition did not hold within `max_cycles` cycles.
+            PollTimeoutError: the condition did not hold within `max_cycles` cycles.
         """
         start = self.cycles
         interval = POLL_FIRST_INTERVAL
@@ -185,7 +191,7 @@ class NpuHarness:
                 return value
             spent = self.cycles - start
             if spent >= max_cycles:
-                raise PollTimeout(addr, mask, expected, value, spent)
+                raise PollTimeoutError(addr, mask, expected, value, spent)
             await self.run_cycles(min(interval, max_cycles - spent))
             interval = min(interval * 2, POLL_MAX_INTERVAL)
 
@@ -211,7 +217,7 @@ class NpuHarness:
                     results.append(new & 0xFFFF_FFFF)
                 else:
                     results.append(await self.poll(op.addr, op.mask, op.expected, op.max_cycles))
-            except (BusError, PollTimeout) as exc:
+            except (BusError, PollTimeoutError) as exc:
                 exc.index = index  # type: ignore[attr-defined]
                 raise
         return results

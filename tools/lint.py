@@ -1,0 +1,59 @@
+"""`make lint`: Verilator's -Wall lint of every RTL top, then ruff on the Python.
+
+RTL tops: `npu_sim` for each target (which holds `npu_top` with that target's parameters)
+and `npu_dma` on its own (the block the DMA block test builds). Waivers live in
+rtl/lint/npu.vlt, each with its reason. Exit status 1 on any finding.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from npuemu.sim.build import LINT_CONFIG, REPO_ROOT, rtl_sources, verilator_env
+from xrt._generated.hwconfig import TARGETS
+
+__all__ = ["LINT_TOPS", "lint_rtl", "main"]
+
+LINT_TOPS: list[tuple[str, dict[str, int]]] = [
+    *(("npu_sim", {"Target": cfg.id}) for cfg in TARGETS.values()),
+    ("npu_dma", {}),
+]
+
+
+def lint_rtl(top: str, parameters: dict[str, int]) -> subprocess.CompletedProcess[str]:
+    """Run ``verilator --lint-only -Wall`` on `top`; the result carries Verilator's output."""
+    cmd = [
+        "verilator",
+        "--lint-only",
+        "-Wall",
+        "--top-module",
+        top,
+        *(f"-G{k}={v}" for k, v in parameters.items()),
+        str(LINT_CONFIG),
+        *map(str, rtl_sources()),
+    ]
+    return subprocess.run(cmd, env=verilator_env(), capture_output=True, text=True, check=False)
+
+
+def main() -> int:
+    failed = False
+    for top, params in LINT_TOPS:
+        proc = lint_rtl(top, params)
+        label = f"{top} {params}" if params else top
+        if proc.returncode == 0 and "%Warning" not in proc.stderr:
+            print(f"verilator -Wall {label}: clean")
+        else:
+            failed = True
+            print(f"verilator -Wall {label}: FAILED\n{proc.stderr}")
+    ruff = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "runtime", "emulator", "tools", "tests", "bench"],
+        cwd=REPO_ROOT,
+        check=False,
+    )
+    failed |= ruff.returncode != 0
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
