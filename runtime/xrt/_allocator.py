@@ -59,7 +59,7 @@ class RangeAllocator:
         self._fsize: dict[int, int] = {base: size} if size else {}
         self._fkeys: list[int] = [size << _SHIFT | base] if size else []
 
-    # -- queries ------------------------------------------------------------------------------
+    # -- queries ---------------------------------------------------------------------------
 
     @property
     def used_bytes(self) -> int:
@@ -93,7 +93,7 @@ class RangeAllocator:
         """``(start, size)`` of every free block, in address order."""
         return [(s, self._fsize[s]) for s in self._fstarts]
 
-    # -- allocation ----------------------------------------------------------------------------
+    # -- allocation ------------------------------------------------------------------------
 
     def alloc(self, nbytes: int, alignment: int = 1) -> int:
         """Allocate `nbytes` (>= 1) at an address that is a multiple of `alignment`.

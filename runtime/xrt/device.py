@@ -66,7 +66,7 @@ class DeviceURL:
     host: str | None
     port: int | None
     path: str
-    params: Mapping[str, int | str] = field(default_factory=dict)
+    params: Mapping[str, int | str] = field(default_factory=dict, hash=False)
     raw: str = ""
 
     @classmethod

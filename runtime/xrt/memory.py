@@ -439,30 +439,17 @@ class MemManager(ABC):
         begin: MemPtr | None = None,
         deleter: Deleter | None = None,
     ) -> MemChunk:
-        deleters: list[tuple[Deleter, MemPtr]] = []
-        self._lock.acquire()
-        try:
-            if self._pending:
-                deleters = self._drain_locked()
+        with self._with_lock():
             if begin is None:
                 key, ptr = self._reserve(nbytes, alignment)
             else:
                 key, ptr = self._reserve_at(begin, nbytes)
             chunk = MemChunk._new(self._region, ptr, nbytes, key, auto_free, deleter)
             self._chunks[key] = (weakref.ref(chunk) if auto_free else chunk, ptr)
-        finally:
-            self._lock.release()
-        if deleters or self._pending:
-            _run_deleters(deleters, raise_first=False)
-            self._drain()
         return chunk
 
     def _free_chunk(self, chunk: MemChunk) -> None:
-        deleters: list[tuple[Deleter, MemPtr]] = []
-        self._lock.acquire()
-        try:
-            if self._pending:
-                deleters = self._drain_locked()
+        with self._with_lock():
             if chunk._freed:
                 raise XrtError(
                     ErrorCode.WRONG_ORDER,
@@ -472,13 +459,8 @@ class MemManager(ABC):
             chunk._freed = True
             del self._chunks[chunk._key]
             self._unreserve(chunk._key)
-        finally:
-            self._lock.release()
         if chunk._deleter is not None:
-            deleters.append((chunk._deleter, chunk._begin))
-        if self._pending:
-            self._drain()
-        _run_deleters(deleters, raise_first=True)
+            _run_deleters([(chunk._deleter, chunk._begin)], raise_first=True)
 
     def _live(self, record: tuple[MemChunk | weakref.ref[MemChunk], MemPtr]) -> MemChunk | None:
         obj = record[0]
@@ -557,7 +539,8 @@ class MemManager(ABC):
 
 
 class _Locked:
-    """Holds a manager's lock and drains its queue of dead chunks on entry and exit."""
+    """Holds a manager's lock; releases the chunks that died meanwhile on entry, and runs
+    their deleters (outside the lock) on exit, whether or not the block raised."""
 
     __slots__ = ("_deleters", "_m")
 
@@ -566,15 +549,22 @@ class _Locked:
         self._deleters: list[tuple[Deleter, MemPtr]] = []
 
     def __enter__(self) -> None:
-        self._m._lock.acquire()
-        if self._m._pending:
-            self._deleters = self._m._drain_locked()
+        m = self._m
+        m._lock.acquire()
+        if m._pending:
+            try:
+                self._deleters = m._drain_locked()
+            except BaseException:
+                m._lock.release()
+                raise
 
     def __exit__(self, *exc: object) -> None:
-        self._m._lock.release()
-        _run_deleters(self._deleters, raise_first=False)
-        if self._m._pending:
-            self._m._drain()
+        m = self._m
+        m._lock.release()
+        if self._deleters:
+            _run_deleters(self._deleters, raise_first=False)
+        if m._pending:
+            m._drain()
 
 
 def _run_deleters(deleters: list[tuple[Deleter, MemPtr]], *, raise_first: bool) -> None:

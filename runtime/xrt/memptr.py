@@ -147,7 +147,7 @@ class MemPtr:
         p._haddr = haddr
         return p
 
-    # -- what the pointer is --------------------------------------------------------------
+    # -- what the pointer is ---------------------------------------------------------------
 
     @property
     def kind(self) -> PtrKind:
@@ -218,7 +218,7 @@ class MemPtr:
             )
         return buf[self._off : self._off + nbytes]
 
-    # -- arithmetic -------------------------------------------------------------------------
+    # -- arithmetic ------------------------------------------------------------------------
 
     def _moved(self, delta: int) -> MemPtr:
         if self.is_null:
@@ -267,7 +267,7 @@ class MemPtr:
             return NotImplemented
         return self._moved(-int(other))
 
-    # -- comparison ---------------------------------------------------------------------------
+    # -- comparison ------------------------------------------------------------------------
 
     def _space(self) -> int:
         return 1 if self._addr is not None else 0

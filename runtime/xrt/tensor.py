@@ -272,7 +272,7 @@ class Tensor:
         if chunk is not None:
             self.set_data(chunk, off)
 
-    # -- construction from numpy -------------------------------------------------------------
+    # -- construction from numpy -----------------------------------------------------------
 
     @classmethod
     def from_numpy(
@@ -324,7 +324,7 @@ class Tensor:
         tensor.copy_data(arr)
         return tensor
 
-    # -- what it is ------------------------------------------------------------------------------
+    # -- what it is ------------------------------------------------------------------------
 
     @property
     def tensor_type(self) -> TensorType:
@@ -348,6 +348,7 @@ class Tensor:
 
     @property
     def quant(self) -> QuantParams | None:
+        """Quantization parameters, or None for a tensor that is not quantized."""
         return self._type.quant
 
     @property
@@ -410,7 +411,7 @@ class Tensor:
         hw = f", hw={self._hw.name}" if self._hw is not None else ""
         return f"Tensor({self._type!r}{hw}, {where})"
 
-    # -- data ---------------------------------------------------------------------------------
+    # -- data ------------------------------------------------------------------------------
 
     def _data(self) -> tuple[MemChunk, int]:
         if self._chunk is None:
@@ -627,7 +628,7 @@ class Tensor:
         arr = self.numpy()
         return arr if dtype is None else arr.astype(dtype)
 
-    # -- readiness -------------------------------------------------------------------------------
+    # -- readiness -------------------------------------------------------------------------
 
     def set_check_func(self, check_func: CheckFunc | None) -> Tensor:
         """Set the readiness function (None: ready); the tensor is not ready until it says so."""
@@ -687,7 +688,7 @@ class Tensor:
                 return False
             time.sleep(min(pause, left))
 
-    # -- dump -------------------------------------------------------------------------------------
+    # -- dump ------------------------------------------------------------------------------
 
     def resolve_dump_format(self, format: str, fallback: bool = False) -> str:
         """The format `dump` would write for `format` (see the module docstring).

@@ -113,7 +113,7 @@ def _aligned(r: MemRegion, offset: int) -> int:
     return (r.base + offset + a - 1) // a * a
 
 
-# -- MemRegion ------------------------------------------------------------------------------
+# -- MemRegion -----------------------------------------------------------------------------
 
 
 def check_geometry(make_region: MemRegionFactory) -> None:
@@ -450,7 +450,7 @@ MEM_REGION_CHECKS: tuple[Callable[[MemRegionFactory], None], ...] = (
 )
 
 
-# -- RegRegion --------------------------------------------------------------------------------
+# -- RegRegion -----------------------------------------------------------------------------
 
 
 def check_reg_roundtrip(make_target: RegTargetFactory) -> None:
@@ -601,7 +601,7 @@ REG_REGION_CHECKS: tuple[Callable[[RegTargetFactory], None], ...] = (
 )
 
 
-# -- Device ----------------------------------------------------------------------------------
+# -- Device --------------------------------------------------------------------------------
 
 
 def check_device_regions(make_device: DeviceFactory) -> None:
