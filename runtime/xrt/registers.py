@@ -14,10 +14,12 @@ hook                                   contract
 ``_batch(ops) -> list[int | None]``    run the checked ops in order, one result per op: the
                                        value read for `RegRead` and `RegPoll`, None for writes.
                                        A `RegPoll` whose condition never holds raises XrtError
-                                       11015. Optional: the default loops over the ops with
-                                       `_read32`/`_write32`; a remote transport overrides it to
-                                       make one round trip (server-side read-modify-write and
-                                       poll-until).
+                                       11015. Checked polls always carry `max_polls` or
+                                       `timeout_s` (wall-clock seconds). Optional: the default
+                                       loops over the ops with `_read32`/`_write32`; a remote
+                                       transport overrides it to make one round trip
+                                       (server-side read-modify-write and poll-until), and must
+                                       then make each masked write atomic itself.
 ``_close()``                           release transport resources (optional)
 =====================================  =========================================================
 
@@ -49,6 +51,7 @@ changes (``wclr``/``wset``), refuses a partial modify: name those fields too.
 
 from __future__ import annotations
 
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
@@ -178,6 +181,9 @@ class RegRegion(ABC):
             raise XrtError(ErrorCode.OUT_OF_RANGE, f"register region {name!r} exceeds 64 bits")
         self._device: Device | None = None
         self._closed = False
+        # One bus access at a time through this region object, so that the default
+        # read-modify-write of a masked write is atomic against other threads' accesses.
+        self._bus = threading.RLock()
         self._regmap: RegisterBlockInfo | None = None
         self._regs: RegisterFile | None = None
         if regmap is not None:
@@ -198,13 +204,16 @@ class RegRegion(ABC):
         results: list[int | None] = []
         for op in ops:
             if type(op) is RegRead:
-                results.append(self._read32(op.addr))
+                with self._bus:
+                    results.append(self._read32(op.addr))
             elif type(op) is RegWrite:
-                self._write32(op.addr, op.value)
+                with self._bus:
+                    self._write32(op.addr, op.value)
                 results.append(None)
             elif type(op) is RegMaskedWrite:
-                old = self._read32(op.addr)
-                self._write32(op.addr, (old & ~op.mask) | (op.value & op.mask))
+                with self._bus:  # no other access through this region between read and write
+                    old = self._read32(op.addr)
+                    self._write32(op.addr, (old & ~op.mask) | (op.value & op.mask))
                 results.append(None)
             elif type(op) is RegPoll:
                 results.append(self._poll_loop(op, len(results)))
@@ -223,7 +232,8 @@ class RegRegion(ABC):
             timeout = DEFAULT_POLL_TIMEOUT_S
         polls = 0
         while True:
-            value = self._read32(op.addr)
+            with self._bus:
+                value = self._read32(op.addr)
             polls += 1
             if value & op.mask == op.expected:
                 return value
@@ -398,7 +408,9 @@ class RegRegion(ABC):
                 11012 after the device was closed.
         """
         self._check_open()
-        value = self._read32(self._addr(addr, relative))
+        a = self._addr(addr, relative)
+        with self._bus:
+            value = self._read32(a)
         if type(value) is not int or not 0 <= value <= MASK32:
             raise XrtError(
                 ErrorCode.DEVICE_INTERNAL,
@@ -415,7 +427,9 @@ class RegRegion(ABC):
         """
         self._check_open()
         a = self._addr(addr, relative)
-        self._write32(a, _as_u32(value, "register value"))
+        v = _as_u32(value, "register value")
+        with self._bus:
+            self._write32(a, v)
 
     def write_masked(self, addr: int, value: int, mask: int, relative: bool = False) -> None:
         """Read-modify-write the bits in `mask` (one `RegMaskedWrite`, one round trip)."""

@@ -312,7 +312,8 @@ def test_generated_maps() -> None:
 
     npu = MemoryRegRegion("npu", 0x4000_0000, regmap=NPU)
     dma = MemoryRegRegion("dma", 0x8000_0000, regmap=DMA)
-    assert npu.regs.MAGIC.read() == 0x4E505530 and dma.regs.MAGIC.read() == 0x444D4130
+    assert npu.regs.MAGIC.read() == NPU.register("MAGIC").reset == 0x4E505530  # "NPU0"
+    assert dma.regs.MAGIC.read() == DMA.register("MAGIC").reset == 0x444D4130  # "DMA0"
     npu.regs.SCRATCH.write(0xDEAD_BEEF)
     assert npu.read(NPU.register("SCRATCH").offset, relative=True) == 0xDEAD_BEEF
     dma.log.clear()
@@ -324,3 +325,35 @@ def test_generated_maps() -> None:
     dma.regs.INT_STATUS.DONE.write(1)
     assert dma.regs.INT_STATUS.read_fields() == {"DONE": 0, "ERROR": 1}
     assert isinstance(dma.regs.STATUS, RegisterView)
+
+
+def test_field_writes_from_threads_lose_no_update() -> None:
+    """Each masked write is atomic against other accesses through the region: two threads
+    read-modify-writing different fields of one register never undo each other."""
+    import threading
+    import time
+
+    class Slow(MemoryRegRegion):
+        def _read32(self, addr: int) -> int:
+            value = super()._read32(addr)
+            time.sleep(0.0002)  # invite a thread switch between the read and the write
+            return value
+
+    ctrl = Slow("blk", BASE, regmap=BLOCK).regs.CTRL
+    errors: list[BaseException] = []
+
+    def spin(field: str, values: list[int]) -> None:
+        try:
+            for v in values:
+                ctrl.modify(**{field: v})
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    a = threading.Thread(target=spin, args=("MODE", [i % 8 for i in range(1, 60)]))
+    b = threading.Thread(target=spin, args=("LEN", [i % 256 for i in range(100, 160)]))
+    a.start()
+    b.start()
+    a.join()
+    b.join()
+    assert not errors
+    assert ctrl.read_fields()["MODE"] == 59 % 8 and ctrl.read_fields()["LEN"] == 159
