@@ -329,3 +329,20 @@ def test_malloc_forms_and_keywords() -> None:
     ):
         with raises(ErrorCode.WRONG_TYPE):
             r.malloc(*args, **kwargs)
+
+
+def test_host_to_host_copies() -> None:
+    host = HostMemRegion("h")
+    other = HostMemRegion("h2")
+    a = host.malloc(16)
+    b = other.malloc(16)
+    a.write(b"0123456789abcdef")
+    host.memcpy(a.begin + 4, a.begin, 8)  # overlapping, inside one buffer
+    assert a.tobytes() == b"012301234567cdef"
+    b.copy_from(a)
+    assert b.tobytes() == a.tobytes()
+    other.memcpy(b.begin, host, a.begin + 8, 8)
+    assert b.tobytes() == b"4567cdef4567cdef"
+    assert bytes(host.view(a.begin + 2, 3)) == b"230"
+    with raises(ErrorCode.OUT_OF_RANGE):
+        host.memcpy(a.begin + 10, a.begin, 8)
