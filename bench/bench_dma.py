@@ -25,7 +25,7 @@ sys.path.insert(0, str(REPO / "bench"))
 from npuemu.sim.build import (  # noqa: E402
     RTL_DIR,
     VERILATOR_ARGS,
-    build_model,
+    build_npu_sim,
     rtl_sources,
     verilator_env,
 )
@@ -38,9 +38,8 @@ from xrt.hwconfig import target  # noqa: E402
 def timed_build(target_name: str, build_root: Path) -> float:
     """Seconds for `build_model` in a fresh process with its cache in `build_root`."""
     code = (
-        "import time; from npuemu.sim.build import build_model; from xrt.hwconfig import target;"
-        f"t=time.perf_counter(); build_model('npu_sim', {{'Target': target('{target_name}').id}},"
-        f" name='{target_name}'); print(time.perf_counter()-t)"
+        "import time; from npuemu.sim.build import build_npu_sim; t=time.perf_counter();"
+        f"build_npu_sim('{target_name}'); print(time.perf_counter()-t)"
     )
     env = {**os.environ, "NPU_EMU_BUILD_DIR": str(build_root)}
     out = subprocess.run(
@@ -114,7 +113,7 @@ def main() -> None:
         cold = [timed_build(args.target, tmp_path / f"cold{i}") for i in range(args.repeat)]
         warm = [timed_build(args.target, tmp_path / "cold0") for _ in range(args.repeat)]
 
-        model = build_model("npu_sim", {"Target": cfg.id}, name=args.target)
+        model = build_npu_sim(args.target)
         for mem in ("udma", "plddr"):
             with open(shm_path / f"{mem}.bin", "wb") as f:
                 f.truncate(cfg.memory(mem).size)

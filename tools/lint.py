@@ -17,6 +17,7 @@ __all__ = ["LINT_TOPS", "lint_rtl", "main"]
 
 LINT_TOPS: list[tuple[str, dict[str, int]]] = [
     *(("npu_sim", {"Target": cfg.id}) for cfg in TARGETS.values()),
+    ("npu_sim", {"Target": 1, "InternalClock": 1}),
     ("npu_dma", {}),
 ]
 

@@ -5,15 +5,22 @@
 /// shared-memory files (`+npu_mem_udma=PATH`, `+npu_mem_plddr=PATH`).
 ///
 /// `Target` picks the chip from rtl/config/npu.toml (via npu_config_pkg): 1 = Buyi,
-/// 2 = ZG330. The harness (cocotb) drives `clk_i`, `rst_ni` and the AXI4-Lite port, and
-/// watches `irq_o`. The fault inputs make a memory answer errors in a window (tests of
-/// driver error paths); tie them to zero otherwise.
+/// 2 = ZG330. The harness drives `rst_ni` and the AXI4-Lite port and watches `irq_o`.
+/// The fault inputs make a memory answer errors in a window (tests of driver error
+/// paths); tie them to zero otherwise.
+///
+/// The clock: with `InternalClock = 0` the caller toggles `clk_i` (a raw C++ loop does);
+/// with `InternalClock = 1` (the cocotb harness; needs Verilator --timing) the model runs
+/// its own clock of `ClockPeriodPs`, so waiting a million cycles costs no callback per
+/// edge. `clk_o` is the clock in use either way.
 module npu_sim
   import npu_config_pkg::*;
 #(
-  parameter int unsigned Target = 1   /// 1 = Buyi, 2 = ZG330
+  parameter int unsigned Target = 1,       /// 1 = Buyi, 2 = ZG330
+  parameter bit          InternalClock = 0 /// generate the clock inside the model
 ) (
-  input  wire         clk_i,                /// clock (period from npu.toml)
+  input  wire         clk_i,                /// clock when InternalClock = 0
+  output logic        clk_o,                /// the clock the NPU runs on
   input  wire         rst_ni,               /// asynchronous reset, active low
   output logic        s_axil_awready,
   input  wire         s_axil_awvalid,
@@ -54,6 +61,22 @@ module npu_sim
     if (Target != 1 && Target != 2) $fatal(1, "npu_sim: Target must be 1 (Buyi) or 2 (ZG330)");
   end
 
+  logic clk;
+  if (InternalClock) begin : g_clock
+    // Delays count in the build's time unit: builds pass --timescale 1ps/1ps.
+    logic osc_q;
+    initial begin
+      osc_q = 1'b0;
+      forever #(ClockPeriodPs / 2) osc_q = !osc_q;
+    end
+    assign clk = osc_q;
+    logic unused;
+    assign unused = clk_i;
+  end else begin : g_no_clock
+    assign clk = clk_i;
+  end
+  assign clk_o = clk;
+
   logic [IdWidth-1:0]          arid, awid;
   logic [AddrWidth-1:0]        araddr, awaddr;
   logic [7:0]                  arlen, awlen;
@@ -78,7 +101,7 @@ module npu_sim
     .OcmSize(IsZg330 ? Zg330OcmSize : BuyiOcmSize),
     .BusBytes(BusBytes), .AddrWidth(AddrWidth), .IdWidth(IdWidth)
   ) u_npu (
-    .clk_i, .rst_ni,
+    .clk_i(clk), .rst_ni,
     .s_axil_awready, .s_axil_awvalid, .s_axil_awaddr, .s_axil_awprot,
     .s_axil_wready, .s_axil_wvalid, .s_axil_wdata, .s_axil_wstrb,
     .s_axil_bready, .s_axil_bvalid, .s_axil_bresp,
@@ -108,7 +131,7 @@ module npu_sim
       .Base(MemBase[m]), .Size(MemSize[m]), .UseDpi(1'b1), .Name(MemName[m]),
       .MaxOutstanding(DmaMaxOutstanding)
     ) u_mem (
-      .clk_i, .rst_ni,
+      .clk_i(clk), .rst_ni,
       .fault_base_i(fault_base_i), .fault_size_i(is_faulty ? fault_size_i : 64'h0),
       .fault_resp_i(fault_resp_i),
       .s_axi_arid(arid), .s_axi_araddr(araddr), .s_axi_arlen(arlen), .s_axi_arsize(arsize),

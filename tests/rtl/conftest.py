@@ -8,8 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from npuemu.sim.build import BuiltModel, build_model
-from xrt.hwconfig import target
+from npuemu.sim.build import BuiltModel, build_npu_sim
 
 TARGETS = ("buyi", "zg330")
 
@@ -21,7 +20,7 @@ def sim_model() -> Iterator[callable]:
 
     def get(name: str) -> BuiltModel:
         if name not in cache:
-            cache[name] = build_model("npu_sim", {"Target": target(name).id}, name=name)
+            cache[name] = build_npu_sim(name)
         return cache[name]
 
     yield get

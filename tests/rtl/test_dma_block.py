@@ -116,6 +116,7 @@ class AxiWatcher:
 
     def __init__(self, dut, bus_bytes: int, max_burst: int) -> None:
         self.dut, self.nb, self.max_burst = dut, bus_bytes, max_burst
+        self.clock = dut.clk_i
         self.size = bus_bytes.bit_length() - 1
         # AXI lets W beats complete before their AW: both queue up and are paired in order.
         self.aw_queue: list[tuple[int, int]] = []  # (next beat address, beats left) per AW
@@ -143,7 +144,7 @@ class AxiWatcher:
     async def _run(self) -> None:
         d = self.dut
         while True:
-            await RisingEdge(d.clk_i)
+            await RisingEdge(self.clock)
             if d.m_axi_arvalid.value and d.m_axi_arready.value:
                 addr, length = int(d.m_axi_araddr.value), int(d.m_axi_arlen.value)
                 self._burst(

@@ -22,7 +22,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["RTL_DIR", "BuiltModel", "build_model", "rtl_sources", "verilator_env"]
+__all__ = [
+    "RTL_DIR",
+    "BuiltModel",
+    "build_model",
+    "build_npu_sim",
+    "rtl_sources",
+    "verilator_env",
+]
 
 log = logging.getLogger(__name__)
 
@@ -33,11 +40,12 @@ DPI_SOURCES = (RTL_DIR / "mem" / "npu_mem_dpi.cpp",)
 LINT_CONFIG = RTL_DIR / "lint" / "npu.vlt"
 COCOTB_CONFIG = RTL_DIR / "sim" / "cocotb.vlt"
 
-# Verilator options beyond what cocotb's runner adds. g++ 12 needs -fcoroutines only with
-# --timing, which this design does not use (the harness drives the clock).
-# --no-public-flat-rw undoes the runner's blanket --public-flat-rw (4x slower model);
-# rtl/sim/cocotb.vlt makes the toplevel ports public instead.
+# Verilator options beyond what cocotb's runner adds. --timing (for npu_sim's internal
+# clock) needs -fcoroutines with g++ 12. --no-public-flat-rw undoes the runner's blanket
+# --public-flat-rw (a 4x slower model); rtl/sim/cocotb.vlt makes the toplevel ports
+# public instead.
 COCOTB_ARGS = ("--no-public-flat-rw",)
+TIMING_ARGS = ("--timing", "-CFLAGS", "-fcoroutines")
 VERILATOR_ARGS = (
     "-O3",
     "--x-assign",
@@ -95,7 +103,7 @@ class BuiltModel:
 
 def model_digest(
     toplevel: str, parameters: Mapping[str, object], waves: bool, extra_args: Sequence[str]
-) -> str:
+) -> str:  # extra_args includes TIMING_ARGS when timing is on
     """Hash of every input of a model build."""
     h = hashlib.sha256()
     for path in [*rtl_sources(), *DPI_SOURCES, LINT_CONFIG, COCOTB_CONFIG, Path(__file__)]:
@@ -112,6 +120,7 @@ def build_model(
     parameters: Mapping[str, object] | None = None,
     *,
     waves: bool | None = None,
+    timing: bool = False,
     extra_args: Sequence[str] = (),
     name: str | None = None,
 ) -> BuiltModel:
@@ -121,6 +130,7 @@ def build_model(
         toplevel: HDL top module.
         parameters: Top-level parameter overrides (``-G``).
         waves: Add FST/VCD tracing; default from the ``WAVES`` environment variable.
+        timing: Build with --timing (delays in the RTL, such as npu_sim's own clock).
         extra_args: More Verilator arguments (they are part of the cache key).
         name: Readable prefix of the cache folder (default: the toplevel).
 
@@ -130,6 +140,7 @@ def build_model(
     from cocotb_tools.runner import get_runner
 
     parameters = dict(parameters or {})
+    extra_args = (*(TIMING_ARGS if timing else ()), *extra_args)
     if waves is None:
         waves = os.environ.get("WAVES", "0") not in ("", "0")
     digest = model_digest(toplevel, parameters, waves, extra_args)
@@ -158,6 +169,7 @@ def build_model(
                 build_args=[*VERILATOR_ARGS, *COCOTB_ARGS, *extra_args, *map(str, DPI_SOURCES)],
                 build_dir=build_dir,
                 waves=waves,
+                timescale=("1ps", "1ps"),
                 always=True,
                 log_file=build_dir / "build.log",
             )
@@ -167,3 +179,17 @@ def build_model(
         seconds = time.monotonic() - start
         done_marker.write_text(f"{digest}\n{seconds:.1f}\n")
     return BuiltModel(toplevel, build_dir, digest, True, seconds)
+
+
+def build_npu_sim(target_name: str, *, waves: bool | None = None) -> BuiltModel:
+    """The `npu_sim` model of a target ("buyi", "zg330") as the harness runs it: with its
+    own clock (InternalClock = 1), so long waits cost no callback per clock edge."""
+    from xrt.hwconfig import target
+
+    return build_model(
+        "npu_sim",
+        {"Target": target(target_name).id, "InternalClock": 1},
+        waves=waves,
+        timing=True,
+        name=target_name,
+    )

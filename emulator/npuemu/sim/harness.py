@@ -115,8 +115,11 @@ class IrqWait:
 
 
 class NpuHarness:
-    """Drives one `npu_sim` instance (or a block with the same clock, reset, `s_axil_*`
-    and `irq_o` ports, such as `npu_dma` in its block test).
+    """Drives one `npu_sim` instance (or a block with the same reset, `s_axil_*` and
+    `irq_o` ports, such as `npu_dma` in its block test).
+
+    A toplevel with a `clk_o` port (`npu_sim` built with InternalClock = 1) runs its own
+    clock; for any other, the harness starts a cocotb `Clock` on `clk_i` at reset.
 
     Args:
         dut: The cocotb handle of the toplevel.
@@ -126,9 +129,11 @@ class NpuHarness:
     def __init__(self, dut: SimHandleBase, clock_period_ps: int = 10_000) -> None:
         self.dut = dut
         self.period_ps = clock_period_ps
-        self._clock_started = False
+        self.internal_clock = hasattr(dut, "clk_o")
+        self.clock = dut.clk_o if self.internal_clock else dut.clk_i
+        self._clock_started = self.internal_clock
         self.axil = AxiLiteMaster(
-            AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk_i, dut.rst_ni, reset_active_level=False
+            AxiLiteBus.from_prefix(dut, "s_axil"), self.clock, dut.rst_ni, reset_active_level=False
         )
         self.axil.write_if.log.setLevel(logging.WARNING)
         self.axil.read_if.log.setLevel(logging.WARNING)
@@ -160,8 +165,8 @@ class NpuHarness:
         self.dut.rst_ni.value = 0
         await self.run_cycles(cycles)
         self.dut.rst_ni.value = 1
-        await RisingEdge(self.dut.clk_i)
-        await RisingEdge(self.dut.clk_i)
+        await RisingEdge(self.clock)
+        await RisingEdge(self.clock)
 
     # ------------------------------------------------------------------ registers
     async def read_reg(self, addr: int) -> int:
