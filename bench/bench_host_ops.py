@@ -42,6 +42,7 @@ import numpy as np  # noqa: E402  (after the BLAS thread setup)
 import onnx  # noqa: E402  (after the BLAS thread setup)
 import onnxruntime as ort  # noqa: E402  (after the BLAS thread setup)
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402  (after the BLAS thread setup)
+
 from xrt.network import Network, Operator, run_network_reference  # noqa: E402  (after the BLAS thread setup)
 
 

@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 
 import numpy as np
+
 from xrt import HostDevice, HostMemRegion, MemRegion, Tensor
 from xrt.testing.memory_transport import MemoryMemRegion
 

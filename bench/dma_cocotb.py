@@ -11,6 +11,7 @@ import time
 
 import cocotb
 import numpy as np
+
 from npuemu.sim.dma_driver import DmaTransfer, program_ops
 from npuemu.sim.harness import NpuHarness
 from xrt._generated.hwconfig import CLOCK_PERIOD_PS

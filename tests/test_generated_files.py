@@ -29,10 +29,10 @@ def test_register_map_matches_the_rdl_source():
     """The Python map is what the RDL says, checked through an independent path: the
     SystemRDL compiler's own model of the source."""
     from systemrdl import RDLCompiler
-    from xrt._generated.regmap_dma import DMA
-    from xrt._generated.regmap_npu import NPU
 
     from tools.generate import RDL_DIR
+    from xrt._generated.regmap_dma import DMA
+    from xrt._generated.regmap_npu import NPU
 
     for block in (NPU, DMA):
         rdlc = RDLCompiler()

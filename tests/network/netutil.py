@@ -8,6 +8,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
+
 from xrt.network import Network, run_network_reference
 
 RTOL = 1e-4

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from netutil import check_model
 from onnx_zoo import COMPOSITES, Graph, basic_block, bottleneck, inverted_residual, squeeze_excite
+
 from xrt.network import Network
 
 

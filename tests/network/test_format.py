@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from netutil import random_feeds
 from onnx_zoo import COMPOSITES
+
 from xrt.errors import ErrorCode, XrtError
 from xrt.network import FORMAT_NAME, FORMAT_VERSION, Network, run_network_reference
 from xrt.network._format import _checksum

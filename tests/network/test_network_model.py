@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from netutil import rand
+
 from xrt.dtypes import QuantParams, TensorType
 from xrt.errors import ErrorCode, XrtError
 from xrt.network import Network, NetworkBuilder, NetworkView, Operator, run_network_reference

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from netutil import make_model, rand
 from onnx import TensorProto, helper
+
 from xrt.errors import ErrorCode, XrtError
 from xrt.network import Network
 

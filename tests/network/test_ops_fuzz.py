@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from netutil import check_model, make_model
 from onnx import helper
+
 from xrt.ops._common import pool_out_size
 
 _SETTINGS = settings(max_examples=40, deadline=None)

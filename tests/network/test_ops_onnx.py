@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from netutil import check_model, make_model, rand
 from onnx import helper, numpy_helper
+
 from xrt.network import run_network_reference
 
 N = helper.make_node

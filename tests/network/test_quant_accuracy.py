@@ -21,6 +21,7 @@ import pytest
 from netutil import make_model, ort_run, rand, random_feeds
 from onnx import helper
 from onnx_zoo import COMPOSITES
+
 from xrt.network import Network, run_network_reference
 from xrt.ops.conv import conv2d_forward
 from xrt.quant import calibrate, quantize_network, quantize_weight_per_channel

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+
 from xrt.errors import ErrorCode, XrtError
 from xrt.ops import intmath
 

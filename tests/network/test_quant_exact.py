@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from netutil import random_feeds
 from onnx_zoo import COMPOSITES
+
 from xrt.dtypes import QuantParams, TensorType
 from xrt.network import Network, NetworkBuilder, run_network_reference
 from xrt.quant import quantize_network

@@ -7,6 +7,7 @@ import pytest
 from netutil import make_model, ort_run, rand, random_feeds
 from onnx import helper
 from onnx_zoo import COMPOSITES
+
 from xrt.dtypes import DataType
 from xrt.errors import ErrorCode, XrtError
 from xrt.network import Network, run_network_reference

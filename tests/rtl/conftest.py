@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from npuemu.sim.build import BuiltModel, build_npu_sim
 
 TARGETS = ("buyi", "zg330")

@@ -23,6 +23,7 @@ import cocotb
 import pytest
 from cocotb.triggers import RisingEdge
 from cocotbext.axi import AxiBus, AxiSlave
+
 from npuemu.sim.build import build_model
 from npuemu.sim.cocotb_run import run_cocotb
 from npuemu.sim.dma_driver import DmaTransfer, program_ops, run_dma

@@ -16,6 +16,7 @@ import cocotb
 import numpy as np
 import pytest
 from cocotbext.axi import AxiResp
+
 from npuemu.sim.cocotb_run import run_cocotb
 from npuemu.sim.dma_driver import DmaTransfer, program_ops, run_dma
 from npuemu.sim.harness import (

@@ -23,6 +23,7 @@ from hypothesis.stateful import (
     precondition,
     rule,
 )
+
 from xrt import ErrorCode, MemChunk, MemPtr, XrtError
 from xrt._allocator import RangeAllocator
 from xrt.memory import HostMemRegion

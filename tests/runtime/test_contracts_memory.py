@@ -8,6 +8,7 @@ import itertools
 from collections.abc import Callable
 
 import pytest
+
 from xrt import Device, HostDevice, MemRegion
 from xrt.testing.contracts import (
     DEVICE_CHECKS,

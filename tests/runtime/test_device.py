@@ -6,6 +6,7 @@ import threading
 from collections.abc import Iterator
 
 import pytest
+
 from xrt import (
     Device,
     DeviceURL,

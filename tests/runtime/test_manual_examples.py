@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
+
 from xrt import (
     Device,
     ErrorCode,

@@ -10,6 +10,7 @@ import warnings
 
 import numpy as np
 import pytest
+
 import xrt.memory
 from xrt import ErrorCode, HostMemRegion, MemChunk, MemPtr, MemRegion, PtrKind, XrtError
 from xrt.testing.memory_transport import MemoryMemRegion

@@ -10,6 +10,7 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
+
 from xrt import (
     ChannelTiled,
     DataType,

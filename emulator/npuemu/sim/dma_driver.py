@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xrt._generated.regmap_dma import DMA
-
 from npuemu.sim.harness import NpuHarness, RegOp, RegOpKind, WaitOutcome
+from xrt._generated.regmap_dma import DMA
 
 __all__ = ["DmaResult", "DmaTransfer", "run_dma"]
 
