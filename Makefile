@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
 
-.PHONY: help install test test-fast regs lint demo bench clean
+.PHONY: help install test test-fast regs proto lint demo serve bench clean
 
 help: ## Show this help
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -28,8 +28,10 @@ test: $(STAMP) ## Run every test (builds the verilated models once, cached)
 test-fast: $(STAMP) ## Run the tests that need no simulator
 	$(PY) -m pytest -m "not sim" $(PYTEST_ARGS)
 
-regs: $(STAMP) ## Regenerate CSR RTL, register docs, Python register map and hw config from their sources
+regs: $(STAMP) ## Regenerate CSR RTL, register docs, Python register map, hw config and proto stubs
 	$(PY) -m tools.generate
+
+proto: regs ## Regenerate the gRPC stubs (same generator as regs)
 
 lint: $(STAMP) ## verilator --lint-only -Wall on every top, and ruff on the Python
 	$(PY) -m tools.lint

@@ -42,6 +42,7 @@ module npu_sim
   output logic [31:0] s_axil_rdata,
   output logic [1:0]  s_axil_rresp,
   output logic        irq_o,                /// the NPU's interrupt line
+  output logic        busy_o,               /// an engine is running: time must advance
   input  wire  [1:0]  fault_mem_i,          /// 0: none, 1: udma, 2: plddr
   input  wire  [63:0] fault_base_i,         /// first faulty byte offset in that memory
   input  wire  [63:0] fault_size_i,         /// faulty bytes
@@ -116,7 +117,7 @@ module npu_sim
     .m_axi_wdata(wdata), .m_axi_wstrb(wstrb), .m_axi_wlast(wlast),
     .m_axi_wvalid(wvalid), .m_axi_wready(wready),
     .m_axi_bid(bid), .m_axi_bresp(bresp), .m_axi_bvalid(bvalid), .m_axi_bready(bready),
-    .irq_o
+    .irq_o, .busy_o
   );
 
   // [0] udma (PS DDR window), [1] plddr.

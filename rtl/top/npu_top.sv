@@ -81,7 +81,8 @@ module npu_top
   input  wire  [1:0][1:0]      m_axi_bresp,
   input  wire  [1:0]           m_axi_bvalid,
   output logic [1:0]           m_axi_bready,
-  output logic                 irq_o             /// level interrupt of the whole NPU
+  output logic                 irq_o,            /// level interrupt of the whole NPU
+  output logic                 busy_o            /// an engine is running (DMA now, compute later)
 );
   // Demux ports: 0 udma, 1 plddr, 2 OCM (size 0 without one: never decoded).
   localparam int unsigned NumMem = 3;
@@ -176,6 +177,7 @@ module npu_top
   );
 
   assign irq_o = npu_irq || dma_irq;
+  assign busy_o = dma_busy;
 
   // ---------------------------------------------------------------- memory interconnect
   logic [NumMem-1:0]                x_arvalid, x_arready, x_rlast, x_rvalid, x_rready;

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from npuemu.sim.build import BuiltModel, verilator_env
 
-__all__ = ["CocotbTestsFailedError", "run_cocotb"]
+__all__ = ["CocotbTestsFailedError", "run_cocotb", "simulator_env"]
 
 
 class CocotbTestsFailedError(AssertionError):
@@ -103,3 +104,35 @@ def _failures(log_file: Path) -> str:
         if keep or "FAIL " in line:
             out.append(line)
     return "\n".join(out[-200:])
+
+
+def simulator_env(
+    model: BuiltModel, test_module: str, results_file: Path, extra_env: Mapping[str, str]
+) -> dict[str, str]:
+    """Environment to start a built model's executable directly, running `test_module`.
+
+    For long-lived simulator processes that a caller supervises itself (the emulator's
+    workers): the same variables cocotb's runner sets before it runs a test.
+    """
+    import find_libpython
+    from cocotb_tools import config
+
+    libpython = find_libpython.find_libpython()
+    if libpython is None:
+        raise RuntimeError("cannot find libpython: is this Python built with a shared library?")
+    env = dict(os.environ)
+    env.update(verilator_env())
+    env.update(
+        {
+            "PATH": f"{env['PATH']}{os.pathsep}{config.libs_dir}",
+            "PYTHONPATH": os.pathsep.join(sys.path),
+            "PYGPI_PYTHON_BIN": sys.executable,
+            "GPI_USERS": f"{libpython};{config.pygpi_entry_point()}",
+            "COCOTB_TOPLEVEL": model.toplevel,
+            "COCOTB_TEST_MODULES": test_module,
+            "TOPLEVEL_LANG": "verilog",
+            "COCOTB_RESULTS_FILE": str(results_file),
+            **extra_env,
+        }
+    )
+    return env

@@ -1,0 +1,63 @@
+"""Errors the service turns into gRPC status codes, and the checks that raise them.
+
+Every address, length, alignment and size a client sends is checked here before anything
+touches a device, so a bad request changes nothing.
+"""
+
+from __future__ import annotations
+
+import grpc
+
+from xrt.hwconfig import TargetConfig
+
+__all__ = [
+    "MAX_BATCH_OPS",
+    "MAX_CHUNK",
+    "ServiceError",
+    "check_memory_range",
+    "check_register",
+]
+
+MAX_CHUNK = 1 << 20  # bytes per memory stream message
+MAX_BATCH_OPS = 4096  # register operations per batch
+
+
+class ServiceError(Exception):
+    """A request the service refuses: `code` is the gRPC status, `message` says why."""
+
+    def __init__(self, code: grpc.StatusCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def check_register(target: TargetConfig, address: int) -> None:
+    """The address must be 4-byte aligned and inside the npu or dma register block."""
+    blocks = (("npu", target.npu_base), ("dma", target.dma_base))
+    inside = any(base <= address < base + target.reg_block_size for _, base in blocks)
+    if not inside:
+        where = ", ".join(
+            f"{name} [{base:#x}, {base + target.reg_block_size:#x})" for name, base in blocks
+        )
+        raise ServiceError(
+            grpc.StatusCode.OUT_OF_RANGE,
+            f"register address {address:#x} is outside the register blocks ({where})",
+        )
+    if address % 4:
+        raise ServiceError(
+            grpc.StatusCode.INVALID_ARGUMENT,
+            f"register address {address:#x} is not 4-byte aligned",
+        )
+
+
+def check_memory_range(target: TargetConfig, address: int, length: int) -> int:
+    """[address, address + length) must lie in host-visible memory; return its offset."""
+    udma = target.memory("udma")
+    if not (udma.base <= address and address + length <= udma.end):
+        raise ServiceError(
+            grpc.StatusCode.OUT_OF_RANGE,
+            f"memory [{address:#x}, {address + length:#x}) is outside the host-visible "
+            f"region udma [{udma.base:#x}, {udma.end:#x}); other memories are reached "
+            "through the DMA engine",
+        )
+    return address - udma.base

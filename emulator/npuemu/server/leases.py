@@ -1,0 +1,84 @@
+"""Leases: who may use a device, and until when.
+
+A device has at most one lease. A lease ends when its holder closes it, when its HoldLease
+stream closes (the client went away), or when its time-to-live passes without a call, a
+KeepAlive or an open HoldLease stream. The table remembers recently ended leases so a late
+call is told why its lease is gone (ABORTED) rather than that it never existed.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+import grpc
+
+from npuemu.server.errors import ServiceError
+
+__all__ = ["Lease", "LeaseTable"]
+
+
+@dataclass
+class Lease:
+    """One holder's right to use one device."""
+
+    device: str
+    holder: str
+    ttl_s: float
+    id: str = field(default_factory=lambda: secrets.token_hex(12))
+    last_seen: float = field(default_factory=time.monotonic)
+    holds: int = 0  # open HoldLease streams
+
+    def touch(self) -> None:
+        self.last_seen = time.monotonic()
+
+    def expired(self, now: float) -> bool:
+        return self.holds == 0 and now - self.last_seen > self.ttl_s
+
+
+class LeaseTable:
+    """Live leases by id, and why recent ones ended."""
+
+    def __init__(self, remember: int = 1024) -> None:
+        self.live: dict[str, Lease] = {}
+        self._ended: OrderedDict[str, str] = OrderedDict()
+        self._remember = remember
+
+    def add(self, lease: Lease) -> None:
+        self.live[lease.id] = lease
+
+    def get(self, lease_id: str) -> Lease:
+        """The live lease `lease_id`, touched; ServiceError says why there is none."""
+        if not lease_id:
+            raise ServiceError(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                "this call needs a lease: open the device first",
+            )
+        lease = self.live.get(lease_id)
+        if lease is None:
+            reason = self._ended.get(lease_id)
+            if reason is not None:
+                raise ServiceError(
+                    grpc.StatusCode.ABORTED, f"lease {lease_id} has ended ({reason})"
+                )
+            raise ServiceError(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                f"unknown lease {lease_id!r}: open the device first",
+            )
+        lease.touch()
+        return lease
+
+    def remove(self, lease: Lease, reason: str) -> bool:
+        """End `lease`; False when it had already ended."""
+        if self.live.pop(lease.id, None) is None:
+            return False
+        self._ended[lease.id] = reason
+        while len(self._ended) > self._remember:
+            self._ended.popitem(last=False)
+        return True
+
+    def expired(self) -> list[Lease]:
+        now = time.monotonic()
+        return [le for le in self.live.values() if le.expired(now)]

@@ -1,0 +1,368 @@
+"""`npuemu.v1.DeviceService`: the gRPC face of the device manager.
+
+Each RPC checks its arguments (npuemu.server.errors), finds the lease and device, and asks
+the device's worker (registers, interrupts, reset) or reads and writes the shared-memory
+file itself (host-visible memory: the simulator is not involved). Refusals are one status
+code with a message, logged on one line; nothing a client sends can crash the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import TypeVar
+
+import grpc
+
+from npuemu.server.devices import PROTOCOL_VERSION, DeviceManager, SimDevice
+from npuemu.server.errors import (
+    MAX_BATCH_OPS,
+    MAX_CHUNK,
+    ServiceError,
+    check_memory_range,
+    check_register,
+)
+from xrt._generated.hwconfig import CLOCK_PERIOD_PS, DMA, HW_VERSION
+from xrt._proto.npuemu.v1 import device_pb2 as pb
+from xrt._proto.npuemu.v1 import device_pb2_grpc as pb_grpc
+
+__all__ = ["DeviceService", "boot_id"]
+
+log = logging.getLogger("npuemu.server")
+
+SERVER_VERSION = "0.1.0"
+HOLD_BEAT_S = 2.0
+MAX_WAIT_MS = 600_000
+DEFAULT_WAIT_MS = 10_000
+DEFAULT_POLL_CYCLES = 1_000_000
+MIN_SIM_SPEED = 100_000  # cycles/s assumed for watchdog budgets (measured: ~1,000,000)
+
+_STATUS = {
+    "OK": pb.REGISTER_STATUS_OK,
+    "SLVERR": pb.REGISTER_STATUS_SLVERR,
+    "DECERR": pb.REGISTER_STATUS_DECERR,
+    "POLL_TIMEOUT": pb.REGISTER_STATUS_POLL_TIMEOUT,
+}
+_OUTCOME = {
+    "irq": pb.WAIT_OUTCOME_INTERRUPT,
+    "cycle_limit": pb.WAIT_OUTCOME_CYCLE_LIMIT,
+    "wall_timeout": pb.WAIT_OUTCOME_DEADLINE,
+}
+
+Req = TypeVar("Req")
+Resp = TypeVar("Resp")
+
+
+def boot_id() -> str:
+    """This machine's boot id: a client with the same one shares our /dev/shm."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
+
+
+def _unary(
+    method: Callable[[DeviceService, Req, grpc.aio.ServicerContext], Awaitable[Resp]],
+) -> Callable[[DeviceService, Req, grpc.aio.ServicerContext], Awaitable[Resp]]:
+    """Turn ServiceError into a status and log it; anything else is INTERNAL (and logged
+    with its traceback) so the server keeps serving."""
+
+    @functools.wraps(method)
+    async def wrapper(self: DeviceService, request: Req, context: grpc.aio.ServicerContext) -> Resp:
+        try:
+            return await method(self, request, context)
+        except ServiceError as exc:
+            log.warning(
+                "%s from %s: %s %s", method.__name__, context.peer(), exc.code.name, exc.message
+            )
+            await context.abort(exc.code, exc.message)
+        except asyncio.CancelledError:
+            raise
+        except grpc.aio.AbortError:
+            raise
+        except Exception as exc:
+            log.exception("%s from %s failed", method.__name__, context.peer())
+            await context.abort(grpc.StatusCode.INTERNAL, f"{type(exc).__name__}: {exc}")
+        raise AssertionError("unreachable")  # abort raises
+
+    return wrapper
+
+
+class DeviceService(pb_grpc.DeviceServiceServicer):
+    """The servicer; one per server, over one DeviceManager."""
+
+    def __init__(self, manager: DeviceManager) -> None:
+        self.m = manager
+        self.hostname = socket.gethostname()
+        self.boot_id = boot_id()
+
+    # ------------------------------------------------------------------ devices
+    def _info(self, d: SimDevice) -> pb.DeviceInfo:
+        t = d.target
+        return pb.DeviceInfo(
+            name=d.name,
+            target=t.name,
+            target_id=t.id,
+            hw_version=".".join(map(str, HW_VERSION)),
+            protocol_version=PROTOCOL_VERSION,
+            register_blocks=[
+                pb.RegisterBlock(name="npu", base=t.npu_base, size=t.reg_block_size),
+                pb.RegisterBlock(name="dma", base=t.dma_base, size=t.reg_block_size),
+            ],
+            regions=[
+                pb.MemoryRegion(
+                    name=m.name, base=m.base, size=m.size, host_visible=m.name == "udma"
+                )
+                for m in t.memories
+            ],
+            state=int(d.state),
+            holder=self.m.holder_of(d),
+            clock_period_ps=CLOCK_PERIOD_PS,
+            dma_bus_bytes=DMA.bus_bytes,
+        )
+
+    @_unary
+    async def ListDevices(self, request, context):
+        return pb.ListDevicesResponse(
+            devices=[self._info(d) for d in self.m.devices.values()],
+            protocol_version=PROTOCOL_VERSION,
+            server_version=SERVER_VERSION,
+        )
+
+    @_unary
+    async def GetCounters(self, request, context):
+        d = self.m.device(request.device or next(iter(self.m.devices)))
+        c = d.counters
+        return pb.GetCountersResponse(
+            cycles=c.cycles,
+            requests=c.requests,
+            register_ops=c.register_ops,
+            memory_bytes_read=c.memory_bytes_read,
+            memory_bytes_written=c.memory_bytes_written,
+            worker_restarts=c.worker_restarts,
+        )
+
+    # ------------------------------------------------------------------ leases
+    @_unary
+    async def OpenDevice(self, request, context):
+        if request.protocol_version != PROTOCOL_VERSION:
+            raise ServiceError(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                f"client speaks protocol version {request.protocol_version}, this server "
+                f"{PROTOCOL_VERSION}: upgrade the older side",
+            )
+        ttl_ms = request.lease_ttl_ms
+        if ttl_ms and not 1_000 <= ttl_ms <= 3_600_000:
+            raise ServiceError(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"lease_ttl_ms {ttl_ms} is outside [1000, 3600000]",
+            )
+        holder = f"{request.client or 'anonymous'}@{context.peer()}"
+        lease, device = self.m.open(request.device, holder, ttl_ms / 1000 if ttl_ms else None)
+        mappings = []
+        lh = request.local_host
+        if lh.boot_id and lh.boot_id == self.boot_id and lh.hostname == self.hostname:
+            mappings.append(
+                pb.LocalMapping(
+                    region="udma",
+                    path=str(device.memory.files["udma"]),
+                    size=device.target.memory("udma").size,
+                )
+            )
+        return pb.OpenDeviceResponse(
+            lease_id=lease.id,
+            lease_ttl_ms=int(lease.ttl_s * 1000),
+            info=self._info(device),
+            local_mappings=mappings,
+        )
+
+    async def HoldLease(self, request, context) -> AsyncIterator[pb.HoldLeaseResponse]:
+        try:
+            lease = self.m.leases.get(request.lease_id)
+        except ServiceError as exc:
+            await context.abort(exc.code, exc.message)
+        lease.holds += 1
+        beat = 0
+        try:
+            while lease.id in self.m.leases.live:
+                yield pb.HoldLeaseResponse(beat=beat)
+                beat += 1
+                await asyncio.sleep(HOLD_BEAT_S)
+        except asyncio.CancelledError:
+            # The client went away (process killed, network gone): its lease ends now.
+            lease.holds -= 1
+            await asyncio.shield(self.m.end(lease, "client disconnected"))
+            raise
+        lease.holds -= 1
+
+    @_unary
+    async def KeepAlive(self, request, context):
+        lease = self.m.leases.get(request.lease_id)
+        return pb.KeepAliveResponse(lease_ttl_ms=int(lease.ttl_s * 1000))
+
+    @_unary
+    async def CloseDevice(self, request, context):
+        lease = self.m.leases.get(request.lease_id)
+        await self.m.end(lease, "closed by its holder")
+        return pb.CloseDeviceResponse()
+
+    # ------------------------------------------------------------------ registers
+    @_unary
+    async def ReadRegister(self, request, context):
+        _, d = self.m.use(request.lease_id)
+        check_register(d.target, request.address)
+        r = await d.call("read_reg", addr=request.address)
+        d.counters.register_ops += 1
+        self._check_bus("read", request.address, r["status"])
+        return pb.ReadRegisterResponse(value=r["value"], cycles=r["cycles"])
+
+    @_unary
+    async def WriteRegister(self, request, context):
+        _, d = self.m.use(request.lease_id)
+        check_register(d.target, request.address)
+        r = await d.call("write_reg", addr=request.address, value=request.value)
+        d.counters.register_ops += 1
+        self._check_bus("write", request.address, r["status"])
+        return pb.WriteRegisterResponse(cycles=r["cycles"])
+
+    @staticmethod
+    def _check_bus(op: str, address: int, status: str) -> None:
+        if status != "OK":
+            raise ServiceError(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"register {op} at {address:#x} answered {status} (no register there, or "
+                f"its access type does not allow a {op})",
+            )
+
+    @_unary
+    async def RegisterBatch(self, request, context):
+        _, d = self.m.use(request.lease_id)
+        if len(request.ops) > MAX_BATCH_OPS:
+            raise ServiceError(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"{len(request.ops)} ops in one batch; at most {MAX_BATCH_OPS}",
+            )
+        ops: list[tuple[str, int, int, int, int, int]] = []
+        poll_cycles = 0
+        for i, op in enumerate(request.ops):
+            kind = op.WhichOneof("op")
+            if kind is None:
+                raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT, f"op {i} is empty")
+            body = getattr(op, kind)
+            try:
+                check_register(d.target, body.address)
+            except ServiceError as exc:
+                raise ServiceError(exc.code, f"op {i}: {exc.message}") from None
+            if kind == "read":
+                ops.append(("read", body.address, 0, 0xFFFF_FFFF, 0, 0))
+            elif kind == "write":
+                ops.append(("write", body.address, body.value, 0xFFFF_FFFF, 0, 0))
+            elif kind == "masked_write":
+                ops.append(("masked_write", body.address, body.value, body.mask, 0, 0))
+            else:
+                cycles = body.max_cycles or DEFAULT_POLL_CYCLES
+                if cycles > 1 << 40:
+                    raise ServiceError(
+                        grpc.StatusCode.INVALID_ARGUMENT,
+                        f"op {i}: max_cycles {cycles} is more than 2**40",
+                    )
+                poll_cycles += cycles
+                ops.append(("poll", body.address, 0, body.mask, body.expected, cycles))
+        timeout = 30.0 + len(ops) * 0.01 + poll_cycles / MIN_SIM_SPEED
+        r = await d.call("batch", timeout_s=timeout, ops=ops)
+        d.counters.register_ops += len(r["results"])
+        return pb.RegisterBatchResponse(
+            results=[pb.RegisterResult(status=_STATUS[s], value=v) for s, v in r["results"]],
+            cycles=r["cycles"],
+        )
+
+    # ------------------------------------------------------------------ memory
+    @_unary
+    async def WriteMemory(self, request_iterator, context):
+        first = None
+        d = None
+        offset = written = total = 0
+        async for msg in request_iterator:
+            if first is None:
+                first = msg
+                _, d = self.m.use(msg.lease_id)
+                total = msg.length
+                offset = check_memory_range(d.target, msg.address, total)
+            if len(msg.data) > MAX_CHUNK:
+                raise ServiceError(
+                    grpc.StatusCode.INVALID_ARGUMENT,
+                    f"a message carries {len(msg.data)} bytes; at most {MAX_CHUNK}",
+                )
+            if written + len(msg.data) > total:
+                raise ServiceError(
+                    grpc.StatusCode.INVALID_ARGUMENT,
+                    f"the stream carries more than the {total} bytes it declared "
+                    f"({written} written, {len(msg.data)} more offered)",
+                )
+            assert d is not None
+            d.memory.udma_view[offset + written : offset + written + len(msg.data)] = msg.data
+            written += len(msg.data)
+            d.counters.memory_bytes_written += len(msg.data)
+        if first is None:
+            raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT, "empty WriteMemory stream")
+        if written != total:
+            raise ServiceError(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"the stream declared {total} bytes but carried {written} "
+                f"(bytes [{first.address:#x}, {first.address + written:#x}) were written)",
+            )
+        return pb.WriteMemoryResponse(bytes_written=written)
+
+    async def ReadMemory(self, request, context) -> AsyncIterator[pb.ReadMemoryResponse]:
+        try:
+            _, d = self.m.use(request.lease_id)
+            offset = check_memory_range(d.target, request.address, request.length)
+            chunk = request.chunk_size or MAX_CHUNK
+            if chunk > MAX_CHUNK:
+                raise ServiceError(
+                    grpc.StatusCode.INVALID_ARGUMENT, f"chunk_size {chunk} is more than {MAX_CHUNK}"
+                )
+        except ServiceError as exc:
+            log.warning("ReadMemory from %s: %s %s", context.peer(), exc.code.name, exc.message)
+            await context.abort(exc.code, exc.message)
+        view = d.memory.udma_view
+        end = offset + request.length
+        for pos in range(offset, end, chunk):
+            piece = bytes(view[pos : min(pos + chunk, end)])
+            d.counters.memory_bytes_read += len(piece)
+            yield pb.ReadMemoryResponse(data=piece)
+
+    # ------------------------------------------------------------------ time
+    @_unary
+    async def WaitInterrupt(self, request, context):
+        _, d = self.m.use(request.lease_id)
+        timeout_ms = request.timeout_ms or DEFAULT_WAIT_MS
+        if timeout_ms > MAX_WAIT_MS:
+            raise ServiceError(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"timeout_ms {timeout_ms} is more than {MAX_WAIT_MS}",
+            )
+        timeout_s = timeout_ms / 1000
+        remaining = context.time_remaining()
+        if remaining is not None:
+            timeout_s = max(0.0, min(timeout_s, remaining - 0.05))
+        max_cycles = request.max_cycles or (1 << 62)
+        # The watchdog allows the wait itself plus slack for a busy machine.
+        r = await d.call("wait_irq", timeout_s + 30.0, max_cycles=max_cycles, wall_s=timeout_s)
+        return pb.WaitInterruptResponse(
+            outcome=_OUTCOME[r["outcome"]], waited_cycles=r["waited"], cycles=r["cycles"]
+        )
+
+    @_unary
+    async def ResetDevice(self, request, context):
+        _, d = self.m.use(request.lease_id)
+        r = await d.call("reset")
+        return pb.ResetDeviceResponse(cycles=r["cycles"])
+
+
+def add_to_server(service: DeviceService, server: grpc.aio.Server) -> None:
+    pb_grpc.add_DeviceServiceServicer_to_server(service, server)

@@ -1,0 +1,1 @@
+"""The simulation worker: one simulator process per device, fed by the server over IPC."""

@@ -1,0 +1,148 @@
+"""The worker's request loop: runs inside the simulator, one process per device.
+
+The server starts the verilated `npu_sim` with this module as cocotb's test module and one
+end of a Unix socket pair in NPU_WORKER_FD. The loop answers one request at a time:
+
+- the device idle and no request: block on the socket. Simulated time stands still and the
+  process sleeps: an idle device costs no CPU;
+- an engine busy (`busy_o`) and no request: run the clock in slices (ending early when the
+  engine goes idle) and look for a request between slices, so a transfer a client started
+  keeps going while the client polls or waits;
+- a request: run it through the harness and answer, with the cycle count.
+
+Bulk data never comes here: host-visible memory is a shared-memory file the server reads
+and writes itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+from typing import Any
+
+import cocotb
+from cocotb.triggers import FallingEdge, First, Timer
+from cocotbext.axi import AxiResp
+
+from npuemu.sim.harness import (
+    BusError,
+    NpuHarness,
+    PollTimeoutError,
+    RegOp,
+    RegOpKind,
+)
+from npuemu.worker.protocol import BlockingChannel, ChannelClosedError
+from xrt._generated.hwconfig import CLOCK_PERIOD_PS
+
+log = logging.getLogger("npuemu.worker")
+
+BUSY_SLICE_CYCLES = 2048  # while an engine runs: cycles between looks at the socket
+
+
+def _status(exc: BusError | PollTimeoutError) -> str:
+    if isinstance(exc, PollTimeoutError):
+        return "POLL_TIMEOUT"
+    return "DECERR" if exc.resp == AxiResp.DECERR else "SLVERR"
+
+
+class Worker:
+    """Request handlers over one harness."""
+
+    def __init__(self, dut: Any) -> None:
+        self.dut = dut
+        self.h = NpuHarness(dut, CLOCK_PERIOD_PS)
+
+    async def handle(self, req: dict[str, Any]) -> dict[str, Any]:
+        op = req["op"]
+        h = self.h
+        if op == "reset":
+            await h.reset()
+            return {}
+        if op == "read_reg":
+            try:
+                return {"status": "OK", "value": await h.read_reg(req["addr"])}
+            except BusError as exc:
+                return {"status": _status(exc), "value": 0}
+        if op == "write_reg":
+            try:
+                await h.write_reg(req["addr"], req["value"])
+                return {"status": "OK"}
+            except BusError as exc:
+                return {"status": _status(exc)}
+        if op == "batch":
+            return {"results": await self.batch(req["ops"])}
+        if op == "wait_irq":
+            w = await h.wait_irq(req["max_cycles"], req["wall_s"])
+            return {"outcome": w.outcome.value, "waited": w.cycles}
+        if op == "set_fault":
+            if req["memory"] is None:
+                h.clear_fault()
+            else:
+                h.set_fault(req["memory"], req["offset"], req["size"], AxiResp[req["resp"]])
+            return {}
+        if op == "ping":
+            return {}
+        if op == "hang":  # test hook: stop answering, as a wedged simulator would
+            time.sleep(req.get("seconds", 3600))
+            return {}
+        raise ValueError(f"unknown worker request {op!r}")
+
+    async def batch(self, ops: list[tuple]) -> list[tuple[str, int]]:
+        """Run (kind, addr, value, mask, expected, max_cycles) ops; stop at the first failure."""
+        results: list[tuple[str, int]] = []
+        for kind, addr, value, mask, expected, max_cycles in ops:
+            op = RegOp(RegOpKind(kind), addr, value, mask, expected, max_cycles)
+            try:
+                (got,) = await self.h.run_batch([op])
+            except PollTimeoutError as exc:
+                results.append(("POLL_TIMEOUT", exc.last))
+                break
+            except BusError as exc:
+                results.append((_status(exc), 0))
+                break
+            results.append(("OK", 0 if got is None else got))
+        return results
+
+    async def idle_or_busy(self, chan: BlockingChannel) -> None:
+        """Advance time while an engine is busy and nobody is asking; else return."""
+        while self.dut.busy_o.value and not chan.pending():
+            await First(
+                FallingEdge(self.dut.busy_o),
+                Timer(BUSY_SLICE_CYCLES * CLOCK_PERIOD_PS, unit="ps"),
+            )
+
+
+@cocotb.test()
+async def serve(dut) -> None:
+    """The request loop (the only 'test' of this module): runs until told to quit."""
+    worker = Worker(dut)
+    await worker.h.reset()
+    chan = BlockingChannel(socket.socket(fileno=int(os.environ["NPU_WORKER_FD"])))
+    chan.send({"event": "ready", "cycles": worker.h.cycles})
+    while True:
+        await worker.idle_or_busy(chan)
+        try:
+            req = chan.recv()  # blocks with the simulation frozen
+        except ChannelClosedError:
+            log.info("server closed the channel: stopping")
+            return
+        if req["op"] == "quit":
+            chan.send({"id": req["id"], "ok": True, "cycles": worker.h.cycles})
+            return
+        try:
+            result = await worker.handle(req)
+            reply = {"id": req["id"], "ok": True, "cycles": worker.h.cycles, **result}
+        except Exception as exc:  # noqa: BLE001 - reported to the server, the loop goes on
+            log.exception("request %s failed", req.get("op"))
+            reply = {
+                "id": req["id"],
+                "ok": False,
+                "error": f"{type(exc).__name__}: {exc}",
+                "cycles": worker.h.cycles,
+            }
+        chan.send(reply)
+
+
+__all__ = ["Worker", "serve"]

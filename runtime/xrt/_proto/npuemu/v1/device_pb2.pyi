@@ -1,0 +1,381 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class DeviceState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    DEVICE_STATE_UNSPECIFIED: _ClassVar[DeviceState]
+    DEVICE_STATE_STARTING: _ClassVar[DeviceState]
+    DEVICE_STATE_FREE: _ClassVar[DeviceState]
+    DEVICE_STATE_LEASED: _ClassVar[DeviceState]
+    DEVICE_STATE_RESTARTING: _ClassVar[DeviceState]
+    DEVICE_STATE_RESETTING: _ClassVar[DeviceState]
+
+class RegisterStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    REGISTER_STATUS_UNSPECIFIED: _ClassVar[RegisterStatus]
+    REGISTER_STATUS_OK: _ClassVar[RegisterStatus]
+    REGISTER_STATUS_SLVERR: _ClassVar[RegisterStatus]
+    REGISTER_STATUS_DECERR: _ClassVar[RegisterStatus]
+    REGISTER_STATUS_POLL_TIMEOUT: _ClassVar[RegisterStatus]
+
+class WaitOutcome(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    WAIT_OUTCOME_UNSPECIFIED: _ClassVar[WaitOutcome]
+    WAIT_OUTCOME_INTERRUPT: _ClassVar[WaitOutcome]
+    WAIT_OUTCOME_CYCLE_LIMIT: _ClassVar[WaitOutcome]
+    WAIT_OUTCOME_DEADLINE: _ClassVar[WaitOutcome]
+DEVICE_STATE_UNSPECIFIED: DeviceState
+DEVICE_STATE_STARTING: DeviceState
+DEVICE_STATE_FREE: DeviceState
+DEVICE_STATE_LEASED: DeviceState
+DEVICE_STATE_RESTARTING: DeviceState
+DEVICE_STATE_RESETTING: DeviceState
+REGISTER_STATUS_UNSPECIFIED: RegisterStatus
+REGISTER_STATUS_OK: RegisterStatus
+REGISTER_STATUS_SLVERR: RegisterStatus
+REGISTER_STATUS_DECERR: RegisterStatus
+REGISTER_STATUS_POLL_TIMEOUT: RegisterStatus
+WAIT_OUTCOME_UNSPECIFIED: WaitOutcome
+WAIT_OUTCOME_INTERRUPT: WaitOutcome
+WAIT_OUTCOME_CYCLE_LIMIT: WaitOutcome
+WAIT_OUTCOME_DEADLINE: WaitOutcome
+
+class MemoryRegion(_message.Message):
+    __slots__ = ("name", "base", "size", "host_visible")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    BASE_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    HOST_VISIBLE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    base: int
+    size: int
+    host_visible: bool
+    def __init__(self, name: _Optional[str] = ..., base: _Optional[int] = ..., size: _Optional[int] = ..., host_visible: _Optional[bool] = ...) -> None: ...
+
+class RegisterBlock(_message.Message):
+    __slots__ = ("name", "base", "size")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    BASE_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    base: int
+    size: int
+    def __init__(self, name: _Optional[str] = ..., base: _Optional[int] = ..., size: _Optional[int] = ...) -> None: ...
+
+class DeviceInfo(_message.Message):
+    __slots__ = ("name", "target", "target_id", "hw_version", "protocol_version", "register_blocks", "regions", "state", "holder", "clock_period_ps", "dma_bus_bytes")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    TARGET_ID_FIELD_NUMBER: _ClassVar[int]
+    HW_VERSION_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_VERSION_FIELD_NUMBER: _ClassVar[int]
+    REGISTER_BLOCKS_FIELD_NUMBER: _ClassVar[int]
+    REGIONS_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    HOLDER_FIELD_NUMBER: _ClassVar[int]
+    CLOCK_PERIOD_PS_FIELD_NUMBER: _ClassVar[int]
+    DMA_BUS_BYTES_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    target: str
+    target_id: int
+    hw_version: str
+    protocol_version: int
+    register_blocks: _containers.RepeatedCompositeFieldContainer[RegisterBlock]
+    regions: _containers.RepeatedCompositeFieldContainer[MemoryRegion]
+    state: DeviceState
+    holder: str
+    clock_period_ps: int
+    dma_bus_bytes: int
+    def __init__(self, name: _Optional[str] = ..., target: _Optional[str] = ..., target_id: _Optional[int] = ..., hw_version: _Optional[str] = ..., protocol_version: _Optional[int] = ..., register_blocks: _Optional[_Iterable[_Union[RegisterBlock, _Mapping]]] = ..., regions: _Optional[_Iterable[_Union[MemoryRegion, _Mapping]]] = ..., state: _Optional[_Union[DeviceState, str]] = ..., holder: _Optional[str] = ..., clock_period_ps: _Optional[int] = ..., dma_bus_bytes: _Optional[int] = ...) -> None: ...
+
+class ListDevicesRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListDevicesResponse(_message.Message):
+    __slots__ = ("devices", "protocol_version", "server_version")
+    DEVICES_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_VERSION_FIELD_NUMBER: _ClassVar[int]
+    SERVER_VERSION_FIELD_NUMBER: _ClassVar[int]
+    devices: _containers.RepeatedCompositeFieldContainer[DeviceInfo]
+    protocol_version: int
+    server_version: str
+    def __init__(self, devices: _Optional[_Iterable[_Union[DeviceInfo, _Mapping]]] = ..., protocol_version: _Optional[int] = ..., server_version: _Optional[str] = ...) -> None: ...
+
+class OpenDeviceRequest(_message.Message):
+    __slots__ = ("device", "client", "protocol_version", "lease_ttl_ms", "local_host")
+    DEVICE_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_VERSION_FIELD_NUMBER: _ClassVar[int]
+    LEASE_TTL_MS_FIELD_NUMBER: _ClassVar[int]
+    LOCAL_HOST_FIELD_NUMBER: _ClassVar[int]
+    device: str
+    client: str
+    protocol_version: int
+    lease_ttl_ms: int
+    local_host: LocalHost
+    def __init__(self, device: _Optional[str] = ..., client: _Optional[str] = ..., protocol_version: _Optional[int] = ..., lease_ttl_ms: _Optional[int] = ..., local_host: _Optional[_Union[LocalHost, _Mapping]] = ...) -> None: ...
+
+class LocalHost(_message.Message):
+    __slots__ = ("hostname", "boot_id")
+    HOSTNAME_FIELD_NUMBER: _ClassVar[int]
+    BOOT_ID_FIELD_NUMBER: _ClassVar[int]
+    hostname: str
+    boot_id: str
+    def __init__(self, hostname: _Optional[str] = ..., boot_id: _Optional[str] = ...) -> None: ...
+
+class LocalMapping(_message.Message):
+    __slots__ = ("region", "path", "size")
+    REGION_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    region: str
+    path: str
+    size: int
+    def __init__(self, region: _Optional[str] = ..., path: _Optional[str] = ..., size: _Optional[int] = ...) -> None: ...
+
+class OpenDeviceResponse(_message.Message):
+    __slots__ = ("lease_id", "lease_ttl_ms", "info", "local_mappings")
+    LEASE_ID_FIELD_NUMBER: _ClassVar[int]
+    LEASE_TTL_MS_FIELD_NUMBER: _ClassVar[int]
+    INFO_FIELD_NUMBER: _ClassVar[int]
+    LOCAL_MAPPINGS_FIELD_NUMBER: _ClassVar[int]
+    lease_id: str
+    lease_ttl_ms: int
+    info: DeviceInfo
+    local_mappings: _containers.RepeatedCompositeFieldContainer[LocalMapping]
+    def __init__(self, lease_id: _Optional[str] = ..., lease_ttl_ms: _Optional[int] = ..., info: _Optional[_Union[DeviceInfo, _Mapping]] = ..., local_mappings: _Optional[_Iterable[_Union[LocalMapping, _Mapping]]] = ...) -> None: ...
+
+class HoldLeaseRequest(_message.Message):
+    __slots__ = ("lease_id",)
+    LEASE_ID_FIELD_NUMBER: _ClassVar[int]
+    lease_id: str
+    def __init__(self, lease_id: _Optional[str] = ...) -> None: ...
+
+class HoldLeaseResponse(_message.Message):
+    __slots__ = ("beat",)
+    BEAT_FIELD_NUMBER: _ClassVar[int]
+    beat: int
+    def __init__(self, beat: _Optional[int] = ...) -> None: ...
+
+class KeepAliveRequest(_message.Message):
+    __slots__ = ("lease_id",)
+    LEASE_ID_FIELD_NUMBER: _ClassVar[int]
+    lease_id: str
+    def __init__(self, lease_id: _Optional[str] = ...) -> None: ...
+
+class KeepAliveResponse(_message.Message):
+    __slots__ = ("lease_ttl_ms",)
+    LEASE_TTL_MS_FIELD_NUMBER: _ClassVar[int]
+    lease_ttl_ms: int
+    def __init__(self, lease_ttl_ms: _Optional[int] = ...) -> None: ...
+
+class CloseDeviceRequest(_message.Message):
+    __slots__ = ("lease_id",)
+    LEASE_ID_FIELD_NUMBER: _ClassVar[int]
+    lease_id: str
+    def __init__(self, lease_id: _Optional[str] = ...) -> None: ...
+
+class CloseDeviceResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ReadRegisterRequest(_message.Message):
+    __slots__ = ("lease_id", "address")
+    LEASE_ID_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    lease_id: str
+    address: int
+    def __init__(self, lease_id: _Optional[str] = ..., address: _Optional[int] = ...) -> None: ...
+
+class ReadRegisterResponse(_message.Message):
+    __slots__ = ("value", "cycles")
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    CYCLES_FIELD_NUMBER: _ClassVar[int]
+    value: int
+    cycles: int
+    def __init__(self, value: _Optional[int] = ..., cycles: _Optional[int] = ...) -> None: ...
+
+class WriteRegisterRequest(_message.Message):
+    __slots__ = ("lease_id", "address", "value")
+    LEASE_ID_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    lease_id: str
+    address: int
+    value: int
+    def __init__(self, lease_id: _Optional[str] = ..., address: _Optional[int] = ..., value: _Optional[int] = ...) -> None: ...
+
+class WriteRegisterResponse(_message.Message):
+    __slots__ = ("cycles",)
+    CYCLES_FIELD_NUMBER: _ClassVar[int]
+    cycles: int
+    def __init__(self, cycles: _Optional[int] = ...) -> None: ...
+
+class RegisterRead(_message.Message):
+    __slots__ = ("address",)
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    address: int
+    def __init__(self, address: _Optional[int] = ...) -> None: ...
+
+class RegisterWrite(_message.Message):
+    __slots__ = ("address", "value")
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    address: int
+    value: int
+    def __init__(self, address: _Optional[int] = ..., value: _Optional[int] = ...) -> None: ...
+
+class RegisterMaskedWrite(_message.Message):
+    __slots__ = ("address", "value", "mask")
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    MASK_FIELD_NUMBER: _ClassVar[int]
+    address: int
+    value: int
+    mask: int
+    def __init__(self, address: _Optional[int] = ..., value: _Optional[int] = ..., mask: _Optional[int] = ...) -> None: ...
+
+class RegisterPoll(_message.Message):
+    __slots__ = ("address", "mask", "expected", "max_cycles")
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    MASK_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_FIELD_NUMBER: _ClassVar[int]
+    MAX_CYCLES_FIELD_NUMBER: _ClassVar[int]
+    address: int
+    mask: int
+    expected: int
+    max_cycles: int
+    def __init__(self, address: _Optional[int] = ..., mask: _Optional[int] = ..., expected: _Optional[int] = ..., max_cycles: _Optional[int] = ...) -> None: ...
+
+class RegisterOp(_message.Message):
+    __slots__ = ("read", "write", "masked_write", "poll")
+    READ_FIELD_NUMBER: _ClassVar[int]
+    WRITE_FIELD_NUMBER: _ClassVar[int]
+    MASKED_WRITE_FIELD_NUMBER: _ClassVar[int]
+    POLL_FIELD_NUMBER: _ClassVar[int]
+    read: RegisterRead
+    write: RegisterWrite
+    masked_write: RegisterMaskedWrite
+    poll: RegisterPoll
+    def __init__(self, read: _Optional[_Union[RegisterRead, _Mapping]] = ..., write: _Optional[_Union[RegisterWrite, _Mapping]] = ..., masked_write: _Optional[_Union[RegisterMaskedWrite, _Mapping]] = ..., poll: _Optional[_Union[RegisterPoll, _Mapping]] = ...) -> None: ...
+
+class RegisterResult(_message.Message):
+    __slots__ = ("status", "value")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    status: RegisterStatus
+    value: int
+    def __init__(self, status: _Optional[_Union[RegisterStatus, str]] = ..., value: _Optional[int] = ...) -> None: ...
+
+class RegisterBatchRequest(_message.Message):
+    __slots__ = ("lease_id", "ops")
+    LEASE_ID_FIELD_NUMBER: _ClassVar[int]
+    OPS_FIELD_NUMBER: _ClassVar[int]
+    lease_id: str
+    ops: _containers.RepeatedCompositeFieldContainer[RegisterOp]
+    def __init__(self, lease_id: _Optional[str] = ..., ops: _Optional[_Iterable[_Union[RegisterOp, _Mapping]]] = ...) -> None: ...
+
+class RegisterBatchResponse(_message.Message):
+    __slots__ = ("results", "cycles")
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    CYCLES_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[RegisterResult]
+    cycles: int
+    def __init__(self, results: _Optional[_Iterable[_Union[RegisterResult, _Mapping]]] = ..., cycles: _Optional[int] = ...) -> None: ...
+
+class WriteMemoryRequest(_message.Message):
+    __slots__ = ("lease_id", "address", "length", "data")
+    LEASE_ID_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    LENGTH_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    lease_id: str
+    address: int
+    length: int
+    data: bytes
+    def __init__(self, lease_id: _Optional[str] = ..., address: _Optional[int] = ..., length: _Optional[int] = ..., data: _Optional[bytes] = ...) -> None: ...
+
+class WriteMemoryResponse(_message.Message):
+    __slots__ = ("bytes_written",)
+    BYTES_WRITTEN_FIELD_NUMBER: _ClassVar[int]
+    bytes_written: int
+    def __init__(self, bytes_written: _Optional[int] = ...) -> None: ...
+
+class ReadMemoryRequest(_message.Message):
+    __slots__ = ("lease_id", "address", "length", "chunk_size")
+    LEASE_ID_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    LENGTH_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_SIZE_FIELD_NUMBER: _ClassVar[int]
+    lease_id: str
+    address: int
+    length: int
+    chunk_size: int
+    def __init__(self, lease_id: _Optional[str] = ..., address: _Optional[int] = ..., length: _Optional[int] = ..., chunk_size: _Optional[int] = ...) -> None: ...
+
+class ReadMemoryResponse(_message.Message):
+    __slots__ = ("data",)
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    data: bytes
+    def __init__(self, data: _Optional[bytes] = ...) -> None: ...
+
+class WaitInterruptRequest(_message.Message):
+    __slots__ = ("lease_id", "timeout_ms", "max_cycles")
+    LEASE_ID_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    MAX_CYCLES_FIELD_NUMBER: _ClassVar[int]
+    lease_id: str
+    timeout_ms: int
+    max_cycles: int
+    def __init__(self, lease_id: _Optional[str] = ..., timeout_ms: _Optional[int] = ..., max_cycles: _Optional[int] = ...) -> None: ...
+
+class WaitInterruptResponse(_message.Message):
+    __slots__ = ("outcome", "waited_cycles", "cycles")
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    WAITED_CYCLES_FIELD_NUMBER: _ClassVar[int]
+    CYCLES_FIELD_NUMBER: _ClassVar[int]
+    outcome: WaitOutcome
+    waited_cycles: int
+    cycles: int
+    def __init__(self, outcome: _Optional[_Union[WaitOutcome, str]] = ..., waited_cycles: _Optional[int] = ..., cycles: _Optional[int] = ...) -> None: ...
+
+class ResetDeviceRequest(_message.Message):
+    __slots__ = ("lease_id",)
+    LEASE_ID_FIELD_NUMBER: _ClassVar[int]
+    lease_id: str
+    def __init__(self, lease_id: _Optional[str] = ...) -> None: ...
+
+class ResetDeviceResponse(_message.Message):
+    __slots__ = ("cycles",)
+    CYCLES_FIELD_NUMBER: _ClassVar[int]
+    cycles: int
+    def __init__(self, cycles: _Optional[int] = ...) -> None: ...
+
+class GetCountersRequest(_message.Message):
+    __slots__ = ("device",)
+    DEVICE_FIELD_NUMBER: _ClassVar[int]
+    device: str
+    def __init__(self, device: _Optional[str] = ...) -> None: ...
+
+class GetCountersResponse(_message.Message):
+    __slots__ = ("cycles", "requests", "register_ops", "memory_bytes_read", "memory_bytes_written", "worker_restarts")
+    CYCLES_FIELD_NUMBER: _ClassVar[int]
+    REQUESTS_FIELD_NUMBER: _ClassVar[int]
+    REGISTER_OPS_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_BYTES_READ_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_BYTES_WRITTEN_FIELD_NUMBER: _ClassVar[int]
+    WORKER_RESTARTS_FIELD_NUMBER: _ClassVar[int]
+    cycles: int
+    requests: int
+    register_ops: int
+    memory_bytes_read: int
+    memory_bytes_written: int
+    worker_restarts: int
+    def __init__(self, cycles: _Optional[int] = ..., requests: _Optional[int] = ..., register_ops: _Optional[int] = ..., memory_bytes_read: _Optional[int] = ..., memory_bytes_written: _Optional[int] = ..., worker_restarts: _Optional[int] = ...) -> None: ...
