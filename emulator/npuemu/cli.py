@@ -66,9 +66,8 @@ def main(argv: list[str] | None = None) -> int:
         from npuemu.sim.build import build_npu_sim
 
         m = build_npu_sim(args.target)
-        print(
-            f"{args.target}: {m.build_dir} ({'built in %.1f s' % m.seconds if m.built_now else 'cached'})"
-        )
+        how = f"built in {m.seconds:.1f} s" if m.built_now else "cached"
+        print(f"{args.target}: {m.build_dir} ({how})")
         return 0
     if not 0 <= args.port <= 65535:
         print(f"npu-emu: --port {args.port} is not a port number", file=sys.stderr)
