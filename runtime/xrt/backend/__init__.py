@@ -1,0 +1,48 @@
+"""Backends: the compute resources a `xrt.session.Session` binds operators to.
+
+* `Backend`: the base class, its life cycle (``init``, ``apply``, ``fork``, ``view``,
+  ``deinit``) and its per-class operator registry (``@MyBackend.op("Conv2d", init=...,
+  constraint=...)``, the manual's ``ICRAFT_ADD_OP_TO_BACKEND``).
+* `HostBackend`: every op type of `xrt.ops` with the numpy host kernels.
+* `Subgraph`: consecutive operators a non-host backend runs as one unit
+  (`Backend.forward_subgraph`, the hook NPU backends override).
+* `BindContext`: what a constraint may ask about the bindings made so far.
+* `register_backend_type` / `get_backend_type`: backend classes by name (``xrt run``).
+
+docs/session.md describes how these fit together.
+"""
+
+from xrt.backend._base import (
+    Backend,
+    BackendOp,
+    BindContext,
+    OpConstraintFn,
+    OpForwardFn,
+    OpInitFn,
+    Subgraph,
+    backend_types,
+    get_backend_type,
+    read_array,
+    register_backend_type,
+    write_array,
+)
+from xrt.backend.host import HostBackend, HostOpState, host_forward, host_init
+
+__all__ = [
+    "Backend",
+    "BackendOp",
+    "BindContext",
+    "HostBackend",
+    "HostOpState",
+    "OpConstraintFn",
+    "OpForwardFn",
+    "OpInitFn",
+    "Subgraph",
+    "backend_types",
+    "get_backend_type",
+    "host_forward",
+    "host_init",
+    "read_array",
+    "register_backend_type",
+    "write_array",
+]

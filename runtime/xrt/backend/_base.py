@@ -1,0 +1,728 @@
+"""The `Backend` base class, its per-class operator registry and `Subgraph`.
+
+A backend is one kind of compute resource (the host CPU, an NPU). Each backend *class* keeps
+a registry of the operator types it can run: for each op type a forward function, an
+optional init function (run once per operator by `Backend.apply`) and an optional
+constraint (the manual's ``ICRAFT_ADD_OP_TO_BACKEND(Op, Backend).set_init(...)
+.set_forward(...).set_constraint(...)``). A backend *object* is bound to a network view and
+a device (`Backend.init`), prepares its operators (`Backend.apply`) and runs them
+(`Backend.forward_op`, `Backend.forward_subgraph`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, ClassVar, TypeVar
+
+import numpy as np
+
+from xrt.device import Device
+from xrt.errors import ErrorCode, XrtError
+from xrt.network import Network, NetworkView, Operator
+from xrt.ops import get_op_def
+from xrt.tensor import Tensor
+
+__all__ = [
+    "Backend",
+    "BackendOp",
+    "BindContext",
+    "OpConstraintFn",
+    "OpForwardFn",
+    "OpInitFn",
+    "Subgraph",
+    "backend_types",
+    "get_backend_type",
+    "read_array",
+    "register_backend_type",
+    "write_array",
+]
+
+B = TypeVar("B", bound="Backend")
+
+OpInitFn = Callable[[Operator, "Backend"], Any]
+"""``init(op, backend) -> state``: prepares one operator; the state is `Backend.op_state`."""
+
+OpForwardFn = Callable[
+    [Operator, list[Tensor], list[Tensor], "Backend"], "Sequence[np.ndarray | Tensor] | None"
+]
+"""``forward(op, inputs, outputs, backend)``.
+
+`inputs` are the operator's input tensors in ``op.inputs`` order, `outputs` tensors with
+memory for each of ``op.outputs``. The function either fills `outputs` and returns None,
+or returns one array (or tensor) per output, which the backend checks against the declared
+types and copies into `outputs`.
+"""
+
+OpConstraintFn = Callable[[Operator, "Backend", "BindContext"], bool]
+"""``constraint(op, backend, ctx) -> bool``: may this backend run `op` here?"""
+
+
+@dataclass(frozen=True)
+class BackendOp:
+    """One registry entry: how a backend class runs one op type.
+
+    Attributes:
+        op_type: The op type (`xrt.ops.op_types`).
+        forward: The forward function (`OpForwardFn`).
+        init: Called once per bound operator by `Backend.apply`; its result is the
+            operator's state (`Backend.op_state`). None: the state is None.
+        constraint: Decides per operator whether the backend takes it (`OpConstraintFn`);
+            None: always.
+    """
+
+    op_type: str
+    forward: OpForwardFn
+    init: OpInitFn | None = None
+    constraint: OpConstraintFn | None = None
+
+
+class BindContext:
+    """What a constraint may ask about the network and the bindings made so far.
+
+    `Session.create` binds operators in network order, so when an operator's constraint
+    runs, every operator before it is bound: `producer_backend` answers for each of its
+    inputs (the manual's constraints ask where an input lives; here a value lives on the
+    backend that produces it).
+
+    Args:
+        graph: The network or view being bound.
+        bindings: Op id -> backend, for the operators bound so far.
+    """
+
+    def __init__(self, graph: Network | NetworkView, bindings: Mapping[int, Backend]) -> None:
+        self.graph = graph
+        self._bindings = bindings
+        self._producer = {v: op for op in graph.ops for v in op.outputs}
+
+    def backend_of(self, op_id: int) -> Backend | None:
+        """The backend op `op_id` is bound to, or None (not bound yet)."""
+        return self._bindings.get(op_id)
+
+    def producer(self, value: str) -> Operator | None:
+        """The operator of the graph producing `value` (None for the graph's inputs)."""
+        return self._producer.get(value)
+
+    def producer_backend(self, value: str) -> Backend | None:
+        """The backend producing `value`; None for graph inputs and unbound producers."""
+        op = self._producer.get(value)
+        return None if op is None else self._bindings.get(op.op_id)
+
+
+@dataclass(frozen=True, eq=False)
+class Subgraph:
+    """Consecutive operators bound to one backend, run by one `Backend.forward_subgraph` call.
+
+    The session makes one for each run of consecutive operators bound to the same non-host
+    backend whose `Backend.auto_merge` is on (the delegate pattern: the backend replaces the
+    run with one kernel, e.g. one NPU program). Values produced and consumed only inside
+    are the backend's business; only `inputs` and `outputs` cross the boundary.
+
+    Attributes:
+        backend: The backend running it.
+        ops: The operators, in network order.
+        inputs: Values the operators read but do not produce, in order of first use.
+        outputs: Values produced inside that something outside reads, that are outputs of
+            the session's graph, or that nothing reads; in production order.
+    """
+
+    backend: Backend
+    ops: tuple[Operator, ...]
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+
+    @property
+    def op_ids(self) -> list[int]:
+        """Ids of the operators."""
+        return [op.op_id for op in self.ops]
+
+    @property
+    def op_id(self) -> int:
+        """Id of the first operator (profiles and dumps file a subgraph under it)."""
+        return self.ops[0].op_id
+
+    @property
+    def op_type(self) -> str:
+        """``"Subgraph"``: logs and profiles use it where an operator would show its type."""
+        return "Subgraph"
+
+    @property
+    def name(self) -> str:
+        """``"3..4"``: the range of op ids."""
+        return f"{self.ops[0].op_id}..{self.ops[-1].op_id}"
+
+    def describe(self) -> str:
+        """``"subgraph [3, 4] (HardOp, Cast) on TinyNpuBackend"``."""
+        types = ", ".join(op.op_type for op in self.ops)
+        return f"subgraph {self.op_ids} ({types}) on {type(self.backend).__name__}"
+
+
+_BACKEND_TYPES: dict[str, type[Backend]] = {}
+
+
+def register_backend_type(name: str) -> Callable[[type[B]], type[B]]:
+    """Class decorator: make a backend class known by `name` (``xrt run --backends NAME``)."""
+    if not isinstance(name, str) or not name:
+        raise XrtError(ErrorCode.WRONG_TYPE, f"backend names are non-empty strings: {name!r}")
+
+    def decorate(cls: type[B]) -> type[B]:
+        if not (isinstance(cls, type) and issubclass(cls, Backend)):
+            raise XrtError(ErrorCode.WRONG_TYPE, f"{cls!r} is not a Backend subclass")
+        old = _BACKEND_TYPES.get(name)
+        if old is not None and old is not cls:
+            raise XrtError(
+                ErrorCode.WRONG_TYPE, f"backend name {name!r} is taken by {old.__name__}"
+            )
+        _BACKEND_TYPES[name] = cls
+        return cls
+
+    return decorate
+
+
+def backend_types() -> dict[str, type[Backend]]:
+    """Registered backend classes by name."""
+    return dict(_BACKEND_TYPES)
+
+
+def get_backend_type(name: str) -> type[Backend]:
+    """The backend class registered as `name`; XrtError 11010 listing the names otherwise."""
+    try:
+        return _BACKEND_TYPES[name]
+    except (KeyError, TypeError):
+        known = ", ".join(sorted(_BACKEND_TYPES))
+        raise XrtError(ErrorCode.WRONG_TYPE, f"unknown backend {name!r} (known: {known})") from None
+
+
+def _as_view(graph: object, what: str) -> NetworkView:
+    if isinstance(graph, NetworkView):
+        return graph
+    if isinstance(graph, Network):
+        if not graph.ops:
+            raise XrtError(ErrorCode.OUT_OF_RANGE, f"{what}: network {graph.name!r} has no ops")
+        return graph.view(graph.ops[0].op_id)
+    raise XrtError(
+        ErrorCode.WRONG_TYPE, f"{what} needs a Network or NetworkView, got {type(graph).__name__}"
+    )
+
+
+class Backend:
+    """A compute resource that runs operators (the manual's ``Backend``).
+
+    Life cycle (the manual's): ``Backend()`` (``Init``) makes an unbound backend;
+    `init` binds it to a network view and a device; `apply` prepares every bound operator
+    (runs the init functions); `forward_op` / `forward_subgraph` run operators; `fork`
+    makes another object sharing the prepared state, for another thread; `view` one bound
+    to a subset of the operators; `deinit` releases everything. ``create(view, device)``
+    is ``Backend()`` + `init` (the manual's ``Backend::Create<T>(view, device)``).
+
+    Subclasses set `is_host` (False for accelerators), may override the hooks `_init`,
+    `_apply`, `_deinit`, `_fork`, `default_device`, `check_device`, `partition` and
+    `forward_subgraph`, and register operators with `op` / `add_op`. Registries are per
+    class: a subclass starts with its parent's entries and may add or override entries
+    without changing the parent.
+
+    Attributes:
+        is_host: True for backends computing on the host CPU: their operators are never
+            grouped into subgraphs.
+        auto_merge: Group consecutive operators bound to this (non-host) backend into one
+            `Subgraph` (default True). Turn off to see every operator's outputs (dumps,
+            callbacks, step_to into the run).
+        time_profile: Set by the session while profiling: forward functions then report
+            memory and hardware time with `add_time`.
+    """
+
+    is_host: ClassVar[bool] = False
+    _own_ops: ClassVar[dict[str, BackendOp]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._own_ops = {}
+
+    def __init__(self) -> None:
+        self.network_view: NetworkView | None = None
+        self.device: Device | None = None
+        self.auto_merge: bool = True
+        self.time_profile: bool = False
+        self._states: Mapping[int, Any] = MappingProxyType({})
+        self._applied = False
+        self._memory_s = 0.0
+        self._hardware_s = 0.0
+
+    # -- registry ---------------------------------------------------------------------------
+
+    @classmethod
+    def add_op(
+        cls,
+        op_type: str,
+        forward: OpForwardFn,
+        *,
+        init: OpInitFn | None = None,
+        constraint: OpConstraintFn | None = None,
+        replace: bool = False,
+    ) -> BackendOp:
+        """Register how this backend class runs `op_type` (``ICRAFT_ADD_OP_TO_BACKEND``).
+
+        Args:
+            op_type: A registered op type.
+            forward: The forward function (`OpForwardFn`).
+            init: Per-operator preparation (`OpInitFn`), run by `apply`.
+            constraint: Per-operator admission test (`OpConstraintFn`).
+            replace: Allow replacing this class's own entry for `op_type`.
+
+        Returns:
+            The new entry.
+
+        Raises:
+            XrtError: 11010 for an unknown op type, a non-callable function, registering
+                on `Backend` itself, or a second entry for the same class without `replace`.
+        """
+        if cls is Backend:
+            raise XrtError(ErrorCode.WRONG_TYPE, "register operators on a Backend subclass")
+        get_op_def(op_type)
+        for what, fn in (("forward", forward), ("init", init), ("constraint", constraint)):
+            if fn is not None and not callable(fn):
+                raise XrtError(ErrorCode.WRONG_TYPE, f"{op_type}: {what} must be callable")
+        if forward is None:
+            raise XrtError(ErrorCode.WRONG_TYPE, f"{op_type}: a forward function is required")
+        if op_type in cls._own_ops and not replace:
+            raise XrtError(
+                ErrorCode.WRONG_TYPE,
+                f"{cls.__name__} already registers {op_type} (pass replace=True to change it)",
+            )
+        entry = BackendOp(op_type, forward, init, constraint)
+        cls._own_ops[op_type] = entry
+        return entry
+
+    @classmethod
+    def op(
+        cls,
+        op_type: str,
+        *,
+        init: OpInitFn | None = None,
+        constraint: OpConstraintFn | None = None,
+        replace: bool = False,
+    ) -> Callable[[OpForwardFn], OpForwardFn]:
+        """Decorator form of `add_op`: ``@MyBackend.op("Conv2d", constraint=...)`` on the
+        forward function (which is returned unchanged)."""
+
+        def decorate(forward: OpForwardFn) -> OpForwardFn:
+            cls.add_op(op_type, forward, init=init, constraint=constraint, replace=replace)
+            return forward
+
+        return decorate
+
+    @classmethod
+    def op_registry(cls) -> Mapping[str, BackendOp]:
+        """Every entry of this class, its own over its parents' (read-only)."""
+        merged: dict[str, BackendOp] = {}
+        for klass in reversed(cls.__mro__):
+            own = klass.__dict__.get("_own_ops")
+            if own:
+                merged.update(own)
+        return MappingProxyType(merged)
+
+    @classmethod
+    def lookup(cls, op_type: str) -> BackendOp | None:
+        """This class's entry for `op_type` (searching its parents), or None."""
+        for klass in cls.__mro__:
+            own = klass.__dict__.get("_own_ops")
+            if own and op_type in own:
+                return own[op_type]  # type: ignore[no-any-return]
+        return None
+
+    @classmethod
+    def supports(cls, op_type: str) -> bool:
+        """True when the registry has `op_type` (constraints are not consulted)."""
+        return cls.lookup(op_type) is not None
+
+    def is_op_supported(self, op: Operator, ctx: BindContext | None = None) -> bool:
+        """True when the registry has ``op.op_type`` and its constraint accepts `op`.
+
+        Args:
+            op: The operator.
+            ctx: Bindings so far; default: a context over this backend's view (or a
+                one-operator graph) with nothing bound.
+
+        Raises:
+            XrtError: 11013 naming the operator when the constraint raises or returns
+                something other than a bool.
+        """
+        entry = self.lookup(op.op_type)
+        if entry is None:
+            return False
+        if entry.constraint is None:
+            return True
+        if ctx is None:
+            ctx = BindContext(self.network_view or _OneOp(op), {})
+        try:
+            ok = entry.constraint(op, self, ctx)
+        except XrtError:
+            raise
+        except Exception as exc:
+            raise XrtError(
+                ErrorCode.BACKEND_INTERNAL,
+                f"{type(self).__name__}: constraint for {op.describe()} failed: {exc!r}",
+            ) from exc
+        if not isinstance(ok, bool | np.bool_):
+            raise XrtError(
+                ErrorCode.BACKEND_INTERNAL,
+                f"{type(self).__name__}: constraint for {op.describe()} returned {ok!r}, "
+                f"not a bool",
+            )
+        return bool(ok)
+
+    def is_type(self, cls: type[Backend]) -> bool:
+        """``isinstance(self, cls)`` (the manual's ``is_type``)."""
+        return isinstance(self, cls)
+
+    # -- life cycle -------------------------------------------------------------------------
+
+    @classmethod
+    def create(
+        cls: type[B], network_view: Network | NetworkView, device: Device | None = None
+    ) -> B:
+        """A new backend bound to `network_view` and `device` (``Backend::Create<T>``)."""
+        backend = cls()
+        backend.init(network_view, device)
+        return backend
+
+    @property
+    def initialized(self) -> bool:
+        """True between `init` and `deinit`."""
+        return self.network_view is not None
+
+    @property
+    def applied(self) -> bool:
+        """True once `apply` has prepared the operators (until `deinit`)."""
+        return self._applied
+
+    def default_device(self) -> Device:
+        """The device `init` uses when given None; the base class has none (11010)."""
+        raise XrtError(
+            ErrorCode.WRONG_TYPE, f"{type(self).__name__} needs a device: pass one to init"
+        )
+
+    def check_device(self, device: Device) -> None:
+        """Raise XrtError 11010 when this backend cannot run on `device` (hook)."""
+
+    def init(self, network_view: Network | NetworkView, device: Device | None = None) -> Backend:
+        """Bind the backend to the operators of `network_view` and to `device`.
+
+        Args:
+            network_view: The operators this backend runs (a `Network` means all of them).
+            device: Where it runs; None: `default_device`.
+
+        Returns:
+            The backend.
+
+        Raises:
+            XrtError: 11012 when already initialised or the device is closed; 11010 for
+                wrong types, an unsuitable device, or an op type the registry lacks.
+        """
+        if self.initialized:
+            raise XrtError(
+                ErrorCode.WRONG_ORDER,
+                f"{type(self).__name__} is already initialised (deinit first, or make another)",
+            )
+        view = _as_view(network_view, f"{type(self).__name__}.init")
+        if device is None:
+            device = self.default_device()
+        if not isinstance(device, Device):
+            raise XrtError(
+                ErrorCode.WRONG_TYPE,
+                f"{type(self).__name__}.init needs a Device, got {type(device).__name__}",
+            )
+        if device.closed:
+            raise XrtError(ErrorCode.WRONG_ORDER, f"{type(self).__name__}: {device!r} is closed")
+        self.check_device(device)
+        missing = [op.describe() for op in view.ops if not self.supports(op.op_type)]
+        if missing:
+            raise XrtError(
+                ErrorCode.WRONG_TYPE,
+                f"{type(self).__name__} has no kernel for {', '.join(missing[:5])}",
+            )
+        self.network_view = view
+        self.device = device
+        self._init()
+        return self
+
+    def _init(self) -> None:
+        """Hook: after `init` has bound the view and the device."""
+
+    def _check_initialized(self, what: str) -> NetworkView:
+        if self.network_view is None:
+            raise XrtError(
+                ErrorCode.WRONG_ORDER, f"{type(self).__name__}.{what}: init the backend first"
+            )
+        return self.network_view
+
+    def apply(self) -> None:
+        """Prepare every bound operator: run its init function (e.g. place constants).
+
+        Calling it again prepares again (after changing options).
+
+        Raises:
+            XrtError: 11012 before `init`; whatever an init function raises (an init
+                function failing with another exception becomes 11013 naming the op).
+        """
+        view = self._check_initialized("apply")
+        states: dict[int, Any] = {}
+        for op in view.ops:
+            entry = self.lookup(op.op_type)
+            assert entry is not None  # init checked the registry
+            if entry.init is None:
+                states[op.op_id] = None
+                continue
+            try:
+                states[op.op_id] = entry.init(op, self)
+            except XrtError:
+                raise
+            except Exception as exc:
+                raise XrtError(
+                    ErrorCode.BACKEND_INTERNAL,
+                    f"{type(self).__name__}: init of {op.describe()} failed: {exc!r}",
+                ) from exc
+        self._states = MappingProxyType(states)
+        self._apply()
+        self._applied = True
+
+    def _apply(self) -> None:
+        """Hook: after the operators' init functions ran."""
+
+    def deinit(self) -> None:
+        """Release the backend: unbind view and device, drop prepared state (idempotent)."""
+        if self.network_view is None:
+            return
+        self._deinit()
+        self.network_view = None
+        self.device = None
+        self._states = MappingProxyType({})
+        self._applied = False
+
+    def _deinit(self) -> None:
+        """Hook: before `deinit` drops the view, device and state."""
+
+    def fork(self) -> Backend:
+        """Another backend object for another thread, sharing the prepared state.
+
+        The fork has the same view, device, options and (read-only) operator states; its
+        time accounting is its own. Forward functions must not mutate operator states.
+
+        Raises:
+            XrtError: 11012 before `init`.
+        """
+        self._check_initialized("fork")
+        twin = type(self).__new__(type(self))
+        twin.__dict__.update(self.__dict__)
+        twin._memory_s = 0.0
+        twin._hardware_s = 0.0
+        twin._fork_from(self)
+        return twin
+
+    def _fork_from(self, parent: Backend) -> None:
+        """Hook: called on a fork (`self`) right after it copied `parent`'s attributes."""
+
+    def view(self, ids: int | Sequence[int], end: int | None = None) -> Backend:
+        """A fork bound to a subset of this backend's operators (the manual's ``view``).
+
+        ``view([3, 5])`` takes exactly these ops; ``view(start, end)`` the ops with
+        ``start <= id < end``; ``view(start)`` those from `start` on.
+
+        Raises:
+            XrtError: 11012 before `init`; 11003 for ids that are not this backend's or an
+                empty selection; 11010 for wrong types.
+        """
+        own = self._check_initialized("view")
+        mine = own.op_ids
+        if isinstance(ids, bool) or not isinstance(ids, int | np.integer | Sequence):
+            raise XrtError(ErrorCode.WRONG_TYPE, f"view takes op ids, got {ids!r}")
+        if isinstance(ids, int | np.integer):
+            start = int(ids)
+            if end is not None and (isinstance(end, bool) or not isinstance(end, int)):
+                raise XrtError(ErrorCode.WRONG_TYPE, f"view end must be an int, got {end!r}")
+            if start not in mine:
+                raise XrtError(
+                    ErrorCode.OUT_OF_RANGE,
+                    f"{type(self).__name__}.view: op {start} is not bound here (ops {mine})",
+                )
+            chosen = [i for i in mine if i >= start and (end is None or i < end)]
+            if not chosen:
+                raise XrtError(ErrorCode.OUT_OF_RANGE, f"view({start}, {end}) selects no op")
+        else:
+            if end is not None:
+                raise XrtError(ErrorCode.WRONG_TYPE, "view(list) takes no end id")
+            chosen = []
+            for i in ids:
+                if isinstance(i, bool) or not isinstance(i, int | np.integer):
+                    raise XrtError(ErrorCode.WRONG_TYPE, f"op ids must be ints, got {i!r}")
+                if int(i) not in mine:
+                    raise XrtError(
+                        ErrorCode.OUT_OF_RANGE,
+                        f"{type(self).__name__}.view: op {int(i)} is not bound here (ops {mine})",
+                    )
+                chosen.append(int(i))
+        twin = self.fork()
+        twin.network_view = own.network.view(chosen)
+        keep = set(chosen)
+        twin._states = MappingProxyType({k: v for k, v in self._states.items() if k in keep})
+        return twin
+
+    # -- running ------------------------------------------------------------------------------
+
+    def op_state(self, op_id: int) -> Any:
+        """The state the init function returned for op `op_id` (None without one).
+
+        Raises:
+            XrtError: 11012 before `apply`.
+        """
+        if not self._applied:
+            raise XrtError(ErrorCode.WRONG_ORDER, f"{type(self).__name__}: apply() first")
+        return self._states.get(op_id)
+
+    def partition(self, ops: Sequence[Operator]) -> list[tuple[Operator, ...]]:
+        """Cut a run of consecutive operators bound here into subgraphs (hook).
+
+        Called by the session for non-host backends with `auto_merge` on. The default
+        keeps the whole run together; an NPU backend may cut where its compiler cannot
+        fuse. The result must list every op once, in order.
+        """
+        return [tuple(ops)]
+
+    def forward_op(self, op: Operator, inputs: list[Tensor], outputs: list[Tensor]) -> None:
+        """Run one operator: call its forward function and store what it returns.
+
+        Raises:
+            XrtError: 11012 before `apply`; 11013 naming the op when the forward function
+                fails or returns the wrong number, types or shapes of results.
+        """
+        if not self._applied:
+            raise XrtError(ErrorCode.WRONG_ORDER, f"{type(self).__name__}: apply() before forward")
+        entry = self.lookup(op.op_type)
+        if entry is None:
+            raise XrtError(
+                ErrorCode.BACKEND_INTERNAL, f"{type(self).__name__} cannot run {op.describe()}"
+            )
+        try:
+            result = entry.forward(op, inputs, outputs, self)
+        except XrtError:
+            raise
+        except Exception as exc:
+            raise XrtError(
+                ErrorCode.BACKEND_INTERNAL,
+                f"{type(self).__name__}: forward of {op.describe()} failed: {exc!r}",
+            ) from exc
+        if result is not None:
+            self.store_results(op, result, outputs)
+
+    def store_results(
+        self, op: Operator, results: Sequence[np.ndarray | Tensor], outputs: list[Tensor]
+    ) -> None:
+        """Check `results` against `outputs`' types and copy them in (memory time).
+
+        Raises:
+            XrtError: 11013 naming the op for a wrong count, dtype or shape.
+        """
+        t0 = time.perf_counter() if self.time_profile else 0.0
+        if not isinstance(results, list | tuple) or len(results) != len(outputs):
+            n = len(results) if isinstance(results, list | tuple) else type(results).__name__
+            raise XrtError(
+                ErrorCode.BACKEND_INTERNAL,
+                f"{type(self).__name__}: {op.describe()} returned {n} results for "
+                f"{len(outputs)} outputs",
+            )
+        for name, res, out in zip(op.outputs, results, outputs, strict=True):
+            arr = res.numpy() if isinstance(res, Tensor) else res
+            want = out.tensor_type
+            if (
+                not isinstance(arr, np.ndarray)
+                or arr.dtype != want.dtype.numpy
+                or arr.shape != want.shape
+            ):
+                got = (
+                    f"{arr.dtype}{list(arr.shape)}"
+                    if isinstance(arr, np.ndarray)
+                    else type(arr).__name__
+                )
+                raise XrtError(
+                    ErrorCode.BACKEND_INTERNAL,
+                    f"{type(self).__name__}: {op.describe()} produced {got} for {name!r}, "
+                    f"declared {want}",
+                )
+            write_array(out, arr)
+        if self.time_profile:
+            self._memory_s += time.perf_counter() - t0
+
+    def forward_subgraph(
+        self, subgraph: Subgraph, inputs: Mapping[str, Tensor], outputs: Mapping[str, Tensor]
+    ) -> None:
+        """Run a `Subgraph` as one unit: read `inputs`, fill `outputs` (by value name).
+
+        This is the hook NPU backends override to run one compiled program. The default
+        runs the operators one by one with `forward_op`, keeping values that stay inside
+        in temporary tensors on the device's default memory region.
+
+        Raises:
+            XrtError: as `forward_op`.
+        """
+        device = self.device
+        if device is None:
+            raise XrtError(ErrorCode.WRONG_ORDER, f"{type(self).__name__}: init first")
+        graph = self.network_view
+        assert graph is not None
+        env: dict[str, Tensor] = dict(inputs)
+        for op in subgraph.ops:
+            ins = [env[v] for v in op.inputs]
+            outs = []
+            for v in op.outputs:
+                t = outputs.get(v)
+                if t is None:
+                    t = Tensor(graph.values[v]).malloc_on(device.default_mem_region())
+                outs.append(t)
+            self.forward_op(op, ins, outs)
+            env.update(zip(op.outputs, outs, strict=True))
+
+    # -- time accounting ----------------------------------------------------------------------
+
+    def add_time(self, *, memory: float = 0.0, hardware: float = 0.0) -> None:
+        """Report seconds spent on memory traffic and on the hardware (while profiling)."""
+        self._memory_s += float(memory)
+        self._hardware_s += float(hardware)
+
+    def take_times(self) -> tuple[float, float]:
+        """``(memory, hardware)`` seconds reported since the last call; resets them."""
+        out = (self._memory_s, self._hardware_s)
+        self._memory_s = 0.0
+        self._hardware_s = 0.0
+        return out
+
+    def __repr__(self) -> str:
+        if self.network_view is None:
+            return f"<{type(self).__name__} (not initialised)>"
+        state = "applied" if self._applied else "initialised"
+        return f"<{type(self).__name__} ops={self.network_view.op_ids} {state}>"
+
+
+class _OneOp:
+    """A stand-in graph of one operator, for `Backend.is_op_supported` without a view."""
+
+    def __init__(self, op: Operator) -> None:
+        self.ops = (op,)
+
+
+def read_array(tensor: Tensor) -> np.ndarray:
+    """The tensor's logical values as numpy: a zero-copy view when the memory allows."""
+    region = tensor.region
+    if region is not None and region.host_visible and tensor.hw_layout is None:
+        return tensor.numpy(copy=False)
+    return tensor.numpy()
+
+
+def write_array(tensor: Tensor, array: np.ndarray) -> None:
+    """Copy `array` (logical layout, exact dtype and shape) into `tensor`."""
+    region = tensor.region
+    if region is not None and region.host_visible and tensor.hw_layout is None:
+        np.copyto(tensor.numpy(copy=False), array, casting="no")
+    else:
+        tensor.copy_data(np.ascontiguousarray(array))

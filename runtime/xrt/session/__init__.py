@@ -1,0 +1,27 @@
+"""Sessions: a network bound to backends, its memory plan, and running it.
+
+* `Session`: ``Session.create([BackendA, BackendB], network, [dev_a, dev_b])``, ``apply()``,
+  ``forward(inputs)``, ``step_to(op_id, inputs)``, logging, dumps, callbacks, time profile.
+* `plan_memory` / `MemoryPlan`: liveness-based offsets in one arena (greedy by size).
+* `OpTime`: one unit's wall / memory / hardware / other time.
+
+docs/session.md describes the whole; docs/api-mapping.md maps the manual's names.
+"""
+
+from xrt.session._session import Callback, InputLike, Session, Unit
+from xrt.session.planner import DEFAULT_ALIGNMENT, Lifetime, MemoryPlan, Placement, plan_memory
+from xrt.session.profile import OpTime, format_profile_table
+
+__all__ = [
+    "DEFAULT_ALIGNMENT",
+    "Callback",
+    "InputLike",
+    "Lifetime",
+    "MemoryPlan",
+    "OpTime",
+    "Placement",
+    "Session",
+    "Unit",
+    "format_profile_table",
+    "plan_memory",
+]

@@ -1,0 +1,981 @@
+"""`Session`: binds a network's operators to backends and runs it (the manual's ``Session``)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from xrt._checks import as_bool
+from xrt.backend._base import (
+    Backend,
+    BindContext,
+    Subgraph,
+    _as_view,
+    read_array,
+    write_array,
+)
+from xrt.device import Device, HostDevice
+from xrt.errors import ErrorCode, XrtError
+from xrt.memory import HostMemRegion, MemChunk, MemRegion
+from xrt.network import Network, NetworkView, Operator
+from xrt.session.planner import DEFAULT_ALIGNMENT, Lifetime, MemoryPlan, plan_memory
+from xrt.session.profile import OpTime, format_profile_table
+from xrt.tensor import DUMP_FORMATS, Tensor
+
+__all__ = ["Callback", "InputLike", "Session", "Unit"]
+
+_LOG = logging.getLogger("xrt.session")
+
+Unit = Operator | Subgraph
+"""What the session runs in one backend call: an operator, or a merged `Subgraph`."""
+
+Callback = Callable[["Session", Unit, list[Tensor]], Any]
+"""``callback(session, unit, tensors)``: the unit's inputs (pre) or outputs (post)."""
+
+InputLike = Tensor | np.ndarray
+"""A forward input: a `Tensor` or a numpy array of the input's exact dtype and shape."""
+
+
+@dataclass(frozen=True, eq=False)
+class _Piece:
+    """Operators run by one backend call: a whole unit or, under step_to, part of one."""
+
+    backend: Backend
+    ops: tuple[Operator, ...]
+    merged: bool
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    step: int
+
+    @property
+    def handle(self) -> Unit:
+        """What callbacks and logs see: the operator, or the `Subgraph`."""
+        if not self.merged:
+            return self.ops[0]
+        return Subgraph(self.backend, self.ops, self.inputs, self.outputs)
+
+    def describe(self) -> str:
+        if self.merged:
+            return Subgraph(self.backend, self.ops, self.inputs, self.outputs).describe()
+        return f"{self.ops[0].describe()} on {type(self.backend).__name__}"
+
+
+@dataclass(eq=False)
+class _Run:
+    """Progress of one run through the network (forward, or a series of step_to calls)."""
+
+    inputs: Sequence[InputLike] | Mapping[str, InputLike]
+    env: dict[str, Tensor] = field(default_factory=dict)
+    unit: int = 0
+    offset: int = 0
+    temps: set[str] = field(default_factory=set)
+    done: bool = False
+
+    def same_inputs(self, inputs: object) -> bool:
+        old = self.inputs
+        if isinstance(old, Mapping) and isinstance(inputs, Mapping):
+            return old.keys() == inputs.keys() and all(old[k] is inputs[k] for k in old)
+        if isinstance(old, list | tuple) and isinstance(inputs, list | tuple):
+            return len(old) == len(inputs) and all(a is b for a, b in zip(old, inputs, strict=True))
+        return False
+
+
+_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def _safe_name(name: str) -> str:
+    return _SAFE.sub("_", name).strip("._") or "value"
+
+
+def _summary(name: str, t: Tensor) -> str:
+    arr = read_array(t)
+    head = f"{name}:{t.dtype.manual_name}{list(t.shape)}"
+    if arr.size == 0:
+        return head + " (empty)"
+    if arr.dtype == np.bool_:
+        return f"{head} true={int(arr.sum())}"
+    a = arr.astype(np.float64)
+    return f"{head} min={a.min():.6g} max={a.max():.6g} mean={a.mean():.6g}"
+
+
+class Session:
+    """A network bound to backends, ready to run (the manual's ``Session``).
+
+    Make one with `create` (bind by backend priority), `create_by_order` (the same with
+    backend objects) or `create_with_backends` (backends already bound); then `apply`,
+    then `forward` or `step_to`. docs/session.md describes the binding, the subgraphs,
+    the memory plan and the debugging options.
+
+    Attributes:
+        network_view: The operators the session runs (a view of the whole network when
+            created from a `Network`).
+        outputs: Names of the values `forward` returns: the network's outputs when the
+            view holds every operator, else the view's outputs.
+        backends: The backends, in the order given (unused ones included, not initialised).
+    """
+
+    def __init__(
+        self, graph: NetworkView, backends: Sequence[Backend], bindings: Mapping[int, Backend]
+    ) -> None:
+        self.network_view = graph
+        self.backends: list[Backend] = list(backends)
+        self._bindings: dict[int, Backend] = dict(bindings)
+        self._applied = False
+        self._closed = False
+        self._lock = threading.Lock()
+        self._readers: dict[str, list[int]] = {}
+        for op in graph.ops:
+            for v in dict.fromkeys(op.inputs):
+                self._readers.setdefault(v, []).append(op.op_id)
+        self._producer: dict[str, Operator] = {v: op for op in graph.ops for v in op.outputs}
+        # A view of every operator behaves as the network itself: its outputs are the
+        # network's (a view would also list values nothing reads).
+        full = graph.op_ids == graph.network.op_ids
+        self.outputs: tuple[str, ...] = tuple(graph.network.outputs if full else graph.outputs)
+        self._graph_outputs = frozenset(self.outputs)
+        # Prepared by apply():
+        self._units: list[_Piece] = []
+        self._position: dict[int, tuple[int, int]] = {}
+        self._plan: MemoryPlan | None = None
+        self._arena: MemChunk | None = None
+        self._slots: dict[str, Tensor] = {}
+        self._dies_at: dict[int, list[str]] = {}
+        self._host_region: MemRegion = HostDevice.default_region()
+        # Options:
+        self._log_io = False
+        self._log_time = False
+        self._dump: tuple[str, str] | None = None
+        self._pre: Callback | None = None
+        self._post: Callback | None = None
+        self._profile = False
+        # Results:
+        self._run: _Run | None = None
+        self._times: dict[int, OpTime] = {}
+        self._io_s = 0.0
+        self._total_s = 0.0
+
+    # -- creation -----------------------------------------------------------------------------
+
+    @classmethod
+    def create(
+        cls,
+        backend_types: Sequence[type[Backend]],
+        network: Network | NetworkView,
+        devices: Sequence[Device | None] | None = None,
+    ) -> Session:
+        """Bind each operator to the first backend type that supports it (by priority).
+
+        The manual's ``Session::Create<BackendA, BackendB>(network, {dev_a, dev_b})``: one
+        backend object is made per type; each operator, in network order, goes to the
+        first backend whose registry has its op type and whose constraint accepts it.
+
+        Args:
+            backend_types: Backend classes, highest priority first.
+            network: The network, or a view of it, to run.
+            devices: One device per backend (None: the backend's default device); default:
+                all defaults.
+
+        Raises:
+            XrtError: 11010 for wrong types, an unsuitable device, or an operator no
+                backend takes; 11003 for an empty backend list or a device count that
+                differs from the backend count; 11012 for a closed device.
+        """
+        if isinstance(backend_types, type) or not isinstance(backend_types, Sequence):
+            raise XrtError(ErrorCode.WRONG_TYPE, "Session.create takes a list of Backend classes")
+        for t in backend_types:
+            if not (isinstance(t, type) and issubclass(t, Backend)) or t is Backend:
+                raise XrtError(
+                    ErrorCode.WRONG_TYPE, f"Session.create: {t!r} is not a Backend subclass"
+                )
+        return cls._bind(network, [t() for t in backend_types], devices, "Session.create")
+
+    @classmethod
+    def create_by_order(
+        cls,
+        network: Network | NetworkView,
+        backends: Sequence[Backend],
+        devices: Sequence[Device | None] | None = None,
+    ) -> Session:
+        """Like `create`, with backend objects made by the caller (not yet initialised).
+
+        Raises:
+            XrtError: as `create`; 11012 for a backend that is already initialised.
+        """
+        if not isinstance(backends, Sequence):
+            raise XrtError(ErrorCode.WRONG_TYPE, "create_by_order takes a list of backends")
+        for b in backends:
+            if not isinstance(b, Backend):
+                raise XrtError(
+                    ErrorCode.WRONG_TYPE, f"create_by_order: {b!r} is not a Backend object"
+                )
+            if b.initialized:
+                raise XrtError(
+                    ErrorCode.WRONG_ORDER,
+                    f"create_by_order: {b!r} is already bound; use create_with_backends",
+                )
+        if len({id(b) for b in backends}) != len(backends):
+            raise XrtError(ErrorCode.OUT_OF_RANGE, "create_by_order: a backend is listed twice")
+        return cls._bind(network, list(backends), devices, "Session.create_by_order")
+
+    @classmethod
+    def _bind(
+        cls,
+        network: Network | NetworkView,
+        backends: list[Backend],
+        devices: Sequence[Device | None] | None,
+        what: str,
+    ) -> Session:
+        graph = _as_view(network, what)
+        if not backends:
+            raise XrtError(ErrorCode.OUT_OF_RANGE, f"{what}: no backends given")
+        if devices is None:
+            devices = [None] * len(backends)
+        if isinstance(devices, Device) or not isinstance(devices, Sequence):
+            raise XrtError(ErrorCode.WRONG_TYPE, f"{what}: devices must be a list")
+        if len(devices) != len(backends):
+            raise XrtError(
+                ErrorCode.OUT_OF_RANGE,
+                f"{what}: {len(backends)} backend(s) but {len(devices)} device(s)",
+            )
+        resolved: list[Device] = []
+        for b, dev in zip(backends, devices, strict=True):
+            d = b.default_device() if dev is None else dev
+            if not isinstance(d, Device):
+                raise XrtError(ErrorCode.WRONG_TYPE, f"{what}: {d!r} is not a Device (for {b!r})")
+            if d.closed:
+                raise XrtError(ErrorCode.WRONG_ORDER, f"{what}: {d!r} is closed")
+            b.check_device(d)
+            resolved.append(d)
+        bindings: dict[int, Backend] = {}
+        ctx = BindContext(graph, bindings)
+        for op in graph.ops:
+            for b in backends:
+                if b.is_op_supported(op, ctx):
+                    bindings[op.op_id] = b
+                    break
+            else:
+                names = ", ".join(type(b).__name__ for b in backends)
+                raise XrtError(
+                    ErrorCode.WRONG_TYPE, f"{what}: no backend among [{names}] runs {op.describe()}"
+                )
+        for b, d in zip(backends, resolved, strict=True):
+            ids = [op.op_id for op in graph.ops if bindings[op.op_id] is b]
+            if ids:
+                b.init(graph.network.view(ids), d)
+        return cls(graph, backends, bindings)
+
+    @classmethod
+    def create_with_backends(
+        cls, network: Network | NetworkView, backends: Sequence[Backend]
+    ) -> Session:
+        """A session from backends already bound to views of the network (``Backend.create``).
+
+        Every operator of `network` must be bound to exactly one of the backends, and be
+        accepted by its constraint given those bindings.
+
+        Raises:
+            XrtError: 11012 for a backend not initialised; 11010 for a backend bound to
+                another network or an operator its backend does not accept; 11003 for an
+                operator bound twice, not bound, or bound but outside `network`.
+        """
+        graph = _as_view(network, "Session.create_with_backends")
+        if not isinstance(backends, Sequence) or not backends:
+            raise XrtError(
+                ErrorCode.WRONG_TYPE, "create_with_backends takes a non-empty list of backends"
+            )
+        ids = set(graph.op_ids)
+        bindings: dict[int, Backend] = {}
+        for b in backends:
+            if not isinstance(b, Backend):
+                raise XrtError(ErrorCode.WRONG_TYPE, f"{b!r} is not a Backend object")
+            view = b.network_view
+            if view is None:
+                raise XrtError(
+                    ErrorCode.WRONG_ORDER, f"create_with_backends: {b!r} is not initialised"
+                )
+            if view.network is not graph.network:
+                raise XrtError(
+                    ErrorCode.WRONG_TYPE,
+                    f"create_with_backends: {b!r} is bound to network {view.network.name!r}, "
+                    f"not {graph.network.name!r}",
+                )
+            for op_id in view.op_ids:
+                if op_id not in ids:
+                    raise XrtError(
+                        ErrorCode.OUT_OF_RANGE,
+                        f"create_with_backends: op {op_id} of {b!r} is not in {graph.name}",
+                    )
+                if op_id in bindings:
+                    raise XrtError(
+                        ErrorCode.OUT_OF_RANGE,
+                        f"create_with_backends: op {op_id} is bound to {bindings[op_id]!r} "
+                        f"and {b!r}",
+                    )
+                bindings[op_id] = b
+        missing = sorted(ids - set(bindings))
+        if missing:
+            raise XrtError(
+                ErrorCode.OUT_OF_RANGE, f"create_with_backends: op(s) {missing} are not bound"
+            )
+        ctx = BindContext(graph, bindings)
+        for op in graph.ops:
+            b = bindings[op.op_id]
+            if not b.is_op_supported(op, ctx):
+                raise XrtError(
+                    ErrorCode.WRONG_TYPE,
+                    f"create_with_backends: {type(b).__name__} does not accept {op.describe()}",
+                )
+        return cls(graph, backends, bindings)
+
+    # -- introspection ------------------------------------------------------------------------
+
+    def backend_bindings(self) -> dict[int, Backend]:
+        """Op id -> the backend it is bound to (the manual's ``backendBindings``)."""
+        return dict(self._bindings)
+
+    def execution_units(self) -> list[Unit]:
+        """What one forward runs, in order: operators, and merged `Subgraph` objects.
+
+        Raises:
+            XrtError: 11012 before `apply`.
+        """
+        self._check_ready("execution_units")
+        return [u.handle for u in self._units]
+
+    @property
+    def memory_plan(self) -> MemoryPlan:
+        """The arena plan of the session's tensors (11012 before `apply`)."""
+        self._check_ready("memory_plan")
+        assert self._plan is not None
+        return self._plan
+
+    @property
+    def arena(self) -> MemChunk:
+        """The host chunk the planned tensors live in (11012 before `apply`)."""
+        self._check_ready("arena")
+        assert self._arena is not None
+        return self._arena
+
+    @property
+    def applied(self) -> bool:
+        """True after `apply` (until `close`)."""
+        return self._applied
+
+    # -- apply ----------------------------------------------------------------------------------
+
+    def apply(self) -> Session:
+        """Prepare the backends, group operators into units, plan and allocate memory.
+
+        May be called again after changing options (e.g. a backend's `auto_merge`).
+
+        Returns:
+            The session.
+
+        Raises:
+            XrtError: 11012 after `close`; whatever a backend's apply raises.
+        """
+        if self._closed:
+            raise XrtError(ErrorCode.WRONG_ORDER, "the session is closed")
+        with self._busy():
+            self._applied = False
+            self._run = None
+            for b in self._used_backends():
+                b.apply()
+            host = next((b for b in self._used_backends() if b.is_host), None)
+            region = host.device.default_mem_region() if host and host.device else None
+            self._host_region = (
+                region if isinstance(region, HostMemRegion) else HostDevice.default_region()
+            )
+            self._build_units()
+            self._build_plan()
+            self._applied = True
+        return self
+
+    def _used_backends(self) -> list[Backend]:
+        used = {id(b) for b in self._bindings.values()}
+        return [b for b in self.backends if id(b) in used]
+
+    def _io(self, ops: Sequence[Operator]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        inside = {op.op_id for op in ops}
+        produced: set[str] = set()
+        inputs: dict[str, None] = {}
+        for op in ops:
+            for v in op.inputs:
+                if v not in produced:
+                    inputs.setdefault(v, None)
+            produced.update(op.outputs)
+        outputs = [
+            v
+            for op in ops
+            for v in op.outputs
+            if v in self._graph_outputs
+            or not self._readers.get(v)
+            or any(r not in inside for r in self._readers[v])
+        ]
+        return tuple(inputs), tuple(outputs)
+
+    def _build_units(self) -> None:
+        ops = self.network_view.ops
+        units: list[_Piece] = []
+        i = 0
+        while i < len(ops):
+            b = self._bindings[ops[i].op_id]
+            j = i + 1
+            while j < len(ops) and self._bindings[ops[j].op_id] is b:
+                j += 1
+            run = ops[i:j]
+            merged = not b.is_host and b.auto_merge
+            groups = b.partition(run) if merged else [(op,) for op in run]
+            flat = [op for g in groups for op in g]
+            if [op.op_id for op in flat] != [op.op_id for op in run] or not all(groups):
+                raise XrtError(
+                    ErrorCode.BACKEND_INTERNAL,
+                    f"{type(b).__name__}.partition did not return every op of "
+                    f"{[op.op_id for op in run]} once, in order",
+                )
+            for g in groups:
+                ins, outs = self._io(g)
+                units.append(_Piece(b, tuple(g), merged, ins, outs, len(units) + 1))
+            i = j
+        self._units = units
+        self._position = {
+            op.op_id: (k, n) for k, u in enumerate(units) for n, op in enumerate(u.ops)
+        }
+
+    def _build_plan(self) -> None:
+        graph = self.network_view
+        end = len(self._units) + 1
+        step_of_op = {op_id: self._units[k].step for op_id, (k, _) in self._position.items()}
+
+        def last_use(v: str, first: int) -> int:
+            if v in self._graph_outputs:
+                return end
+            return max([first, *(step_of_op[r] for r in self._readers.get(v, ()))])
+
+        lifetimes = [Lifetime(v, graph.values[v].bytes(), 0, last_use(v, 0)) for v in graph.inputs]
+        for u in self._units:
+            lifetimes += [
+                Lifetime(v, graph.values[v].bytes(), u.step, last_use(v, u.step)) for v in u.outputs
+            ]
+        plan = plan_memory(lifetimes, DEFAULT_ALIGNMENT)
+        arena = self._host_region.malloc(plan.peak_bytes, True, DEFAULT_ALIGNMENT)
+        self._slots = {
+            name: Tensor(graph.values[name], arena, p.offset) for name, p in plan.placements.items()
+        }
+        dies: dict[int, list[str]] = {}
+        for p in plan.placements.values():
+            dies.setdefault(p.last, []).append(p.name)
+        self._dies_at = dies
+        self._plan = plan
+        self._arena = arena
+
+    # -- options ------------------------------------------------------------------------------
+
+    def set_log_io(self, enabled: bool) -> None:
+        """Log each unit's inputs and outputs (logger ``xrt.session``, level INFO)."""
+        self._log_io = as_bool(enabled, "enabled")
+
+    def set_log_time(self, enabled: bool) -> None:
+        """Log each unit's times (logger ``xrt.session``, level INFO); implies timing."""
+        self._log_time = as_bool(enabled, "enabled")
+
+    def set_dump_outputs(
+        self, enabled: bool, folder: str | os.PathLike[str] = ".", format: str = "SFB"
+    ) -> None:
+        """Write every unit's outputs into `folder`, one file per value.
+
+        Files are named ``<op id>_<value name>.<format>`` (the value name with characters
+        other than letters, digits, ``.``, ``_`` and ``-`` replaced by ``_``; the format in
+        lower case) and written with `Tensor.dump` in `format`, falling back from H to S
+        and from Q to F where a tensor cannot give them (the file name shows the format
+        written). The folder is created if needed.
+
+        Raises:
+            XrtError: 11010 for a bad format or types; 11002 when the folder cannot be made.
+        """
+        on = as_bool(enabled, "enabled")
+        if not isinstance(format, str) or format not in DUMP_FORMATS:
+            raise XrtError(
+                ErrorCode.WRONG_TYPE,
+                f"dump format must be one of {', '.join(DUMP_FORMATS)}, got {format!r}",
+            )
+        if not isinstance(folder, str | os.PathLike):
+            raise XrtError(ErrorCode.WRONG_TYPE, f"dump folder must be a path, got {folder!r}")
+        if not on:
+            self._dump = None
+            return
+        path = os.fspath(folder)
+        try:
+            os.makedirs(path, exist_ok=True)
+        except OSError as exc:
+            raise XrtError(
+                ErrorCode.FILE_NOT_FOUND, f"cannot create dump folder {path!r}: {exc}"
+            ) from None
+        self._dump = (path, format)
+
+    def set_pre_callback(self, callback: Callback | None) -> None:
+        """Call ``callback(session, unit, inputs)`` before each unit (None: no callback)."""
+        if callback is not None and not callable(callback):
+            raise XrtError(ErrorCode.WRONG_TYPE, f"callback must be callable: {callback!r}")
+        self._pre = callback
+
+    def set_post_callback(self, callback: Callback | None) -> None:
+        """Call ``callback(session, unit, outputs)`` after each unit (None: no callback)."""
+        if callback is not None and not callable(callback):
+            raise XrtError(ErrorCode.WRONG_TYPE, f"callback must be callable: {callback!r}")
+        self._post = callback
+
+    def enable_time_profile(self, enabled: bool = True) -> None:
+        """Record per-unit wall, memory, hardware and other time (`time_profile_results`)."""
+        self._profile = as_bool(enabled, "enabled")
+
+    # -- results of the last call -------------------------------------------------------------
+
+    def time_profile_results(self) -> dict[int, OpTime]:
+        """Op id -> `OpTime` for each unit run by the current (or last) run, in order.
+
+        Filled while profiling is enabled (or `set_log_time` is on); a merged subgraph is
+        filed under its first op id.
+        """
+        return dict(self._times)
+
+    def total_time(self) -> float:
+        """Wall seconds of the last `forward` or `step_to` call (always measured)."""
+        return self._total_s
+
+    def profile_table(self) -> str:
+        """`time_profile_results` as a text table (milliseconds), with totals."""
+        return format_profile_table(
+            self._times, self._total_s, self._io_s, f"time profile of {self._title()}"
+        )
+
+    def _title(self) -> str:
+        graph = self.network_view
+        full = graph.op_ids == graph.network.op_ids
+        return f"network {graph.network.name!r}" if full else f"view {graph.name!r}"
+
+    # -- running ------------------------------------------------------------------------------
+
+    def _check_ready(self, what: str) -> None:
+        if self._closed:
+            raise XrtError(ErrorCode.WRONG_ORDER, f"{what}: the session is closed")
+        if not self._applied:
+            raise XrtError(ErrorCode.WRONG_ORDER, f"{what}: call apply() first")
+
+    @contextmanager
+    def _busy(self) -> Iterator[None]:
+        if not self._lock.acquire(blocking=False):
+            raise XrtError(
+                ErrorCode.WRONG_ORDER,
+                "the session is already running (another thread, or a callback): fork() it "
+                "for concurrent use",
+            )
+        try:
+            yield
+        finally:
+            self._lock.release()
+
+    def _check_inputs(
+        self, inputs: Sequence[InputLike] | Mapping[str, InputLike]
+    ) -> dict[str, InputLike]:
+        graph = self.network_view
+        names = list(graph.inputs)
+        if isinstance(inputs, Mapping):
+            unknown = [k for k in inputs if k not in names]
+            missing = [n for n in names if n not in inputs]
+            if unknown or missing:
+                raise XrtError(
+                    ErrorCode.OUT_OF_RANGE,
+                    f"{graph.name}: inputs are {names}; unknown {unknown}, missing {missing}",
+                )
+            feed = {n: inputs[n] for n in names}
+        elif isinstance(inputs, list | tuple):
+            if len(inputs) != len(names):
+                raise XrtError(
+                    ErrorCode.OUT_OF_RANGE,
+                    f"{graph.name}: expects {len(names)} input(s) {names}, got {len(inputs)}",
+                )
+            feed = dict(zip(names, inputs, strict=True))
+        else:
+            raise XrtError(
+                ErrorCode.WRONG_TYPE,
+                f"{graph.name}: inputs must be a list or a dict of Tensors or numpy arrays, "
+                f"got {type(inputs).__name__}",
+            )
+        for n, x in feed.items():
+            want = graph.values[n]
+            if isinstance(x, Tensor):
+                dtype, shape = x.dtype.numpy, x.shape
+                if x.quant is not None and want.quant is not None and x.quant != want.quant:
+                    raise XrtError(
+                        ErrorCode.WRONG_TYPE,
+                        f"input {n!r}: quantization {x.quant} differs from the network's "
+                        f"{want.quant}",
+                    )
+                if not x.has_data():
+                    raise XrtError(ErrorCode.WRONG_ORDER, f"input {n!r}: {x!r} has no data")
+            elif isinstance(x, np.ndarray):
+                dtype, shape = x.dtype, x.shape
+            else:
+                raise XrtError(
+                    ErrorCode.WRONG_TYPE,
+                    f"input {n!r} must be a Tensor or a numpy array, got {type(x).__name__}",
+                )
+            if dtype != want.dtype.numpy:
+                raise XrtError(
+                    ErrorCode.WRONG_TYPE,
+                    f"input {n!r} must be {want.dtype.manual_name} ({want.dtype.numpy}), got "
+                    f"{dtype}",
+                )
+            if tuple(shape) != want.shape:
+                raise XrtError(
+                    ErrorCode.OUT_OF_RANGE,
+                    f"input {n!r} must have shape {list(want.shape)}, got {list(shape)}",
+                )
+        return feed
+
+    def _check_outputs(self, outputs: Sequence[Tensor]) -> list[Tensor]:
+        graph = self.network_view
+        if not isinstance(outputs, list | tuple):
+            raise XrtError(ErrorCode.WRONG_TYPE, "outputs must be a list of Tensors")
+        if len(outputs) != len(self.outputs):
+            raise XrtError(
+                ErrorCode.OUT_OF_RANGE,
+                f"{graph.name}: has {len(self.outputs)} output(s) {list(self.outputs)}, "
+                f"got {len(outputs)} output tensor(s)",
+            )
+        for name, t in zip(self.outputs, outputs, strict=True):
+            want = graph.values[name]
+            if not isinstance(t, Tensor):
+                raise XrtError(
+                    ErrorCode.WRONG_TYPE, f"output {name!r}: not a Tensor: {type(t).__name__}"
+                )
+            if t.dtype is not want.dtype:
+                raise XrtError(
+                    ErrorCode.WRONG_TYPE,
+                    f"output {name!r} is {want.dtype.manual_name}, the tensor is "
+                    f"{t.dtype.manual_name}",
+                )
+            if t.shape != want.shape:
+                raise XrtError(
+                    ErrorCode.OUT_OF_RANGE,
+                    f"output {name!r} has shape {list(want.shape)}, the tensor {list(t.shape)}",
+                )
+            if not t.has_data():
+                raise XrtError(ErrorCode.WRONG_ORDER, f"output {name!r}: the tensor has no memory")
+        return list(outputs)
+
+    def _start(self, inputs: Sequence[InputLike] | Mapping[str, InputLike]) -> _Run:
+        feed = self._check_inputs(inputs)
+        run = _Run(inputs)
+        self._times = {}
+        t0 = time.perf_counter()
+        for name, x in feed.items():
+            slot = self._slots[name]
+            if isinstance(x, Tensor):
+                write_array(slot, read_array(x))
+            else:
+                np.copyto(slot.numpy(copy=False), x, casting="no")
+            run.env[name] = slot
+        self._io_s = time.perf_counter() - t0
+        for v in self._dies_at.get(0, ()):
+            run.env.pop(v, None)
+        return run
+
+    def _tensor_for(self, value: str, run: _Run) -> Tensor:
+        slot = self._slots.get(value)
+        if slot is not None:
+            return slot
+        run.temps.add(value)
+        return Tensor(self.network_view.values[value]).malloc_on(self._host_region)
+
+    def _call(self, cb: Callback, which: str, piece: _Piece, tensors: list[Tensor]) -> None:
+        try:
+            cb(self, piece.handle, tensors)
+        except Exception as exc:
+            raise XrtError(
+                ErrorCode.BACKEND_INTERNAL,
+                f"{which} callback failed at {piece.describe()}: {exc!r}",
+            ) from exc
+
+    def _exec(self, piece: _Piece, run: _Run) -> list[tuple[str, Tensor]]:
+        env = run.env
+        backend = piece.backend
+        if piece.merged:
+            in_names, out_names = piece.inputs, piece.outputs
+        else:
+            in_names, out_names = piece.ops[0].inputs, piece.ops[0].outputs
+        ins = [env[v] for v in in_names]
+        outs = [self._tensor_for(v, run) for v in out_names]
+        if self._pre is not None:
+            self._call(self._pre, "pre", piece, ins)
+        timing = self._profile or self._log_time
+        backend.time_profile = timing
+        backend.take_times()
+        t0 = time.perf_counter()
+        if piece.merged:
+            sub = Subgraph(backend, piece.ops, piece.inputs, piece.outputs)
+            backend.forward_subgraph(
+                sub, dict(zip(in_names, ins, strict=True)), dict(zip(out_names, outs, strict=True))
+            )
+        else:
+            backend.forward_op(piece.ops[0], ins, outs)
+        wall = time.perf_counter() - t0
+        memory, hardware = backend.take_times()
+        produced = list(zip(out_names, outs, strict=True))
+        env.update(produced)
+        handle_id = piece.ops[0].op_id
+        if timing:
+            first = piece.ops[0]
+            name = first.name if not piece.merged else f"{first.op_id}..{piece.ops[-1].op_id}"
+            self._times[handle_id] = OpTime(
+                tuple(op.op_id for op in piece.ops),
+                "Subgraph" if piece.merged else first.op_type,
+                name,
+                type(backend).__name__,
+                wall,
+                memory,
+                hardware,
+            )
+        if self._log_io:
+            _LOG.info(
+                "%s: inputs %s -> outputs %s",
+                piece.describe(),
+                "; ".join(_summary(n, t) for n, t in zip(in_names, ins, strict=True)) or "-",
+                "; ".join(_summary(n, t) for n, t in produced),
+            )
+        if self._log_time:
+            t = self._times[handle_id]
+            _LOG.info(
+                "%s: wall %.3f ms (memory %.3f, hardware %.3f, other %.3f)",
+                piece.describe(),
+                t.wall * 1e3,
+                t.memory * 1e3,
+                t.hardware * 1e3,
+                t.other * 1e3,
+            )
+        if self._dump is not None:
+            self._dump_values(produced)
+        if self._post is not None:
+            self._call(self._post, "post", piece, outs)
+        return produced
+
+    def _dump_values(self, produced: list[tuple[str, Tensor]]) -> None:
+        assert self._dump is not None
+        folder, fmt = self._dump
+        for name, t in produced:
+            op = self._producer[name]
+            written = t.resolve_dump_format(fmt, fallback=True)
+            path = os.path.join(folder, f"{op.op_id}_{_safe_name(name)}.{written.lower()}")
+            t.dump(path, written)
+
+    def _advance(self, run: _Run, stop: tuple[int, int], capture: Operator | None) -> list[Tensor]:
+        """Run from the run's position up to and including the op at `stop`."""
+        captured: list[Tensor] = []
+        while (run.unit, run.offset) <= stop:
+            unit = self._units[run.unit]
+            last = stop[1] if run.unit == stop[0] else len(unit.ops) - 1
+            if run.offset == 0 and last == len(unit.ops) - 1:
+                piece = unit
+            else:
+                ops = unit.ops[run.offset : last + 1]
+                ins, outs = self._io(ops)
+                piece = _Piece(unit.backend, ops, unit.merged, ins, outs, unit.step)
+            self._exec(piece, run)
+            if capture is not None and capture in piece.ops:
+                for v in capture.outputs:
+                    src = run.env[v]
+                    copy = Tensor(src.tensor_type).malloc_on(self._host_region)
+                    write_array(copy, read_array(src))
+                    captured.append(copy)
+            if last == len(unit.ops) - 1:
+                for v in self._dies_at.get(unit.step, ()):
+                    run.env.pop(v, None)
+                for v in run.temps:
+                    run.env.pop(v, None)
+                run.temps.clear()
+                run.unit += 1
+                run.offset = 0
+                if run.unit == len(self._units):
+                    run.done = True
+                    break
+            else:
+                run.offset = last + 1
+        return captured
+
+    def _last_position(self) -> tuple[int, int]:
+        return (len(self._units) - 1, len(self._units[-1].ops) - 1)
+
+    def forward(
+        self,
+        inputs: Sequence[InputLike] | Mapping[str, InputLike],
+        outputs: Sequence[Tensor] | None = None,
+    ) -> list[Tensor]:
+        """Run the whole view once and return its outputs.
+
+        Args:
+            inputs: One per input of the view (``network_view.inputs`` order, or a dict by
+                name): Tensors (any region; copied in) or numpy arrays of the exact dtype
+                and shape.
+            outputs: Tensors with memory to write the outputs into (the manual's
+                ``forward(inputs, outputs)``); default: new tensors on the host.
+
+        Returns:
+            The output tensors, in `outputs` order (host memory of their own: later runs
+            do not change them).
+
+        Raises:
+            XrtError: 11012 before `apply` or after `close`, or while another call runs;
+                11003 for a wrong input count or shape; 11010 for a wrong type or dtype;
+                11013 when a backend or a callback fails (naming the op).
+        """
+        self._check_ready("forward")
+        out_tensors = None if outputs is None else self._check_outputs(outputs)
+        with self._busy():
+            t0 = time.perf_counter()
+            self._run = None
+            run = self._start(inputs)
+            self._advance(run, self._last_position(), None)
+            t1 = time.perf_counter()
+            results: list[Tensor] = []
+            for i, name in enumerate(self.outputs):
+                src = run.env[name]
+                if out_tensors is not None:
+                    dst = out_tensors[i]
+                else:
+                    dst = Tensor(src.tensor_type).malloc_on(self._host_region)
+                write_array(dst, read_array(src))
+                results.append(dst)
+            t2 = time.perf_counter()
+            self._io_s += t2 - t1
+            self._total_s = t2 - t0
+            return results
+
+    def step_to(
+        self, op_id: int, inputs: Sequence[InputLike] | Mapping[str, InputLike] | None = None
+    ) -> list[Tensor]:
+        """Run up to and including op `op_id` and return copies of its outputs.
+
+        A run continues from where the previous `step_to` stopped: the operators before
+        `op_id` that already ran are not run again. A new run starts (from the first
+        operator, inputs copied in again) when there is none, when the last one reached
+        the end, when `inputs` are given and are not the very objects the current run
+        started with, or when `op_id` has already run in the current run (going back
+        restarts). `inputs` may be omitted to continue, or to restart with the inputs of
+        the previous run. `forward` ends any run in progress.
+
+        Stepping to an operator inside a merged subgraph runs the subgraph's operators up
+        to it as one smaller subgraph, and the rest later.
+
+        Raises:
+            XrtError: 11003 for an op id not in the view; 11010 for a non-int id; 11012
+                before `apply`, or without inputs when there is nothing to continue; and as
+                `forward`.
+        """
+        self._check_ready("step_to")
+        if isinstance(op_id, bool) or not isinstance(op_id, int | np.integer):
+            raise XrtError(ErrorCode.WRONG_TYPE, f"step_to takes an op id, got {op_id!r}")
+        target = self._position.get(int(op_id))
+        if target is None:
+            raise XrtError(
+                ErrorCode.OUT_OF_RANGE,
+                f"step_to: op {op_id} is not in {self.network_view.name} "
+                f"(ops {self.network_view.op_ids[0]}..{self.network_view.op_ids[-1]})",
+            )
+        with self._busy():
+            t0 = time.perf_counter()
+            run = self._run
+            restart = (
+                run is None
+                or run.done
+                or (inputs is not None and not run.same_inputs(inputs))
+                or target < (run.unit, run.offset)
+            )
+            if restart:
+                if inputs is None:
+                    if run is None:
+                        raise XrtError(
+                            ErrorCode.WRONG_ORDER,
+                            "step_to: no run to continue; pass the inputs to start one",
+                        )
+                    inputs = run.inputs
+                self._run = None
+                run = self._start(inputs)
+                self._run = run
+            assert run is not None
+            op = self.network_view.ops[self.network_view.op_ids.index(int(op_id))]
+            captured = self._advance(run, target, op)
+            self._total_s = time.perf_counter() - t0
+            return captured
+
+    # -- lifetime -----------------------------------------------------------------------------
+
+    def fork(self) -> Session:
+        """A session for another thread: forked backends (sharing their prepared state),
+        the same bindings, units and plan, its own arena and options.
+
+        Raises:
+            XrtError: 11012 after `close`.
+        """
+        if self._closed:
+            raise XrtError(ErrorCode.WRONG_ORDER, "fork: the session is closed")
+        mapping: dict[int, Backend] = {}
+        backends = []
+        for b in self.backends:
+            twin = b.fork() if b.initialized else type(b)()
+            mapping[id(b)] = twin
+            backends.append(twin)
+        bindings = {k: mapping[id(b)] for k, b in self._bindings.items()}
+        twin_session = Session(self.network_view, backends, bindings)
+        for key in ("_log_io", "_log_time", "_dump", "_pre", "_post", "_profile"):
+            setattr(twin_session, key, getattr(self, key))
+        if self._applied:
+            assert self._plan is not None
+            twin_session._host_region = self._host_region
+            twin_session._units = [
+                _Piece(mapping[id(u.backend)], u.ops, u.merged, u.inputs, u.outputs, u.step)
+                for u in self._units
+            ]
+            twin_session._position = dict(self._position)
+            twin_session._plan = self._plan
+            twin_session._dies_at = self._dies_at
+            arena = self._host_region.malloc(self._plan.peak_bytes, True, DEFAULT_ALIGNMENT)
+            twin_session._arena = arena
+            twin_session._slots = {
+                n: Tensor(t.tensor_type, arena, t.offset) for n, t in self._slots.items()
+            }
+            twin_session._applied = True
+        return twin_session
+
+    def close(self) -> None:
+        """Deinit the backends and release the arena (idempotent). The manual's deinit."""
+        if self._closed:
+            return
+        with self._busy():
+            for b in self._used_backends():
+                b.deinit()
+            self._closed = True
+            self._applied = False
+            self._run = None
+            self._slots = {}
+            self._arena = None
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        names = ", ".join(type(b).__name__ for b in self.backends)
+        state = "closed" if self._closed else "applied" if self._applied else "created"
+        return f"<Session {self.network_view.name!r} [{names}] {state}>"
