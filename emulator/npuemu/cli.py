@@ -1,7 +1,7 @@
 """`npu-emu`: the emulator's command line.
 
 npu-emu serve [--host 127.0.0.1] [--port 50051] [--target buyi|zg330] [--devices N]
-              [--token TOKEN] [--lease-ttl SECONDS]
+              [--token TOKEN] [--lease-ttl SECONDS] [--watchdog SECONDS]
 npu-emu build [--target buyi|zg330]
 """
 
@@ -55,6 +55,13 @@ def _parser() -> argparse.ArgumentParser:
         default=30.0,
         help="seconds a lease lives without a call or keep-alive (default 30)",
     )
+    s.add_argument(
+        "--watchdog",
+        type=_positive(float, "--watchdog"),
+        default=30.0,
+        help="seconds a simulation worker may take beyond a request's own time before it is "
+        "declared hung and restarted (default 30)",
+    )
     b = sub.add_parser("build", help="build (or check the cache of) the verilated model")
     b.add_argument("--target", choices=sorted(TARGETS), default="buyi")
     return p
@@ -75,7 +82,15 @@ def main(argv: list[str] | None = None) -> int:
     from npuemu.server.app import ServeOptions, run
 
     return run(
-        ServeOptions(args.host, args.port, args.target, args.devices, args.token, args.lease_ttl)
+        ServeOptions(
+            args.host,
+            args.port,
+            args.target,
+            args.devices,
+            args.token,
+            args.lease_ttl,
+            args.watchdog,
+        )
     )
 
 

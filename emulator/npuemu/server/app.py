@@ -47,6 +47,7 @@ class ServeOptions:
     devices: int = 1
     token: str | None = None
     lease_ttl_s: float = 30.0
+    watchdog_s: float = 30.0
 
 
 async def serve(opts: ServeOptions) -> int:
@@ -66,7 +67,7 @@ async def serve(opts: ServeOptions) -> int:
     )
 
     folder = new_server_dir()
-    manager = DeviceManager(cfg, model, opts.devices, folder, opts.lease_ttl_s)
+    manager = DeviceManager(cfg, model, opts.devices, folder, opts.lease_ttl_s, opts.watchdog_s)
     interceptors = [TokenAuthInterceptor(opts.token)] if opts.token else []
     server = grpc.aio.server(
         interceptors=interceptors,

@@ -56,8 +56,16 @@ class Counters:
 class SimDevice:
     """One simulated NPU: memory files, a worker process, a state and counters."""
 
-    def __init__(self, name: str, target: TargetConfig, model: BuiltModel, folder: Path) -> None:
+    def __init__(
+        self,
+        name: str,
+        target: TargetConfig,
+        model: BuiltModel,
+        folder: Path,
+        watchdog_s: float = DEFAULT_CALL_TIMEOUT_S,
+    ) -> None:
         self.name = name
+        self.watchdog_s = watchdog_s
         self.target = target
         self.model = model
         self.folder = folder
@@ -78,11 +86,21 @@ class SimDevice:
         self.state = DeviceState.FREE
 
     @property
+    def in_call(self) -> bool:
+        """A request is being served by the worker (its lease is in use)."""
+        return self.worker is not None and self.worker.busy
+
+    @property
     def ready(self) -> bool:
         return self.state in (DeviceState.FREE, DeviceState.LEASED)
 
-    async def call(self, op: str, timeout_s: float = DEFAULT_CALL_TIMEOUT_S, **args: Any) -> dict:
-        """One worker request; UNAVAILABLE while the worker restarts or when it fails."""
+    async def call(self, op: str, extra_s: float = 0.0, **args: Any) -> dict:
+        """One worker request; UNAVAILABLE while the worker restarts or when it fails.
+
+        The watchdog allows `watchdog_s` plus `extra_s` (time the request itself may take,
+        such as a wait for the interrupt) before it declares the worker hung.
+        """
+        timeout_s = self.watchdog_s + extra_s
         if self.worker is None or self.state in (DeviceState.STARTING, DeviceState.RESTARTING):
             raise ServiceError(
                 grpc.StatusCode.UNAVAILABLE,
@@ -156,12 +174,13 @@ class DeviceManager:
         count: int,
         folder: Path,
         default_ttl_s: float = 30.0,
+        watchdog_s: float = DEFAULT_CALL_TIMEOUT_S,
     ) -> None:
         self.target = target
         self.folder = folder
         self.default_ttl_s = default_ttl_s
         self.devices = {
-            f"npu{i}": SimDevice(f"npu{i}", target, model, folder) for i in range(count)
+            f"npu{i}": SimDevice(f"npu{i}", target, model, folder, watchdog_s) for i in range(count)
         }
         self.leases = LeaseTable()
         self._expiry_task: asyncio.Task[None] | None = None
@@ -242,6 +261,9 @@ class DeviceManager:
         while True:
             await asyncio.sleep(0.5)
             for lease in self.leases.expired():
+                if self.devices[lease.device].in_call:
+                    lease.touch()  # a long call (a wait, a batch) is use, not absence
+                    continue
                 await self.end(lease, f"no keep-alive for {lease.ttl_s:.0f} s")
 
     async def stop(self) -> None:

@@ -59,6 +59,7 @@ class ServerProcess:
         devices: int = 1,
         token: str | None = None,
         lease_ttl_s: float | None = None,
+        watchdog_s: float | None = None,
         timeout_s: float = 600.0,
         extra_args: tuple[str, ...] = (),
     ) -> ServerProcess:
@@ -83,6 +84,8 @@ class ServerProcess:
             args += ["--token", token]
         if lease_ttl_s is not None:
             args += ["--lease-ttl", str(lease_ttl_s)]
+        if watchdog_s is not None:
+            args += ["--watchdog", str(watchdog_s)]
         log_fd, log_name = tempfile.mkstemp(prefix="npu-emu-serve-", suffix=".log")
         os.close(log_fd)
         log_path = Path(log_name)

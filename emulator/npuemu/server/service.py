@@ -272,8 +272,8 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
                     )
                 poll_cycles += cycles
                 ops.append(("poll", body.address, 0, body.mask, body.expected, cycles))
-        timeout = 30.0 + len(ops) * 0.01 + poll_cycles / MIN_SIM_SPEED
-        r = await d.call("batch", timeout_s=timeout, ops=ops)
+        budget = len(ops) * 0.01 + poll_cycles / MIN_SIM_SPEED  # beyond the watchdog
+        r = await d.call("batch", budget, ops=ops)
         d.counters.register_ops += len(r["results"])
         return pb.RegisterBatchResponse(
             results=[pb.RegisterResult(status=_STATUS[s], value=v) for s, v in r["results"]],
@@ -289,7 +289,7 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
         async for msg in request_iterator:
             if first is None:
                 first = msg
-                _, d = self.m.use(msg.lease_id)
+                lease, d = self.m.use(msg.lease_id)
                 total = msg.length
                 offset = check_memory_range(d.target, msg.address, total)
             if len(msg.data) > MAX_CHUNK:
@@ -307,6 +307,7 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
             d.memory.udma_view[offset + written : offset + written + len(msg.data)] = msg.data
             written += len(msg.data)
             d.counters.memory_bytes_written += len(msg.data)
+            lease.touch()
         if first is None:
             raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT, "empty WriteMemory stream")
         if written != total:
@@ -319,7 +320,7 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
 
     async def ReadMemory(self, request, context) -> AsyncIterator[pb.ReadMemoryResponse]:
         try:
-            _, d = self.m.use(request.lease_id)
+            lease, d = self.m.use(request.lease_id)
             offset = check_memory_range(d.target, request.address, request.length)
             chunk = request.chunk_size or MAX_CHUNK
             if chunk > MAX_CHUNK:
@@ -334,6 +335,7 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
         for pos in range(offset, end, chunk):
             piece = bytes(view[pos : min(pos + chunk, end)])
             d.counters.memory_bytes_read += len(piece)
+            lease.touch()
             yield pb.ReadMemoryResponse(data=piece)
 
     # ------------------------------------------------------------------ time
@@ -352,7 +354,7 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
             timeout_s = max(0.0, min(timeout_s, remaining - 0.05))
         max_cycles = request.max_cycles or (1 << 62)
         # The watchdog allows the wait itself plus slack for a busy machine.
-        r = await d.call("wait_irq", timeout_s + 30.0, max_cycles=max_cycles, wall_s=timeout_s)
+        r = await d.call("wait_irq", timeout_s, max_cycles=max_cycles, wall_s=timeout_s)
         return pb.WaitInterruptResponse(
             outcome=_OUTCOME[r["outcome"]], waited_cycles=r["waited"], cycles=r["cycles"]
         )

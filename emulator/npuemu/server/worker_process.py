@@ -60,6 +60,11 @@ class WorkerProcess:
         self.cycles = 0
 
     @property
+    def busy(self) -> bool:
+        """A request is in flight."""
+        return self._lock.locked()
+
+    @property
     def pid(self) -> int | None:
         return self.proc.pid if self.proc else None
 

@@ -1,0 +1,131 @@
+"""A thin client over the raw generated stubs, for the server tests (the runtime's gRPC
+transport is tested in tests/integration; here the wire contract itself is the subject)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import grpc
+
+from npuemu.server.launch import ServerProcess
+from xrt._proto.npuemu.v1 import device_pb2 as pb
+from xrt._proto.npuemu.v1 import device_pb2_grpc as pb_grpc
+
+PROTOCOL = 1
+NPU_BASE, DMA_BASE, UDMA_BASE, PLDDR_BASE = 0x4000_0000, 0x8000_0000, 0x1000_0000, 0x1_0000_0000
+
+
+@dataclass
+class Client:
+    """A stub, its channel, and the lease it holds (if any)."""
+
+    channel: grpc.Channel
+    stub: pb_grpc.DeviceServiceStub
+    metadata: tuple[tuple[str, str], ...] = ()
+    lease: str = ""
+    device: str = ""
+
+    def open(self, device: str = "", client: str = "test", **kw) -> pb.OpenDeviceResponse:
+        resp = self.stub.OpenDevice(
+            pb.OpenDeviceRequest(device=device, client=client, protocol_version=PROTOCOL, **kw),
+            metadata=self.metadata,
+        )
+        self.lease, self.device = resp.lease_id, resp.info.name
+        return resp
+
+    def close(self) -> None:
+        """End the lease (quietly when it has already ended)."""
+        if self.lease:
+            try:
+                self.stub.CloseDevice(
+                    pb.CloseDeviceRequest(lease_id=self.lease), metadata=self.metadata
+                )
+            except grpc.RpcError as exc:
+                if exc.code() != grpc.StatusCode.ABORTED:
+                    raise
+            self.lease = ""
+
+    def read(self, addr: int) -> int:
+        return self.stub.ReadRegister(
+            pb.ReadRegisterRequest(lease_id=self.lease, address=addr), metadata=self.metadata
+        ).value
+
+    def write(self, addr: int, value: int) -> None:
+        self.stub.WriteRegister(
+            pb.WriteRegisterRequest(lease_id=self.lease, address=addr, value=value),
+            metadata=self.metadata,
+        )
+
+    def batch(self, *ops: pb.RegisterOp) -> pb.RegisterBatchResponse:
+        return self.stub.RegisterBatch(
+            pb.RegisterBatchRequest(lease_id=self.lease, ops=ops), metadata=self.metadata
+        )
+
+    def write_mem(self, addr: int, data: bytes, chunk: int = 1 << 20, length: int | None = None):
+        def gen():
+            yield pb.WriteMemoryRequest(
+                lease_id=self.lease, address=addr, length=len(data) if length is None else length
+            )
+            for i in range(0, len(data), chunk):
+                yield pb.WriteMemoryRequest(data=data[i : i + chunk])
+
+        return self.stub.WriteMemory(gen(), metadata=self.metadata)
+
+    def read_mem(self, addr: int, length: int, chunk: int = 0) -> bytes:
+        return b"".join(
+            m.data
+            for m in self.stub.ReadMemory(
+                pb.ReadMemoryRequest(
+                    lease_id=self.lease, address=addr, length=length, chunk_size=chunk
+                ),
+                metadata=self.metadata,
+            )
+        )
+
+    def wait(self, timeout_ms: int = 5000, max_cycles: int = 0) -> pb.WaitInterruptResponse:
+        return self.stub.WaitInterrupt(
+            pb.WaitInterruptRequest(
+                lease_id=self.lease, timeout_ms=timeout_ms, max_cycles=max_cycles
+            ),
+            metadata=self.metadata,
+        )
+
+
+def rd(addr: int) -> pb.RegisterOp:
+    return pb.RegisterOp(read=pb.RegisterRead(address=addr))
+
+
+def wr(addr: int, value: int) -> pb.RegisterOp:
+    return pb.RegisterOp(write=pb.RegisterWrite(address=addr, value=value))
+
+
+def dma_ops(src: int, dst: int, n: int) -> list[pb.RegisterOp]:
+    """The DMA programming sequence (docs/hardware.md) as batch ops, ending with START."""
+    regs = {
+        0x40: src,
+        0x44: src >> 32,
+        0x48: dst,
+        0x4C: dst >> 32,
+        0x50: n,
+        0x54: 1,
+        0x58: 0,
+        0x5C: 0,
+        0x20: 3,
+        0x24: 3,
+        0x10: 1,
+    }
+    return [wr(DMA_BASE + off, v & 0xFFFF_FFFF) for off, v in regs.items()]
+
+
+def connect(server: ServerProcess, token: str | None = None) -> Client:
+    channel = grpc.insecure_channel(server.address)
+    md = (("authorization", f"Bearer {token}"),) if token else ()
+    return Client(channel, pb_grpc.DeviceServiceStub(channel), md)
+
+
+def worker_pid(server: ServerProcess, device: str) -> int:
+    """The newest pid the server logged for `device`'s worker."""
+    pids = re.findall(rf"worker {device} ready \(pid (\d+)\)", server.log)
+    assert pids, f"no worker pid for {device} in the server log"
+    return int(pids[-1])
