@@ -36,11 +36,17 @@ proto: regs ## Regenerate the gRPC stubs (same generator as regs)
 lint: $(STAMP) ## verilator --lint-only -Wall on every top, and ruff on the Python
 	$(PY) -m tools.lint
 
-demo: $(STAMP) ## Run the demo
+demo: $(STAMP) ## Run the demo: a server on loopback, 16 MiB through the simulated NPU's DMA
 	$(PY) -m tools.demo
 
-bench: $(STAMP) ## Print performance figures (see docs/performance.md)
+serve: $(STAMP) ## Serve simulated NPUs on 127.0.0.1:50051 (SERVE_ARGS="--devices 2 --target zg330")
+	$(VENV)/bin/npu-emu serve $(SERVE_ARGS)
+
+bench: $(STAMP) ## Print the performance figures (docs/performance.md keeps the table)
 	$(PY) bench/bench_dma.py
+	$(PY) bench/bench_server.py
+	$(PY) bench/bench_runtime.py
+	$(PY) bench/bench_host_ops.py --threads 1
 
 clean: ## Remove build products (keeps .venv)
 	rm -rf build .pytest_cache .hypothesis .ruff_cache

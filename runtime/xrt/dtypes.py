@@ -182,10 +182,14 @@ def _check_shape(shape: Sequence[int]) -> tuple[int, ...]:
     return dims
 
 
-def _check_layout(layout: str, ndim: int) -> str:
+def _check_layout(layout: object, ndim: int) -> str:
+    if not isinstance(layout, str):
+        raise XrtError(
+            ErrorCode.WRONG_TYPE, f"layout must be a string such as 'NHWC' or '*': {layout!r}"
+        )
     if layout == "*":
         return layout
-    if not isinstance(layout, str) or not layout.isalpha():
+    if not layout.isalpha():
         raise XrtError(
             ErrorCode.WRONG_TYPE, f"layout must be '*' or letters such as 'NHWC': {layout!r}"
         )
@@ -223,6 +227,8 @@ class TensorType:
     ) -> None:
         dt = DataType.parse(dtype)
         dims = _check_shape(shape)
+        if quant is not None and not isinstance(quant, QuantParams):
+            raise XrtError(ErrorCode.WRONG_TYPE, f"quant must be QuantParams or None: {quant!r}")
         object.__setattr__(self, "dtype", dt)
         object.__setattr__(self, "shape", dims)
         object.__setattr__(self, "layout", _check_layout(layout, len(dims)))
