@@ -118,6 +118,8 @@ class Session:
     Attributes:
         network_view: The operators the session runs (a view of the whole network when
             created from a `Network`).
+        inputs: Names of the values `forward` takes: the network's inputs (in their
+            declared order) when the view holds every operator, else the view's inputs.
         outputs: Names of the values `forward` returns: the network's outputs when the
             view holds every operator, else the view's outputs.
         backends: The backends, in the order given (unused ones included, not initialised).
@@ -137,11 +139,14 @@ class Session:
             for v in dict.fromkeys(op.inputs):
                 self._readers.setdefault(v, []).append(op.op_id)
         self._producer: dict[str, Operator] = {v: op for op in graph.ops for v in op.outputs}
-        # A view of every operator behaves as the network itself: its outputs are the
-        # network's (a view would also list values nothing reads).
+        # A view of every operator behaves as the network itself: its inputs and outputs
+        # are the network's (a view orders inputs by first use, omits unused ones, and
+        # lists values nothing reads as outputs).
         full = graph.op_ids == graph.network.op_ids
+        self.inputs: tuple[str, ...] = tuple(graph.network.inputs if full else graph.inputs)
         self.outputs: tuple[str, ...] = tuple(graph.network.outputs if full else graph.outputs)
         self._graph_outputs = frozenset(self.outputs)
+        self._values = graph.network.values  # every value's type (unused inputs too)
         # Prepared by apply():
         self._units: list[_Piece] = []
         self._position: dict[int, tuple[int, int]] = {}
@@ -452,7 +457,6 @@ class Session:
         }
 
     def _build_plan(self) -> None:
-        graph = self.network_view
         end = len(self._units) + 1
         step_of_op = {op_id: self._units[k].step for op_id, (k, _) in self._position.items()}
 
@@ -461,15 +465,15 @@ class Session:
                 return end
             return max([first, *(step_of_op[r] for r in self._readers.get(v, ()))])
 
-        lifetimes = [Lifetime(v, graph.values[v].bytes(), 0, last_use(v, 0)) for v in graph.inputs]
+        lifetimes = [Lifetime(v, self._values[v].bytes(), 0, last_use(v, 0)) for v in self.inputs]
         for u in self._units:
             lifetimes += [
-                Lifetime(v, graph.values[v].bytes(), u.step, last_use(v, u.step)) for v in u.outputs
+                Lifetime(v, self._values[v].bytes(), u.step, last_use(v, u.step)) for v in u.outputs
             ]
         plan = plan_memory(lifetimes, DEFAULT_ALIGNMENT)
         arena = self._host_region.malloc(plan.peak_bytes, True, DEFAULT_ALIGNMENT)
         self._slots = {
-            name: Tensor(graph.values[name], arena, p.offset) for name, p in plan.placements.items()
+            name: Tensor(self._values[name], arena, p.offset) for name, p in plan.placements.items()
         }
         dies: dict[int, list[str]] = {}
         for p in plan.placements.values():
@@ -588,7 +592,7 @@ class Session:
         self, inputs: Sequence[InputLike] | Mapping[str, InputLike]
     ) -> dict[str, InputLike]:
         graph = self.network_view
-        names = list(graph.inputs)
+        names = list(self.inputs)
         if isinstance(inputs, Mapping):
             unknown = [k for k in inputs if k not in names]
             missing = [n for n in names if n not in inputs]
@@ -612,7 +616,7 @@ class Session:
                 f"got {type(inputs).__name__}",
             )
         for n, x in feed.items():
-            want = graph.values[n]
+            want = self._values[n]
             if isinstance(x, Tensor):
                 dtype, shape = x.dtype.numpy, x.shape
                 if x.quant is not None and want.quant is not None and x.quant != want.quant:
@@ -654,7 +658,7 @@ class Session:
                 f"got {len(outputs)} output tensor(s)",
             )
         for name, t in zip(self.outputs, outputs, strict=True):
-            want = graph.values[name]
+            want = self._values[name]
             if not isinstance(t, Tensor):
                 raise XrtError(
                     ErrorCode.WRONG_TYPE, f"output {name!r}: not a Tensor: {type(t).__name__}"
@@ -696,7 +700,7 @@ class Session:
         if slot is not None:
             return slot
         run.temps.add(value)
-        return Tensor(self.network_view.values[value]).malloc_on(self._host_region)
+        return Tensor(self._values[value]).malloc_on(self._host_region)
 
     def _call(self, cb: Callback, which: str, piece: _Piece, tensors: list[Tensor]) -> None:
         try:
@@ -823,9 +827,8 @@ class Session:
         """Run the whole view once and return its outputs.
 
         Args:
-            inputs: One per input of the view (``network_view.inputs`` order, or a dict by
-                name): Tensors (any region; copied in) or numpy arrays of the exact dtype
-                and shape.
+            inputs: One per input (`inputs` order, or a dict by name): Tensors (any
+                region; copied in) or numpy arrays of the exact dtype and shape.
             outputs: Tensors with memory to write the outputs into (the manual's
                 ``forward(inputs, outputs)``); default: new tensors on the host.
 
@@ -845,6 +848,7 @@ class Session:
             self._run = None
             run = self._start(inputs)
             self._advance(run, self._last_position(), None)
+            self._run = run  # finished: step_to restarts from its inputs
             t1 = time.perf_counter()
             results: list[Tensor] = []
             for i, name in enumerate(self.outputs):
@@ -871,7 +875,8 @@ class Session:
         the end, when `inputs` are given and are not the very objects the current run
         started with, or when `op_id` has already run in the current run (going back
         restarts). `inputs` may be omitted to continue, or to restart with the inputs of
-        the previous run. `forward` ends any run in progress.
+        the previous run (of `forward` too). `forward` ends any run in progress; a call
+        that fails ends its run.
 
         Stepping to an operator inside a merged subgraph runs the subgraph's operators up
         to it as one smaller subgraph, and the rest later.
@@ -913,7 +918,11 @@ class Session:
                 self._run = run
             assert run is not None
             op = self.network_view.ops[self.network_view.op_ids.index(int(op_id))]
-            captured = self._advance(run, target, op)
+            try:
+                captured = self._advance(run, target, op)
+            except BaseException:
+                self._run = None  # a failed run cannot be continued
+                raise
             self._total_s = time.perf_counter() - t0
             return captured
 

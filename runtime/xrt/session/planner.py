@@ -127,14 +127,21 @@ class MemoryPlan:
         return bad
 
     def summary(self) -> str:
-        """One line: tensors, peak, total and lower bound, in MiB."""
-        mib = 1 << 20
+        """One line: tensors, arena size, lower bound and the sum of all sizes."""
         ratio = self.peak_bytes / self.total_bytes if self.total_bytes else 0.0
         return (
-            f"memory plan: {len(self.placements)} tensors, arena {self.peak_bytes / mib:.2f} MiB "
-            f"(lower bound {self.lower_bound_bytes / mib:.2f} MiB) vs "
-            f"{self.total_bytes / mib:.2f} MiB allocated separately ({ratio:.1%})"
+            f"memory plan: {len(self.placements)} tensors, arena {_human(self.peak_bytes)} "
+            f"(lower bound {_human(self.lower_bound_bytes)}) vs "
+            f"{_human(self.total_bytes)} allocated separately ({ratio:.1%})"
         )
+
+
+def _human(n: int) -> str:
+    if n < 1 << 10:
+        return f"{n} B"
+    if n < 1 << 20:
+        return f"{n / (1 << 10):.1f} KiB"
+    return f"{n / (1 << 20):.2f} MiB"
 
 
 def _aligned(n: int, alignment: int) -> int:
