@@ -1,0 +1,162 @@
+"""The ``xrt run`` command: as a real subprocess, and in-process through ``xrt.cli.main``."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from netutil import make_model, ort_run
+from onnx import helper
+from onnx_zoo import COMPOSITES
+
+from xrt.cli import main
+from xrt.network import Network
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _xrt(*args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m xrt.cli ...`` in a fresh interpreter (what the console script runs)."""
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    return subprocess.run(
+        [sys.executable, "-m", "xrt.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+        env=env,
+        check=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def classifier(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("model") / "small_cnn.onnx"
+    onnx.save(COMPOSITES["small_cnn"](), path)
+    return path
+
+
+def _top5(text: str) -> list[int]:
+    match = re.search(r"top-5: (.*)", text)
+    assert match, text
+    return [int(item.split(" ")[0]) for item in match.group(1).split(", ")]
+
+
+def test_run_prints_outputs_top5_and_profile(classifier: Path, tmp_path: Path) -> None:
+    x = np.random.default_rng(3).standard_normal((1, 3, 32, 32)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    proc = _xrt("run", str(classifier), "--input", str(tmp_path / "x.npy"), "--profile")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    (ref,) = ort_run(onnx.load(classifier), {"x": x})
+    assert f"from {tmp_path / 'x.npy'}" in out
+    assert re.search(r"output '\w+': FP32\[1, 10\]", out)
+    assert _top5(out) == list(np.argsort(-ref[0], kind="stable")[:5])
+    assert "time profile of network" in out and "Conv2d" in out and "HostBackend" in out
+    assert re.search(r"memory plan: \d+ tensors, arena", out)
+
+
+def test_run_reports_a_missing_model(tmp_path: Path) -> None:
+    proc = _xrt("run", str(tmp_path / "missing.onnx"))
+    assert proc.returncode == 2
+    assert "[11002]" in proc.stderr and "missing.onnx" in proc.stderr
+    assert proc.stdout == ""
+
+
+def test_run_in_process_random_inputs_are_seeded(
+    classifier: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["run", str(classifier), "--seed", "7"]) == 0
+    first = capsys.readouterr().out
+    assert main(["run", str(classifier), "--seed", "7"]) == 0
+    assert capsys.readouterr().out.split("forward:")[0] == first.split("forward:")[0]
+    assert "random (seed 7)" in first
+    x = np.random.default_rng(7).standard_normal((1, 3, 32, 32)).astype(np.float32)
+    (ref,) = ort_run(onnx.load(classifier), {"x": x})
+    assert _top5(first) == list(np.argsort(-ref[0], kind="stable")[:5])
+
+
+def test_run_quantized_and_network_files(
+    classifier: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["run", str(classifier), "--quantize", "--calib", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "network 'test_int8'" in out and "top-5" in out
+    net = Network.from_onnx(classifier)
+    net.save(tmp_path / "net.json")
+    assert main(["run", str(tmp_path / "net.json"), "--values", "3"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"values: \[[^,\]]+, [^,\]]+, [^,\]]+ \.\.\. \(10 values\)\]", out)
+
+
+def test_run_named_inputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    model = make_model(
+        [helper.make_node("Concat", ["a", "b"], ["y"], axis=0)], {"a": [2, 2], "b": [2, 2]}, ["y"]
+    )
+    onnx.save(model, tmp_path / "cat.onnx")
+    np.save(tmp_path / "a.npy", np.full((2, 2), 5, np.float32))
+    np.save(tmp_path / "b.npy", np.full((2, 2), 2, np.float32))
+    b_arg, a_arg = f"b={tmp_path / 'b.npy'}", f"a={tmp_path / 'a.npy'}"
+    assert main(["run", str(tmp_path / "cat.onnx"), "--input", b_arg, "--input", a_arg]) == 0
+    out = capsys.readouterr().out
+    assert "output 'y': FP32[4, 2]" in out
+    assert "values: [5, 5, 5, 5, 2, 2, 2, 2]" in out and "top-5" not in out
+
+
+@pytest.mark.parametrize(
+    ("make_args", "code"),
+    [
+        (lambda d, m: ["run", str(m), "--input", str(d / "nope.npy")], "[11002]"),
+        (lambda d, m: ["run", str(m), "--input", str(d / "bad.npy")], "[11011]"),
+        (lambda d, m: ["run", str(d / "bad.onnx")], "[11011]"),
+        (lambda d, m: ["run", str(m), "--input", str(d / "f64.npy")], "[11010]"),
+        (lambda d, m: ["run", str(m), "--input", str(d / "shape.npy")], "[11003]"),
+        (
+            lambda d, m: ["run", str(m), "--input", str(d / "x.npy"), "--input", str(d / "x.npy")],
+            "[11003]",
+        ),
+        (lambda d, m: ["run", str(m), "--input", f"y={d / 'x.npy'}"], "[11003]"),
+        (lambda d, m: ["run", str(m), "--backends", "gpu"], "[11010]"),
+        (lambda d, m: ["run", str(m), "--backends", ","], "[11003]"),
+        (lambda d, m: ["run", str(m), "--device", "nosuch://x"], "[11010]"),
+        (lambda d, m: ["run", str(m), "--quantize", "--calib", "0"], "[11003]"),
+    ],
+)
+def test_run_bad_input_exits_2_with_the_error_code(
+    make_args,  # type: ignore[no-untyped-def]
+    code: str,
+    classifier: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    np.save(tmp_path / "x.npy", np.zeros((1, 3, 32, 32), np.float32))
+    np.save(tmp_path / "f64.npy", np.zeros((1, 3, 32, 32)))
+    np.save(tmp_path / "shape.npy", np.zeros((1, 3, 16, 16), np.float32))
+    (tmp_path / "bad.npy").write_bytes(b"\x93NUMPY garbage")
+    (tmp_path / "bad.onnx").write_bytes(b"\x08\x07not a model at all\xff\xff")
+    assert main(make_args(tmp_path, classifier)) == 2
+    captured = capsys.readouterr()
+    assert code in captured.err and captured.err.startswith("xrt run: error")
+    assert captured.out == ""
+
+
+def test_usage_errors_and_help(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    assert main(["run"]) == 2
+    assert main(["frobnicate"]) == 2
+    assert main(["--help"]) == 0
+    assert "run" in capsys.readouterr().out
+
+
+def test_runtime_packages_do_not_import_onnx() -> None:
+    code = (
+        "import sys, xrt.backend, xrt.session, xrt.cli; "
+        "assert 'onnx' not in sys.modules and 'onnxruntime' not in sys.modules"
+    )
+    assert subprocess.run([sys.executable, "-c", code], cwd=REPO, check=False).returncode == 0
