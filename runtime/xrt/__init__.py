@@ -9,12 +9,16 @@ The data model lives in the submodules and is re-exported here:
   `RegPoll`), `RegBatch` and named access (`RegisterFile`, `RegisterView`, `FieldView`);
 - `xrt.device`: `Device`, `DeviceURL`, `HostDevice`, `register_device`;
 - `xrt.tensor`: `Tensor`, `HwLayout`, `ChannelTiled`;
-- `xrt.dtypes`, `xrt.errors`: `DataType`, `QuantParams`, `TensorType`, `XrtError`, `ErrorCode`.
+- `xrt.dtypes`, `xrt.errors`: `DataType`, `QuantParams`, `TensorType`, `XrtError`, `ErrorCode`;
+- `xrt.devices`: the NPU device classes `NpuDevice`, `BuyiDevice`, `Zg330Device` and the
+  ``grpc://`` (emulator) and ``axi://`` (board) URL schemes, over `xrt.transport`
+  (`NpuTransport`; gRPC is imported only when a ``grpc://`` URL is opened).
 
 ``docs/api-mapping.md`` maps the manual's names to these.
 """
 
 from xrt.device import Device, DeviceURL, HostDevice, register_device, registered_devices
+from xrt.devices import BuyiDevice, DmaMemRegion, NpuDevice, Zg330Device
 from xrt.dtypes import DataType, QuantParams, TensorType
 from xrt.errors import ErrorCode, XrtError
 from xrt.memory import HostMemRegion, MemChunk, MemManager, MemRegion
@@ -31,12 +35,15 @@ from xrt.registers import (
     RegWrite,
 )
 from xrt.tensor import ChannelTiled, HwLayout, Tensor
+from xrt.transport import NpuTransport
 
 __all__ = [
+    "BuyiDevice",
     "ChannelTiled",
     "DataType",
     "Device",
     "DeviceURL",
+    "DmaMemRegion",
     "ErrorCode",
     "FieldView",
     "HostDevice",
@@ -46,6 +53,8 @@ __all__ = [
     "MemManager",
     "MemPtr",
     "MemRegion",
+    "NpuDevice",
+    "NpuTransport",
     "PtrKind",
     "QuantParams",
     "RegBatch",
@@ -59,6 +68,7 @@ __all__ = [
     "Tensor",
     "TensorType",
     "XrtError",
+    "Zg330Device",
     "register_device",
     "registered_devices",
 ]

@@ -1,0 +1,106 @@
+"""NPU device classes and the URL schemes that open them.
+
+- ``grpc://HOST:PORT[/DEVICE]``: the emulator (`xrt.transport.grpc.GrpcTransport`);
+- ``axi://BOARD?npu=...&dma=...&target=...&file=...``: a board through ``/dev/mem`` or a
+  file laid out like it (`xrt.transport.mmap.MmapTransport`).
+
+Both build a `BuyiDevice` or a `Zg330Device` for the target the transport reports
+(`open_device`). Device parameters common to both schemes: ``bounce=BYTES`` (the DMA
+bounce buffer in ``udma``), ``double_buffer=0|1``, ``probe=0|1`` (check the ID registers at
+open). An unknown parameter is an error (11010), so a typo is not silently ignored.
+
+Importing this package registers the schemes; grpc is imported only when a ``grpc://`` URL
+is opened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from xrt.device import DeviceURL, register_device
+from xrt.devices.dma_region import DMA_ERRORS, DmaEngine, DmaMemRegion
+from xrt.devices.npu import (
+    DEFAULT_BOUNCE_BYTES,
+    DEVICE_URL_PARAMS,
+    BuyiDevice,
+    NpuDevice,
+    Zg330Device,
+    device_class,
+)
+from xrt.errors import ErrorCode, XrtError
+from xrt.transport import NpuTransport
+
+__all__ = [
+    "DEFAULT_BOUNCE_BYTES",
+    "DMA_ERRORS",
+    "BuyiDevice",
+    "DmaEngine",
+    "DmaMemRegion",
+    "NpuDevice",
+    "Zg330Device",
+    "device_class",
+    "open_axi",
+    "open_device",
+    "open_grpc",
+]
+
+
+def _check_params(url: DeviceURL, known: Iterable[str]) -> None:
+    names = sorted(known)
+    unknown = [k for k in url.params if k not in names]
+    if unknown:
+        raise XrtError(
+            ErrorCode.WRONG_TYPE,
+            f"device URL {url.raw!r}: unknown parameter(s) {', '.join(unknown)} "
+            f"(known: {', '.join(names)})",
+        )
+
+
+def _flag(url: DeviceURL, name: str, default: bool) -> bool:
+    value = url.get_int(name, int(default))
+    if value not in (0, 1):
+        raise XrtError(
+            ErrorCode.WRONG_TYPE, f"device URL {url.raw!r}: {name}={value} must be 0 or 1"
+        )
+    return bool(value)
+
+
+def open_device(transport: NpuTransport, url: DeviceURL | None = None) -> NpuDevice:
+    """Build the device class of the transport's target over it (`BuyiDevice`,
+    `Zg330Device`), with the device parameters of `url`. The device owns the transport;
+    on failure the transport is closed.
+
+    Raises:
+        XrtError: 11010 for an unknown target or bad parameters; what the class raises.
+    """
+    try:
+        cls = device_class(transport.info.target)
+        kwargs: dict[str, object] = {}
+        if url is not None:
+            bounce = url.get_int("bounce")
+            if bounce is not None:
+                kwargs["bounce_bytes"] = bounce
+            kwargs["double_buffer"] = _flag(url, "double_buffer", True)
+            kwargs["probe"] = _flag(url, "probe", True)
+    except BaseException:
+        transport.close()
+        raise
+    return cls(transport, url, **kwargs)  # type: ignore[arg-type]
+
+
+@register_device("grpc://")
+def open_grpc(url: DeviceURL) -> NpuDevice:
+    """Factory of ``grpc://`` URLs: lease a device of an ``npu-emu serve`` server."""
+    from xrt.transport.grpc import URL_PARAMS, GrpcTransport
+
+    _check_params(url, (*URL_PARAMS, *DEVICE_URL_PARAMS))
+    return open_device(GrpcTransport.from_url(url), url)
+
+
+@register_device("axi://")
+def open_axi(url: DeviceURL) -> NpuDevice:
+    """Factory of ``axi://`` URLs: map a board's NPU through ``/dev/mem`` (or a file)."""
+    from xrt.transport.mmap import URL_PARAMS, MmapTransport
+
+    _check_params(url, (*URL_PARAMS, *DEVICE_URL_PARAMS))
+    return open_device(MmapTransport.from_url(url), url)

@@ -1,0 +1,246 @@
+"""The NPU as a `Device`: `BuyiDevice` and `Zg330Device`, built on any `NpuTransport`.
+
+Regions (docs/hardware.md has the memory map):
+
+=========  ==============  ==============================================================
+name       kind            what
+=========  ==============  ==============================================================
+``npu``    RegRegion       the NPU's CSR block, generated map attached (default RegRegion)
+``dma``    RegRegion       the DMA engine's CSR block, generated map attached
+``udma``   MemRegion       host-visible DMA window: the CPU reads and writes it directly
+``plddr``  MemRegion       device DDR, default MemRegion: bytes move by DMA (`DmaMemRegion`)
+``ocm``    MemRegion       on-chip memory, ZG330 only, by DMA like ``plddr``
+=========  ==============  ==============================================================
+
+At open the device reads the ``npu`` and ``dma`` MAGIC registers and ``NPU.TARGET`` (one
+batch per block) and refuses a device that is not the NPU it expects (11014). It reserves
+the DMA bounce buffer at the top of ``udma`` (`DEFAULT_BOUNCE_BYTES`, or the URL's
+``bounce=``): that chunk shows in ``udma``'s memory manager, and the rest of ``udma`` is
+free for the caller.
+
+The classes know nothing of the transport: ``grpc://`` (the emulator) and ``axi://`` (a
+board through ``/dev/mem``) build the same ones (`xrt.devices.open_device`).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from xrt._checks import as_seconds
+from xrt._generated.regmap_dma import DMA
+from xrt._generated.regmap_npu import NPU
+from xrt.device import Device, DeviceURL
+from xrt.devices.dma_region import DmaEngine, DmaMemRegion
+from xrt.errors import ErrorCode, XrtError
+from xrt.hwconfig import target as target_config
+from xrt.memptr import MemPtr
+from xrt.registers import RegRead, RegRegion
+from xrt.transport import HostRegion, NpuTransport
+
+__all__ = [
+    "DEFAULT_BOUNCE_BYTES",
+    "DEVICE_URL_PARAMS",
+    "BuyiDevice",
+    "NpuDevice",
+    "Zg330Device",
+    "device_class",
+]
+
+DEFAULT_BOUNCE_BYTES = 8 << 20
+"""Bytes of ``udma`` reserved for staging DMA transfers (two halves when double-buffered)."""
+
+DEVICE_URL_PARAMS = ("bounce", "double_buffer", "probe")
+"""URL parameters the device classes read (the transports read their own)."""
+
+_BOUNCE_ALIGN = 4096
+
+
+class NpuDevice(Device):
+    """An NPU reached through a transport (see the module docstring).
+
+    Args:
+        transport: An open transport; the device owns it from now on (closing the device
+            closes it, and so does a failure here).
+        url: The URL the device was opened with, if any.
+        bounce_bytes: Bytes of ``udma`` reserved for the DMA bounce buffer.
+        double_buffer: Overlap host copies with DMA transfers in staged reads and writes.
+        probe: Check the MAGIC and TARGET registers at open.
+
+    Raises:
+        XrtError: 11014 when the probe finds no NPU (or another target), 11003 for a bounce
+            buffer that does not fit ``udma``.
+    """
+
+    TARGET: ClassVar[str] = ""
+    """The target a subclass is for (``"buyi"``, ``"zg330"``); empty: any."""
+
+    def __init__(
+        self,
+        transport: NpuTransport,
+        url: DeviceURL | str | None = None,
+        *,
+        bounce_bytes: int = DEFAULT_BOUNCE_BYTES,
+        double_buffer: bool = True,
+        probe: bool = True,
+    ) -> None:
+        super().__init__(url)
+        self._transport = transport
+        try:
+            self._build(bounce_bytes, double_buffer, probe)
+        except BaseException:
+            self.close()
+            raise
+
+    def _build(self, bounce_bytes: int, double_buffer: bool, probe: bool) -> None:
+        t = self._transport
+        info = t.info
+        if self.TARGET and info.target != self.TARGET:
+            raise XrtError(
+                ErrorCode.DEVICE_INTERNAL,
+                f"{type(self).__name__} is for {self.TARGET}, but {info.name} is {info.target}",
+            )
+        npu = t.reg_region("npu", NPU)
+        dma = t.reg_region("dma", DMA)
+        self.add_region(npu, default=True)
+        self.add_region(dma)
+        if probe:
+            self._probe(npu, dma)
+        udma = t.host_region("udma")
+        self.add_region(udma)
+        if not isinstance(bounce_bytes, int) or isinstance(bounce_bytes, bool):
+            raise XrtError(ErrorCode.WRONG_TYPE, f"bounce must be an int: {bounce_bytes!r}")
+        n = bounce_bytes // _BOUNCE_ALIGN * _BOUNCE_ALIGN
+        if not _BOUNCE_ALIGN <= n <= udma.size // 2:
+            raise XrtError(
+                ErrorCode.OUT_OF_RANGE,
+                f"bounce buffer of {bounce_bytes} B: between {_BOUNCE_ALIGN} B and half of "
+                f"udma ({udma.size // 2} B), please",
+            )
+        bounce = udma.malloc(MemPtr(udma.end - n), n, None, False)
+        self._engine = DmaEngine(
+            dma, t, bounce, bus_bytes=info.dma_bus_bytes, double_buffer=double_buffer
+        )
+        self._engine.attach(udma)
+        udma.copy_engine = self._engine
+        for m in info.memories.values():
+            if not m.host_visible:
+                region = DmaMemRegion(m.name, m.base, m.size, self._engine)
+                self.add_region(region, default=m.name == "plddr")
+
+    def _probe(self, npu: RegRegion, dma: RegRegion) -> None:
+        npu_magic, target = npu.execute(
+            [RegRead(npu.regs.MAGIC.address), RegRead(npu.regs.TARGET.address)]
+        )
+        (dma_magic,) = dma.execute([RegRead(dma.regs.MAGIC.address)])
+        want_target = target_config(self._transport.info.target).id
+        problems = []
+        if npu_magic != NPU.register("MAGIC").reset:
+            problems.append(f"npu MAGIC at {npu.base:#x} reads {npu_magic:#x}")
+        if dma_magic != DMA.register("MAGIC").reset:
+            problems.append(f"dma MAGIC at {dma.base:#x} reads {dma_magic:#x}")
+        got_target = NPU.register("TARGET").field("ID").extract(target or 0)
+        if not problems and got_target != want_target:
+            problems.append(f"NPU_TARGET.ID is {got_target}, expected {want_target}")
+        if problems:
+            raise XrtError(
+                ErrorCode.DEVICE_INTERNAL,
+                f"no {self._transport.info.target} NPU at {self._transport.info.name}: "
+                + "; ".join(problems),
+            )
+
+    # -- what it is ------------------------------------------------------------------------
+
+    @property
+    def transport(self) -> NpuTransport:
+        """The transport under the device."""
+        return self._transport
+
+    @property
+    def target(self) -> str:
+        """``"buyi"`` or ``"zg330"``."""
+        return self._transport.info.target
+
+    @property
+    def name(self) -> str:
+        """The device's name (``"npu0"`` on the emulator)."""
+        return self._transport.info.name
+
+    @property
+    def dma_engine(self) -> DmaEngine:
+        """The DMA engine the DMA-only regions use (bounce buffer, transfer count)."""
+        self._check_open()
+        return self._engine
+
+    @property
+    def cycles(self) -> int | None:
+        """Simulated cycles at the transport's last response (None on real hardware)."""
+        return self._transport.cycles
+
+    @property
+    def udma(self) -> HostRegion:
+        """The host-visible region."""
+        region = self.get_mem_region("udma")
+        assert isinstance(region, HostRegion)
+        return region
+
+    # -- interrupts and reset --------------------------------------------------------------
+
+    @property
+    def has_irq(self) -> bool:
+        return self._transport.has_irq
+
+    def wait_irq(self, timeout_s: float, max_cycles: int | None = None) -> bool:
+        """Wait for the NPU's interrupt line; True if it is high, False on timeout.
+
+        Args:
+            timeout_s: Wall-clock seconds (0: just look).
+            max_cycles: Simulated cycles at most (emulator only).
+
+        Raises:
+            XrtError: 11003 for a negative timeout, 11012 on a closed device.
+        """
+        t = as_seconds(timeout_s, "timeout_s")
+        self._check_open()
+        return self._transport.wait_irq(t, max_cycles)
+
+    def reset(self) -> None:
+        """Pulse the device's reset: registers return to their reset values, memories keep
+        their contents (as DDR does). Raises 11012 where the transport cannot (``axi://``)."""
+        self._check_open()
+        self._transport.reset()
+
+    def _close(self) -> None:
+        self._transport.close()
+
+    def __repr__(self) -> str:
+        state = " closed" if self._closed else ""
+        return f"<{type(self).__name__} {self._transport.info.name} via {self._transport!r}{state}>"
+
+
+class BuyiDevice(NpuDevice):
+    """Buyi: NPU and DMA; every tensor lives in external memory (``udma``, ``plddr``)."""
+
+    TARGET = "buyi"
+
+
+class Zg330Device(NpuDevice):
+    """ZG330: Buyi plus on-chip memory (``ocm``) that tensors may live in."""
+
+    TARGET = "zg330"
+
+
+_CLASSES: dict[str, type[NpuDevice]] = {"buyi": BuyiDevice, "zg330": Zg330Device}
+
+
+def device_class(target: str) -> type[NpuDevice]:
+    """The device class of `target`.
+
+    Raises:
+        XrtError: 11010 for an unknown target.
+    """
+    try:
+        return _CLASSES[target]
+    except KeyError:
+        raise XrtError(
+            ErrorCode.WRONG_TYPE, f"no device class for target {target!r} (known: buyi, zg330)"
+        ) from None

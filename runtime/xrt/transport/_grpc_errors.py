@@ -1,0 +1,98 @@
+"""The one place where gRPC outcomes become `XrtError`s.
+
+Every call `xrt.transport.grpc` makes goes through `rpc_error` when it fails; register
+results and interrupt waits go through `register_status_error`. The table is documented in
+``docs/runtime-transports.md``; keep the two in step.
+"""
+
+from __future__ import annotations
+
+import grpc
+
+from xrt._proto.npuemu.v1 import device_pb2 as pb
+from xrt.errors import ErrorCode, XrtError
+
+__all__ = ["STATUS_TABLE", "register_status_error", "rpc_error"]
+
+_UNREACHABLE = (
+    "the server is unreachable, or the device's simulation worker is restarting: retry shortly"
+)
+
+STATUS_TABLE: dict[grpc.StatusCode, tuple[ErrorCode, str]] = {
+    # The request itself was malformed or out of range (the runtime checks first, so these
+    # mean a server with a different memory map or a bug).
+    grpc.StatusCode.INVALID_ARGUMENT: (ErrorCode.OUT_OF_RANGE, ""),
+    grpc.StatusCode.OUT_OF_RANGE: (ErrorCode.OUT_OF_RANGE, ""),
+    # A device name the server does not have (the URL's path).
+    grpc.StatusCode.NOT_FOUND: (ErrorCode.FILE_NOT_FOUND, ""),
+    # Lease state: the device is held by someone else, no free device, no lease.
+    grpc.StatusCode.FAILED_PRECONDITION: (ErrorCode.WRONG_ORDER, ""),
+    # The lease ended under us (closed, expired, the server restarted the device).
+    grpc.StatusCode.ABORTED: (ErrorCode.WRONG_ORDER, "open the device again"),
+    grpc.StatusCode.UNAUTHENTICATED: (
+        ErrorCode.DEVICE_INTERNAL,
+        "give the server's token as ?token=... in the URL or in NPU_EMU_TOKEN",
+    ),
+    grpc.StatusCode.PERMISSION_DENIED: (ErrorCode.DEVICE_INTERNAL, ""),
+    grpc.StatusCode.UNAVAILABLE: (ErrorCode.DEVICE_INTERNAL, _UNREACHABLE),
+    grpc.StatusCode.DEADLINE_EXCEEDED: (ErrorCode.TIMEOUT, ""),
+    grpc.StatusCode.RESOURCE_EXHAUSTED: (ErrorCode.DEVICE_INTERNAL, ""),
+    grpc.StatusCode.CANCELLED: (ErrorCode.DEVICE_INTERNAL, ""),
+    grpc.StatusCode.UNIMPLEMENTED: (
+        ErrorCode.DEVICE_INTERNAL,
+        "the server does not know this call: its protocol is older than this runtime's",
+    ),
+    grpc.StatusCode.INTERNAL: (ErrorCode.DEVICE_INTERNAL, ""),
+    grpc.StatusCode.UNKNOWN: (ErrorCode.DEVICE_INTERNAL, ""),
+    grpc.StatusCode.DATA_LOSS: (ErrorCode.DEVICE_INTERNAL, ""),
+}
+"""gRPC status -> (XrtError code, hint appended to the server's message)."""
+
+
+def rpc_error(exc: grpc.RpcError, what: str, *, bus_access: bool = False) -> XrtError:
+    """The `XrtError` for a failed call.
+
+    Args:
+        exc: What grpc raised (a `grpc.RpcError`, which is also a `grpc.Call`).
+        what: The operation, for the message (``"read of register 0x80000000 on ..."``).
+        bus_access: True for ReadRegister/WriteRegister: the runtime has already checked
+            alignment and range, so INVALID_ARGUMENT can only mean that the register block
+            answered SLVERR/DECERR, a device error (11014) as in a batch.
+    """
+    code_fn = getattr(exc, "code", None)
+    status = code_fn() if callable(code_fn) else grpc.StatusCode.UNKNOWN
+    details_fn = getattr(exc, "details", None)
+    details = (details_fn() if callable(details_fn) else None) or str(exc) or "no details"
+    if bus_access and status == grpc.StatusCode.INVALID_ARGUMENT:
+        xcode, hint = ErrorCode.DEVICE_INTERNAL, ""
+    else:
+        xcode, hint = STATUS_TABLE.get(status, (ErrorCode.DEVICE_INTERNAL, ""))
+    name = status.name if isinstance(status, grpc.StatusCode) else str(status)
+    message = f"{what}: {details} [{name}]"
+    if hint:
+        message += f"; {hint}"
+    return XrtError(xcode, message)
+
+
+def register_status_error(
+    status: int, *, index: int, op: str, address: int, value: int, region: str, extra: str = ""
+) -> XrtError:
+    """The `XrtError` for a register op of a batch that did not end OK.
+
+    SLVERR/DECERR (the block refused the access, or nothing decodes the address) are device
+    errors (11014); POLL_TIMEOUT is a timeout (11015), as `RegRegion.poll` promises.
+    """
+    where = f"{op} (op {index}) of register {address:#x} in region {region!r}"
+    if status == pb.REGISTER_STATUS_POLL_TIMEOUT:
+        return XrtError(ErrorCode.TIMEOUT, f"{where} gave up{extra}; last value {value:#x}")
+    if status == pb.REGISTER_STATUS_SLVERR:
+        return XrtError(
+            ErrorCode.DEVICE_INTERNAL,
+            f"{where} answered SLVERR: no register at that offset, or its access type "
+            f"refuses a {op}",
+        )
+    if status == pb.REGISTER_STATUS_DECERR:
+        return XrtError(
+            ErrorCode.DEVICE_INTERNAL, f"{where} answered DECERR: nothing decodes that address"
+        )
+    return XrtError(ErrorCode.DEVICE_INTERNAL, f"{where}: the server answered status {status}")
