@@ -21,6 +21,7 @@ malformed: 11003/11010; corrupt: 11011); 1 when running fails (11012..11015).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -32,6 +33,7 @@ from xrt.device import Device, HostDevice
 from xrt.dtypes import DataType, TensorType
 from xrt.errors import ErrorCode, XrtError
 from xrt.network import Network
+from xrt.session import Session
 
 __all__ = ["main"]
 
@@ -153,8 +155,9 @@ def _inputs(net: Network, specs: list[str], seed: int) -> tuple[dict[str, np.nda
     return feed, [where[n] for n in names]
 
 
-def _devices(types: list[type[Backend]], url: str | None) -> list[Device | None]:
-    device = Device.open(url) if url else None
+def _devices(types: list[type[Backend]], device: Device | None) -> list[Device | None]:
+    """The device of each backend: `device` for NPU backends; host backends take it only
+    when it is a host device (``host://?capacity=...``), else the default host device."""
     out: list[Device | None] = []
     for t in types:
         if t.is_host:
@@ -182,8 +185,6 @@ def _print_output(name: str, arr: np.ndarray, t: TensorType, n_values: int) -> N
 
 
 def _run(args: argparse.Namespace) -> int:
-    from xrt.session import Session
-
     net = _load_network(args.model)
     if args.quantize:
         from xrt.quant import calibrate, quantize_network
@@ -197,7 +198,24 @@ def _run(args: argparse.Namespace) -> int:
         raise XrtError(ErrorCode.OUT_OF_RANGE, "--backends names no backend")
     types = [get_backend_type(n) for n in names]
     feed, sources = _inputs(net, args.input, args.seed)
-    sess = Session.create(types, net, _devices(types, args.device))
+    device = Device.open(args.device) if args.device else None
+    try:
+        return _forward(args, net, names, types, device, feed, sources)
+    finally:
+        if device is not None:
+            device.close()
+
+
+def _forward(
+    args: argparse.Namespace,
+    net: Network,
+    names: list[str],
+    types: list[type[Backend]],
+    device: Device | None,
+    feed: dict[str, np.ndarray],
+    sources: list[str],
+) -> int:
+    sess = Session.create(types, net, _devices(types, device))
     with sess:
         sess.apply()
         sess.enable_time_profile(args.profile)
@@ -231,6 +249,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except XrtError as exc:
         print(f"xrt {args.command}: error {exc}", file=sys.stderr)
         return 2 if exc.code in _INPUT_ERRORS else 1
+    except BrokenPipeError:
+        # The reader went away (``xrt run ... | head``); as the Python docs advise, point
+        # stdout at devnull so that the interpreter's final flush does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     return 2  # pragma: no cover - argparse requires a known command
 
 

@@ -115,6 +115,7 @@ def test_run_named_inputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
         (lambda d, m: ["run", str(m), "--input", str(d / "nope.npy")], "[11002]"),
         (lambda d, m: ["run", str(m), "--input", str(d / "bad.npy")], "[11011]"),
         (lambda d, m: ["run", str(d / "bad.onnx")], "[11011]"),
+        (lambda d, m: ["run", str(d / "bad.json")], "[11011]"),
         (lambda d, m: ["run", str(m), "--input", str(d / "f64.npy")], "[11010]"),
         (lambda d, m: ["run", str(m), "--input", str(d / "shape.npy")], "[11003]"),
         (
@@ -140,6 +141,7 @@ def test_run_bad_input_exits_2_with_the_error_code(
     np.save(tmp_path / "shape.npy", np.zeros((1, 3, 16, 16), np.float32))
     (tmp_path / "bad.npy").write_bytes(b"\x93NUMPY garbage")
     (tmp_path / "bad.onnx").write_bytes(b"\x08\x07not a model at all\xff\xff")
+    (tmp_path / "bad.json").write_text('{"format": "xrt-network", "version": 1}')
     assert main(make_args(tmp_path, classifier)) == 2
     captured = capsys.readouterr()
     assert code in captured.err and captured.err.startswith("xrt run: error")

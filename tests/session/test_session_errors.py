@@ -189,6 +189,14 @@ def test_create_with_backends_checks_the_bindings() -> None:
     assert _code(Session.create_with_backends, net, []).code == ErrorCode.WRONG_TYPE
 
 
+def test_an_npu_program_bound_to_the_host_fails_at_apply() -> None:
+    sess = Session.create([HostBackend], manual_network())  # binds: the host has HardOp
+    assert sess.backend_bindings()[3].is_type(HostBackend)
+    err = _code(sess.apply)
+    assert err.code == ErrorCode.BACKEND_INTERNAL and "op 3 (HardOp" in err.message
+    assert _code(sess.forward, [np.zeros((1, 3, 8, 8), np.float32)]).code == (ErrorCode.WRONG_ORDER)
+
+
 def test_unknown_op_ids_for_views_and_steps() -> None:
     net = manual_network()
     assert _code(net.view, [1, 9]).code == ErrorCode.OUT_OF_RANGE
