@@ -88,14 +88,18 @@ class BindContext:
     backend that produces it).
 
     Args:
-        graph: The network or view being bound.
+        graph: The network or view being bound; None when a backend is asked outside a
+            session before it is bound (`Backend.is_op_supported` without a context).
         bindings: Op id -> backend, for the operators bound so far.
     """
 
-    def __init__(self, graph: Network | NetworkView, bindings: Mapping[int, Backend]) -> None:
+    def __init__(
+        self, graph: Network | NetworkView | None, bindings: Mapping[int, Backend]
+    ) -> None:
         self.graph = graph
         self._bindings = bindings
-        self._producer = {v: op for op in graph.ops for v in op.outputs}
+        ops = graph.ops if graph is not None else ()
+        self._producer = {v: op for op in ops for v in op.outputs}
 
     def backend_of(self, op_id: int) -> Backend | None:
         """The backend op `op_id` is bound to, or None (not bound yet)."""
@@ -342,8 +346,8 @@ class Backend:
 
         Args:
             op: The operator.
-            ctx: Bindings so far; default: a context over this backend's view (or a
-                one-operator graph) with nothing bound.
+            ctx: Bindings so far; default: a context over this backend's view (None
+                before `init`) with nothing bound.
 
         Raises:
             XrtError: 11013 naming the operator when the constraint raises or returns
@@ -355,7 +359,7 @@ class Backend:
         if entry.constraint is None:
             return True
         if ctx is None:
-            ctx = BindContext(self.network_view or _OneOp(op), {})
+            ctx = BindContext(self.network_view, {})
         try:
             ok = entry.constraint(op, self, ctx)
         except XrtError:
@@ -702,13 +706,6 @@ class Backend:
             return f"<{type(self).__name__} (not initialised)>"
         state = "applied" if self._applied else "initialised"
         return f"<{type(self).__name__} ops={self.network_view.op_ids} {state}>"
-
-
-class _OneOp:
-    """A stand-in graph of one operator, for `Backend.is_op_supported` without a view."""
-
-    def __init__(self, op: Operator) -> None:
-        self.ops = (op,)
 
 
 def read_array(tensor: Tensor) -> np.ndarray:
