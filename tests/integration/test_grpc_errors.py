@@ -245,3 +245,25 @@ def test_bad_urls(buyi_url: str) -> None:
     # None of the failed opens kept a lease.
     with Device.open(f"{buyi_url}/npu0"), Device.open(f"{buyi_url}/npu1"):
         pass
+
+
+def test_a_dropped_device_releases_its_lease(buyi_url: str, open_buyi: Callable) -> None:
+    """A device nobody closed: when it is garbage, its transport's finalizer ends the
+    HoldLease stream and the server frees the device."""
+    import gc
+
+    dev = Device.open(f"{buyi_url}/npu1")
+    t = dev.transport  # type: ignore[attr-defined]
+    assert t.lease_alive
+    del dev, t
+    gc.collect()
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            again = open_buyi(device="npu1")
+            break
+        except XrtError as exc:
+            assert exc.code == ErrorCode.WRONG_ORDER
+            assert time.monotonic() < deadline, "a dropped device kept its lease"
+            time.sleep(0.05)
+    assert again.name == "npu1"

@@ -128,6 +128,7 @@ class _Hold:
 
     def __init__(self) -> None:
         self.beats = 0
+        self.ended = False  # the server closed the stream: the lease is over
         self.error: grpc.RpcError | None = None
         self.first = threading.Event()
         self.call: Any = None
@@ -138,6 +139,7 @@ class _Hold:
             for _ in self.call:
                 self.beats += 1
                 self.first.set()
+            self.ended = True
         except grpc.RpcError as exc:
             if exc.code() != grpc.StatusCode.CANCELLED:
                 self.error = exc
@@ -373,8 +375,9 @@ class GrpcTransport(NpuTransport):
 
     @property
     def lease_alive(self) -> bool:
-        """False once the HoldLease stream has ended with an error (lease lost)."""
-        return self._hold.error is None and not self._closed
+        """False once the HoldLease stream has ended (the lease is over) or the transport
+        is closed."""
+        return self._hold.error is None and not self._hold.ended and not self._closed
 
     def __repr__(self) -> str:
         name = getattr(getattr(self, "info", None), "name", "?")
