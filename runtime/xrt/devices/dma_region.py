@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import threading
+import weakref
 from collections.abc import Callable
 
 from xrt._generated.regmap_dma import DMA
@@ -96,7 +97,7 @@ class DmaEngine:
         self._bus = bus_bytes
         self.double_buffer = double_buffer
         self._lock = threading.RLock()
-        self._regions: list[MemRegion] = []
+        self._regions: weakref.WeakSet[MemRegion] = weakref.WeakSet()
         self.transfers = 0
         """Transfers programmed so far (for tests and benches)."""
 
@@ -112,11 +113,11 @@ class DmaEngine:
 
     def attach(self, region: MemRegion) -> None:
         """Let the engine copy to and from `region` directly (its memories)."""
-        self._regions.append(region)
+        self._regions.add(region)
 
     def reaches(self, region: MemRegion) -> bool:
         """True when `region` is one of the engine's memories."""
-        return any(r is region for r in self._regions)
+        return region in self._regions
 
     # -- one transfer ----------------------------------------------------------------------
 

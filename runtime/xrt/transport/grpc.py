@@ -79,6 +79,7 @@ MAX_BATCH_OPS = 4096  # register ops per RegisterBatch (the server's limit)
 MAX_WAIT_MS = 600_000  # longest WaitInterrupt the server accepts
 MAX_POLL_CYCLES = 1 << 40
 RPC_SLACK_S = 120.0  # added to every deadline: longer than the server's own watchdog
+CLOSE_TIMEOUT_S = 30.0  # CloseDevice: a hung server must not hang close() for long
 STREAM_MIN_BYTES_PER_S = 8 << 20  # deadline of memory streams: this slow is broken
 SIM_MIN_CYCLES_PER_S = 100_000  # deadline of polls: a simulator this slow is broken
 _POLL_FIRST, _POLL_MAX = 8, 1024  # the server's backoff between the reads of a poll
@@ -216,8 +217,8 @@ class GrpcTransport(NpuTransport):
         try:
             self._open(device, local, client or _default_client(), lease_ttl_s, connect_timeout_s)
         except BaseException:
-            self._finalizer()
             self._closed = True
+            self._close()  # gives back a lease already taken
             raise
 
     # -- opening ---------------------------------------------------------------------------
@@ -544,7 +545,7 @@ class GrpcTransport(NpuTransport):
             if self._lease:
                 self._stub.CloseDevice(
                     pb.CloseDeviceRequest(lease_id=self._lease),
-                    timeout=RPC_SLACK_S,
+                    timeout=CLOSE_TIMEOUT_S,
                     metadata=self._metadata,
                 )
         except grpc.RpcError:
