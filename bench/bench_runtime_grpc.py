@@ -125,7 +125,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="fewer runs, smaller transfers")
     args = ap.parse_args()
     runs = 2 if args.quick else 3
-    with ServerProcess.start(target="buyi", devices=1) as srv:
+    srv = ServerProcess.start(target="buyi", devices=1)
+    try:
         print(f"server {srv.url} (Buyi), started in {srv.started_s:.1f} s\n")
         registers(srv.url, 200 if args.quick else 1000)
         udma(srv.address, runs, local=False)
@@ -141,6 +142,9 @@ def main() -> None:
         if not args.quick:
             plddr(srv.url, 64 * MIB, 1, "local=1&double_buffer=1&bounce=16777216")
         direct_dma(srv.url, 16 * MIB)
+    finally:
+        srv.stop()
+        srv.log_path.unlink(missing_ok=True)
 
 
 if __name__ == "__main__":

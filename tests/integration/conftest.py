@@ -8,6 +8,7 @@ close resets it and clears its memory for the next test).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 
 import pytest
 
@@ -16,17 +17,35 @@ from xrt import Device
 from xrt.devices import NpuDevice
 
 
+@contextmanager
+def serving(**kwargs: object) -> Iterator[ServerProcess]:
+    """A server for the block; stopped and its log file removed afterwards."""
+    srv = ServerProcess.start(**kwargs)  # type: ignore[arg-type]
+    try:
+        yield srv
+    finally:
+        srv.stop()
+        srv.log_path.unlink(missing_ok=True)
+
+
+@pytest.fixture(scope="session")
+def serve() -> Callable[..., AbstractContextManager[ServerProcess]]:
+    """``with serve(target=..., devices=..., token=...) as srv:`` for tests that need a
+    server of their own."""
+    return serving
+
+
 @pytest.fixture(scope="session")
 def buyi_server() -> Iterator[ServerProcess]:
     """Two Buyi devices (npu0, npu1)."""
-    with ServerProcess.start(target="buyi", devices=2) as srv:
+    with serving(target="buyi", devices=2) as srv:
         yield srv
 
 
 @pytest.fixture(scope="session")
 def zg330_server() -> Iterator[ServerProcess]:
     """One ZG330 device (npu0)."""
-    with ServerProcess.start(target="zg330", devices=1) as srv:
+    with serving(target="zg330", devices=1) as srv:
         yield srv
 
 

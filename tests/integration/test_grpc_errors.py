@@ -188,8 +188,8 @@ def test_protocol_mismatch_is_refused_clearly(
 
 
 @pytest.fixture(scope="module")
-def token_server() -> Iterator[ServerProcess]:
-    with ServerProcess.start(target="buyi", devices=1, token="s3cr3t-0x10") as srv:
+def token_server(serve: Callable) -> Iterator[ServerProcess]:
+    with serve(target="buyi", devices=1, token="s3cr3t-0x10") as srv:
         yield srv
 
 
@@ -209,15 +209,12 @@ def test_token(token_server: ServerProcess, monkeypatch: pytest.MonkeyPatch) -> 
         plddr.write(plddr.base, b"token ok")
 
 
-def test_server_gone_is_unavailable(open_buyi: Callable[..., NpuDevice]) -> None:
+def test_server_gone_is_unavailable(serve: Callable) -> None:
     """The server dies under an open device: every call is 11014 with the retry hint; close
     still works."""
-    srv = ServerProcess.start(target="buyi", devices=1)
-    try:
+    with serve(target="buyi", devices=1) as srv:
         dev = Device.open(srv.url)
         assert dev.read_reg(0x4000_0000) == 0x4E50_5530
-    finally:
-        srv.stop()
     with raises(ErrorCode.DEVICE_INTERNAL) as e:
         dev.read_reg(0x4000_0000)
     assert "UNAVAILABLE" in e.value.message and "retry" in e.value.message
