@@ -264,3 +264,35 @@ def test_a_dropped_device_releases_its_lease(buyi_url: str, open_buyi: Callable)
             assert time.monotonic() < deadline, "a dropped device kept its lease"
             time.sleep(0.05)
     assert again.name == "npu1"
+
+
+def test_worker_crash_is_unavailable_then_recovers(serve: Callable) -> None:
+    """The simulation worker dies under an open device: the client sees 11014 with the
+    retry hint, and once the server has restarted the worker the same device answers
+    again (registers back at reset values, memory kept in its files)."""
+    import os
+    import re
+    import signal
+
+    with serve(target="buyi", devices=1) as srv, Device.open(srv.url) as dev:
+        udma = dev.get_mem_region("udma")
+        udma.write(udma.base, b"survives")
+        dev.write_reg(0x4000_0040, 0x77)  # npu SCRATCH
+        pid = int(re.findall(r"worker npu0 ready \(pid (\d+)\)", srv.log)[-1])
+        os.kill(pid, signal.SIGKILL)
+        with raises(ErrorCode.DEVICE_INTERNAL) as e:
+            dev.read_reg(0x4000_0040)
+        assert "UNAVAILABLE" in e.value.message and "retry" in e.value.message
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                value = dev.read_reg(0x4000_0040)
+                break
+            except XrtError as exc:
+                assert exc.code == ErrorCode.DEVICE_INTERNAL and "retry" in exc.message
+                assert time.monotonic() < deadline, "the worker never came back"
+                time.sleep(0.2)
+        assert value == 0
+        out = bytearray(8)
+        udma.read(out, udma.base)
+        assert out == b"survives"
