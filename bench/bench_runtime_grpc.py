@@ -144,7 +144,6 @@ def main() -> None:
         direct_dma(srv.url, 16 * MIB)
     finally:
         srv.stop()
-        srv.log_path.unlink(missing_ok=True)
 
 
 if __name__ == "__main__":

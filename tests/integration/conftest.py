@@ -19,13 +19,12 @@ from xrt.devices import NpuDevice
 
 @contextmanager
 def serving(**kwargs: object) -> Iterator[ServerProcess]:
-    """A server for the block; stopped and its log file removed afterwards."""
+    """A server for the block, stopped afterwards (its log file goes with it)."""
     srv = ServerProcess.start(**kwargs)  # type: ignore[arg-type]
     try:
         yield srv
     finally:
         srv.stop()
-        srv.log_path.unlink(missing_ok=True)
 
 
 @pytest.fixture(scope="session")

@@ -123,6 +123,7 @@ async def serve(opts: ServeOptions) -> int:
     log.info("shutting down: health NOT_SERVING, %.0f s grace for calls in flight", GRACE_S)
     for name in ("", SERVICE_NAME):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
+    manager.closing.set()
     await server.stop(GRACE_S)
     await manager.stop()
     shutil.rmtree(folder, ignore_errors=True)

@@ -183,6 +183,7 @@ class DeviceManager:
             f"npu{i}": SimDevice(f"npu{i}", target, model, folder, watchdog_s) for i in range(count)
         }
         self.leases = LeaseTable()
+        self.closing = asyncio.Event()  # set when the server starts shutting down
         self._expiry_task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:

@@ -38,6 +38,7 @@ class ServerProcess:
     log_path: Path
     started_s: float
     _log_thread: threading.Thread | None = field(default=None, repr=False)
+    _final_log: str | None = field(default=None, repr=False)
 
     @property
     def url(self) -> str:
@@ -49,6 +50,9 @@ class ServerProcess:
 
     @property
     def log(self) -> str:
+        """Everything the server printed (kept in memory once it has stopped)."""
+        if self._final_log is not None:
+            return self._final_log
         return self.log_path.read_text(errors="replace")
 
     @classmethod
@@ -117,9 +121,10 @@ class ServerProcess:
         if not got.wait(timeout_s) or not ready:
             proc.kill()
             proc.wait()
+            text = log_path.read_text(errors="replace")
+            log_path.unlink(missing_ok=True)
             raise RuntimeError(
-                f"npu-emu serve did not come up (exit {proc.returncode}):\n"
-                + log_path.read_text(errors="replace")[-4000:]
+                f"npu-emu serve did not come up (exit {proc.returncode}):\n{text[-4000:]}"
             )
         m = ready[0]
         return cls(proc, m.group(3), int(m.group(4)), log_path, time.monotonic() - t0, thread)
@@ -135,6 +140,9 @@ class ServerProcess:
                 self.proc.wait()
         if self._log_thread is not None:
             self._log_thread.join(5)
+        if self._final_log is None:
+            self._final_log = self.log_path.read_text(errors="replace")
+            self.log_path.unlink(missing_ok=True)
         return self.proc.returncode
 
     def __enter__(self) -> ServerProcess:

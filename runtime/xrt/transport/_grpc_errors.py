@@ -49,24 +49,18 @@ STATUS_TABLE: dict[grpc.StatusCode, tuple[ErrorCode, str]] = {
 """gRPC status -> (XrtError code, hint appended to the server's message)."""
 
 
-def rpc_error(exc: grpc.RpcError, what: str, *, bus_access: bool = False) -> XrtError:
+def rpc_error(exc: grpc.RpcError, what: str) -> XrtError:
     """The `XrtError` for a failed call.
 
     Args:
         exc: What grpc raised (a `grpc.RpcError`, which is also a `grpc.Call`).
         what: The operation, for the message (``"read of register 0x80000000 on ..."``).
-        bus_access: True for ReadRegister/WriteRegister: the runtime has already checked
-            alignment and range, so INVALID_ARGUMENT can only mean that the register block
-            answered SLVERR/DECERR, a device error (11014) as in a batch.
     """
     code_fn = getattr(exc, "code", None)
     status = code_fn() if callable(code_fn) else grpc.StatusCode.UNKNOWN
     details_fn = getattr(exc, "details", None)
     details = (details_fn() if callable(details_fn) else None) or str(exc) or "no details"
-    if bus_access and status == grpc.StatusCode.INVALID_ARGUMENT:
-        xcode, hint = ErrorCode.DEVICE_INTERNAL, ""
-    else:
-        xcode, hint = STATUS_TABLE.get(status, (ErrorCode.DEVICE_INTERNAL, ""))
+    xcode, hint = STATUS_TABLE.get(status, (ErrorCode.DEVICE_INTERNAL, ""))
     name = status.name if isinstance(status, grpc.StatusCode) else str(status)
     message = f"{what}: {details} [{name}]"
     if hint:
@@ -75,14 +69,23 @@ def rpc_error(exc: grpc.RpcError, what: str, *, bus_access: bool = False) -> Xrt
 
 
 def register_status_error(
-    status: int, *, index: int, op: str, address: int, value: int, region: str, extra: str = ""
+    status: int,
+    *,
+    index: int | None,
+    op: str,
+    address: int,
+    value: int,
+    region: str,
+    extra: str = "",
 ) -> XrtError:
-    """The `XrtError` for a register op of a batch that did not end OK.
+    """The `XrtError` for a register access (single, or op `index` of a batch) that did
+    not end OK.
 
     SLVERR/DECERR (the block refused the access, or nothing decodes the address) are device
     errors (11014); POLL_TIMEOUT is a timeout (11015), as `RegRegion.poll` promises.
     """
-    where = f"{op} (op {index}) of register {address:#x} in region {region!r}"
+    op_at = op if index is None else f"{op} (op {index})"
+    where = f"{op_at} of register {address:#x} in region {region!r}"
     if status == pb.REGISTER_STATUS_POLL_TIMEOUT:
         return XrtError(ErrorCode.TIMEOUT, f"{where} gave up{extra}; last value {value:#x}")
     if status == pb.REGISTER_STATUS_SLVERR:

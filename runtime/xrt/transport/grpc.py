@@ -387,14 +387,12 @@ class GrpcTransport(NpuTransport):
 
     # -- calls -----------------------------------------------------------------------------
 
-    def _call(
-        self, method: str, request: Any, what: str, *, timeout: float, bus_access: bool = False
-    ) -> Any:
+    def _call(self, method: str, request: Any, what: str, *, timeout: float) -> Any:
         """One unary call; failures become XrtError (in `_grpc_errors`)."""
         try:
             resp = getattr(self._stub, method)(request, timeout=timeout, metadata=self._metadata)
         except grpc.RpcError as exc:
-            raise rpc_error(exc, what, bus_access=bus_access) from None
+            raise rpc_error(exc, what) from None
         cycles = getattr(resp, "cycles", None)
         if cycles:
             self._cycles = int(cycles)
@@ -594,20 +592,26 @@ class GrpcRegRegion(RegRegion):
             pb.ReadRegisterRequest(lease_id=t._lease, address=addr),
             f"read of register {addr:#x} in region {self.name!r}",
             timeout=RPC_SLACK_S,
-            bus_access=True,
         )
+        if resp.status != pb.REGISTER_STATUS_OK:
+            raise register_status_error(
+                resp.status, index=None, op="read", address=addr, value=resp.value, region=self.name
+            )
         return int(resp.value)
 
     def _write32(self, addr: int, value: int) -> None:
         t = self._t
         t._check_open()
-        t._call(
+        resp = t._call(
             "WriteRegister",
             pb.WriteRegisterRequest(lease_id=t._lease, address=addr, value=value),
             f"write of register {addr:#x} in region {self.name!r}",
             timeout=RPC_SLACK_S,
-            bus_access=True,
         )
+        if resp.status != pb.REGISTER_STATUS_OK:
+            raise register_status_error(
+                resp.status, index=None, op="write", address=addr, value=value, region=self.name
+            )
 
     def _batch(self, ops: Sequence[RegOp]) -> list[int | None]:
         """One RegisterBatch per 4096 ops; masked writes are read-modify-writes in the

@@ -195,12 +195,14 @@ class ReadRegisterRequest(_message.Message):
     def __init__(self, lease_id: _Optional[str] = ..., address: _Optional[int] = ...) -> None: ...
 
 class ReadRegisterResponse(_message.Message):
-    __slots__ = ("value", "cycles")
+    __slots__ = ("value", "cycles", "status")
     VALUE_FIELD_NUMBER: _ClassVar[int]
     CYCLES_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
     value: int
     cycles: int
-    def __init__(self, value: _Optional[int] = ..., cycles: _Optional[int] = ...) -> None: ...
+    status: RegisterStatus
+    def __init__(self, value: _Optional[int] = ..., cycles: _Optional[int] = ..., status: _Optional[_Union[RegisterStatus, str]] = ...) -> None: ...
 
 class WriteRegisterRequest(_message.Message):
     __slots__ = ("lease_id", "address", "value")
@@ -213,10 +215,12 @@ class WriteRegisterRequest(_message.Message):
     def __init__(self, lease_id: _Optional[str] = ..., address: _Optional[int] = ..., value: _Optional[int] = ...) -> None: ...
 
 class WriteRegisterResponse(_message.Message):
-    __slots__ = ("cycles",)
+    __slots__ = ("cycles", "status")
     CYCLES_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
     cycles: int
-    def __init__(self, cycles: _Optional[int] = ...) -> None: ...
+    status: RegisterStatus
+    def __init__(self, cycles: _Optional[int] = ..., status: _Optional[_Union[RegisterStatus, str]] = ...) -> None: ...
 
 class RegisterRead(_message.Message):
     __slots__ = ("address",)
