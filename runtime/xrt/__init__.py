@@ -14,15 +14,26 @@ The data model lives in the submodules and is re-exported here:
   ``grpc://`` (emulator) and ``axi://`` (board) URL schemes, over `xrt.transport`
   (`NpuTransport`; gRPC is imported only when a ``grpc://`` URL is opened).
 
+Running networks:
+
+- `xrt.network`: `Network`, `NetworkView`, `NetworkBuilder`, `Operator` (ONNX import,
+  the network file format, the reference executor);
+- `xrt.quant`: `calibrate`, `quantize_network` (the integer arithmetic of
+  docs/quantization.md);
+- `xrt.backend`: `Backend`, `HostBackend`; `xrt.session`: `Session`.
+
 ``docs/api-mapping.md`` maps the manual's names to these.
 """
 
+from xrt.backend import Backend, HostBackend
 from xrt.device import Device, DeviceURL, HostDevice, register_device, registered_devices
 from xrt.devices import BuyiDevice, DmaMemRegion, NpuDevice, Zg330Device
 from xrt.dtypes import DataType, QuantParams, TensorType
 from xrt.errors import ErrorCode, XrtError
 from xrt.memory import HostMemRegion, MemChunk, MemManager, MemRegion
 from xrt.memptr import MemPtr, PtrKind
+from xrt.network import Network, NetworkBuilder, NetworkView, Operator
+from xrt.quant import calibrate, quantize_network
 from xrt.registers import (
     FieldView,
     RegBatch,
@@ -34,10 +45,12 @@ from xrt.registers import (
     RegRegion,
     RegWrite,
 )
+from xrt.session import Session
 from xrt.tensor import ChannelTiled, HwLayout, Tensor
 from xrt.transport import NpuTransport
 
 __all__ = [
+    "Backend",
     "BuyiDevice",
     "ChannelTiled",
     "DataType",
@@ -46,6 +59,7 @@ __all__ = [
     "DmaMemRegion",
     "ErrorCode",
     "FieldView",
+    "HostBackend",
     "HostDevice",
     "HostMemRegion",
     "HwLayout",
@@ -53,8 +67,12 @@ __all__ = [
     "MemManager",
     "MemPtr",
     "MemRegion",
+    "Network",
+    "NetworkBuilder",
+    "NetworkView",
     "NpuDevice",
     "NpuTransport",
+    "Operator",
     "PtrKind",
     "QuantParams",
     "RegBatch",
@@ -65,10 +83,13 @@ __all__ = [
     "RegWrite",
     "RegisterFile",
     "RegisterView",
+    "Session",
     "Tensor",
     "TensorType",
     "XrtError",
     "Zg330Device",
+    "calibrate",
+    "quantize_network",
     "register_device",
     "registered_devices",
 ]
