@@ -46,7 +46,8 @@ bench: $(STAMP) ## Print the performance figures (docs/performance.md keeps the 
 	$(PY) bench/bench_dma.py
 	$(PY) bench/bench_server.py
 	$(PY) bench/bench_runtime.py
-	$(PY) bench/bench_host_ops.py --threads 1
+	$(PY) bench/bench_runtime_grpc.py
+	$(PY) bench/bench_session.py --threads 1
 
 clean: ## Remove build products (keeps .venv)
 	rm -rf build .pytest_cache .hypothesis .ruff_cache
