@@ -4,9 +4,10 @@
 /// FIFO holds all of its beats, streams the beats on W (strobes from the realigner) and
 /// collects the B responses. Up to `MaxOutstanding` bursts are in flight.
 ///
-/// When stopped (abort or error) it issues no new bursts; bursts already issued still get
-/// every W beat they announced, from the FIFO while it has data and as zero-strobe beats
-/// after that, so the bus is never left hanging.
+/// When stopped (abort or error) it issues no new bursts. A burst is only issued once the
+/// FIFO holds all of its beats, and nothing removes FIFO entries before the transfer ends,
+/// so every burst already issued still gets every W beat it announced: the bus is never
+/// left hanging.
 module npu_dma_wr #(
   parameter int unsigned BusBytes = 16,        /// bytes per data beat
   parameter int unsigned AddrWidth = 40,       /// AXI address bits
@@ -128,13 +129,11 @@ module npu_dma_wr #(
     .count_o()
   );
 
-  // W: beats of the oldest announced burst. Once stopped, missing data becomes zero-strobe
-  // filler (the realigner no longer fills the FIFO then).
+  // W: beats of the oldest announced burst, straight from the FIFO.
   logic [8:0] w_beat_q;
-  wire filler = stop_i && !fifo_valid_i;
-  assign w_valid_o    = wq_valid && (fifo_valid_i || filler);
+  assign w_valid_o    = wq_valid && fifo_valid_i;
   assign w_data_o     = fifo_data_i;
-  assign w_strb_o     = filler ? '0 : fifo_strb_i;
+  assign w_strb_o     = fifo_strb_i;
   assign w_last_o     = (w_beat_q + 9'd1) == wq_beats;
   assign fifo_ready_o = wq_valid && w_ready_i && fifo_valid_i;
   wire   w_fire       = w_valid_o && w_ready_i;
@@ -161,10 +160,8 @@ module npu_dma_wr #(
       committed_q   <= '0;
     end else begin
       outstanding_q <= outstanding_q + OutWidth'(load) - OutWidth'(b_valid_i);
-      // Filler beats (after a stop) are promised but never popped: start from zero.
-      if (start_i) committed_q <= '0;
-      else committed_q <= committed_q + (load ? FifoCountWidth'(plan_beats) : '0)
-                        - FifoCountWidth'(fifo_ready_o);
+      committed_q   <= committed_q + (load ? FifoCountWidth'(plan_beats) : '0)
+                     - FifoCountWidth'(fifo_ready_o);
     end
   end
 

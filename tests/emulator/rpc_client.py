@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import grpc
 
 from npuemu.server.launch import ServerProcess
+from npuemu.sim.dma_driver import DmaTransfer, program_ops
 from xrt._proto.npuemu.v1 import device_pb2 as pb
 from xrt._proto.npuemu.v1 import device_pb2_grpc as pb_grpc
 
@@ -101,21 +102,9 @@ def wr(addr: int, value: int) -> pb.RegisterOp:
 
 
 def dma_ops(src: int, dst: int, n: int) -> list[pb.RegisterOp]:
-    """The DMA programming sequence (docs/hardware.md) as batch ops, ending with START."""
-    regs = {
-        0x40: src,
-        0x44: src >> 32,
-        0x48: dst,
-        0x4C: dst >> 32,
-        0x50: n,
-        0x54: 1,
-        0x58: 0,
-        0x5C: 0,
-        0x20: 3,
-        0x24: 3,
-        0x10: 1,
-    }
-    return [wr(DMA_BASE + off, v & 0xFFFF_FFFF) for off, v in regs.items()]
+    """The DMA programming sequence (docs/hardware.md) as batch ops, ending with START: the
+    harness's `program_ops`, whose offsets come from the generated register map."""
+    return [wr(op.addr, op.value) for op in program_ops(DMA_BASE, DmaTransfer(src, dst, n))]
 
 
 def connect(server: ServerProcess, token: str | None = None) -> Client:

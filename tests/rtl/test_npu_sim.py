@@ -296,12 +296,12 @@ def _peek(env: Env, mem: str, offset: int, n: int) -> bytes:
     return bytes(env.mem[mem][offset : offset + n])
 
 
-def _expected_2d(src: bytes, t: DmaTransfer, src_off: int) -> list[tuple[int, bytes]]:
+def _expected_2d(src: bytes, t: DmaTransfer) -> list[tuple[int, bytes]]:
     """(destination row offset from t.dst, row bytes) for each row."""
     return [
         (
             r * t.dst_stride,
-            src[src_off + r * t.src_stride : src_off + r * t.src_stride + t.row_bytes],
+            src[r * t.src_stride : r * t.src_stride + t.row_bytes],
         )
         for r in range(t.rows)
     ]
@@ -343,7 +343,7 @@ async def dma_copies_between_every_pair_of_memories(dut):
         res = await env.dma(t)
         assert res.ok, f"case {case} {t}: outcome {res.outcome}, err {res.err_code}"
         want = bytearray(background)
-        for roff, row in _expected_2d(payload, t, 0):
+        for roff, row in _expected_2d(payload, t):
             want[64 + roff : 64 + roff + row_bytes] = row
         got = _peek(env, dst_mem, dst_off - 64, len(want))
         assert got == bytes(want), f"case {case} {src_mem}->{dst_mem} {t}: data differs"

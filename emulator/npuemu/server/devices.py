@@ -90,10 +90,6 @@ class SimDevice:
         """A request is being served by the worker (its lease is in use)."""
         return self.worker is not None and self.worker.busy
 
-    @property
-    def ready(self) -> bool:
-        return self.state in (DeviceState.FREE, DeviceState.LEASED)
-
     async def call(self, op: str, extra_s: float = 0.0, **args: Any) -> dict:
         """One worker request; UNAVAILABLE while the worker restarts or when it fails.
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import logging
 import os
 import socket
-import time
 from typing import Any
 
 import cocotb
@@ -76,17 +75,6 @@ class Worker:
         if op == "wait_irq":
             w = await h.wait_irq(req["max_cycles"], req["wall_s"])
             return {"outcome": w.outcome.value, "waited": w.cycles}
-        if op == "set_fault":
-            if req["memory"] is None:
-                h.clear_fault()
-            else:
-                h.set_fault(req["memory"], req["offset"], req["size"], AxiResp[req["resp"]])
-            return {}
-        if op == "ping":
-            return {}
-        if op == "hang":  # test hook: stop answering, as a wedged simulator would
-            time.sleep(req.get("seconds", 3600))
-            return {}
         raise ValueError(f"unknown worker request {op!r}")
 
     async def batch(self, ops: list[tuple]) -> list[tuple[str, int]]:
