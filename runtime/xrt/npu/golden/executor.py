@@ -221,7 +221,6 @@ def run(
             res.cycles.busy[unit] += dur
             if isinstance(insn, Gemm):
                 res.cycles.gemm_cycles += dur
-            res.insns[unit] += 1
             for queue in pushes:
                 if len(pending[queue]) >= config.token_depth:
                     raise _EngineStopError(
@@ -231,6 +230,7 @@ def run(
                         f"push into {queue.name} holding token_depth={config.token_depth} tokens",
                     )
                 pending[queue].append(end)
+            res.insns[unit] += 1
             pc += 1
     except _EngineStopError as stop:
         res.error, res.error_pc, res.error_unit, res.message = (
