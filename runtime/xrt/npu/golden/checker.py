@@ -5,8 +5,10 @@ The happens-before order is tracked with vector clocks over the three units: ``c
 counts, per unit, the instructions known to have completed before unit ``u``'s next
 instruction may start (program order within a unit; an edge from the completion of the
 k-th push of a queue to the start of its k-th pop). Every buffer row and memory granule
-keeps its last writer and, per unit, its last reader; an access conflicts with them
-unless their clock entries are covered. Work per instruction is a few numpy operations
+keeps, per unit, its last writer and its last reader; an access conflicts with them
+unless their clock entries are covered. Since a unit's earlier accesses happen before its
+later ones, this finds every instruction that races with an earlier one (naming its
+latest racing partner per unit). Work per instruction is a few numpy operations
 over its rows, so programs of 100k instructions check in seconds.
 
 Token checks: every pop needs a push earlier in program order; a push into a queue that
@@ -95,12 +97,13 @@ class CheckReport:
 
 
 class _RowState:
-    """Last writer and last reader per unit of every row of one resource."""
+    """Per unit, the last instruction that wrote and the last that read each row of one
+    resource (an earlier access of a unit happens before its later ones, so these are
+    the only candidates for a race with a new access)."""
 
     def __init__(self, n: int) -> None:
-        self.w_unit = np.full(n, -1, np.int8)
-        self.w_done = np.zeros(n, np.int64)  # writer's unit-local index + 1
-        self.w_pc = np.full(n, -1, np.int64)
+        self.w_done = np.zeros((3, n), np.int64)  # writer's unit-local index + 1 (0: none)
+        self.w_pc = np.full((3, n), -1, np.int64)
         self.r_done = np.zeros((3, n), np.int64)
         self.r_pc = np.full((3, n), -1, np.int64)
 
@@ -154,17 +157,16 @@ class HbTracker:
         st = self.state[acc.resource]
         idx = self._index(acc)
         out = []
-        wu = st.w_unit[idx]
         for v in _UNITS:
             if v == unit:
                 continue
-            bad = (wu == v) & (st.w_done[idx] > vc[v])
+            bad = st.w_done[v, idx] > vc[v]
+            if bad.any():
+                out.append((int(v), acc.rows[bad], st.w_pc[v, idx[bad]], True))
             if acc.write:
                 bad_r = st.r_done[v, idx] > vc[v]
                 if bad_r.any():
                     out.append((int(v), acc.rows[bad_r], st.r_pc[v, idx[bad_r]], False))
-            if bad.any():
-                out.append((int(v), acc.rows[bad], st.w_pc[idx[bad]], True))
         return out
 
     def unordered_units(self, unit: Unit, vc: np.ndarray, accs: Sequence[Access]) -> set[Unit]:
@@ -200,7 +202,7 @@ class HbTracker:
         for acc in accs:
             st, idx = self.state[acc.resource], self._index(acc)
             if acc.write:
-                st.w_unit[idx], st.w_done[idx], st.w_pc[idx] = int(unit), local + 1, pc
+                st.w_done[int(unit), idx], st.w_pc[int(unit), idx] = local + 1, pc
             else:
                 st.r_done[int(unit), idx], st.r_pc[int(unit), idx] = local + 1, pc
         vc[int(unit)] = local + 1

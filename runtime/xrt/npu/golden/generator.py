@@ -115,6 +115,8 @@ class GeneratedProgram:
     config: NpuConfig
     seed: int
     stats: Counter = field(default_factory=Counter)
+    link_pushes: list[int] = field(default_factory=list)
+    """Indices of the SYNCs whose push was inserted to order a racing pair."""
 
     def memory(self) -> Memory:
         """Fresh memories holding the initial data."""
@@ -144,6 +146,7 @@ class _Builder:
         self.tracker = HbTracker(config, np.unique(np.concatenate(g)))
         self.program: list[Instruction] = []
         self.stats: Counter = Counter()
+        self.link_pushes: list[int] = []
 
     # --- tokens -------------------------------------------------------------------------
 
@@ -170,10 +173,12 @@ class _Builder:
         direct = {(a, b): q for q, (a, b) in QUEUE_ENDS.items()}
         if (src, dst) in direct:
             q = direct[(src, dst)]
+            self.link_pushes.append(len(self.program))
             self._sync(src, **{_PUSH_FLAG[(src, q)]: True})
         else:  # LOAD <-> STORE through a SYNC on COMPUTE
             q_in = direct[(src, Unit.COMPUTE)]
             q = direct[(Unit.COMPUTE, dst)]
+            self.link_pushes.append(len(self.program))
             self._sync(src, **{_PUSH_FLAG[(src, q_in)]: True})
             self._drain(Unit.COMPUTE, q_in, 1)
             self._sync(
@@ -196,13 +201,24 @@ class _Builder:
                 flags[flag] = True
         insn = insn.replace(**flags)
         accs = accesses(insn, self.bases, self.config)
-        for _ in range(4):
+        direct = {(a, b): q for q, (a, b) in QUEUE_ENDS.items()}
+        for _ in range(4 + 2 * self.config.token_depth):
             vc = self.tracker.start_clock(unit, token_ops(insn)[0])
             need = self.tracker.unordered_units(unit, vc, accs)
             if not need:
                 break
             # A LOAD<->STORE link passes through COMPUTE and orders COMPUTE too: do it first.
             src = max(need, key=lambda v: abs(int(v) - int(unit)))
+            q = direct.get((src, unit))
+            if q is not None and self.pending(q):
+                # Tokens already on their way may carry the order: take them first, so
+                # that a pushed link token is only added when it is needed.
+                flag = _POP_FLAG[(unit, q)]
+                if getattr(insn, flag):
+                    self._sync(unit, **{flag: True})
+                else:
+                    insn = insn.replace(**{flag: True})
+                continue
             q = self._link(src, unit)
             insn = insn.replace(**{_POP_FLAG[(unit, q)]: True})
         else:
@@ -499,6 +515,7 @@ def generate_program(
         config,
         seed,
         b.stats,
+        b.link_pushes,
     )
 
 
