@@ -156,17 +156,21 @@ class HbTracker:
         accesses."""
         st = self.state[acc.resource]
         idx = self._index(acc)
+        late = vc[:, None]
+        w_bad = st.w_done[:, idx] > late
+        w_bad[int(unit)] = False
+        r_bad = None
+        if acc.write:
+            r_bad = st.r_done[:, idx] > late
+            r_bad[int(unit)] = False
+        if not w_bad.any() and (r_bad is None or not r_bad.any()):
+            return []
         out = []
         for v in _UNITS:
-            if v == unit:
-                continue
-            bad = st.w_done[v, idx] > vc[v]
-            if bad.any():
-                out.append((int(v), acc.rows[bad], st.w_pc[v, idx[bad]], True))
-            if acc.write:
-                bad_r = st.r_done[v, idx] > vc[v]
-                if bad_r.any():
-                    out.append((int(v), acc.rows[bad_r], st.r_pc[v, idx[bad_r]], False))
+            if w_bad[v].any():
+                out.append((int(v), acc.rows[w_bad[v]], st.w_pc[v, idx[w_bad[v]]], True))
+            if r_bad is not None and r_bad[v].any():
+                out.append((int(v), acc.rows[r_bad[v]], st.r_pc[v, idx[r_bad[v]]], False))
         return out
 
     def unordered_units(self, unit: Unit, vc: np.ndarray, accs: Sequence[Access]) -> set[Unit]:
