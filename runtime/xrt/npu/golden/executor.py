@@ -172,6 +172,8 @@ def run(
     res.cycles.block = config.block
     n, src = _fetch(program, memory, prog_addr, prog_insns)
     if prog_insns is not None:
+        if program is not None and prog_insns > n:
+            raise ValueError(f"prog_insns={prog_insns} exceeds the program's {n} instructions")
         n = prog_insns
     pending: dict[Queue, deque[int]] = {q: deque() for q in Queue}  # push completion times
     unit_free = {u: 0 for u in Unit}
