@@ -38,8 +38,12 @@ _LOG = logging.getLogger("xrt.session")
 Unit = Operator | Subgraph
 """What the session runs in one backend call: an operator, or a merged `Subgraph`."""
 
-Callback = Callable[["Session", Unit, list[Tensor]], Any]
-"""``callback(session, unit, tensors)``: the unit's inputs (pre) or outputs (post)."""
+_TIME_UNITS = {"s": 1.0, "ms": 1e3, "us": 1e6}
+
+Callback = Callable[["Session", Unit, Backend, list[Tensor]], Any]
+"""``callback(session, op, backend, tensors)``, as the manual's ``preFunc``/``postFunc``:
+the unit (an operator, or a merged `Subgraph`), the backend running it, and its inputs
+(pre) or outputs (post)."""
 
 InputLike = Tensor | np.ndarray
 """A forward input: a `Tensor` or a numpy array of the input's exact dtype and shape."""
@@ -527,13 +531,13 @@ class Session:
         self._dump = (path, format)
 
     def set_pre_callback(self, callback: Callback | None) -> None:
-        """Call ``callback(session, unit, inputs)`` before each unit (None: no callback)."""
+        """Call ``callback(session, op, backend, inputs)`` before each unit (None: none)."""
         if callback is not None and not callable(callback):
             raise XrtError(ErrorCode.WRONG_TYPE, f"callback must be callable: {callback!r}")
         self._pre = callback
 
     def set_post_callback(self, callback: Callback | None) -> None:
-        """Call ``callback(session, unit, outputs)`` after each unit (None: no callback)."""
+        """Call ``callback(session, op, backend, outputs)`` after each unit (None: none)."""
         if callback is not None and not callable(callback):
             raise XrtError(ErrorCode.WRONG_TYPE, f"callback must be callable: {callback!r}")
         self._post = callback
@@ -552,9 +556,19 @@ class Session:
         """
         return dict(self._times)
 
-    def total_time(self) -> float:
-        """Wall seconds of the last `forward` or `step_to` call (always measured)."""
-        return self._total_s
+    def total_time(self, unit: str = "s") -> float:
+        """Wall time of the last `forward` or `step_to` call (always measured).
+
+        Args:
+            unit: ``"s"`` (default), ``"ms"`` or ``"us"``: the manual's
+                ``totalTime<seconds>()`` / ``<milliseconds>`` / ``<microseconds>``.
+        """
+        scale = _TIME_UNITS.get(unit) if isinstance(unit, str) else None
+        if scale is None:
+            raise XrtError(
+                ErrorCode.WRONG_TYPE, f"time unit must be one of {sorted(_TIME_UNITS)}: {unit!r}"
+            )
+        return self._total_s * scale
 
     def profile_table(self) -> str:
         """`time_profile_results` as a text table (milliseconds), with totals."""
@@ -704,7 +718,7 @@ class Session:
 
     def _call(self, cb: Callback, which: str, piece: _Piece, tensors: list[Tensor]) -> None:
         try:
-            cb(self, piece.handle, tensors)
+            cb(self, piece.handle, piece.backend, tensors)
         except Exception as exc:
             raise XrtError(
                 ErrorCode.BACKEND_INTERNAL,
@@ -746,9 +760,9 @@ class Session:
                 "Subgraph" if piece.merged else first.op_type,
                 name,
                 type(backend).__name__,
-                wall,
-                memory,
-                hardware,
+                wall * 1e3,
+                memory * 1e3,
+                hardware * 1e3,
             )
         if self._log_io:
             _LOG.info(
@@ -762,10 +776,10 @@ class Session:
             _LOG.info(
                 "%s: wall %.3f ms (memory %.3f, hardware %.3f, other %.3f)",
                 piece.describe(),
-                t.wall * 1e3,
-                t.memory * 1e3,
-                t.hardware * 1e3,
-                t.other * 1e3,
+                t.wall,
+                t.memory,
+                t.hardware,
+                t.other,
             )
         if self._dump is not None:
             self._dump_values(produced)
