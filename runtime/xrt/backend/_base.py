@@ -687,6 +687,44 @@ class Backend:
             self.forward_op(op, ins, outs)
             env.update(zip(op.outputs, outs, strict=True))
 
+    # -- snapshots ----------------------------------------------------------------------------
+
+    def snapshot_options(self) -> dict[str, Any]:
+        """JSON-able options a session snapshot records (subclasses add theirs).
+
+        A session made from the snapshot runs with these, whatever the backend object it
+        is given says (the manual: merging and memory options come from the snapshot).
+        """
+        return {"auto_merge": self.auto_merge}
+
+    def snapshot_state(self) -> dict[str, bytes]:
+        """Prepared artefacts a snapshot stores so that a session made from it does not
+        prepare them again (an NPU backend: its compiled programs). Called after `apply`.
+        """
+        return {}
+
+    def restore_snapshot(self, options: Mapping[str, Any], state: Mapping[str, bytes]) -> None:
+        """Take back what `snapshot_options` and `snapshot_state` gave (after `init`,
+        before `apply`).
+
+        Raises:
+            XrtError: 11011 when the options or the state do not fit this backend (or its
+                device: another target or hardware version).
+        """
+        merge = options.get("auto_merge", True)
+        if not isinstance(merge, bool):
+            raise XrtError(
+                ErrorCode.LOAD_FAILED,
+                f"{type(self).__name__}: auto_merge {merge!r} in the snapshot",
+            )
+        self.auto_merge = merge
+        if state:
+            raise XrtError(
+                ErrorCode.LOAD_FAILED,
+                f"{type(self).__name__} keeps no prepared state, but the snapshot holds "
+                f"{sorted(state)}",
+            )
+
     # -- time accounting ----------------------------------------------------------------------
 
     def add_time(self, *, memory: float = 0.0, hardware: float = 0.0) -> None:

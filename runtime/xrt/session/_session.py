@@ -244,6 +244,30 @@ class Session:
         what: str,
     ) -> Session:
         graph = _as_view(network, what)
+        resolved = cls._resolve_devices(backends, devices, what)
+        bindings: dict[int, Backend] = {}
+        ctx = BindContext(graph, bindings)
+        for op in graph.ops:
+            for b in backends:
+                if b.is_op_supported(op, ctx):
+                    bindings[op.op_id] = b
+                    break
+            else:
+                names = ", ".join(type(b).__name__ for b in backends)
+                raise XrtError(
+                    ErrorCode.WRONG_TYPE, f"{what}: no backend among [{names}] runs {op.describe()}"
+                )
+        for b, d in zip(backends, resolved, strict=True):
+            ids = [op.op_id for op in graph.ops if bindings[op.op_id] is b]
+            if ids:
+                b.init(graph.network.view(ids), d)
+        return cls(graph, backends, bindings)
+
+    @staticmethod
+    def _resolve_devices(
+        backends: Sequence[Backend], devices: Sequence[Device | None] | None, what: str
+    ) -> list[Device]:
+        """One open, suitable device per backend (None: the backend's default)."""
         if not backends:
             raise XrtError(ErrorCode.OUT_OF_RANGE, f"{what}: no backends given")
         if devices is None:
@@ -264,23 +288,7 @@ class Session:
                 raise XrtError(ErrorCode.WRONG_ORDER, f"{what}: {d!r} is closed")
             b.check_device(d)
             resolved.append(d)
-        bindings: dict[int, Backend] = {}
-        ctx = BindContext(graph, bindings)
-        for op in graph.ops:
-            for b in backends:
-                if b.is_op_supported(op, ctx):
-                    bindings[op.op_id] = b
-                    break
-            else:
-                names = ", ".join(type(b).__name__ for b in backends)
-                raise XrtError(
-                    ErrorCode.WRONG_TYPE, f"{what}: no backend among [{names}] runs {op.describe()}"
-                )
-        for b, d in zip(backends, resolved, strict=True):
-            ids = [op.op_id for op in graph.ops if bindings[op.op_id] is b]
-            if ids:
-                b.init(graph.network.view(ids), d)
-        return cls(graph, backends, bindings)
+        return resolved
 
     @classmethod
     def create_with_backends(
@@ -344,6 +352,42 @@ class Session:
                     f"create_with_backends: {type(b).__name__} does not accept {op.describe()}",
                 )
         return cls(graph, backends, bindings)
+
+    @classmethod
+    def create_with_snapshot(
+        cls,
+        path: str | os.PathLike[str],
+        backends: Sequence[type[Backend] | Backend],
+        devices: Sequence[Device | None] | None = None,
+    ) -> Session:
+        """A ready (applied) session from a file written by `dump_snapshot`, without
+        preparing again what the snapshot holds (the manual's ``CreateWithSnapshot``).
+
+        Args:
+            path: The snapshot file.
+            backends: The backend classes (or fresh objects) the snapshot was made with, in
+                the same order.
+            devices: One device per backend (None: defaults).
+
+        Raises:
+            XrtError: 11002 for a missing file; 11011 naming the reason for a corrupt
+                snapshot or one made with other backends, another target or hardware.
+        """
+        from xrt.session.snapshot import load_snapshot
+
+        return load_snapshot(cls, path, backends, devices)
+
+    def dump_snapshot(self, path: str | os.PathLike[str]) -> None:
+        """Write the session (network, bindings, backend options and prepared artefacts)
+        to one file for `create_with_snapshot` (the manual's ``dumpSnapshot``).
+
+        Raises:
+            XrtError: 11012 before `apply`; 11002 when the file cannot be written.
+        """
+        from xrt.session.snapshot import write_snapshot
+
+        self._check_ready("dump_snapshot")
+        write_snapshot(self, path)
 
     # -- introspection ------------------------------------------------------------------------
 
