@@ -24,6 +24,7 @@ from xrt.errors import ErrorCode, XrtError
 from xrt.network import Network, NetworkView, Operator
 from xrt.ops import get_op_def
 from xrt.tensor import Tensor
+from xrt.timeline import TraceRecorder
 
 __all__ = [
     "Backend",
@@ -249,6 +250,7 @@ class Backend:
         self.device: Device | None = None
         self.auto_merge: bool = True
         self.time_profile: bool = False
+        self.tracer: TraceRecorder | None = None
         self._states: Mapping[int, Any] = MappingProxyType({})
         self._applied = False
         self._memory_s = 0.0
@@ -731,6 +733,28 @@ class Backend:
         """Report seconds spent on memory traffic and on the hardware (while profiling)."""
         self._memory_s += float(memory)
         self._hardware_s += float(hardware)
+
+    def trace(
+        self,
+        name: str,
+        start: float,
+        duration: float,
+        lane: str | None = None,
+        category: str = "device",
+        **args: Any,
+    ) -> None:
+        """Add a span to the session's timeline while it traces (a no-op otherwise).
+
+        Args:
+            name: What happened ("dma udma->plddr 4096 B", "GEMM", ...).
+            start: Its start, a ``time.perf_counter()`` value (wall time).
+            duration: Seconds.
+            lane: The timeline row (default: the backend's class name), e.g. ``"npu.dma"``.
+            category: Chrome trace category.
+            **args: Shown with the event (simulated cycles, bytes, ...).
+        """
+        if self.tracer is not None:
+            self.tracer.add(name, lane or type(self).__name__, start, duration, category, args)
 
     def take_times(self) -> tuple[float, float]:
         """``(memory, hardware)`` seconds reported since the last call; resets them."""

@@ -30,6 +30,7 @@ from xrt.network import Network, NetworkView, Operator
 from xrt.session.planner import DEFAULT_ALIGNMENT, Lifetime, MemoryPlan, plan_memory
 from xrt.session.profile import OpTime, format_profile_table
 from xrt.tensor import DUMP_FORMATS, Tensor
+from xrt.timeline import TraceEvent, TraceRecorder
 
 __all__ = ["Callback", "InputLike", "Session", "Unit"]
 
@@ -166,7 +167,9 @@ class Session:
         self._pre: Callback | None = None
         self._post: Callback | None = None
         self._profile = False
+        self._tracing = False
         # Results:
+        self._trace: TraceRecorder | None = None
         self._run: _Run | None = None
         self._times: dict[int, OpTime] = {}
         self._io_s = 0.0
@@ -592,6 +595,25 @@ class Session:
 
     # -- results of the last call -------------------------------------------------------------
 
+    def enable_trace(self, enabled: bool = True) -> None:
+        """Record a timeline of each run: units, and what backends add (DMA, NPU units)."""
+        self._tracing = as_bool(enabled, "enabled")
+
+    def trace_events(self) -> list[TraceEvent]:
+        """The timeline of the current (or last) run while tracing was enabled."""
+        return list(self._trace.events) if self._trace is not None else []
+
+    def write_trace(self, path: str | os.PathLike[str]) -> None:
+        """Write the last run's timeline as Chrome trace JSON (opens in ui.perfetto.dev).
+
+        Raises:
+            XrtError: 11012 when no traced run happened; 11002 when the file cannot be
+                written.
+        """
+        if self._trace is None:
+            raise XrtError(ErrorCode.WRONG_ORDER, "no traced run: enable_trace(True), then forward")
+        self._trace.write(path)
+
     def time_profile_results(self) -> dict[int, OpTime]:
         """Op id -> `OpTime` for each unit run by the current (or last) run, in order.
 
@@ -740,6 +762,7 @@ class Session:
         feed = self._check_inputs(inputs)
         run = _Run(inputs)
         self._times = {}
+        self._trace = TraceRecorder() if self._tracing else None
         t0 = time.perf_counter()
         for name, x in feed.items():
             slot = self._slots[name]
@@ -749,6 +772,8 @@ class Session:
                 np.copyto(slot.numpy(copy=False), x, casting="no")
             run.env[name] = slot
         self._io_s = time.perf_counter() - t0
+        if self._trace is not None:
+            self._trace.add("inputs in", "session", t0, self._io_s, "io")
         for v in self._dies_at.get(0, ()):
             run.env.pop(v, None)
         return run
@@ -782,6 +807,7 @@ class Session:
             self._call(self._pre, "pre", piece, ins)
         timing = self._profile or self._log_time
         backend.time_profile = timing
+        backend.tracer = self._trace
         backend.take_times()
         t0 = time.perf_counter()
         if piece.merged:
@@ -792,7 +818,11 @@ class Session:
         else:
             backend.forward_op(piece.ops[0], ins, outs)
         wall = time.perf_counter() - t0
+        backend.tracer = None
         memory, hardware = backend.take_times()
+        if self._trace is not None:
+            lane = "host" if backend.is_host else type(backend).__name__
+            self._trace.add(piece.describe(), lane, t0, wall, "subgraph" if piece.merged else "op")
         produced = list(zip(out_names, outs, strict=True))
         env.update(produced)
         handle_id = piece.ops[0].op_id
@@ -920,6 +950,8 @@ class Session:
             t2 = time.perf_counter()
             self._io_s += t2 - t1
             self._total_s = t2 - t0
+            if self._trace is not None:
+                self._trace.add("outputs out", "session", t1, t2 - t1, "io")
             return results
 
     def step_to(
