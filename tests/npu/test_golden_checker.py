@@ -249,3 +249,11 @@ def test_decode_errors_in_bytes_name_the_instruction():
     report = check(blob, [], [MEM])
     assert [f.kind for f in report.findings] == ["decode"]
     assert "instruction 1: undefined opcode 0" in report.findings[0].message
+
+
+def test_bytes_after_finish_are_not_checked_and_a_ragged_tail_is():
+    blob = Finish().encode() + bytes(32)
+    assert check(blob, [], [MEM]).ok
+    report = check(Finish().encode() + bytes(5), [], [MEM])
+    assert [f.kind for f in report.findings] == ["decode"]
+    assert "not a multiple of 32 bytes" in report.findings[0].message

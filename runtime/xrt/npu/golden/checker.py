@@ -297,6 +297,16 @@ def _instructions(program: Sequence[Instruction] | bytes, report: CheckReport) -
         except IsaError as exc:
             report.findings.append(Finding("decode", i // INSN_BYTES, str(exc)))
             break
+        if isinstance(out[-1], Finish):
+            break  # nothing after FINISH is fetched
+    if len(blob) % INSN_BYTES:
+        report.findings.append(
+            Finding(
+                "decode",
+                None,
+                f"program length {len(blob)} is not a multiple of {INSN_BYTES} bytes",
+            )
+        )
     return out
 
 
