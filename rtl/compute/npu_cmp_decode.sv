@@ -99,7 +99,7 @@ module npu_cmp_decode #(
     vec_insn_t   v;
     sync_insn_t  y;
     logic [64:0] a;
-    logic        ill, mis, rng, buf_bad;
+    logic        undec, ill, mis, rng, buf_bad;
     int unsigned elem;
     r = NoErr;
     r.pc = e.pc;
@@ -108,7 +108,7 @@ module npu_cmp_decode #(
     g = gemm_insn_t'(e.insn);
     v = vec_insn_t'(e.insn);
     y = sync_insn_t'(e.insn);
-    {ill, mis, rng, buf_bad} = '0;
+    {undec, ill, mis, rng, buf_bad} = '0;
     a = '0;
     if (ferr != 2'd0) begin
       r.valid = 1'b1;
@@ -126,8 +126,8 @@ module npu_cmp_decode #(
           BufferAcc, BufferPrm: elem = Block * 4;
           default:              elem = Block;
         endcase
-        ill = (e.insn & LoadRsvdMask) != '0 || 32'(l.buffer) > 32'(BufferLut)
-           || l.x_size == '0 || l.y_size == '0 || l.z_size == '0
+        undec = (e.insn & LoadRsvdMask) != '0 || 32'(l.buffer) > 32'(BufferLut);
+        ill = l.x_size == '0 || l.y_size == '0 || l.z_size == '0
            || (l.buffer != BufferInp
                && {l.pad_min, l.pad_top, l.pad_bottom, l.pad_left, l.pad_right} != '0)
            || l.pop_prev || l.push_prev;
@@ -144,8 +144,8 @@ module npu_cmp_decode #(
         r.unit = ErrUnitStore;
         a = 65'(bases[s.base]) + 65'(s.offset);
         elem = s.mode == StoreModeInt32 ? Block * 4 : Block;
-        ill = (e.insn & StoreRsvdMask) != '0
-           || s.x_size == '0 || s.y_size == '0 || s.z_size == '0
+        undec = (e.insn & StoreRsvdMask) != '0;
+        ill = s.x_size == '0 || s.y_size == '0 || s.z_size == '0
            || s.lo > s.hi || s.shift > 6'd46 || (s.use_prm && s.shift != '0)
            || s.pop_next || s.push_next;
         mis = a[3:0] != '0 || s.x_stride[3:0] != '0 || s.y_stride[3:0] != '0
@@ -159,8 +159,8 @@ module npu_cmp_decode #(
       end
       OpcodeGemm: begin
         r.unit = ErrUnitCompute;
-        ill = (e.insn & GemmRsvdMask) != '0 || g.init == 2'd3
-           || g.n0 == '0 || g.n1 == '0 || g.n2 == '0;
+        undec = (e.insn & GemmRsvdMask) != '0 || g.init == 2'd3;
+        ill = g.n0 == '0 || g.n1 == '0 || g.n2 == '0;
         buf_bad = !rows_ok(g.acc, g.n0, g.n1, g.n2, g.acc_s0, g.acc_s1, g.acc_s2, AccRows)
                || !rows_ok(g.inp, g.n0, g.n1, g.n2, g.inp_s0, g.inp_s1, g.inp_s2, InpRows)
                || !rows_ok(g.wgt, g.n0, g.n1, g.n2, g.wgt_s0, g.wgt_s1, g.wgt_s2, WgtRows)
@@ -168,10 +168,10 @@ module npu_cmp_decode #(
       end
       OpcodeVec: begin
         r.unit = ErrUnitCompute;
-        ill = (e.insn & VecRsvdMask) != '0 || 32'(v.func) > 32'(VecFuncLut)
-           || v.n0 == '0 || v.n1 == '0
-           || (v.func == VecFuncLut && (v.a_acc || v.b_acc || 32'(v.b) >= LutTables));
-        buf_bad = !rows_ok(v.dst, v.n0, v.n1, 10'd1, v.dst_s0, v.dst_s1, 16'd0, AccRows)
+        undec = (e.insn & VecRsvdMask) != '0 || 32'(v.func) > 32'(VecFuncLut);
+        ill = v.n0 == '0 || v.n1 == '0 || (v.func == VecFuncLut && (v.a_acc || v.b_acc));
+        buf_bad = (v.func == VecFuncLut && 32'(v.b) >= LutTables)
+               || !rows_ok(v.dst, v.n0, v.n1, 10'd1, v.dst_s0, v.dst_s1, 16'd0, AccRows)
                || !rows_ok(v.a, v.n0, v.n1, 10'd1, v.a_s0, v.a_s1, 16'd0,
                            v.a_acc ? AccRows : InpRows)
                || (v.func != VecFuncMov && v.func != VecFuncLut
@@ -180,20 +180,26 @@ module npu_cmp_decode #(
       end
       OpcodeSync: begin
         r.unit = y.unit == 2'd3 ? ErrUnitEngine : y.unit;
-        ill = (e.insn & SyncRsvdMask) != '0 || y.unit == 2'd3
-           || (y.unit == UnitLoad && (y.pop_prev || y.push_prev))
+        undec = (e.insn & SyncRsvdMask) != '0 || y.unit == 2'd3;
+        ill = (y.unit == UnitLoad && (y.pop_prev || y.push_prev))
            || (y.unit == UnitStore && (y.pop_next || y.push_next));
       end
       OpcodeFinish: begin
         r.unit = ErrUnitEngine;
-        ill = (e.insn & FinishRsvdMask) != '0 || e.insn[7:4] != '0;
+        undec = (e.insn & FinishRsvdMask) != '0 || e.insn[7:4] != '0;
       end
       default: begin
         r.unit = ErrUnitEngine;
-        ill = 1'b1;
+        undec = 1'b1;
       end
     endcase
-    if (ill) begin
+    // An undecodable word (undefined opcode or enum value, reserved bit) and a FINISH with
+    // a token flag are the fetch unit's errors (ERR_UNIT 3), as in the golden model.
+    if (undec) begin
+      r.valid = 1'b1;
+      r.code  = ErrIllegalInstruction;
+      r.unit  = ErrUnitEngine;
+    end else if (ill) begin
       r.valid = 1'b1;
       r.code  = ErrIllegalInstruction;
     end else if (mis || rng) begin

@@ -19,41 +19,53 @@ import itertools
 import os
 import random
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import cocotb
 import numpy as np
 import pytest
 from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, First, RisingEdge, Timer
-from cocotbext.axi import AxiBus, AxiSlave
+from cocotbext.axi import AxiBus, AxiResp, AxiSlave
+from cocotbext.axi import axi_slave as axi_slave_module
 
 from npuemu.sim.build import build_model
 from npuemu.sim.cocotb_run import run_cocotb
+from xrt.hwconfig import MemoryWindow
 from xrt.npu import isa
+from xrt.npu.golden import ALL_BINS, Machine, coverage, generate_program, small_config
+from xrt.npu.golden import run as golden_run
+from xrt.npu.golden.errorgen import error_cases
 from xrt.npu.isa import Buffer, EngineError, GemmInit, StoreMode, VecFunc
 from xrt.ops.intmath import requantize
 
-B = 16
-RAM_SIZE = 1 << 20  # window 0: the slave's bytearray
-FAULT_BASE = RAM_SIZE  # window 1: decoded by the engine; the slave answers SLVERR
-FAULT_SIZE = 1 << 16
-PROG = 0x0  # programs live at the bottom of the RAM
-DATA = 0x10000  # tensors above
+# The engine configuration of the golden model's RTL tests (small buffers), with a small
+# token depth and watchdog so TOKEN_OVERFLOW and WATCHDOG are quick to provoke.
+GCFG = replace(small_config(rows=256), token_depth=8, insn_queue_depth=4, watchdog_cycles=3000)
+B = GCFG.block
+# Two memory windows; address 0 lies below both (the golden model's error cases need that).
+WINDOWS = (MemoryWindow("w0", 0x10000, 0x40000), MemoryWindow("w1", 0x50000, 0x40000))
+RAM_SIZE = WINDOWS[1].end  # the slave's bytearray backs [0, RAM_SIZE)
+FAULT_BASE = 0x80000  # the end of w1: mapped; directed tests make it answer SLVERR
+FAULT_SIZE = RAM_SIZE - FAULT_BASE
+PROG = WINDOWS[0].base  # directed programs live at the bottom of w0
+DATA = PROG + 0x10000  # their tensors above
+GOLDEN_PROG = WINDOWS[1].base + 0x20000  # random programs: above their data regions
 CONFIG = {
-    "InpRows": 1024,
-    "WgtRows": 64,
-    "AccRows": 512,
-    "PrmRows": 16,
-    "LutTables": 4,
-    "QueueDepth": 4,
-    "TokenDepth": 8,
-    "WatchdogCycles": 3000,
+    "InpRows": GCFG.inp_rows,
+    "WgtRows": GCFG.wgt_rows,
+    "AccRows": GCFG.acc_rows,
+    "PrmRows": GCFG.prm_rows,
+    "LutTables": GCFG.lut_tables,
+    "QueueDepth": GCFG.insn_queue_depth,
+    "TokenDepth": GCFG.token_depth,
+    "WatchdogCycles": GCFG.watchdog_cycles,
     "MaxOutstanding": 4,
-    "Mem0Base": "64'h0",
-    "Mem0Size": f"64'h{RAM_SIZE:x}",
-    "Mem1Base": f"64'h{FAULT_BASE:x}",
-    "Mem1Size": f"64'h{FAULT_SIZE:x}",
+    **{
+        f"Mem{k}{f}": f"64'h{v:x}"
+        for k, w in enumerate(WINDOWS)
+        for f, v in (("Base", w.base), ("Size", w.size))
+    },
 }
 ERR_UNIT = {"LOAD": 0, "COMPUTE": 1, "STORE": 2, "ENGINE": 3}
 PERF = [
@@ -82,27 +94,57 @@ def test_compute_block(tmp_path):
         model,
         "test_compute_block",
         test_dir=tmp_path,
-        extra_env={"NPU_TEST_SEED": str(seed), "CMP_CASES": os.environ.get("CMP_CASES", "200")},
+        extra_env={
+            "NPU_TEST_SEED": str(seed),
+            "CMP_CASES": os.environ.get("CMP_CASES", "200"),
+            "CMP_PROGRAMS": os.environ.get("CMP_PROGRAMS", "200"),
+        },
         seed=seed,
     )
 
 
 # ---------------------------------------------------------------------------- cocotb side
 class FaultyRam:
-    """The slave's storage. Accesses past the RAM raise: AxiSlave answers SLVERR."""
+    """The slave's storage. An access overlapping a fault range raises, and AxiSlave
+    answers an error: SLVERR, or DECERR through `_RespShim`."""
 
     def __init__(self) -> None:
         self.data = bytearray(RAM_SIZE)
+        self.faults: list[tuple[range, str]] = []
+        self.last_kind = "SLVERR"
+
+    def _check(self, address: int, length: int) -> None:
+        if address + length > RAM_SIZE:
+            self.last_kind = "SLVERR"
+            raise ValueError(f"access past the RAM at {address:#x}")
+        for r, kind in self.faults:
+            if address < r.stop and r.start < address + length:
+                self.last_kind = kind
+                raise ValueError(f"{kind} at {address:#x}")
 
     async def read(self, address: int, length: int) -> bytes:
-        if address + length > RAM_SIZE:
-            raise ValueError(f"read past the RAM at {address:#x}")
+        self._check(address, length)
         return bytes(self.data[address : address + length])
 
     async def write(self, address: int, data: bytes) -> None:
-        if address + len(data) > RAM_SIZE:
-            raise ValueError(f"write past the RAM at {address:#x}")
+        self._check(address, len(data))
         self.data[address : address + len(data)] = data
+
+
+class _RespShim:
+    """Stands in for `AxiResp` inside cocotbext-axi's slave module: the slave answers
+    ``AxiResp.SLVERR`` for a failed access; the shim turns that into the kind of the fault
+    the RAM just raised, so DECERR can be tested too."""
+
+    def __init__(self, ram: FaultyRam) -> None:
+        self._ram = ram
+
+    def __getattr__(self, name: str):
+        return getattr(AxiResp, name)
+
+    @property
+    def SLVERR(self):  # noqa: N802 - the enum member's name
+        return AxiResp[self._ram.last_kind]
 
 
 @dataclass
@@ -137,6 +179,7 @@ class Engine:
         self.rng = random.Random(self.seed)
         self.np_rng = np.random.default_rng(self.seed)
         self.ram = FaultyRam()
+        axi_slave_module.AxiResp = _RespShim(self.ram)
         self.slave = AxiSlave(
             AxiBus.from_prefix(dut, "m_axi"),
             dut.clk_i,
@@ -188,12 +231,13 @@ class Engine:
         insns: int | None = None,
         raw: bytes | None = None,
         abort_after: int | None = None,
+        write_prog: bool = True,
         max_cycles: int = 2_000_000,
     ) -> Outcome:
         """Write the program at `prog_addr`, launch it, wait for its end."""
         d = self.dut
         blob = raw if raw is not None else isa.encode_program(prog)
-        if prog_addr + len(blob) <= RAM_SIZE:
+        if write_prog:
             self.ram.data[prog_addr : prog_addr + len(blob)] = blob
         packed = 0
         for k, v in (bases or {}).items():
@@ -579,7 +623,7 @@ async def vector_functions(dut):
     await e.start()
     inp = e.randint8(16, B)
     acc = e.np_rng.integers(-(1 << 31), 1 << 31, size=(32, B), dtype=np.int64).astype(np.int32)
-    lut = e.randint8(4 * 256)
+    lut = e.randint8(GCFG.lut_tables * 256)
     x_at, a_at, lut_at, out_at = DATA, DATA + 0x4000, DATA + 0x8000, DATA + 0xC000
     e.put(x_at, inp)
     e.put(a_at, acc)
@@ -668,8 +712,8 @@ async def vector_functions(dut):
             wrap(sx[:16] * ma + a64[:16] * mb),
         ),
         (
-            isa.Vec(func=VecFunc.LUT, dst=0, a=0, b=2, n0=16, n1=1, dst_s0=1, a_s0=1),
-            lut[2 * 256 + inp.astype(np.int64) + 128].astype(np.int32),
+            isa.Vec(func=VecFunc.LUT, dst=0, a=0, b=1, n0=16, n1=1, dst_s0=1, a_s0=1),
+            lut[256 + inp.astype(np.int64) + 128].astype(np.int32),
         ),
     ]
     # Pooling: row 0 = max over ACC rows 0..7 (d repeats, b = dst, b_acc): after a MOV of
@@ -684,7 +728,7 @@ async def vector_functions(dut):
             isa.Load(buffer=Buffer.INP, base=0, x_size=16, y_size=1, z_size=1, x_stride=B),
             isa.Load(buffer=Buffer.ACC, base=1, x_size=32, y_size=1, z_size=1, x_stride=4 * B),
             isa.Load(
-                buffer=Buffer.LUT, base=2, x_size=64, y_size=1, z_size=1, x_stride=B, push_next=True
+                buffer=Buffer.LUT, base=2, x_size=32, y_size=1, z_size=1, x_stride=B, push_next=True
             ),
             isa.Sync(unit=isa.Unit.COMPUTE, pop_prev=True),
             v,
@@ -850,7 +894,7 @@ async def requantization_edge_cases(dut):
 
 def random_tile(rng: random.Random, elem: int, region: int, pads: bool):
     """Random tile fields (sizes, strides incl. 0 and overlaps, 4 KiB crossings)."""
-    x, y, z = rng.randint(1, 6), rng.randint(1, 4), rng.randint(1, 3)
+    x, y, z = rng.randint(1, 4), rng.randint(1, 3), rng.randint(1, 2)
     xs = rng.choice([elem, elem, 0, elem + 16 * rng.randint(1, 4)])
     ys = rng.choice([x * elem, x * elem + 16 * rng.randint(0, 300), 16 * rng.randint(0, 3)])
     zs = rng.choice([y * ys + 16 * rng.randint(0, 8), 4096 + 16 * rng.randint(0, 40)])
@@ -902,7 +946,7 @@ async def random_load_store_tiles(dut):
         st = isa.Store(
             mode=StoreMode.INT32,
             base=1,
-            sram=200,
+            sram=128,
             sram_x_stride=sxs,
             sram_y_stride=sf["x_size"] * sxs if k <= n else 0,
             sram_z_stride=sf["x_size"] * sf["y_size"] * sxs if k <= n else 0,
@@ -912,7 +956,7 @@ async def random_load_store_tiles(dut):
         mov = isa.Vec(
             func=VecFunc.MOV,
             a_acc=use_acc,
-            dst=200,
+            dst=128,
             a=5,
             n0=n,
             n1=1,
@@ -999,6 +1043,7 @@ async def every_error_code(dut):
     e = Engine(dut)
     await e.start()
     e.backpressure("random")
+    e.ram.faults = [(range(FAULT_BASE, FAULT_BASE + FAULT_SIZE), "SLVERR")]
     err = EngineError
     ok_load = isa.Load(buffer=Buffer.INP, base=0, x_size=4, y_size=1, z_size=1, x_stride=B)
     fin = isa.Finish()
@@ -1019,7 +1064,7 @@ async def every_error_code(dut):
     bad_rsvd = bytearray(blob)
     bad_rsvd[31] |= 0x80
     await expect_error(
-        e, [], bases, err.ILLEGAL_INSTRUCTION, "LOAD", 0, "reserved bit", raw=bytes(bad_rsvd)
+        e, [], bases, err.ILLEGAL_INSTRUCTION, "ENGINE", 0, "reserved bit", raw=bytes(bad_rsvd)
     )
     for label, insn, unit in (
         ("count 0", isa.Gemm(n0=0, n1=1, n2=1), "COMPUTE"),
@@ -1126,7 +1171,7 @@ async def every_error_code(dut):
             "store across windows",
             isa.Store(
                 base=0,
-                offset=RAM_SIZE - DATA - 16,
+                offset=WINDOWS[0].end - DATA - 16,
                 x_size=2,
                 y_size=1,
                 z_size=1,
@@ -1171,7 +1216,15 @@ async def every_error_code(dut):
         ),
         (
             "STORE PRM rows",
-            isa.Store(use_prm=True, x_size=1, y_size=1, z_size=3, lo=-128, hi=127, m_or_prm=14),
+            isa.Store(
+                use_prm=True,
+                x_size=1,
+                y_size=1,
+                z_size=3,
+                lo=-128,
+                hi=127,
+                m_or_prm=GCFG.prm_rows - 2,
+            ),
             err.BUFFER_RANGE,
             "STORE",
         ),
@@ -1194,3 +1247,124 @@ async def every_error_code(dut):
     res = await expect_error(e, prog, bases, err.ABORTED, "ENGINE", 1, "abort", abort_after=300)
     assert 0 < res.perf["gemm_rows"] < 1000 * 100
     await gemm_program(e, "random")
+
+
+# ---------------------------------------------------------------------------- golden model
+async def clear_buffers(e: Engine) -> None:
+    """Zero every buffer row (LOADs from zeroed memory): the golden model starts there."""
+    e.ram.data[DATA : DATA + 0x8000] = bytes(0x8000)
+    rows = {
+        Buffer.INP: (GCFG.inp_rows, B),
+        Buffer.WGT: (GCFG.wgt_rows, B * B),
+        Buffer.ACC: (GCFG.acc_rows, 4 * B),
+        Buffer.PRM: (GCFG.prm_rows, 4 * B),
+        Buffer.LUT: (GCFG.lut_tables * 256 // B, B),
+    }
+    prog = [
+        isa.Load(buffer=buf, base=0, x_size=n, y_size=1, z_size=1, x_stride=0)
+        for buf, (n, _) in rows.items()
+    ]
+    res = await e.run([*prog, isa.Finish()], {0: DATA})
+    assert res.ok, f"clearing the buffers failed: {res}"
+
+
+def load_memory(e: Engine, mem) -> None:
+    """The RAM holds exactly the golden model's memories (zero elsewhere)."""
+    e.ram.data[:] = bytes(RAM_SIZE)
+    for w in WINDOWS:
+        e.ram.data[w.base : w.end] = mem.array(w).tobytes()
+
+
+@cocotb.test()
+async def golden_random_programs(dut):
+    """Hundreds of random race-free programs from the golden model's generator, under
+    backpressure: the final memory image and the counters (instructions retired per unit,
+    bytes, MACs) equal the golden model's; the coverage of opcodes and field-value
+    classes is printed and must be complete."""
+    e = Engine(dut)
+    await e.start()
+    await clear_buffers(e)
+    machine = Machine(GCFG)  # the golden buffers follow the engine's from program to program
+    programs = []
+    ratios = []
+    count = int(os.environ["CMP_PROGRAMS"])
+    for k in range(count):
+        seed = e.seed * 1000 + k
+        e.backpressure(["none", "random", "bursty"][k % 3])
+        length = [15, 40, 120][k % 3]
+        gp = generate_program(seed, config=GCFG, windows=WINDOWS, length=length, region_bytes=8192)
+        programs.append(gp.program)
+        mem = gp.memory()
+        load_memory(e, mem)
+        want = golden_run(gp.program, mem, gp.bases, config=GCFG, machine=machine)
+        assert want.ok, f"program seed={seed}: the golden model says {want}"
+        res = await e.run(gp.program, dict(enumerate(gp.bases)), prog_addr=GOLDEN_PROG)
+        where = f"NPU_TEST_SEED={e.seed} program {k} (generate_program seed={seed})"
+        assert res.ok, f"{where}: engine error {res}, golden model {want}"
+        mem.write(GOLDEN_PROG, gp.encode())
+        for w in WINDOWS:
+            got = np.frombuffer(bytes(e.ram.data[w.base : w.end]), np.uint8)
+            diff = np.nonzero(got != mem.array(w))[0]
+            if diff.size and os.environ.get("CMP_DEBUG"):
+                a = diff[0] // 64 * 64
+                dut._log.info("got %s", got[a : a + 64].view(np.int32))
+                dut._log.info("want %s", mem.array(w)[a : a + 64].view(np.int32))
+                acc = want.machine.buffer(Buffer.ACC)
+                for r in range(acc.shape[0]):
+                    if np.array_equal(acc[r].view(np.uint8).ravel(), got[a : a + 64]):
+                        dut._log.info("got = golden ACC row %d", r)
+            assert not diff.size, (
+                f"{where}: {diff.size} bytes of {w.name} differ, first at {w.base + diff[0]:#x}"
+            )
+        p = res.perf
+        retired = (p["retired_load"], p["retired_compute"], p["retired_store"])
+        assert retired == tuple(want.insns[u] for u in isa.Unit), f"{where}: retired {retired}"
+        assert p["gemm_rows"] * B * B == want.macs, f"{where}: MACs"
+        assert p["bytes_read"] == want.bytes_read, f"{where}: bytes read"
+        assert p["bytes_written"] == want.bytes_written, f"{where}: bytes written"
+        ratios.append(res.cycles / max(1, want.cycles.total))
+    cov = coverage(programs)
+    missing = [b for b in ALL_BINS if not cov[b]]
+    dut._log.info(
+        "coverage over %d programs: %d of %d bins hit; least hit: %s",
+        count,
+        len(ALL_BINS) - len(missing),
+        len(ALL_BINS),
+        ", ".join(f"{b} {cov[b]}" for b in sorted(ALL_BINS, key=lambda b: cov[b])[:8]),
+    )
+    dut._log.info(
+        "engine cycles / golden estimate: median %.2f (min %.2f, max %.2f)",
+        float(np.median(ratios)),
+        min(ratios),
+        max(ratios),
+    )
+    assert not missing, f"bins never hit: {missing}"
+
+
+@cocotb.test()
+async def golden_error_cases(dut):
+    """Every error case of the golden model's error generator (one per way each code
+    arises, bus faults included): the engine reports the same code, instruction index and
+    unit, then runs a correct program."""
+    e = Engine(dut)
+    await e.start()
+    e.backpressure("random")
+    for case in error_cases(e.seed, config=GCFG, windows=WINDOWS):
+        load_memory(e, case.memory())
+        e.ram.faults = [(range(f.addr, f.addr + f.nbytes), f.kind) for f in case.faults]
+        code, pc, unit = case.expect
+        res = await e.run(
+            [],
+            dict(enumerate(case.bases)),
+            raw=case.program,
+            prog_addr=case.prog_addr,
+            insns=case.prog_insns,
+            write_prog=False,
+        )
+        want = (int(code), pc, 3 if unit is None else int(unit))
+        assert (res.code, res.pc, res.unit) == want, (
+            f"seed={e.seed} {case.name}: engine (code, pc, unit) {(res.code, res.pc, res.unit)}, "
+            f"golden model {want}"
+        )
+        e.ram.faults = []
+        await quick_check(e, case.name)
