@@ -28,6 +28,7 @@ dma/npu_dma_core.sv
 dma/npu_dma.sv
 bus/npu_axi_decerr.sv
 bus/npu_axi_demux.sv
+bus/npu_axi_mux.sv
 bus/npu_axil_demux.sv
 mem/npu_axi_mem.sv
 top/npu_regs.sv
