@@ -136,6 +136,8 @@ class SimDevice:
                 continue
             self.worker = worker
             self.state = DeviceState.LEASED if self.lease else DeviceState.FREE
+            if self.lease is not None:
+                self.lease.touch()  # the restart was no absence of its holder
             log.info("device %s: simulation worker restarted (pid %s)", self.name, worker.pid)
             return
         log.error("device %s: giving up restarting its worker", self.name)
@@ -257,11 +259,20 @@ class DeviceManager:
     async def _expire_loop(self) -> None:
         while True:
             await asyncio.sleep(0.5)
-            for lease in self.leases.expired():
-                if self.devices[lease.device].in_call:
-                    lease.touch()  # a long call (a wait, a batch) is use, not absence
-                    continue
-                await self.end(lease, f"no keep-alive for {lease.ttl_s:.0f} s")
+            try:
+                await self._expire_once()
+            except Exception:  # one bad pass must not stop expiry for every device
+                log.exception("lease expiry pass failed")
+
+    async def _expire_once(self) -> None:
+        for lease in self.leases.expired():
+            device = self.devices[lease.device]
+            if device.in_call or device.state in (DeviceState.RESTARTING, DeviceState.STARTING):
+                # A long call (a wait, a batch) is use, not absence; a worker restart is the
+                # server's doing: the holder cannot call while it lasts.
+                lease.touch()
+                continue
+            await self.end(lease, f"no keep-alive for {lease.ttl_s:.0f} s")
 
     async def stop(self) -> None:
         if self._expiry_task is not None:
