@@ -5,12 +5,15 @@ processes, real workers, raw stubs; each test names the defect it guards against
 from __future__ import annotations
 
 import contextlib
+import mmap
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import grpc
 import pytest
@@ -29,6 +32,7 @@ from rpc_client import (
 )
 
 from npuemu.server.launch import ServerProcess
+from npuemu.server.service import boot_id
 from xrt._generated.regmap_dma import DMA
 from xrt._generated.regmap_npu import NPU
 from xrt._proto.npuemu.v1 import device_pb2 as pb
@@ -222,6 +226,31 @@ def test_client_killed_mid_dma_leaves_nothing_in_plddr(server, clients):
         finally:
             proc.kill()
             proc.wait()
+
+
+def test_a_former_holders_fast_path_mapping_never_sees_the_next_holder(server, clients):
+    """Defect: the local fast path kept its mapping after the lease ended; a former holder
+    kept reading and writing the next holder's memory."""
+    a, b = clients(), clients()
+    host = pb.LocalHost(hostname=socket.gethostname(), boot_id=boot_id())
+    resp = a.open(device="npu1", client="a", local_host=host)
+    (mapping,) = [m for m in resp.local_mappings if m.region == "udma"]
+    path = Path(mapping.path)
+    assert path.stat().st_mode & 0o077 == 0 and path.parent.stat().st_mode & 0o077 == 0
+    with path.open("r+b") as f, mmap.mmap(f.fileno(), mapping.size) as old_map:
+        a.write_mem(UDMA_BASE, b"mine")
+        assert old_map[:4] == b"mine"  # the fast path works while the lease lives
+        a.close()
+        b_resp = b.open(device="npu1", client="b", local_host=host)
+        assert b_resp.local_mappings[0].path != mapping.path and not path.exists()
+        b.write_mem(UDMA_BASE, SECRET)
+        assert old_map[: len(SECRET)] == bytes(len(SECRET)), "old mapping saw the new holder"
+        old_map[: len(SECRET)] = b"\xee" * len(SECRET)  # and writing through it changes nothing
+        assert b.read_mem(UDMA_BASE, len(SECRET)) == SECRET
+        # The device itself (DMA) sees the new holder's file, not the old one.
+        dma_and_wait(b, UDMA_BASE, PLDDR_BASE, len(SECRET))
+        dma_and_wait(b, PLDDR_BASE, UDMA_BASE + 65536, len(SECRET))
+        assert b.read_mem(UDMA_BASE + 65536, len(SECRET)) == SECRET
 
 
 # ---------------------------------------------------------------------------- devices

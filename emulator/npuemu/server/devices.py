@@ -157,6 +157,8 @@ class SimDevice:
                     await old.kill()  # its engines stop with it
                 if self.lease is None:
                     self.memory.zero()  # what the dead worker's engines wrote goes
+                    old_file, _ = self.memory.renew_udma()
+                    self.memory.forget(old_file)
                 self.counters.worker_restarts += 1
                 try:
                     worker = self._new_worker()
@@ -197,6 +199,8 @@ class SimDevice:
                 if worker is not None:
                     await worker.kill()
                 self.memory.zero()  # the restart ends in FREE
+                old, _ = self.memory.renew_udma()  # the next worker maps the new file
+                self.memory.forget(old)
                 return
             self.state = DeviceState.RESETTING
             worker.cancel_current()
@@ -208,11 +212,29 @@ class SimDevice:
                 )
                 await worker.kill()
                 self.memory.zero()
+                old, _ = self.memory.renew_udma()
+                self.memory.forget(old)
                 self.state = DeviceState.RESTARTING
                 if not self._stopping:
                     self.schedule_restart_locked(str(exc))
                 return
             self.memory.zero()
+            # A fresh udma file per lease: a former holder's mapping (the local fast path)
+            # stays on the old, unlinked file and never sees the next holder.
+            old, new = self.memory.renew_udma()
+            try:
+                await worker.call("remap", self.watchdog_s, old=str(old), new=str(new))
+            except (WorkerUnavailableError, WorkerError, WorkerCancelledError) as exc:
+                log.error(
+                    "device %s: remap after a lease failed (%s): restarting it", self.name, exc
+                )
+                await worker.kill()
+                self.memory.forget(old)
+                self.state = DeviceState.RESTARTING
+                if not self._stopping:
+                    self.schedule_restart_locked(str(exc))
+                return
+            self.memory.forget(old)
             self.state = DeviceState.FREE
 
     def schedule_restart_locked(self, reason: str) -> None:
@@ -373,4 +395,7 @@ class DeviceManager:
                 await self._expiry_task
         for task in list(self._transitions):
             task.cancel()
+        for d in self.devices.values():
+            if d.worker is not None:
+                d.worker.cancel_current()  # a long wait must not hold up the quit
         await asyncio.gather(*(d.stop() for d in self.devices.values()), return_exceptions=True)

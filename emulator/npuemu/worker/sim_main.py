@@ -19,9 +19,11 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import logging
+import mmap
 import os
 import signal
 import socket
+from pathlib import Path
 from typing import Any
 
 import cocotb
@@ -43,12 +45,53 @@ log = logging.getLogger("npuemu.worker")
 BUSY_SLICE_CYCLES = 2048  # while an engine runs: cycles between looks at the socket
 WATCH_SLICE_CYCLES = 4096  # while a request runs: cycles between looks for a cancel
 _PR_SET_PDEATHSIG = 1
+_MAP_FIXED = 0x10
 
 
 def _status(exc: BusError | PollTimeoutError) -> str:
     if isinstance(exc, PollTimeoutError):
         return "POLL_TIMEOUT"
     return "DECERR" if exc.resp == AxiResp.DECERR else "SLVERR"
+
+
+def remap_file(old: str, new: str) -> None:
+    """Map file `new` over the mapping(s) of file `old` in this process, at the same address
+    (MAP_FIXED), so the DPI-C memory model's pointers stay valid. Runs between requests (the
+    simulation is frozen). The server uses it to give each lease a fresh ``udma`` file."""
+    spans = []
+    for line in Path("/proc/self/maps").read_text().splitlines():
+        parts = line.split(maxsplit=5)
+        if len(parts) == 6 and parts[5].strip() == old:
+            start, end = (int(x, 16) for x in parts[0].split("-"))
+            spans.append((start, end, int(parts[2], 16)))
+    if not spans:
+        raise ValueError(f"{old} is not mapped in this worker")
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_size_t,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_long,
+    ]
+    fd = os.open(new, os.O_RDWR)
+    try:
+        for start, end, offset in spans:
+            got = libc.mmap(
+                start,
+                end - start,
+                mmap.PROT_READ | mmap.PROT_WRITE,
+                mmap.MAP_SHARED | _MAP_FIXED,
+                fd,
+                offset,
+            )
+            if got != start:
+                err = ctypes.get_errno()
+                raise OSError(err, f"cannot map {new} at {start:#x}: {os.strerror(err)}")
+    finally:
+        os.close(fd)
 
 
 class Worker:
@@ -77,6 +120,9 @@ class Worker:
                 return {"status": _status(exc)}
         if op == "batch":
             return {"results": await self.batch(req["ops"])}
+        if op == "remap":
+            remap_file(req["old"], req["new"])
+            return {}
         if op == "wait_irq":
             w = await h.wait_irq(req["max_cycles"], req["wall_s"])
             return {"outcome": w.outcome.value, "waited": w.cycles}
