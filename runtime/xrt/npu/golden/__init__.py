@@ -13,8 +13,9 @@ Its semantics are docs/isa.md's; where that leaves a choice open, the choice is 
 
 from .checker import CheckReport, Finding, check
 from .cost import CostModel, CycleEstimate
+from .coverage import ALL_BINS, coverage
 from .executor import RunResult, run
-from .generator import ALL_BINS, GeneratedProgram, coverage, generate_program, small_config
+from .generator import GeneratedProgram, generate_program, small_config
 from .machine import Machine, prm_word, requantize_exact
 from .memory import BusFault, Memory
 from .tokens import Queue
