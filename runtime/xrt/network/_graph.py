@@ -427,7 +427,7 @@ class Network(_Graph):
         name: str | None = None,
         fold_batchnorm: bool = True,
     ) -> Network:
-        """Import a float ONNX model (opset >= 11); see `xrt.network.onnx_import.import_onnx`."""
+        """Import an ONNX model (opset >= 7); see `xrt.network.onnx_import.import_onnx`."""
         from xrt.network.onnx_import import import_onnx
 
         return import_onnx(model, input_shapes, name=name, fold_batchnorm=fold_batchnorm)

@@ -40,8 +40,10 @@ def _infer_binary(
     op: OpLike, ins: list[TensorType], params: Mapping[str, np.ndarray]
 ) -> list[TensorType]:
     a, b = ins
-    need_float(op, a, "input 0")
-    need_float(op, b, "input 1")
+    if a.dtype is DataType.BOOL or b.dtype is DataType.BOOL:
+        raise fail(op, "inputs must be numeric, got Bool", ErrorCode.WRONG_TYPE)
+    if a.quant is not None or b.quant is not None:
+        need_float(op, a if a.quant is not None else b, "a quantized input")
     if a.dtype is not b.dtype:
         raise fail(
             op,
@@ -56,15 +58,15 @@ def _infer_binary(
 def add_forward(
     op: OpLike, inputs: list[np.ndarray], params: Mapping[str, np.ndarray]
 ) -> list[np.ndarray]:
-    """``a + b`` with broadcasting."""
-    return [np.add(inputs[0], inputs[1])]
+    """``a + b`` with broadcasting (integers wrap as in C)."""
+    return [np.asarray(np.add(inputs[0], inputs[1]))]
 
 
 def mul_forward(
     op: OpLike, inputs: list[np.ndarray], params: Mapping[str, np.ndarray]
 ) -> list[np.ndarray]:
-    """``a * b`` with broadcasting."""
-    return [np.multiply(inputs[0], inputs[1])]
+    """``a * b`` with broadcasting (integers wrap as in C)."""
+    return [np.asarray(np.multiply(inputs[0], inputs[1]))]
 
 
 def _infer_qbinary(

@@ -20,6 +20,7 @@ import numpy as np
 from xrt.errors import ErrorCode, XrtError
 from xrt.network import Network, NetworkBuilder, Operator
 from xrt.ops import intmath
+from xrt.ops.mathops import UNARY_FLOAT_OPS
 from xrt.ops.pool import pool_counts
 from xrt.quant.calibrate import Samples, ValueRange, calibrate
 
@@ -35,9 +36,22 @@ __all__ = [
 INT_SUFFIX = ":q"
 """An int8 value of the quantized network is named after its float value plus this suffix."""
 
-PASSTHROUGH_OPS = ("MaxPool2d", "Reshape", "Flatten", "Transpose", "Resize", "Identity", "Relu")
-"""Ops that run unchanged on int8 and keep their input's scale."""
-LUT_OPS = ("LeakyRelu", "Sigmoid", "HardSwish", "HardSigmoid")
+PASSTHROUGH_OPS = (
+    "MaxPool2d",
+    "Reshape",
+    "Flatten",
+    "Transpose",
+    "Resize",
+    "Identity",
+    "Relu",
+    "Slice",
+    "Expand",
+    "Tile",
+    "DepthToSpace",
+    "SpaceToDepth",
+)
+"""Ops that run unchanged on int8 and keep their input's scale (Resize: nearest only)."""
+LUT_OPS = ("LeakyRelu", "Sigmoid", "HardSwish", "HardSigmoid", *UNARY_FLOAT_OPS)
 """Elementwise ops that become a ``QLut`` table."""
 FALLBACK_OPS = ("Softmax", "BatchNorm", "MatMul", "Cast", "HardOp")
 """Ops that stay float (dequantize before, quantize after when needed)."""
@@ -164,7 +178,7 @@ class _Quantizer:
                 return result, s, 0, intmath.INT8_MAX
             lo = intmath.quantize_scalar(act.attrs["min"], s)
             hi = intmath.quantize_scalar(act.attrs["max"], s)
-            return result, s, lo, hi
+            return result, s, min(lo, hi), hi  # min > max: every output is max (ONNX)
         return out, self.range_scale(out), intmath.INT8_MIN, intmath.INT8_MAX
 
     # -- op handlers -------------------------------------------------------------------
@@ -248,7 +262,7 @@ class _Quantizer:
         lo = intmath.quantize_scalar(op.attrs["min"], s)
         hi = intmath.quantize_scalar(op.attrs["max"], s)
         out = self.set_int(op.outputs[0], s)
-        self.b.add("QClip", [xq], {"lo": lo, "hi": hi}, outputs=[out], name=op.name)
+        self.b.add("QClip", [xq], {"lo": min(lo, hi), "hi": hi}, outputs=[out], name=op.name)
 
     def avgpool(self, op: Operator) -> None:
         x = op.inputs[0]
@@ -326,8 +340,10 @@ class _Quantizer:
                     ErrorCode.WRONG_TYPE, f"{op.describe()}: the network is already quantized"
                 )
             handler = handlers.get(op.op_type, self.fallback)
-            if handler is not self.fallback and any(
-                not self.net.values[v].dtype.is_float for v in op.inputs
+            if handler is not self.fallback and (
+                any(not self.net.values[v].dtype.is_float for v in op.inputs)
+                or any(not self.net.values[v].dtype.is_float for v in op.outputs)
+                or (op.op_type == "Resize" and op.attrs["mode"] != "nearest")
             ):
                 handler = self.fallback
             handler(op)
