@@ -135,9 +135,9 @@ def _conv_transpose(ctx: Ctx) -> None:
     if "output_shape" in a:
         want = list(a["output_shape"])[-nd:]
         total = [f - o for f, o in zip(full, want, strict=True)]
-        if any(t < 0 for t in total):
-            # The output is larger than the full result: ONNX pads with output_padding.
-            raise ctx.fail(f"output_shape {want} is larger than the transposed result {full}")
+        # An output larger than the full result grows at the end, as output_padding does.
+        out_pad = [p + max(0, -t) for p, t in zip(out_pad, total, strict=True)]
+        total = [max(0, t) for t in total]
         upper = auto != "SAME_LOWER"
         begin = [t // 2 if upper else t - t // 2 for t in total]
         pads = begin + [t - b for t, b in zip(total, begin, strict=True)]
@@ -441,16 +441,30 @@ def _lrn(ctx: Ctx) -> None:
 
 def _layernorm(ctx: Ctx) -> None:
     node, a = ctx.node, ctx.attrs()
-    if any(o and ctx.uses.get(o) for o in node.output[1:]):
-        raise ctx.fail("the Mean and InvStdDev outputs of LayerNormalization are not supported")
     if int(a.get("stash_type", 1)) != 1:
         raise ctx.fail("LayerNormalization stash_type other than float is not supported")
     params = {"scale": ctx.need_const(node.input[1], "LayerNormalization scale")}
     bias = ctx.const_input(2, "LayerNormalization bias")
     if bias is not None:
         params["bias"] = bias
-    attrs = {"axis": int(a.get("axis", -1)), "epsilon": float(a.get("epsilon", 1e-5))}
-    ctx.emit("LayerNorm", [ctx.value(node.input[0])], attrs, params, output=node.output[0])
+    eps = float(a.get("epsilon", 1e-5))
+    attrs = {"axis": int(a.get("axis", -1)), "epsilon": eps}
+    x = ctx.value(node.input[0])
+    ctx.emit("LayerNorm", [x], attrs, params, output=node.output[0])
+    outs = [*list(node.output), "", ""]
+    if not (outs[1] or outs[2]):
+        return
+    # The optional statistics outputs, when asked for: mean and 1 / sqrt(var + epsilon)
+    # over the normalised axes, with those axes kept as length 1.
+    t = ctx.b.values[x]
+    axes = list(range(attrs["axis"] % t.ndim, t.ndim))
+    mean = ctx.emit("ReduceMean", [x], {"axes": axes}, output=outs[1] or None)
+    if outs[2]:
+        diff = ctx.emit("Sub", [x, mean])
+        var = ctx.emit("ReduceMean", [ctx.emit("Mul", [diff, diff])], {"axes": axes})
+        eps_v = ctx.const_value(np.array(eps, t.dtype.numpy), "epsilon")
+        std = ctx.emit("Sqrt", [ctx.emit("Add", [var, eps_v])])
+        ctx.emit("Reciprocal", [std], output=outs[2])
 
 
 def _instnorm(ctx: Ctx) -> None:

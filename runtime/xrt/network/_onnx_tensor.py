@@ -34,16 +34,16 @@ def passthrough(ctx: Ctx) -> None:
     """Identity and inference-mode Dropout: the output is the input."""
     node = ctx.node
     if node.op_type == "Dropout":
-        training = ctx.input(2)
-        if training:
-            flag = ctx.const(training)
-            if flag is None:
-                raise ctx.fail("Dropout training_mode must be a constant")
-            if bool(np.asarray(flag).reshape(-1)[0]):
-                raise ctx.fail("Dropout with training_mode=True is not supported (inference only)")
-        if len(node.output) > 1 and node.output[1] and ctx.uses.get(node.output[1]):
-            raise ctx.fail("the mask output of Dropout is not supported")
-    ctx.alias[node.output[0]] = ctx.value(node.input[0])
+        flag = ctx.const_input(2, "Dropout training_mode")
+        if flag is not None and bool(np.asarray(flag).reshape(-1)[0]):
+            raise ctx.fail("Dropout with training_mode=True is not supported (inference only)")
+    x = ctx.value(node.input[0])
+    ctx.alias[node.output[0]] = x
+    if node.op_type == "Dropout" and len(node.output) > 1 and node.output[1]:
+        # Inference: nothing is dropped, the mask is all True.
+        t = ctx.b.values[x]
+        mask = ctx.const_value(np.ones(t.shape, np.bool_), "mask")
+        ctx.alias[node.output[1]] = mask
 
 
 def _sum(ctx: Ctx) -> None:
@@ -262,7 +262,7 @@ TENSOR_HANDLERS: dict[str, Callable[[Ctx], None]] = {
     "Expand": _expand,
     "Tile": _tile,
     "DepthToSpace": same("DepthToSpace", ("blocksize", "mode")),
-    "SpaceToDepth": same("SpaceToDepth", ("blocksize",)),
+    "SpaceToDepth": same("SpaceToDepth", ("blocksize", "mode")),
     "ArgMax": same("ArgMax", ("axis", "keepdims", "select_last_index")),
     "ArgMin": same("ArgMin", ("axis", "keepdims", "select_last_index")),
     **{

@@ -194,11 +194,11 @@ def _infer_d2s(
     if x.ndim != 4 or b <= 0:
         raise fail(op, f"needs an NCHW input and blocksize > 0, got {list(x.shape)}, {b}")
     n, c, h, w = x.shape
+    if op.attrs["mode"] not in ("DCR", "CRD"):
+        raise fail(op, f"mode must be DCR or CRD, got {op.attrs['mode']!r}")
     if op.op_type == "DepthToSpace":
         if c % (b * b):
             raise fail(op, f"channels {c} are not a multiple of blocksize**2 ({b * b})")
-        if op.attrs["mode"] not in ("DCR", "CRD"):
-            raise fail(op, f"mode must be DCR or CRD, got {op.attrs['mode']!r}")
         shape = (n, c // (b * b), h * b, w * b)
     else:
         if h % b or w % b:
@@ -215,7 +215,9 @@ def _d2s_forward(
     b = op.attrs["blocksize"]
     n, c, h, w = x.shape
     if op.op_type == "SpaceToDepth":
-        y = x.reshape(n, c, h // b, b, w // b, b).transpose(0, 3, 5, 1, 2, 4)
+        y = x.reshape(n, c, h // b, b, w // b, b)
+        perm = (0, 3, 5, 1, 2, 4) if op.attrs["mode"] == "DCR" else (0, 1, 3, 5, 2, 4)
+        y = y.transpose(perm)
         return [np.ascontiguousarray(y).reshape(n, c * b * b, h // b, w // b)]
     if op.attrs["mode"] == "DCR":
         y = x.reshape(n, b, b, c // (b * b), h, w).transpose(0, 3, 4, 1, 5, 2)
@@ -300,7 +302,7 @@ register_op(
         "SpaceToDepth",
         (1, 1),
         1,
-        {"blocksize": AttrSpec("int")},
+        {"blocksize": AttrSpec("int"), "mode": AttrSpec("str", "DCR")},
         _infer_d2s,
         _d2s_forward,
         doc="spatial blocks to channels",

@@ -227,8 +227,10 @@ def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _mod(a: np.ndarray, b: np.ndarray, fmod: int) -> np.ndarray:
-    if fmod or a.dtype.kind == "f":
+    if fmod:
         return np.fmod(a, b)
+    if a.dtype.kind == "f":
+        return np.mod(a, b)  # sign of the divisor, as Python
     if np.any(b == 0):
         raise ZeroDivisionError("integer modulo by zero")
     return np.mod(a, b)

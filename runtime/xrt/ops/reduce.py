@@ -87,7 +87,7 @@ def _infer_reduce(
     op: OpLike, ins: list[TensorType], params: Mapping[str, np.ndarray]
 ) -> list[TensorType]:
     x = ins[0]
-    if x.dtype is DataType.BOOL:
+    if x.dtype is DataType.BOOL and op.op_type not in ("ReduceMax", "ReduceMin"):
         raise fail(op, "input must be numeric, got Bool", ErrorCode.WRONG_TYPE)
     axes = reduce_axes(op, x.ndim)
     if axes is None:
