@@ -60,7 +60,7 @@ def operators_markdown() -> str:
 
     from xrt.network import MIN_OPSET, SUPPORTED_ONNX_OPS
     from xrt.network._onnx_limits import ONNX_OP_LIMITS
-    from xrt.network.onnx_import import OLDEST_OPSET
+    from xrt.network.onnx_import import PROMISED_OPSET
     from xrt.ops import get_op_def, op_types
 
     newest = onnx.defs.onnx_opset_version()
@@ -68,9 +68,11 @@ def operators_markdown() -> str:
         _HEADER,
         "# Supported operators",
         "",
-        f"ONNX models of default-domain opset {OLDEST_OPSET} to {newest} (the newest the pinned "
-        f"onnx {onnx.__version__} knows) import; models older than opset {MIN_OPSET} are "
-        "upgraded with `onnx.version_converter` first. Nodes whose inputs are all constant "
+        f"ONNX models of default-domain opset {PROMISED_OPSET} to {newest} (the newest the "
+        f"pinned onnx {onnx.__version__} knows) import; models older than opset {MIN_OPSET} "
+        "are upgraded with `onnx.version_converter` first (older than "
+        f"{PROMISED_OPSET} too, as far as the converter goes: the PyTorch-converted opset-6 "
+        "tests of the onnx wheel do). Nodes whose inputs are all constant "
         "(shapes are static) are folded at import whatever their type, so `Shape`, `Size`, "
         "`ConstantOfShape`, `Range`, `Constant` and similar shape arithmetic also work. "
         "Element types: FP32, FP16, BF16, INT8/UINT8, INT16/UINT16, INT32/UINT32, INT64, "
@@ -84,7 +86,7 @@ def operators_markdown() -> str:
     ]
     for op in SUPPORTED_ONNX_OPS:
         limits = ONNX_OP_LIMITS[op] or "-"
-        lines.append(f"| {op} | {_opset_range(onnx, op, OLDEST_OPSET, newest)} | {limits} |")
+        lines.append(f"| {op} | {_opset_range(onnx, op, PROMISED_OPSET, newest)} | {limits} |")
     lines += [
         "",
         "## xrt op types (the registry, `xrt.ops`)",

@@ -137,3 +137,29 @@ def run_case(case: NodeCase) -> str | None:
         if len(got) != len(outs):
             return f"{len(got)} outputs, expected {len(outs)}"
     return None
+
+
+WHEEL_DATA = __import__("pathlib").Path(onnx.__file__).parent / "backend" / "test" / "data"
+WHEEL_MODEL_KINDS = ("pytorch-converted", "pytorch-operator", "simple")
+"""Folders of whole-model tests the onnx wheel ships with their data files."""
+
+
+def _load_tensors(folder: object, prefix: str) -> tuple[np.ndarray, ...]:
+    files = sorted(
+        folder.glob(f"{prefix}_*.pb"),  # type: ignore[attr-defined]
+        key=lambda p: int(p.stem.rsplit("_", 1)[1]),
+    )
+    return tuple(numpy_helper.to_array(onnx.load_tensor(str(f))) for f in files)
+
+
+def wheel_model_cases(kind: str) -> list[NodeCase]:
+    """The model tests of one `WHEEL_MODEL_KINDS` folder, with their stored data sets."""
+    out = []
+    for d in sorted((WHEEL_DATA / kind).iterdir()):
+        model = onnx.load(str(d / "model.onnx"))
+        sets = tuple(
+            (_load_tensors(ds, "input"), _load_tensors(ds, "output"))
+            for ds in sorted(d.glob("test_data_set_*"))
+        )
+        out.append(NodeCase(d.name, kind, model, sets, 1e-3, 1e-7))
+    return out

@@ -19,7 +19,6 @@ VOLUMETRIC = "3-D (volumetric) operator: only 1-D and 2-D are supported"
 BN_TRAIN = "BatchNormalization training mode: inference only"
 DROPOUT_TRAIN = "Dropout with training_mode=True is refused: inference only"
 POOL_INDICES = "the Indices output of MaxPool is not supported"
-OPSET_1 = "the case declares opset 1; xrt accepts opset 7 and newer"
 EMPTY = "zero-size (empty) tensors are not supported"
 ANTIALIAS = "Resize antialias is not supported"
 ASPECT = "Resize keep_aspect_ratio_policy other than stretch is not supported"
@@ -60,9 +59,6 @@ EXPECTED_FAILURES: dict[str, str] = {
     "test_mod_mixed_sign_float64": FP64,
     "test_mod_uint64": U64,
     "test_mul_uint64": U64,
-    "test_not_2d": OPSET_1,
-    "test_not_3d": OPSET_1,
-    "test_not_4d": OPSET_1,
     "test_pow_types_float32_uint64": U64,
     "test_reduce_l1_empty_set": EMPTY,
     "test_reduce_l2_empty_set": EMPTY,
