@@ -525,7 +525,8 @@ class NetworkBuilder:
             name = self.unique(name)
         elif name in self.params:
             raise XrtError(ErrorCode.OUT_OF_RANGE, f"parameter {name!r} already exists")
-        self.params[name] = _check_param(name, np.ascontiguousarray(array))
+        # np.asarray(order="C") keeps a 0-d array 0-d (np.ascontiguousarray makes it [1]).
+        self.params[name] = _check_param(name, np.asarray(array, order="C"))
         return name
 
     def add(

@@ -155,7 +155,7 @@ class Ctx:
         refs = {}
         base = self.node.name or self.node.output[0]
         for role, arr in (params or {}).items():
-            refs[role] = self.b.param(f"{base}.{role}", np.ascontiguousarray(arr), unique=True)
+            refs[role] = self.b.param(f"{base}.{role}", np.asarray(arr, order="C"), unique=True)
         if outputs is None:
             outputs = [
                 output if output is not None else self.b.unique(f"{self.node.output[0]}:{op_type}")
