@@ -1,6 +1,6 @@
 """Reductions over axes: ``ReduceMean``, ``ReduceSum``, ``ReduceMax``, ``ReduceMin``,
-``ReduceProd``, ``ReduceL1``, ``ReduceL2``, ``ReduceSumSquare``, ``ReduceLogSumExp``, and
-``ArgMax`` / ``ArgMin``.
+``ReduceProd``, ``ReduceL1``, ``ReduceL2``, ``ReduceSumSquare``, ``ReduceLogSumExp``,
+``ArgMax`` / ``ArgMin``, and the int8 ``QReduceMean`` (docs/quantization.md).
 
 ``axes`` is a list attribute here (the importer reads ONNX's axes input); an empty list
 reduces every axis unless ``noop_with_empty_axes``. Float sums accumulate in float64 and
@@ -15,10 +15,12 @@ import numpy as np
 
 from xrt.dtypes import DataType, TensorType
 from xrt.errors import ErrorCode
-from xrt.ops._common import fail, norm_axis
+from xrt.ops import intmath
+from xrt.ops._common import fail, need_dtype, norm_axis
+from xrt.ops._qcommon import SAT_ATTRS, check_sat, check_scalar_requant
 from xrt.ops._registry import AttrSpec, OpDef, OpLike, register_op
 
-__all__ = ["REDUCE_OPS", "reduce_axes"]
+__all__ = ["REDUCE_OPS", "qreduce_mean_forward", "reduce_axes"]
 
 
 def _sum(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
@@ -140,6 +142,35 @@ def _arg_forward(
     return [idx.reshape(_out_shape(op, x.shape, (axis,)))]
 
 
+def _infer_qreduce_mean(
+    op: OpLike, ins: list[TensorType], params: Mapping[str, np.ndarray]
+) -> list[TensorType]:
+    x = ins[0]
+    need_dtype(op, x, DataType.SINT8)
+    check_scalar_requant(op, ("multiplier", "shift"))
+    axes = reduce_axes(op, x.ndim)
+    if axes is None:
+        raise fail(op, "needs axes to reduce")
+    count = int(np.prod([x.shape[a] for a in axes]))
+    if not 0 < count <= 2**24:  # keeps |sum| <= 2**31 (int32 accumulator)
+        raise fail(op, f"reduces {count} values; 1..2**24 are supported")
+    return [TensorType(DataType.SINT8, _out_shape(op, x.shape, axes), "*", check_sat(op))]
+
+
+def qreduce_mean_forward(
+    op: OpLike, inputs: list[np.ndarray], params: Mapping[str, np.ndarray]
+) -> list[np.ndarray]:
+    """``QReduceMean``: int32 sum over ``axes``, then ``requantize(sum, M, S, lo, hi)`` with
+    ``M * 2**-S ~= s_in / (s_out * count)``."""
+    a = op.attrs
+    x = inputs[0]
+    axes = reduce_axes(op, x.ndim)
+    assert axes is not None  # checked by inference
+    sums = x.astype(np.int64).sum(axis=axes, keepdims=True)
+    out = intmath.requantize(sums, a["multiplier"], a["shift"], a["lo"], a["hi"])
+    return [out.reshape(_out_shape(op, x.shape, axes))]
+
+
 for _name, (_fn, _doc) in REDUCE_OPS.items():
     register_op(
         OpDef(
@@ -162,3 +193,22 @@ for _name in ("ArgMax", "ArgMin"):
             doc=f"index of the {'largest' if _name == 'ArgMax' else 'smallest'} value (SInt64)",
         )
     )
+register_op(
+    OpDef(
+        "QReduceMean",
+        (1, 1),
+        1,
+        {
+            **SAT_ATTRS,
+            "axes": AttrSpec("ints", doc="axes to average over"),
+            "keepdims": AttrSpec("bool", True),
+            "noop_with_empty_axes": AttrSpec("bool", False, None, "must stay false"),
+            "multiplier": AttrSpec("int", doc="M ~= s_in / (s_out * count) * 2**S"),
+            "shift": AttrSpec("int", doc="right shift S"),
+        },
+        _infer_qreduce_mean,
+        qreduce_mean_forward,
+        quantized=True,
+        doc="int8 mean over axes: int32 sum, one requantisation",
+    )
+)
