@@ -47,9 +47,9 @@ def source_coords(n_in: int, n_out: int, scale: float, coord_mode: str) -> np.nd
     elif coord_mode == "tf_half_pixel_for_nn":
         x = (o + 0.5) / scale
     elif coord_mode == "align_corners":
-        # ONNX divides by the unrounded output length scale * n_in (= n_out given sizes).
-        length = scale * n_in
-        x = o * (n_in - 1) / (length - 1) if n_out > 1 and length != 1 else np.zeros_like(o)
+        # Divides by the rounded output length, as onnxruntime and PyTorch do (the ONNX
+        # reference takes the unrounded scale * n_in; the two agree whenever sizes are given).
+        x = o * (n_in - 1) / (n_out - 1) if n_out > 1 else np.zeros_like(o)
     elif coord_mode == "half_pixel_symmetric":
         offset = n_in / 2 * (1 - n_out / (scale * n_in))
         x = offset + (o + 0.5) / scale - 0.5
