@@ -42,6 +42,9 @@ def _int8(op_type: str, op_def) -> str:  # type: ignore[no-untyped-def]
         "GlobalAvgPool": "QGlobalAvgPool",
         "Clip": "fused bounds / QClip",
         "Pad": "Pad (int8)",
+        "Split": "same op on int8",
+        "Sub": "QSub",
+        "ReduceMean": "QReduceMean",
     }
     if op_def.quantized:
         return "is an integer kernel"

@@ -72,10 +72,14 @@ class Ctx:
         self.alias: dict[str, str] = {}
         self.materialized: dict[str, str] = {}
         self.uses: dict[str, int] = {}
+        self.consumers: dict[str, list[Any]] = {}
+        self.done: set[str] = set()
+        """Outputs of nodes a handler already imported together with an earlier node."""
         for node in model.graph.node:
             for v in node.input:
                 if v:
                     self.uses[v] = self.uses.get(v, 0) + 1
+                    self.consumers.setdefault(v, []).append(node)
         for o in model.graph.output:
             self.uses[o.name] = self.uses.get(o.name, 0) + 1
         self.node: Any = None

@@ -60,7 +60,14 @@ def _lift_1d(ctx: Ctx, x: str) -> tuple[str, int]:
     """A 3-D (N, C, L) value as 4-D (N, C, 1, L); returns (value, spatial rank)."""
     t = ctx.b.values[x]
     if t.ndim == 3:
-        return ctx.emit("Reshape", [x], {"shape": [t.shape[0], t.shape[1], 1, t.shape[2]]}), 1
+        want = (t.shape[0], t.shape[1], 1, t.shape[2])
+        prod = ctx.b.producer(x)
+        if prod is not None and prod.op_type == "Reshape":
+            # Back-to-back 1-D layers: reuse the 4-D value the previous one lowered.
+            src = prod.inputs[0]
+            if ctx.b.values[src].shape == want and ctx.b.values[src].dtype is t.dtype:
+                return src, 1
+        return ctx.emit("Reshape", [x], {"shape": list(want)}), 1
     if t.ndim != 4:
         raise ctx.fail(f"only 1-D and 2-D operators are supported (input shape {list(t.shape)})")
     return x, 2
@@ -113,7 +120,45 @@ def _conv(ctx: Ctx) -> None:
     if nd == 2:
         ctx.emit("Conv2d", [x], attrs, params, output=node.output[0])
         return
-    _lower_1d(ctx, ctx.emit("Conv2d", [x], attrs, params), nd)
+    bn = _foldable_bn_after(ctx, node.output[0])
+    if bn is None:
+        _lower_1d(ctx, ctx.emit("Conv2d", [x], attrs, params), nd)
+        return
+    # A 1-D convolution runs as Conv2d + Reshape, so the usual fold (BatchNormalization
+    # right after a Conv2d) cannot see it: fold the following BatchNormalization here.
+    bn_params, eps = bn[1], bn[2]
+    mult, shift = batchnorm_scale_shift(bn_params, eps)
+    weight = params["weight"].astype(np.float64) * mult[:, None, None, None]
+    b0 = params["bias"].astype(np.float64) if "bias" in params else 0.0
+    params = {"weight": weight.astype(np.float32), "bias": (b0 * mult + shift).astype(np.float32)}
+    y = ctx.emit("Conv2d", [x], attrs, params)
+    t = ctx.b.values[y]
+    ctx.emit(
+        "Reshape", [y], {"shape": [t.shape[0], t.shape[1], t.shape[3]]}, output=bn[0].output[0]
+    )
+    ctx.done.add(bn[0].output[0])
+
+
+def _foldable_bn_after(ctx: Ctx, value: str) -> tuple[Any, dict[str, np.ndarray], float] | None:
+    """The BatchNormalization node that alone consumes `value`, with its constant
+    parameters and epsilon, when it can fold into the convolution producing `value`."""
+    users = ctx.consumers.get(value, [])
+    if not ctx.fold_bn or ctx.uses.get(value, 0) != 1 or len(users) != 1:
+        return None
+    bn = users[0]
+    if bn.op_type != "BatchNormalization" or bn.domain not in ("", "ai.onnx"):
+        return None
+    if bn.input[0] != value or any(o for o in bn.output[1:]) or len(bn.input) != 5:
+        return None
+    a = {at.name: ctx.onnx.helper.get_attribute_value(at) for at in bn.attribute}
+    if a.get("training_mode", 0):
+        return None
+    arrays = [ctx.const(v) for v in bn.input[1:]]
+    if any(arr is None for arr in arrays):
+        return None
+    roles = ("scale", "bias", "mean", "var")
+    params = {r: arr.astype(np.float32) for r, arr in zip(roles, arrays, strict=True)}
+    return bn, params, float(a.get("epsilon", 1e-5))
 
 
 def _conv_transpose(ctx: Ctx) -> None:

@@ -277,6 +277,8 @@ def import_onnx(
         ctx.b.input(in_name, ttype)
     for node in inferred.graph.node:
         ctx.node = node
+        if node.output and node.output[0] in ctx.done:
+            continue  # imported together with an earlier node (a folded BatchNormalization)
         try:
             if _fold(ctx, node):
                 continue

@@ -248,6 +248,12 @@ class _Quantizer:
         out = self.set_int(op.outputs[0], self.scale[x])
         self.b.add(op.op_type, [xq], dict(op.attrs), outputs=[out], name=op.name)
 
+    def split(self, op: Operator) -> None:
+        x = op.inputs[0]
+        xq = self.as_int(x)
+        outs = [self.set_int(v, self.scale[x]) for v in op.outputs]
+        self.b.add("Split", [xq], dict(op.attrs), outputs=outs, name=op.name)
+
     def pad(self, op: Operator) -> None:
         x = op.inputs[0]
         xq = self.as_int(x)
@@ -346,6 +352,7 @@ class _Quantizer:
             "Mul": self.add_mul,
             "ReduceMean": self.reduce_mean,
             "Concat": self.concat,
+            "Split": self.split,
             "Pad": self.pad,
             "Clip": self.clip,
             "AvgPool2d": self.avgpool,
