@@ -20,6 +20,7 @@ opset ranges and limits. Anything else is XrtError 11011 naming the operator and
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -82,6 +83,36 @@ def _opset(model: Any) -> int:
         if imp.domain in ("", "ai.onnx"):
             return int(imp.version)
     raise XrtError(ErrorCode.LOAD_FAILED, "the model imports no default-domain (ai.onnx) opset")
+
+
+_DETACH_MIN_ELEMENTS = 4096
+_DATA_FIELDS = (
+    "raw_data",
+    "float_data",
+    "int32_data",
+    "int64_data",
+    "double_data",
+    "uint64_data",
+)
+
+
+def _detach_weights(onnx: Any, proto: Any) -> dict[str, np.ndarray]:
+    """Take the data of large initializers out of `proto` (dims and type stay).
+
+    The version converter and shape inference serialise the whole model, which costs
+    seconds for VGG-sized weights; neither needs weight values (shape-like tensors are
+    small and stay). Returns name -> array for the detached ones.
+    """
+    out: dict[str, np.ndarray] = {}
+    for init in proto.graph.initializer:
+        if init.data_location == onnx.TensorProto.EXTERNAL:
+            continue
+        if math.prod(init.dims) < _DETACH_MIN_ELEMENTS:
+            continue
+        out[init.name] = onnx.numpy_helper.to_array(init)
+        for field in _DATA_FIELDS:
+            init.ClearField(field)
+    return out
 
 
 def _upgrade(onnx: Any, proto: Any, opset: int) -> Any:
@@ -250,6 +281,7 @@ def import_onnx(
     onnx = require_onnx()
     proto = onnx.ModelProto()
     proto.CopyFrom(_load_model(onnx, model))
+    weights = _detach_weights(onnx, proto)
     opset = _opset(proto)
     if opset < OLDEST_OPSET:
         raise XrtError(
@@ -272,7 +304,8 @@ def import_onnx(
 
     ctx = Ctx(onnx, inferred, opset, name or inferred.graph.name or "network", fold_batchnorm)
     for init in inferred.graph.initializer:
-        ctx.consts[init.name] = onnx.numpy_helper.to_array(init)
+        arr = weights.get(init.name)
+        ctx.consts[init.name] = arr if arr is not None else onnx.numpy_helper.to_array(init)
     for in_name, ttype in inputs:
         ctx.b.input(in_name, ttype)
     for node in inferred.graph.node:
