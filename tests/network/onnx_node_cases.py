@@ -108,12 +108,21 @@ def _close(actual: np.ndarray, expected: np.ndarray, rtol: float, atol: float) -
     return None
 
 
+FOLDED_OPS = ("Shape", "Size", "ConstantOfShape", "Range", "Constant")
+"""ONNX ops the importer evaluates at import time (shapes are static) instead of mapping:
+their cases run with every input frozen to the data set's value, except Shape's and
+Size's data input, whose shape is what they read."""
+
+
 def run_case(case: NodeCase) -> str | None:
     """None when the case passes, else why it fails (first problem)."""
     input_names = [i.name for i in case.model.graph.input]
     for ins, outs in case.data_sets:
         feeds = dict(zip(input_names, ins, strict=False))
         model = case.model
+        if case.op_type in FOLDED_OPS and case.op_type not in ("Shape", "Size"):
+            for name in list(feeds):
+                model = _freeze(model, name, feeds.pop(name))
         try:
             for _ in range(len(input_names) + 1):
                 try:

@@ -8,7 +8,7 @@ failure that starts passing fails the test too, so the list stays exact.
 from __future__ import annotations
 
 import pytest
-from onnx_node_cases import node_cases, run_case
+from onnx_node_cases import FOLDED_OPS, node_cases, run_case
 
 from xrt.network import SUPPORTED_ONNX_OPS
 
@@ -116,7 +116,7 @@ def test_every_expected_failure_names_a_known_case() -> None:
     assert not sorted(set(EXPECTED_FAILURES) - known)
 
 
-@pytest.mark.parametrize("op_type", SUPPORTED_ONNX_OPS)
+@pytest.mark.parametrize("op_type", SUPPORTED_ONNX_OPS + FOLDED_OPS)
 def test_onnx_node_cases(op_type: str) -> None:
     cases = node_cases().get(op_type, [])
     problems = []
