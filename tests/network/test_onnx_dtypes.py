@@ -245,3 +245,38 @@ def test_parameters_given_as_graph_inputs_with_default_initializers() -> None:
     net = _check(model, {"x": RNG.standard_normal((1, 3, 4, 4)).astype(np.float32)})
     assert list(net.inputs) == ["x"]
     assert [op.op_type for op in net.ops] == ["Conv2d", "Clip", "Reshape"]
+
+
+def test_input_values_fix_parameter_inputs_at_import() -> None:
+    """A model taking its weight and clip bounds as inputs: values given at import make
+    them constants; one with a default initializer can be given another value."""
+    w = RNG.standard_normal((2, 3, 1, 1)).astype(np.float32)
+    model = _model(
+        [N("Conv", ["x", "w"], ["c"]), N("Clip", ["c", "lo", "hi"], ["y"])],
+        {"x": (TensorProto.FLOAT, [1, 3, 4, 4]), "w": (TensorProto.FLOAT, [2, 3, 1, 1])},
+        ["y"],
+        {"lo": np.array(-0.5, np.float32), "hi": np.array(0.5, np.float32)},
+        declare_inits_as_inputs=True,
+    )
+    with pytest.raises(XrtError) as err:
+        Network.from_onnx(model)
+    assert "'w'" in err.value.message and "constant" in err.value.message
+    x = RNG.standard_normal((1, 3, 4, 4)).astype(np.float32)
+    net = Network.from_onnx(model, input_values={"w": w})
+    (y,) = _host(net, {"x": x})
+    (ref,) = ort_run(model, {"x": x, "w": w})
+    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-6)
+    assert list(net.inputs) == ["x"]
+    wide = Network.from_onnx(model, input_values={"w": w, "hi": np.array(9.0, np.float32)})
+    (y2,) = _host(wide, {"x": x})
+    (ref2,) = ort_run(model, {"x": x, "w": w, "hi": np.array(9.0, np.float32)})
+    np.testing.assert_allclose(y2, ref2, rtol=1e-5, atol=1e-6)
+    assert float(y2.max()) > 0.5 >= float(y.max())
+    for bad, code in (
+        ({"nope": w}, ErrorCode.OUT_OF_RANGE),
+        ({"w": w.astype(np.float16)}, ErrorCode.WRONG_TYPE),
+        ({"w": w[:1]}, ErrorCode.OUT_OF_RANGE),
+    ):
+        with pytest.raises(XrtError) as err:
+            Network.from_onnx(model, input_values=bad)
+        assert err.value.code == code

@@ -426,11 +426,18 @@ class Network(_Graph):
         *,
         name: str | None = None,
         fold_batchnorm: bool = True,
+        input_values: Mapping[str, np.ndarray] | None = None,
     ) -> Network:
         """Import an ONNX model (opset >= 7); see `xrt.network.onnx_import.import_onnx`."""
         from xrt.network.onnx_import import import_onnx
 
-        return import_onnx(model, input_shapes, name=name, fold_batchnorm=fold_batchnorm)
+        return import_onnx(
+            model,
+            input_shapes,
+            name=name,
+            fold_batchnorm=fold_batchnorm,
+            input_values=input_values,
+        )
 
     def __repr__(self) -> str:
         return (

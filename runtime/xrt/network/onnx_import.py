@@ -115,6 +115,44 @@ def _detach_weights(onnx: Any, proto: Any) -> dict[str, np.ndarray]:
     return out
 
 
+def _bind_input_values(onnx: Any, proto: Any, values: Mapping[str, np.ndarray]) -> None:
+    """Turn the graph inputs named in `values` into initializers holding those values."""
+    declared = {i.name: i for i in proto.graph.input}
+    unknown = sorted(set(values) - set(declared))
+    if unknown:
+        raise XrtError(
+            ErrorCode.OUT_OF_RANGE,
+            f"input_values names unknown input(s) {unknown} (inputs: {sorted(declared)})",
+        )
+    for key, raw in values.items():
+        arr = np.asarray(raw)
+        tt = declared[key].type.tensor_type
+        want = onnx_dtype(onnx, tt.elem_type, f"ONNX input {key!r}").numpy
+        if arr.dtype != want:
+            raise XrtError(
+                ErrorCode.WRONG_TYPE,
+                f"input_values[{key!r}] is {arr.dtype}, the model declares {want}",
+            )
+        if tt.HasField("shape"):
+            dims = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
+            if len(dims) != arr.ndim or any(
+                d is not None and d != n for d, n in zip(dims, arr.shape, strict=False)
+            ):
+                raise XrtError(
+                    ErrorCode.OUT_OF_RANGE,
+                    f"input_values[{key!r}] has shape {list(arr.shape)}, the model "
+                    f"declares {[d if d is not None else '?' for d in dims]}",
+                )
+    kept = [i for i in proto.graph.input if i.name not in values]
+    del proto.graph.input[:]
+    proto.graph.input.extend(kept)
+    inits = [i for i in proto.graph.initializer if i.name not in values]
+    del proto.graph.initializer[:]
+    proto.graph.initializer.extend(inits)
+    for key, raw in values.items():
+        proto.graph.initializer.append(onnx.numpy_helper.from_array(np.asarray(raw), key))
+
+
 def _upgrade(onnx: Any, proto: Any, opset: int) -> Any:
     """`proto` converted from `opset` to `MIN_OPSET` by onnx.version_converter."""
     from onnx import version_converter
@@ -258,6 +296,7 @@ def import_onnx(
     *,
     name: str | None = None,
     fold_batchnorm: bool = True,
+    input_values: Mapping[str, np.ndarray] | None = None,
 ) -> Network:
     """Import an ONNX model (opset 7 or newer; older ones as far as the converter goes).
 
@@ -268,6 +307,11 @@ def import_onnx(
         name: Network name; default: the ONNX graph name.
         fold_batchnorm: Fold BatchNormalization into a preceding Conv whose output feeds
             nothing else (else BatchNorm stays a standalone op).
+        input_values: Values for graph inputs, fixed at import: such an input becomes a
+            constant (replacing its default initializer, if it has one) and is folded into
+            whatever reads it. For models that take weights, shapes, pads or bounds as
+            inputs. A graph input with an initializer and no value here keeps the
+            initializer as its constant value.
 
     Returns:
         The validated `Network`; network input and output names are the ONNX ones.
@@ -276,11 +320,14 @@ def import_onnx(
         XrtError: 11002 for a missing file; 11011 for an unreadable model, an opset the
             version converter cannot upgrade, failed shape inference, an
             unsupported element type or operator (naming it and its node);
-            11003 for bad `input_shapes`.
+            11003 for bad `input_shapes` or `input_values` (unknown name, wrong shape),
+            11010 for an `input_values` entry of the wrong element type.
     """
     onnx = require_onnx()
     proto = onnx.ModelProto()
     proto.CopyFrom(_load_model(onnx, model))
+    if input_values:
+        _bind_input_values(onnx, proto, input_values)
     weights = _detach_weights(onnx, proto)
     opset = _opset(proto)
     if opset < OLDEST_OPSET:
