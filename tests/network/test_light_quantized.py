@@ -41,7 +41,9 @@ def test_quantized_light_network_keeps_top1(name: str) -> None:
         (ref,) = ort_run(model, feeds)
         (ours,) = run_network_reference(qnet, feeds)
         p = np.sort(ref.reshape(-1).astype(np.float64))
-        if np.log(p[-1] / p[-2]) > 4 * step:
+        with np.errstate(divide="ignore"):  # p2 may underflow to 0: an infinite margin
+            margin = np.log(p[-1] / p[-2])
+        if margin > 4 * step:
             clear += 1
             agree += int(np.argmax(ours)) == int(np.argmax(ref))
     assert clear >= N_INPUTS // 2, f"only {clear} of {N_INPUTS} inputs have a clear top-1"
