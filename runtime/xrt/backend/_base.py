@@ -640,6 +640,8 @@ class Backend:
             )
         for name, res, out in zip(op.outputs, results, outputs, strict=True):
             arr = res.numpy() if isinstance(res, Tensor) else res
+            if isinstance(arr, np.generic):  # numpy turns 0-d results into scalars
+                arr = np.asarray(arr)
             want = out.tensor_type
             if (
                 not isinstance(arr, np.ndarray)
