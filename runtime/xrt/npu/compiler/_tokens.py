@@ -92,7 +92,7 @@ def insert_tokens(steps: list[Step], with_index: bool = False) -> Any:
     """
     where: list[int] = []
     out: list[isa.Instruction] = []
-    units: list[int] = []
+    last = [-1, -1, -1]  # output index of each unit's latest instruction
     pos = [0, 0, 0]
     clocks: dict[int, list[int]] = {}  # output index -> vector clock at completion
     clock = [[0, 0, 0] for _ in range(3)]
@@ -110,7 +110,7 @@ def insert_tokens(steps: list[Step], with_index: bool = False) -> Any:
         pos[unit] += 1
         vc[unit] = pos[unit]
         out.append(_flags(insn, **flags) if flags else insn)
-        units.append(unit)
+        last[unit] = len(out) - 1
         clocks[len(out) - 1] = vc
         clock[unit] = vc
         return len(out) - 1
@@ -126,10 +126,16 @@ def insert_tokens(steps: list[Step], with_index: bool = False) -> Any:
         waits: dict[int, int] = {}
         far = _S if unit == _L else _L if unit == _S else None
         if far is not None and far in need:
-            # LOAD <-> STORE: the far unit pushes to COMPUTE, a SYNC there passes it on.
-            sync_waits = {far: need.pop(far)[1]}
-            need.pop(_C, None)  # every earlier COMPUTE instruction precedes the SYNC
-            waits[_C] = emit(isa.Sync(unit=isa.Unit.COMPUTE), _C, sync_waits)
+            # LOAD <-> STORE: ordered through COMPUTE. If COMPUTE already waited for that
+            # instruction, waiting for COMPUTE's latest instruction is enough; otherwise
+            # the far unit pushes to COMPUTE and a SYNC there passes the token on.
+            fpos, fj = need.pop(far)
+            if clock[_C][far] >= fpos:
+                if pos[_C] > clock[unit][_C]:
+                    need[_C] = (pos[_C], last[_C])
+            else:
+                need.pop(_C, None)  # every earlier COMPUTE instruction precedes the SYNC
+                waits[_C] = emit(isa.Sync(unit=isa.Unit.COMPUTE), _C, {far: fj})
         for v, (_p, j) in need.items():
             waits[v] = j
         index = emit(step.insn, unit, waits)

@@ -50,7 +50,8 @@ class StoreQ:
 
 def _row_tile(em: Emitter, rows: int, cols: int, planes: int, inp_per_px: int) -> tuple[int, int]:
     """``(rows, planes)`` per tile: rows*cols <= 1023 (one VEC loop), INP and ACC halves."""
-    th = max(1, min(rows, MAX_COUNT // cols))
+    th = max(1, min(rows, MAX_COUNT // cols, em.half("ACC") // cols,
+                    em.half("INP") // (cols * inp_per_px)))  # fmt: skip
     per_plane = th * cols
     nz = min(
         planes, MAX_COUNT, em.half("ACC") // per_plane, em.half("INP") // (per_plane * inp_per_px)
@@ -276,12 +277,16 @@ def emit_concat(
 
 def emit_pad(
     em: Emitter, xv: View, yv: View, pads: tuple[int, int, int, int], pad_min: bool
-) -> int:
-    """Spatial constant padding (value 0 or -128) via padded LOADs; returns 0 or rows missing."""
-    pt, pl, pb, pr = pads
+) -> None:
+    """Spatial constant padding (value 0 or -128): padded LOADs, VEC MOV, STORE.
+
+    A tile of output rows lying wholly in the padding copies one padding row the LOAD
+    inserted above a single real pixel.
+    """
+    pt, pl, _pb, pr = pads
     h = xv.rows
     ho, wo = yv.rows, yv.cols
-    th = max(1, min(ho, MAX_COUNT // wo))
+    th = max(1, min(ho, MAX_COUNT // wo, em.half("ACC") // wo, em.half("INP") // wo))
     nz = max(1, min(yv.planes, em.half("INP") // (th * wo), em.half("ACC") // (th * wo)))
     for y0 in range(0, ho, th):
         y1 = min(ho, y0 + th)
@@ -291,11 +296,15 @@ def emit_pad(
             tz = min(nz, yv.planes - z0)
             p = (y1 - y0) * wo
             ibase = em.slot("INP")
-            em.load_view(ibase, xv, z0, tz, r_lo, r_hi - r_lo + 1, (top, bottom, pl, pr), pad_min)
             abase = em.slot("ACC")
-            em.vec(isa.VecFunc.MOV, abase, ibase, [(p, 1, 1, 0), (tz, p, p, 0)])
+            if r_hi < r_lo:  # all padding
+                em.load_view(ibase, xv, z0, tz, 0, 1, (1, 0, 0, 0), pad_min, nx=1)
+                em.vec(isa.VecFunc.MOV, abase, ibase, [(p, 1, 0, 0), (tz, p, 2, 0)])
+            else:
+                pads_ = (top, bottom, pl, pr)
+                em.load_view(ibase, xv, z0, tz, r_lo, r_hi - r_lo + 1, pads_, pad_min)
+                em.vec(isa.VecFunc.MOV, abase, ibase, [(p, 1, 1, 0), (tz, p, p, 0)])
             em.store(yv, z0, y0, 0, wo, y1 - y0, tz, abase, 1, wo, p)
-    return 0
 
 
 def emit_resize(em: Emitter, xv: View, yv: View, iy: np.ndarray, ix: np.ndarray) -> None:
