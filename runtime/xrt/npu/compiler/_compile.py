@@ -148,7 +148,8 @@ def compile_run(
         if verbose:
             print(report)
     bases.append(BaseRole(scratch_base, "scratch", "", scratch))
-    program, index = insert_tokens(em.steps, with_index=True)
+    grains = {buf: em.half(buf) for buf in ("INP", "WGT", "ACC", "PRM")}
+    program, index = insert_tokens(em.steps, with_index=True, grains=grains)
     for layer in layers:
         if layer.last_insn > layer.first_insn:
             layer.first_insn, layer.last_insn = (
