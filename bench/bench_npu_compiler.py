@@ -2,9 +2,9 @@
 
 For each network at --hw (default 224): the quantized network's NPU run compiled into one
 program (instructions, program bytes, constant bytes, compile time: median of --repeat),
-executed on the golden model (estimated cycles, MAC utilisation = useful MACs / (256 *
-cycles), outputs bit-exact against the host kernels), then every convolution compiled and
-executed alone, for its cycles and MAC utilisation per layer.
+executed on the golden model (estimated cycles; MAC utilisation = useful MACs, on real
+channels and taps outside the padding, / (256 * cycles); outputs bit-exact against the host
+kernels), then every convolution compiled and executed alone: its cycles and utilisation.
 
 Usage: python bench/bench_npu_compiler.py [--hw 224] [--repeat 3] [--nets squeezenet,resnet18]
 """
@@ -34,12 +34,23 @@ from xrt.quant import quantize_network  # noqa: E402
 MACS_PER_CYCLE = 256
 
 
+def _valid_taps(size: int, out: int, k: int, stride: int, pad: int, dil: int) -> int:
+    """Output positions x kernel taps along one axis that land inside the input."""
+    pos = np.arange(out)[:, None] * stride - pad + np.arange(k)[None, :] * dil
+    return int(((pos >= 0) & (pos < size)).sum())
+
+
 def useful_macs(op, net) -> int:  # type: ignore[no-untyped-def]
-    """Multiply-accumulates of a QConv2d / QGemm on real channels."""
+    """Multiply-accumulates of a QConv2d / QGemm on real channels and real (not padding) taps."""
     w = net.op_params(op)["weight"]
     out = net.values[op.outputs[0]].shape
-    per_out = int(np.prod(w.shape[1:]))
-    return int(np.prod(out)) * per_out
+    if op.op_type == "QGemm":
+        return int(np.prod(out)) * w.shape[1]
+    a = op.attrs
+    n, _, h, wd = net.values[op.inputs[0]].shape
+    rows = _valid_taps(h, out[2], w.shape[2], a["strides"][0], a["pads"][0], a["dilations"][0])
+    cols = _valid_taps(wd, out[3], w.shape[3], a["strides"][1], a["pads"][1], a["dilations"][1])
+    return n * out[1] * w.shape[1] * rows * cols
 
 
 def bench_network(name: str, model, repeat: int) -> None:  # type: ignore[no-untyped-def]

@@ -26,7 +26,9 @@ from xrt.npu.compiler import (
 
 @settings(max_examples=30, deadline=None)
 @given(st.integers(1, 3), st.integers(1, 40), st.integers(1, 5), st.integers(1, 5), st.booleans())
-def test_tiled_layout_round_trips_and_pads_with_zero(n: int, c: int, h: int, w: int, rank2: bool) -> None:
+def test_tiled_layout_round_trips_and_pads_with_zero(
+    n: int, c: int, h: int, w: int, rank2: bool
+) -> None:
     rng = np.random.default_rng(c * 31 + h)
     x = i8(rng, n, c) if rank2 else i8(rng, n, c, h, w)
     data = to_tiled(x, 16)
@@ -89,10 +91,14 @@ def test_tokens_order_load_compute_store_and_balance() -> None:
         [("INP", 0, 4)],
     )
     gemm = Step(
-        isa.Gemm(n0=4, n1=1, n2=1, acc_s0=1, inp_s0=1), [("INP", 0, 4), ("WGT", 0, 1)], [("ACC", 0, 4)]
+        isa.Gemm(n0=4, n1=1, n2=1, acc_s0=1, inp_s0=1),
+        [("INP", 0, 4), ("WGT", 0, 1)],
+        [("ACC", 0, 4)],
     )
     store = Step(
-        isa.Store(base=2, x_size=4, x_stride=16, sram_x_stride=1, m_or_prm=1, hi=127, lo=-128, **one),
+        isa.Store(
+            base=2, x_size=4, x_stride=16, sram_x_stride=1, m_or_prm=1, hi=127, lo=-128, **one
+        ),
         [("ACC", 0, 4)],
         [("mem2", 0, 64)],
     )

@@ -110,7 +110,8 @@ def compile_run(
     if len(ins) + len(outs) + 2 > cfg.base_regs:
         raise XrtError(
             ErrorCode.OUT_OF_RANGE,
-            f"{len(ins)} inputs and {len(outs)} outputs need more than {cfg.base_regs} base registers",
+            f"{len(ins)} inputs and {len(outs)} outputs need more than {cfg.base_regs} "
+            "base registers",
         )
     scratch_base = len(ins) + len(outs) + 1
     bases = [BaseRole(CONST_BASE, "const", "", 0)]
@@ -271,7 +272,7 @@ def _lower(
         if t == "QConcat":
             ms, ss = a["multipliers"], a["shifts"]
             q = vx.StoreQ(lo=a["lo"], hi=a["hi"])
-            if len(set(zip(ms, ss))) == 1:
+            if len(set(zip(ms, ss, strict=True))) == 1:
                 q = vx.StoreQ(ms[0], ss[0], a["lo"], a["hi"])
             else:
                 m_lane = np.concatenate([np.full(c, m) for c, m in zip(chans, ms, strict=True)])

@@ -38,7 +38,7 @@ class ConvConsts:
 def _valid_rows(g: ConvGeom, i: int, y0: int, y1: int) -> tuple[int, int]:
     """Output rows ``[a, b)`` within ``[y0, y1)`` whose tap row `i` reads a real input row."""
     off = i * g.dh - g.pt
-    a = max(y0, -(-(-off) // g.sh)) if off < 0 else y0
+    a = max(y0, -(off // g.sh)) if off < 0 else y0  # ceil(-off / sh)
     b = min(y1, (g.h - 1 - off) // g.sh + 1) if g.h - 1 - off >= 0 else y0
     return a, max(a, b)
 
@@ -93,7 +93,7 @@ def emit_conv(
             acc_base = em.slot("ACC")
             out_base = acc_base + n
             em.load_run(isa.Buffer.ACC, acc_base, k.bias + obs[0] * acc_bytes, n)
-            started = [False] * n
+            tiles_acc: dict[int, _AccTile] = {}
             for p0, p1 in passes:
                 rows = [
                     y * g.sh - g.pt + i * g.dh
@@ -136,34 +136,16 @@ def emit_conv(
                         continue
                     obase = out_base + ol * plan.th * g.wo
 
-                    def gemm(
-                        ya: int, yb: int, inp: int, wgt: int, inner: tuple[int, int, int]
-                    ) -> None:
-                        nonlocal cycles
-                        full = ya == y0 and yb == y1
-                        if not started[ol] and not full:
-                            _bias_init(em, obase, acc_base + ol, y1 - y0, g.wo)
-                            started[ol] = True
-                        init = isa.GemmInit.ACC if started[ol] else isa.GemmInit.BIAS
-                        started[ol] = True
-                        cycles += em.gemm(
-                            obase + (ya - y0) * g.wo,
-                            inp,
-                            wgt,
-                            [
-                                (g.wo, 1, g.sw, 0),
-                                (yb - ya, g.wo, g.sh * pw, 0),
-                                (inner[0], 0, inner[1], inner[2]),
-                            ],
-                            init,
-                            acc_base + ol,
-                        )
-
+                    acc = tiles_acc.setdefault(
+                        ol, _AccTile(em, g, pw, y0, y1, obase, acc_base + ol)
+                    )
                     if taps == 1:
                         ya, yb = _valid_rows(g, 0, y0, y1)
                         if yb > ya:
                             inp = inp_base + (ib_a - p0) * nr * pw + (ya * g.sh - g.pt - rl) * pw
-                            gemm(ya, yb, inp, wgt_rows[ob, ib_a], (ib_b - ib_a, nr * pw, 1))
+                            cycles += acc.gemm(
+                                ya, yb, inp, wgt_rows[ob, ib_a], (ib_b - ib_a, nr * pw, 1)
+                            )
                         continue
                     spans = sorted(
                         ((i, *_valid_rows(g, i, y0, y1)) for i in range(g.kh)),
@@ -178,15 +160,53 @@ def emit_conv(
                                 + (ib - p0) * nr * pw
                                 + (ya * g.sh - g.pt + i * g.dh - rl) * pw
                             )
-                            gemm(ya, yb, inp, wgt_rows[ob, ib] + i * g.kw, (g.kw, g.dw, 1))
+                            cycles += acc.gemm(
+                                ya, yb, inp, wgt_rows[ob, ib] + i * g.kw, (g.kw, g.dw, 1)
+                            )
             for ol in range(n):
-                if not started[ol]:
+                if ol not in tiles_acc or not tiles_acc[ol].started:
                     _bias_init(em, out_base + ol * plan.th * g.wo, acc_base + ol, y1 - y0, g.wo)
             em.store(
                 yv, obs[0], y0, 0, g.wo, y1 - y0, n, out_base, 1, g.wo, plan.th * g.wo,
                 lo=lo, hi=hi, prm=prm_base + obs[0],
             )  # fmt: skip
     return cycles
+
+
+class _AccTile:
+    """The accumulators of one output block of one tile, and whether they hold the bias yet."""
+
+    def __init__(
+        self, em: Emitter, g: ConvGeom, pw: int, y0: int, y1: int, base: int, bias: int
+    ) -> None:
+        self.em, self.g, self.pw = em, g, pw
+        self.y0, self.y1, self.base, self.bias = y0, y1, base, bias
+        self.started = False
+
+    def gemm(self, ya: int, yb: int, inp: int, wgt: int, inner: tuple[int, int, int]) -> int:
+        """GEMM over output rows ``[ya, yb)``, all columns, and an inner loop ``(n, inp, wgt)``.
+
+        The first GEMM starts from the bias when it covers the whole tile; otherwise a VEC
+        MOV of the bias comes first. Returns the GEMM's cycles.
+        """
+        g = self.g
+        if not self.started and (ya, yb) != (self.y0, self.y1):
+            _bias_init(self.em, self.base, self.bias, self.y1 - self.y0, g.wo)
+            self.started = True
+        init = isa.GemmInit.ACC if self.started else isa.GemmInit.BIAS
+        self.started = True
+        return self.em.gemm(
+            self.base + (ya - self.y0) * g.wo,
+            inp,
+            wgt,
+            [
+                (g.wo, 1, g.sw, 0),
+                (yb - ya, g.wo, g.sh * self.pw, 0),
+                (inner[0], 0, inner[1], inner[2]),
+            ],
+            init,
+            self.bias,
+        )
 
 
 def _bias_init(em: Emitter, dst: int, bias_row: int, rows: int, cols: int) -> None:

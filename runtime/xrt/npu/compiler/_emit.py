@@ -29,7 +29,7 @@ CONST_BASE = 0
 
 
 def span(base: int, loops: list[tuple[int, int]]) -> tuple[int, int]:
-    """``[lo, hi)`` rows reached by ``base + sum(i_k * stride_k)`` over loops ``(count, stride)``."""
+    """``[lo, hi)`` reached by ``base + sum(i_k * stride_k)`` over loops ``(count, stride)``."""
     lo = hi = base
     for count, stride in loops:
         reach = (count - 1) * stride

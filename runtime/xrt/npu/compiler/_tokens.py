@@ -18,8 +18,8 @@ queue always meets the k-th pop, and every push is popped (balanced at FINISH).
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from xrt.npu import isa
@@ -120,8 +120,8 @@ def insert_tokens(
     """The program with token flags and SYNCs that order every conflicting pair, then FINISH.
 
     `grains` (rows per buffer half) lets accesses within one half merge, which keeps the
-    pass linear on long programs. With `with_index`, returns ``(program, index)`` where ``index[k]`` is the position of
-    ``steps[k]`` in the program.
+    pass linear on long programs. With `with_index`, returns ``(program, index)`` where
+    ``index[k]`` is the position of ``steps[k]`` in the program.
     """
     where: list[int] = []
     out: list[isa.Instruction] = []
