@@ -303,3 +303,20 @@ def test_run_of_ops_is_one_program(cfg) -> None:  # type: ignore[no-untyped-def]
     prog = assert_npu_exact(net, {"x": i8(rng, 1, 5, 12, 12)}, cfg)
     assert [r.kind for r in prog.bases] == ["const", "input", "output", "output", "scratch"]
     assert prog.scratch_bytes > 0
+
+
+@pytest.mark.parametrize(("k", "stride", "pad", "dil"), [(7, 2, 3, 1), (3, 2, 0, 1), (3, 1, 2, 2)])
+def test_stem_with_columns_folded_into_channels(k: int, stride: int, pad: int, dil: int) -> None:
+    # Few input channels: the compiler folds the kw taps into lanes (two convolutions).
+    rng = np.random.default_rng(k)
+    params = {
+        "weight": rng.integers(-127, 128, size=(20, 3, k, k), dtype=np.int8),
+        "bias": rng.integers(-9000, 9000, 20).astype(np.int32),
+        "multiplier": rng.integers(2**14, 2**15, 20).astype(np.int32),
+        "shift": np.full(20, 19, np.int32),
+    }
+    attrs = {"strides": [stride, stride], "pads": [pad] * 4, "dilations": [dil, dil],
+             "groups": 1, "lo": -128, "hi": 127, "out_scale": 1.0}  # fmt: skip
+    net, feed = single("QConv2d", [i8(rng, 2, 3, 19, 23)], attrs, params)
+    prog = assert_npu_exact(net, feed)
+    assert "columns folded into" in prog.layers[0].detail

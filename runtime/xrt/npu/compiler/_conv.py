@@ -35,6 +35,11 @@ class ConvConsts:
     prm: int
 
 
+def _blk(pk: PackedConv, ob: int, ib: int, tap: int, taps: int) -> int:
+    """Index of block (ob, ib, tap) in the packed blocks."""
+    return pk.first[ob] + (ib - pk.ib_lo[ob]) * taps + tap
+
+
 def _valid_rows(g: ConvGeom, i: int, y0: int, y1: int) -> tuple[int, int]:
     """Output rows ``[a, b)`` within ``[y0, y1)`` whose tap row `i` reads a real input row."""
     off = i * g.dh - g.pt
@@ -65,6 +70,7 @@ def emit_conv(
     tiles = [(y0, min(g.ho, y0 + plan.th)) for y0 in range(0, g.ho, plan.th)]
     passes = [(p, min(zi, p + plan.n_ib)) for p in range(0, zi, plan.n_ib)]
     cycles = 0
+    nonzero = pk.blocks.reshape(len(pk.blocks), -1).any(axis=1)
 
     # PRM rows of the whole layer, once.
     prm_base = em.slot("PRM")
@@ -141,11 +147,12 @@ def emit_conv(
                     )
                     if taps == 1:
                         ya, yb = _valid_rows(g, 0, y0, y1)
-                        if yb > ya:
-                            inp = inp_base + (ib_a - p0) * nr * pw + (ya * g.sh - g.pt - rl) * pw
-                            cycles += acc.gemm(
-                                ya, yb, inp, wgt_rows[ob, ib_a], (ib_b - ib_a, nr * pw, 1)
-                            )
+                        # All-zero blocks at the ends of the input block loop are skipped.
+                        live = [ib for ib in range(ib_a, ib_b) if nonzero[_blk(pk, ob, ib, 0, 1)]]
+                        if yb > ya and live:
+                            ia, iz = live[0], live[-1] + 1
+                            inp = inp_base + (ia - p0) * nr * pw + (ya * g.sh - g.pt - rl) * pw
+                            cycles += acc.gemm(ya, yb, inp, wgt_rows[ob, ia], (iz - ia, nr * pw, 1))
                         continue
                     spans = sorted(
                         ((i, *_valid_rows(g, i, y0, y1)) for i in range(g.kh)),
@@ -153,16 +160,20 @@ def emit_conv(
                     )
                     for ib in range(ib_a, ib_b):
                         for i, ya, yb in spans:
-                            if yb <= ya:
+                            # Taps of all-zero blocks at the row's ends are skipped.
+                            first = _blk(pk, ob, ib, i * g.kw, taps)
+                            live = [j for j in range(g.kw) if nonzero[first + j]]
+                            if yb <= ya or not live:
                                 continue
+                            ja, jz = live[0], live[-1] + 1
                             inp = (
                                 inp_base
                                 + (ib - p0) * nr * pw
                                 + (ya * g.sh - g.pt + i * g.dh - rl) * pw
+                                + ja * g.dw
                             )
-                            cycles += acc.gemm(
-                                ya, yb, inp, wgt_rows[ob, ib] + i * g.kw, (g.kw, g.dw, 1)
-                            )
+                            wgt = wgt_rows[ob, ib] + i * g.kw + ja
+                            cycles += acc.gemm(ya, yb, inp, wgt, (jz - ja, g.dw, 1))
             for ol in range(n):
                 if ol not in tiles_acc or not tiles_acc[ol].started:
                     _bias_init(em, out_base + ol * plan.th * g.wo, acc_base + ol, y1 - y0, g.wo)
