@@ -91,8 +91,10 @@ def emit_conv(
         if plan.order == "rows"
         else [(t, c) for c in range(len(chunks)) for t in range(len(tiles))]
     )
+    bounds: list[int] = []  # where each tile's steps start
     for image, (xv, yv) in enumerate(zip(xs, ys, strict=True)):
         for t, c in order:
+            bounds.append(len(em.steps))
             y0, y1 = tiles[t]
             obs = chunks[c]
             n = len(obs)
@@ -181,7 +183,48 @@ def emit_conv(
                 yv, obs[0], y0, 0, g.wo, y1 - y0, n, out_base, 1, g.wo, plan.th * g.wo,
                 lo=lo, hi=hi, prm=prm_base + obs[0],
             )  # fmt: skip
+    if bounds:
+        _prefetch(em, bounds)
     return cycles
+
+
+def _prefetch(em: Emitter, bounds: list[int]) -> None:
+    """Move each tile's LOADs before the previous tile's COMPUTE and STORE steps.
+
+    The engine fetches in program order into short per-unit queues, so a LOAD behind a
+    tile's GEMMs is only fetched when the GEMMs are nearly done: with short GEMMs (7x7
+    layers) the next tile's weights would then arrive late every time. Hoisting is done only
+    where it cannot change what any step reads: the tile's LOADs all come before its other
+    steps, write no rows the previous tile's steps touch (the other half) and read nothing
+    they write.
+    """
+    steps = em.steps
+    ends = [*bounds[1:], len(steps)]
+    groups = [steps[a:b] for a, b in zip(bounds, ends, strict=True)]
+    out = list(steps[: bounds[0]])
+    pending: list = []  # the previous tile's non-LOAD steps
+    for grp in groups:
+        loads = [st for st in grp if isinstance(st.insn, isa.Load)]
+        rest = [st for st in grp if not isinstance(st.insn, isa.Load)]
+        ordered = grp[: len(loads)] == loads
+        touched = {acc for st in pending for acc in st.reads + st.writes}
+        written = {acc for st in pending for acc in st.writes}
+        clash = any(
+            sp == sp2 and a < b2 and a2 < b
+            for st in loads
+            for (sp, a, b), against in [(w, touched) for w in st.writes]
+            + [(r, written) for r in st.reads]
+            for sp2, a2, b2 in against
+        )
+        if ordered and not clash:
+            out += loads + pending
+            pending = rest
+        else:
+            out += pending + grp
+            pending = []
+    out += pending
+    assert len(out) == len(steps)
+    em.steps[:] = out
 
 
 class _AccTile:

@@ -69,6 +69,8 @@ def refusal(
         cols = w if len(t.shape) == 4 else n
         if cols > MAX_COUNT or 2 * cols > cfg.inp_rows // 2 or cols > cfg.acc_rows // 2:
             return f"rows of {cols} pixels exceed what a loop counts or a buffer half holds"
+        if len(t.shape) == 2 and -(-t.shape[1] // cfg.block) * cfg.block >= 2**16:
+            return f"{t.shape[1]} features: a pixel stride beyond a LOAD's 16-bit field"
     a = op.attrs
     fn = _CHECKS.get(op.op_type)
     return fn(op, a, ins, outs, params, cfg) if fn else None
