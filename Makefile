@@ -52,6 +52,8 @@ bench: $(STAMP) ## Print the performance figures (docs/performance.md keeps the 
 	$(PY) bench/bench_runtime_grpc.py
 	$(PY) bench/bench_session.py --threads 1
 	$(PY) bench/bench_hardening.py
+	$(PY) bench/bench_golden.py
+	$(PY) bench/bench_npu_compiler.py
 
 fuzz: $(STAMP) ## Longer server fuzz, kill-mid-DMA trials and TLS round trip (bench/bench_hardening.py)
 	$(PY) bench/bench_hardening.py --fuzz 20000 --kills 20 --reads 2000

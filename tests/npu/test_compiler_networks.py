@@ -17,12 +17,12 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "network"))
 
-from netutil import random_feeds  # noqa: E402
-from onnx_zoo import COMPOSITES, resnet18_model, squeezenet11_model  # noqa: E402
+from netutil import random_feeds
+from onnx_zoo import COMPOSITES, resnet18_model, squeezenet11_model
 
-from xrt.network import Network, run_network_reference  # noqa: E402
-from xrt.npu.compiler._simulate import simulate_network  # noqa: E402
-from xrt.quant import quantize_network  # noqa: E402
+from xrt.network import Network, run_network_reference
+from xrt.npu.compiler._simulate import simulate_network
+from xrt.quant import quantize_network
 
 
 def _check(model, seeds: int = 3):  # type: ignore[no-untyped-def]
@@ -47,10 +47,10 @@ def test_composite_networks_bit_exact(name: str) -> None:
 
 
 def test_squeezenet11_shaped_bit_exact() -> None:
-    qnet, runs = _check(squeezenet11_model(hw=35, classes=20), seeds=2)
+    _, runs = _check(squeezenet11_model(hw=35, classes=20), seeds=2)
     assert len(runs) == 1  # every operator between the edge casts is on the NPU
 
 
 def test_resnet18_shaped_bit_exact() -> None:
-    qnet, runs = _check(resnet18_model(hw=32, classes=20), seeds=2)
+    _, runs = _check(resnet18_model(hw=32, classes=20), seeds=2)
     assert len(runs) == 1

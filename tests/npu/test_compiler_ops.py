@@ -108,7 +108,12 @@ def test_qadd_qmul(data: st.DataObject) -> None:
     rank4 = d(st.booleans())
     rng = np.random.default_rng(d(st.integers(0, 2**16)))
     if rank4:
-        shape = (d(st.integers(1, 2)), d(st.integers(1, 40)), d(st.integers(1, 9)), d(st.integers(1, 9)))
+        shape = (
+            d(st.integers(1, 2)),
+            d(st.integers(1, 40)),
+            d(st.integers(1, 9)),
+            d(st.integers(1, 9)),
+        )
         bshape = d(st.sampled_from([shape, (shape[0], shape[1], 1, 1), (1, shape[1], 1, 1)]))
     else:
         shape = (d(st.integers(1, 9)), d(st.integers(1, 50)))
@@ -137,8 +142,12 @@ def _pool_attrs(d: st.DrawFn) -> dict:
     return {
         "kernel": [kh, kw],
         "strides": [d(st.integers(1, 3)), d(st.integers(1, 3))],
-        "pads": [d(st.integers(0, kh - 1)), d(st.integers(0, kw - 1)),
-                 d(st.integers(0, kh - 1)), d(st.integers(0, kw - 1))],  # fmt: skip
+        "pads": [
+            d(st.integers(0, kh - 1)),
+            d(st.integers(0, kw - 1)),
+            d(st.integers(0, kh - 1)),
+            d(st.integers(0, kw - 1)),
+        ],
         "dilations": [d(st.integers(1, 2)), d(st.integers(1, 2))],
         "ceil_mode": d(st.booleans()),
     }
@@ -158,7 +167,7 @@ def test_maxpool_and_avgpool_every_divisor(data: st.DataObject) -> None:
     cfg = d(st.sampled_from([NPU, SMALL]))
     try:
         net, feed = single("MaxPool2d", [x], attrs)
-    except Exception:  # noqa: BLE001 - shapes the host op itself rejects (ceil_mode edge)
+    except Exception:
         return
     assert_npu_exact(net, feed, cfg)
     attrs["count_include_pad"] = d(st.booleans())
@@ -175,12 +184,19 @@ def test_maxpool_and_avgpool_every_divisor(data: st.DataObject) -> None:
 def test_gap_clip_relu_lut(data: st.DataObject) -> None:
     d = data.draw
     rng = np.random.default_rng(d(st.integers(0, 2**16)))
-    shape = (d(st.integers(1, 2)), d(st.integers(1, 40)), d(st.integers(1, 30)), d(st.integers(1, 30)))
+    shape = (
+        d(st.integers(1, 2)),
+        d(st.integers(1, 40)),
+        d(st.integers(1, 30)),
+        d(st.integers(1, 30)),
+    )
     x = i8(rng, *shape)
     cfg = d(st.sampled_from([NPU, SMALL]))
     m, s = d(st.integers(0, 2**15 - 1)), d(st.sampled_from([0, 9, 17, 46]))
     net, feed = single(
-        "QGlobalAvgPool", [x], {"multiplier": m, "shift": s, "lo": -128, "hi": 127, "out_scale": 1.0}
+        "QGlobalAvgPool",
+        [x],
+        {"multiplier": m, "shift": s, "lo": -128, "hi": 127, "out_scale": 1.0},
     )
     assert_npu_exact(net, feed, cfg)
     lo = d(st.integers(-128, 0))
@@ -215,10 +231,23 @@ def test_concat_and_qconcat(data: st.DataObject) -> None:
 def test_pad_resize_transpose(data: st.DataObject) -> None:
     d = data.draw
     rng = np.random.default_rng(d(st.integers(0, 2**16)))
-    x = i8(rng, d(st.integers(1, 2)), d(st.integers(1, 20)), d(st.integers(1, 9)), d(st.integers(1, 9)))
+    x = i8(
+        rng, d(st.integers(1, 2)), d(st.integers(1, 20)), d(st.integers(1, 9)), d(st.integers(1, 9))
+    )
     cfg = d(st.sampled_from([NPU, SMALL]))
-    p = [0, 0, d(st.integers(0, 3)), d(st.integers(0, 3)), 0, 0, d(st.integers(0, 3)), d(st.integers(0, 3))]
-    net, feed = single("Pad", [x], {"pads": p, "mode": "constant", "value": float(d(st.sampled_from([0, -128])))})
+    p = [
+        0,
+        0,
+        d(st.integers(0, 3)),
+        d(st.integers(0, 3)),
+        0,
+        0,
+        d(st.integers(0, 3)),
+        d(st.integers(0, 3)),
+    ]
+    net, feed = single(
+        "Pad", [x], {"pads": p, "mode": "constant", "value": float(d(st.sampled_from([0, -128])))}
+    )
     assert_npu_exact(net, feed, cfg)
     n, c, h, w = x.shape
     fy, fx = d(st.sampled_from([1, 2, 3])), d(st.sampled_from([1, 2, 3]))
@@ -274,3 +303,20 @@ def test_run_of_ops_is_one_program(cfg) -> None:  # type: ignore[no-untyped-def]
     prog = assert_npu_exact(net, {"x": i8(rng, 1, 5, 12, 12)}, cfg)
     assert [r.kind for r in prog.bases] == ["const", "input", "output", "output", "scratch"]
     assert prog.scratch_bytes > 0
+
+
+@pytest.mark.parametrize(("k", "stride", "pad", "dil"), [(7, 2, 3, 1), (3, 2, 0, 1), (3, 1, 2, 2)])
+def test_stem_with_columns_folded_into_channels(k: int, stride: int, pad: int, dil: int) -> None:
+    # Few input channels: the compiler folds the kw taps into lanes (two convolutions).
+    rng = np.random.default_rng(k)
+    params = {
+        "weight": rng.integers(-127, 128, size=(20, 3, k, k), dtype=np.int8),
+        "bias": rng.integers(-9000, 9000, 20).astype(np.int32),
+        "multiplier": rng.integers(2**14, 2**15, 20).astype(np.int32),
+        "shift": np.full(20, 19, np.int32),
+    }
+    attrs = {"strides": [stride, stride], "pads": [pad] * 4, "dilations": [dil, dil],
+             "groups": 1, "lo": -128, "hi": 127, "out_scale": 1.0}  # fmt: skip
+    net, feed = single("QConv2d", [i8(rng, 2, 3, 19, 23)], attrs, params)
+    prog = assert_npu_exact(net, feed)
+    assert "columns folded into" in prog.layers[0].detail

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from xrt._generated.hwconfig import NPU
 from xrt.hwconfig import MemoryWindow
-from xrt.npu.golden import Machine, Memory, Queue, prm_word, run
+from xrt.npu.golden import CostModel, Machine, Memory, Queue, prm_word, run
 from xrt.npu.isa import (
     Buffer,
     EngineError,
@@ -594,3 +594,35 @@ def test_bytes_and_instances_decode_the_same():
     b = run(encode_program(prog), Memory([MEM]))
     assert (a.error, a.insns, a.cycles.total) == (b.error, b.insns, b.cycles.total)
     assert a.error == EngineError.NONE
+
+
+def test_the_cost_model_overlaps_units_and_waits_for_tokens():
+    cost = CostModel(burst_latency=10, issue_cycles=2, fetch_cycles=2)
+    load = Load(buffer=Buffer.INP, base=0, x_size=64, y_size=1, z_size=1, x_stride=B)
+    gemm = Gemm(init=GemmInit.ZERO, acc=0, inp=100, n0=50, n1=1, n2=1, acc_s0=1, inp_s0=1)
+    # 64 dense INP rows: one 1 KiB burst of 64 beats -> 2 + max(64, 10) + 10 cycles
+    assert cost.duration(load, NPU) == 76
+    assert cost.duration(gemm, NPU) == 52
+    strided = load.replace(x_stride=2 * B)  # 64 one-beat bursts, 8 in flight: 8 waves of 10
+    assert cost.duration(strided, NPU) == 2 + max(64, 8 * 10) + 10
+    # Independent: LOAD and GEMM overlap. Dependent (token): GEMM starts after the LOAD.
+    free = run([load, gemm, Finish()], Memory([MEM]), [MEM.base], cost=cost)
+    tied = run(
+        [load.replace(push_next=True), gemm.replace(pop_prev=True), Finish()],
+        Memory([MEM]),
+        [MEM.base],
+        cost=cost,
+    )
+    assert free.cycles.total == max(2 + 76, 4 + 52)
+    assert tied.cycles.total == 2 + 76 + 52
+    assert tied.cycles.busy == {Unit.LOAD: 76, Unit.COMPUTE: 52, Unit.STORE: 0}
+    assert tied.cycles.gemm_cycles == 52
+    assert tied.cycles.mac_utilisation_gemm == pytest.approx(50 / 52)
+    assert tied.cycles.mac_utilisation == pytest.approx(50 / tied.cycles.total)
+
+
+def test_inconsistent_launch_arguments_are_refused():
+    with pytest.raises(ValueError, match="prog_insns=5 exceeds"):
+        run([Finish()], Memory([MEM]), prog_insns=5)
+    with pytest.raises(ValueError, match="give a program"):
+        run(None, Memory([MEM]))

@@ -110,7 +110,8 @@ def compile_run(
     if len(ins) + len(outs) + 2 > cfg.base_regs:
         raise XrtError(
             ErrorCode.OUT_OF_RANGE,
-            f"{len(ins)} inputs and {len(outs)} outputs need more than {cfg.base_regs} base registers",
+            f"{len(ins)} inputs and {len(outs)} outputs need more than {cfg.base_regs} "
+            "base registers",
         )
     scratch_base = len(ins) + len(outs) + 1
     bases = [BaseRole(CONST_BASE, "const", "", 0)]
@@ -126,7 +127,7 @@ def compile_run(
         placed[v] = _Placed(1 + len(ins) + i, 0, types[v].shape)
         bases.append(BaseRole(1 + len(ins) + i, "output", v, nbytes))
         out_bind.append(TensorBinding(v, types[v].shape, 1 + len(ins) + i, 0, nbytes))
-    scratch = 0
+    scratch = _Scratch(scratch_base)
     em = Emitter(cfg)
     layers: list[LayerReport] = []
     for k, op in enumerate(graph.ops):
@@ -139,16 +140,18 @@ def compile_run(
             layers.append(LayerReport(op.op_id, op.op_type, op.name, "alias (no instructions)"))
             continue
         if dst not in placed:
-            placed[dst] = _Placed(scratch_base, scratch, types[dst].shape)
-            scratch += -(-tiled_bytes(types[dst].shape, b) // 64) * 64
+            placed[dst] = _Placed(
+                scratch_base, scratch.take(tiled_bytes(types[dst].shape, b)), types[dst].shape
+            )
         start = len(em.steps)
-        report = _lower(em, op, graph, placed, cfg)
+        report = _lower(em, op, graph, placed, cfg, scratch)
         report.first_insn, report.last_insn = start, len(em.steps)
         layers.append(report)
         if verbose:
             print(report)
-    bases.append(BaseRole(scratch_base, "scratch", "", scratch))
-    program, index = insert_tokens(em.steps, with_index=True)
+    bases.append(BaseRole(scratch_base, "scratch", "", scratch.size))
+    grains = {buf: em.half(buf) for buf in ("INP", "WGT", "ACC", "PRM")}
+    program, index = insert_tokens(em.steps, with_index=True, grains=grains)
     for layer in layers:
         if layer.last_insn > layer.first_insn:
             layer.first_insn, layer.last_insn = (
@@ -161,7 +164,7 @@ def compile_run(
     consts = em.blob.tobytes()
     bases[0] = BaseRole(CONST_BASE, "const", "", len(consts))
     return NpuProgram(
-        program, consts, bases, in_bind, out_bind, scratch, layers, b,
+        program, consts, bases, in_bind, out_bind, scratch.size, layers, b,
         [op.op_id for op in graph.ops],
     )  # fmt: skip
 
@@ -172,6 +175,7 @@ def _lower(
     graph: Network | NetworkView,
     placed: dict[str, _Placed],
     cfg: NpuConfig,
+    scratch: _Scratch,
 ) -> LayerReport:
     b = cfg.block
     t = op.op_type
@@ -181,6 +185,10 @@ def _lower(
     x = placed[op.inputs[0]]
     y = placed[op.outputs[0]]
     rep = LayerReport(op.op_id, t, op.name, "")
+    if t == "QConv2d" and _fold_columns(
+        em, op, types[op.inputs[0]], params, x, y, cfg, scratch, rep
+    ):
+        return rep
     if t in ("QConv2d", "QGemm"):
         if t == "QConv2d":
             g = conv_geom(op, types[op.inputs[0]], params, cfg)
@@ -270,7 +278,7 @@ def _lower(
         if t == "QConcat":
             ms, ss = a["multipliers"], a["shifts"]
             q = vx.StoreQ(lo=a["lo"], hi=a["hi"])
-            if len(set(zip(ms, ss))) == 1:
+            if len(set(zip(ms, ss, strict=True))) == 1:
                 q = vx.StoreQ(ms[0], ss[0], a["lo"], a["hi"])
             else:
                 m_lane = np.concatenate([np.full(c, m) for c, m in zip(chans, ms, strict=True)])
@@ -315,6 +323,84 @@ def _lower(
         rep.detail = "H <-> W through LOAD strides"
         return rep
     raise AssertionError(t)
+
+
+class _Scratch:
+    """Bump allocator of the scratch region (64-byte aligned, never reused in a program)."""
+
+    def __init__(self, base: int) -> None:
+        self.base = base
+        self.size = 0
+
+    def take(self, nbytes: int) -> int:
+        """Offset of a new block of `nbytes`."""
+        offset = self.size
+        self.size += -(-nbytes // 64) * 64
+        return offset
+
+
+def _fold_columns(
+    em: Emitter,
+    op: Operator,
+    xt: TensorType,
+    params: Mapping[str, np.ndarray],
+    x: _Placed,
+    y: _Placed,
+    cfg: NpuConfig,
+    scratch: _Scratch,
+    rep: LayerReport,
+) -> bool:
+    """A convolution over few channels (a network's stem) with its kw taps folded into lanes.
+
+    With C <= B/2 channels most of the array's B input lanes would carry zeros. Instead a
+    first convolution with 0/1 weights (kernel 1 x kw, the op's column stride, padding and
+    dilation) copies the columns each output column reads into ``C*kw`` channels,
+    ``X'[j*C + c](y, x) = X[c](y, x*sw - pl + j*dw)``, exactly (M = 1, S = 0); the op
+    then runs as a kh x 1 convolution over X' with the same sums, bias and requantization.
+    Returns False (nothing emitted) when the op does not qualify or a step does not tile.
+    """
+    a = op.attrs
+    w = params["weight"]
+    o, c, kh, kw = w.shape
+    b = cfg.block
+    n, _, h, wd = xt.shape
+    if a["groups"] != 1 or kw < 2 or 2 * c > b:
+        return False
+    sh, sw = a["strides"]
+    dh, dw = a["dilations"]
+    pt, pl = a["pads"][:2]
+    g = conv_geom(op, xt, params, cfg)
+    cf = c * kw
+    w1 = np.zeros((cf, c, 1, kw), np.int8)
+    for j in range(kw):
+        w1[j * c + np.arange(c), np.arange(c), 0, j] = 1
+    w2 = w.transpose(0, 3, 1, 2).reshape(o, cf, kh, 1)  # [o, j*C + c, i, 0] = W[o, c, i, j]
+    pk1, pk2 = conv_blocks(w1, 1, b), conv_blocks(w2, 1, b)
+    g1 = ConvGeom(c, h, wd, cf, h, g.wo, 1, kw, 1, sw, 1, dw, 0, pl, pk1.ib_n, c)
+    g2 = ConvGeom(cf, h, g.wo, o, g.ho, g.wo, kh, 1, sh, 1, dh, 1, pt, 0, pk2.ib_n, cf)
+    p1, p2 = plan_conv(g1, cfg), plan_conv(g2, cfg)
+    if isinstance(p1, str) or isinstance(p2, str):
+        return False
+    mid_shape = (n, cf, h, g.wo)
+    mid = _Placed(scratch.base, scratch.take(tiled_bytes(mid_shape, b)), mid_shape)
+    one = np.ones(cf, np.int32)
+    k1 = ConvConsts(
+        pk1,
+        em.const(pk1.blocks),
+        em.const(bias_rows(np.zeros(cf, np.int32), b)),
+        em.const(prm_rows(one, 0 * one, b)),
+    )
+    k2 = ConvConsts(
+        pk2,
+        em.const(pk2.blocks),
+        em.const(bias_rows(params["bias"], b)),
+        em.const(prm_rows(params["multiplier"], params["shift"], b)),
+    )
+    rep.gemm_cycles = emit_conv(em, x.views(b), mid.views(b), g1, p1, k1, -128, 127)
+    rep.gemm_cycles += emit_conv(em, mid.views(b), y.views(b), g2, p2, k2, a["lo"], a["hi"])
+    rep.detail = f"columns folded into {cf} channels; fold: {p1}; conv: {p2}"
+    rep.macs = g.o * g.ho * g.wo * kh * kw * c * n
+    return True
 
 
 def _avg_rects(a: Mapping[str, Any], h: int, w: int) -> list[tuple[int, int, int, int, vx.StoreQ]]:

@@ -35,10 +35,15 @@ class ConvConsts:
     prm: int
 
 
+def _blk(pk: PackedConv, ob: int, ib: int, tap: int, taps: int) -> int:
+    """Index of block (ob, ib, tap) in the packed blocks."""
+    return pk.first[ob] + (ib - pk.ib_lo[ob]) * taps + tap
+
+
 def _valid_rows(g: ConvGeom, i: int, y0: int, y1: int) -> tuple[int, int]:
     """Output rows ``[a, b)`` within ``[y0, y1)`` whose tap row `i` reads a real input row."""
     off = i * g.dh - g.pt
-    a = max(y0, -(-(-off) // g.sh)) if off < 0 else y0
+    a = max(y0, -(off // g.sh)) if off < 0 else y0  # ceil(-off / sh)
     b = min(y1, (g.h - 1 - off) // g.sh + 1) if g.h - 1 - off >= 0 else y0
     return a, max(a, b)
 
@@ -65,6 +70,7 @@ def emit_conv(
     tiles = [(y0, min(g.ho, y0 + plan.th)) for y0 in range(0, g.ho, plan.th)]
     passes = [(p, min(zi, p + plan.n_ib)) for p in range(0, zi, plan.n_ib)]
     cycles = 0
+    nonzero = pk.blocks.reshape(len(pk.blocks), -1).any(axis=1)
 
     # PRM rows of the whole layer, once.
     prm_base = em.slot("PRM")
@@ -85,15 +91,17 @@ def emit_conv(
         if plan.order == "rows"
         else [(t, c) for c in range(len(chunks)) for t in range(len(tiles))]
     )
+    bounds: list[int] = []  # where each tile's steps start
     for image, (xv, yv) in enumerate(zip(xs, ys, strict=True)):
         for t, c in order:
+            bounds.append(len(em.steps))
             y0, y1 = tiles[t]
             obs = chunks[c]
             n = len(obs)
             acc_base = em.slot("ACC")
             out_base = acc_base + n
             em.load_run(isa.Buffer.ACC, acc_base, k.bias + obs[0] * acc_bytes, n)
-            started = [False] * n
+            tiles_acc: dict[int, _AccTile] = {}
             for p0, p1 in passes:
                 rows = [
                     y * g.sh - g.pt + i * g.dh
@@ -136,34 +144,17 @@ def emit_conv(
                         continue
                     obase = out_base + ol * plan.th * g.wo
 
-                    def gemm(
-                        ya: int, yb: int, inp: int, wgt: int, inner: tuple[int, int, int]
-                    ) -> None:
-                        nonlocal cycles
-                        full = ya == y0 and yb == y1
-                        if not started[ol] and not full:
-                            _bias_init(em, obase, acc_base + ol, y1 - y0, g.wo)
-                            started[ol] = True
-                        init = isa.GemmInit.ACC if started[ol] else isa.GemmInit.BIAS
-                        started[ol] = True
-                        cycles += em.gemm(
-                            obase + (ya - y0) * g.wo,
-                            inp,
-                            wgt,
-                            [
-                                (g.wo, 1, g.sw, 0),
-                                (yb - ya, g.wo, g.sh * pw, 0),
-                                (inner[0], 0, inner[1], inner[2]),
-                            ],
-                            init,
-                            acc_base + ol,
-                        )
-
+                    acc = tiles_acc.setdefault(
+                        ol, _AccTile(em, g, pw, y0, y1, obase, acc_base + ol)
+                    )
                     if taps == 1:
                         ya, yb = _valid_rows(g, 0, y0, y1)
-                        if yb > ya:
-                            inp = inp_base + (ib_a - p0) * nr * pw + (ya * g.sh - g.pt - rl) * pw
-                            gemm(ya, yb, inp, wgt_rows[ob, ib_a], (ib_b - ib_a, nr * pw, 1))
+                        # All-zero blocks at the ends of the input block loop are skipped.
+                        live = [ib for ib in range(ib_a, ib_b) if nonzero[_blk(pk, ob, ib, 0, 1)]]
+                        if yb > ya and live:
+                            ia, iz = live[0], live[-1] + 1
+                            inp = inp_base + (ia - p0) * nr * pw + (ya * g.sh - g.pt - rl) * pw
+                            cycles += acc.gemm(ya, yb, inp, wgt_rows[ob, ia], (iz - ia, nr * pw, 1))
                         continue
                     spans = sorted(
                         ((i, *_valid_rows(g, i, y0, y1)) for i in range(g.kh)),
@@ -171,22 +162,105 @@ def emit_conv(
                     )
                     for ib in range(ib_a, ib_b):
                         for i, ya, yb in spans:
-                            if yb <= ya:
+                            # Taps of all-zero blocks at the row's ends are skipped.
+                            first = _blk(pk, ob, ib, i * g.kw, taps)
+                            live = [j for j in range(g.kw) if nonzero[first + j]]
+                            if yb <= ya or not live:
                                 continue
+                            ja, jz = live[0], live[-1] + 1
                             inp = (
                                 inp_base
                                 + (ib - p0) * nr * pw
                                 + (ya * g.sh - g.pt + i * g.dh - rl) * pw
+                                + ja * g.dw
                             )
-                            gemm(ya, yb, inp, wgt_rows[ob, ib] + i * g.kw, (g.kw, g.dw, 1))
+                            wgt = wgt_rows[ob, ib] + i * g.kw + ja
+                            cycles += acc.gemm(ya, yb, inp, wgt, (jz - ja, g.dw, 1))
             for ol in range(n):
-                if not started[ol]:
+                if ol not in tiles_acc or not tiles_acc[ol].started:
                     _bias_init(em, out_base + ol * plan.th * g.wo, acc_base + ol, y1 - y0, g.wo)
             em.store(
                 yv, obs[0], y0, 0, g.wo, y1 - y0, n, out_base, 1, g.wo, plan.th * g.wo,
                 lo=lo, hi=hi, prm=prm_base + obs[0],
             )  # fmt: skip
+    if bounds:
+        _prefetch(em, bounds)
     return cycles
+
+
+def _prefetch(em: Emitter, bounds: list[int]) -> None:
+    """Move each tile's LOADs before the previous tile's COMPUTE and STORE steps.
+
+    The engine fetches in program order into short per-unit queues, so a LOAD behind a
+    tile's GEMMs is only fetched when the GEMMs are nearly done: with short GEMMs (7x7
+    layers) the next tile's weights would then arrive late every time. Hoisting is done only
+    where it cannot change what any step reads: the tile's LOADs all come before its other
+    steps, write no rows the previous tile's steps touch (the other half) and read nothing
+    they write.
+    """
+    steps = em.steps
+    ends = [*bounds[1:], len(steps)]
+    groups = [steps[a:b] for a, b in zip(bounds, ends, strict=True)]
+    out = list(steps[: bounds[0]])
+    pending: list = []  # the previous tile's non-LOAD steps
+    for grp in groups:
+        loads = [st for st in grp if isinstance(st.insn, isa.Load)]
+        rest = [st for st in grp if not isinstance(st.insn, isa.Load)]
+        ordered = grp[: len(loads)] == loads
+        touched = {acc for st in pending for acc in st.reads + st.writes}
+        written = {acc for st in pending for acc in st.writes}
+        clash = any(
+            sp == sp2 and a < b2 and a2 < b
+            for st in loads
+            for (sp, a, b), against in [(w, touched) for w in st.writes]
+            + [(r, written) for r in st.reads]
+            for sp2, a2, b2 in against
+        )
+        if ordered and not clash:
+            out += loads + pending
+            pending = rest
+        else:
+            out += pending + grp
+            pending = []
+    out += pending
+    assert len(out) == len(steps)
+    em.steps[:] = out
+
+
+class _AccTile:
+    """The accumulators of one output block of one tile, and whether they hold the bias yet."""
+
+    def __init__(
+        self, em: Emitter, g: ConvGeom, pw: int, y0: int, y1: int, base: int, bias: int
+    ) -> None:
+        self.em, self.g, self.pw = em, g, pw
+        self.y0, self.y1, self.base, self.bias = y0, y1, base, bias
+        self.started = False
+
+    def gemm(self, ya: int, yb: int, inp: int, wgt: int, inner: tuple[int, int, int]) -> int:
+        """GEMM over output rows ``[ya, yb)``, all columns, and an inner loop ``(n, inp, wgt)``.
+
+        The first GEMM starts from the bias when it covers the whole tile; otherwise a VEC
+        MOV of the bias comes first. Returns the GEMM's cycles.
+        """
+        g = self.g
+        if not self.started and (ya, yb) != (self.y0, self.y1):
+            _bias_init(self.em, self.base, self.bias, self.y1 - self.y0, g.wo)
+            self.started = True
+        init = isa.GemmInit.ACC if self.started else isa.GemmInit.BIAS
+        self.started = True
+        return self.em.gemm(
+            self.base + (ya - self.y0) * g.wo,
+            inp,
+            wgt,
+            [
+                (g.wo, 1, g.sw, 0),
+                (yb - ya, g.wo, g.sh * self.pw, 0),
+                (inner[0], 0, inner[1], inner[2]),
+            ],
+            init,
+            self.bias,
+        )
 
 
 def _bias_init(em: Emitter, dst: int, bias_row: int, rows: int, cols: int) -> None:

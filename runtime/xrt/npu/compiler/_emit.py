@@ -29,13 +29,35 @@ CONST_BASE = 0
 
 
 def span(base: int, loops: list[tuple[int, int]]) -> tuple[int, int]:
-    """``[lo, hi)`` rows reached by ``base + sum(i_k * stride_k)`` over loops ``(count, stride)``."""
+    """``[lo, hi)`` reached by ``base + sum(i_k * stride_k)`` over loops ``(count, stride)``."""
     lo = hi = base
     for count, stride in loops:
         reach = (count - 1) * stride
         lo += min(0, reach)
         hi += max(0, reach)
     return lo, hi + 1
+
+
+def _planes(
+    base: int,
+    offset: int,
+    xl: tuple[int, int],
+    yl: tuple[int, int],
+    zl: tuple[int, int],
+    elem: int,
+) -> list[Access]:
+    """Memory bytes of a 3-D tile, one range per plane when the planes are apart.
+
+    One bounding range over all planes would also cover every other row of the planes in
+    between, and order a layer's first LOAD after nearly all of the previous layer's STOREs;
+    per-plane ranges let the next layer start once its first rows are written.
+    """
+    (z, zs) = zl
+    lo, hi = span(offset, [xl, yl])
+    if z > 64 or zs < hi - lo + elem - 1:
+        lo, hi = span(offset, [xl, yl, zl])
+        return [(f"mem{base}", lo, hi - 1 + elem)]
+    return [(f"mem{base}", lo + k * zs, hi - 1 + elem + k * zs) for k in range(z)]
 
 
 @dataclass
@@ -119,8 +141,8 @@ class Emitter:
         )  # fmt: skip
         nrows = z * (pt + y + pb) * (pl + x + pr)
         elem = self.cfg.row_bytes(buffer.name)
-        lo, hi = span(offset, [(x, xs), (y, ys), (z, zs)])
-        self._add(insn, [(f"mem{base}", lo, hi - 1 + elem)], [(buffer.name, sram, sram + nrows)])
+        mem = _planes(base, offset, (x, xs), (y, ys), (z, zs), elem)
+        self._add(insn, mem, [(buffer.name, sram, sram + nrows)])
         return nrows
 
     def load_run(self, buffer: isa.Buffer, sram: int, offset: int, nrows: int) -> None:
@@ -194,8 +216,8 @@ class Emitter:
         if use_prm:
             assert prm is not None
             reads.append(("PRM", prm, prm + nz))
-        mlo, mhi = span(v.at(z0, y0, x0), [(nx, v.x_stride), (ny, v.y_stride), (nz, v.z_stride)])
-        self._add(insn, reads, [(f"mem{v.base}", mlo, mhi - 1 + self.B)])
+        loops = (nx, v.x_stride), (ny, v.y_stride), (nz, v.z_stride)
+        self._add(insn, reads, _planes(v.base, v.at(z0, y0, x0), *loops, self.B))
 
     # -- COMPUTE --------------------------------------------------------------------
 

@@ -27,11 +27,16 @@ def run_on_golden(
     target: str = "buyi",
     window: str = "plddr",
     cfg: NpuConfig = NPU,
+    check: bool = True,
 ) -> tuple[dict[str, np.ndarray], Any]:
     """Run `prog` on the golden model with int8 NCHW `feeds`; returns (outputs, RunResult).
 
+    With `check` (the default) the golden model's checker first examines the program for
+    this launch: a race, a token error or a range error is an error, and so are tokens
+    left at FINISH.
+
     Raises:
-        XrtError: 11014 when the golden model reports an engine error.
+        XrtError: 11014 when the checker finds anything or the engine reports an error.
     """
     from xrt.npu import golden
 
@@ -51,6 +56,10 @@ def run_on_golden(
             np.asarray(feeds[binding.name], dtype=np.int8).reshape(binding.shape), prog.block
         )
         mem.write(addr[binding.base] + binding.offset, data)
+    if check:
+        report = golden.check(prog.instructions, addr, mem, cfg)
+        if report.findings:
+            raise XrtError(ErrorCode.DEVICE_INTERNAL, f"golden model checker:\n{report}")
     res = golden.run(prog.instructions, mem, addr, config=cfg)
     if not res.ok:
         raise XrtError(ErrorCode.DEVICE_INTERNAL, f"golden model: {res}")

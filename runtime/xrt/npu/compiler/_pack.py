@@ -120,5 +120,5 @@ def prm_rows(multiplier: np.ndarray, shift: np.ndarray, block: int) -> np.ndarra
 
 
 def lut_rows(table: np.ndarray, block: int) -> np.ndarray:
-    """A 256-entry int8 table -> ``(256/B, B)`` LUT rows (entry ``q + 128`` at index ``q + 128``)."""
+    """A 256-entry int8 table (entry ``q + 128`` for input ``q``) -> ``(256/B, B)`` LUT rows."""
     return np.asarray(table, dtype=np.int8).reshape(256 // block, block)

@@ -5,9 +5,8 @@ rows x all output columns x ``n_ob`` output channel blocks, reading ``n_ib`` inp
 blocks at a time. Every half of a buffer holds one tile's operands, so the next tile loads
 while this one computes (double buffering); a whole operand that fits the full buffer is
 loaded once and stays resident. Among the tilings that fit, `plan_conv` picks the one
-moving the fewest bytes (weights re-read per row tile, or inputs re-read per output block
-chunk, whichever loop order costs less), then the one with the fewest tiles, as Gemmini's
-``tiled_conv_auto`` picks the largest tile that fits. ``str(plan)`` prints the choice.
+with the lowest estimated time (busiest unit plus what double buffering cannot hide), as
+Gemmini's ``tiled_conv_auto`` picks the largest tile that fits. ``str(plan)`` prints the choice.
 """
 
 from __future__ import annotations
@@ -74,7 +73,7 @@ class ConvPlan:
     order: str  # "rows": row tiles outer, output block chunks inner; "ob": the reverse
     wgt_resident: bool
     inp_resident: bool
-    traffic: int  # estimated bus beats
+    estimate: int  # estimated cycles (see plan_conv)
     geom: ConvGeom
 
     def __str__(self) -> str:
@@ -86,12 +85,19 @@ class ConvPlan:
             f"{self.n_ib} in blocks per pass, loop {self.order}-outer, "
             f"weights {'resident' if self.wgt_resident else 'streamed'}, "
             f"input {'resident' if self.inp_resident else 'streamed'}, "
-            f"~{self.traffic} beats"
+            f"~{self.estimate} cycles est."
         )
 
 
 def plan_conv(g: ConvGeom, cfg: NpuConfig) -> ConvPlan | str:
-    """The cheapest tiling of `g` that fits the buffers, or the reason none does."""
+    """The fastest tiling of `g` that fits the buffers, or the reason none does.
+
+    Each candidate's time is estimated as its busiest unit (GEMM cycles plus issue
+    overhead, LOAD beats, STORE beats) plus what double buffering cannot hide: the first
+    input tile, weights that must arrive before the first GEMM, and the last tile's STORE.
+    That favours a few tiles over one (so stores overlap compute) and resident weights
+    over weights re-read per row tile.
+    """
     b = cfg.block
     zo = len(g.ib_n)
     zi = -(-g.c // b)
@@ -104,6 +110,7 @@ def plan_conv(g: ConvGeom, cfg: NpuConfig) -> ConvPlan | str:
     wgt_total = sum(g.ib_n) * taps
     wgt_beats = wgt_total * b  # a B x B block is B beats of B bytes
     out_beats = zo * g.ho * g.wo
+    gemm_cycles = wgt_total * g.ho * g.wo
     best: ConvPlan | None = None
     best_key: tuple[int, int, int] | None = None
     for n_ob in range(1, min(zo, cfg.prm_rows // 2) + 1):
@@ -116,26 +123,40 @@ def plan_conv(g: ConvGeom, cfg: NpuConfig) -> ConvPlan | str:
             wgt_res = n_ib >= max_ib and wgt_total <= cfg.wgt_rows
             if not wgt_res and ib_pass * taps * n_ob > wgt_half:
                 continue
-            # Whole input resident in the full buffer, else the largest tile fitting a half.
+            # Whole input resident in the full buffer, else tiles fitting a half.
             if n_ib >= zi and th_acc == g.ho and zi * g.rows_in(g.ho) * pw <= cfg.inp_rows:
-                th = g.ho
+                th_max = g.ho
             else:
-                th = th_acc
-                while th >= 1 and n_ib * g.rows_in(th) * pw > inp_half:
-                    th -= 1
-            if th < 1:
+                th_max = th_acc
+                while th_max >= 1 and n_ib * g.rows_in(th_max) * pw > inp_half:
+                    th_max -= 1
+            if th_max < 1:
                 continue
-            n_tiles = -(-g.ho // th)
-            inp_res = n_tiles == 1 and n_ib >= zi
-            in_beats = zi * g.rows_in(th) * n_tiles * g.w
-            cost_rows = in_beats + (wgt_beats if wgt_res else wgt_beats * n_tiles) + out_beats
-            cost_ob = (in_beats if inp_res else in_beats * n_chunks) + wgt_beats + out_beats
             passes = -(-zi // n_ib)
-            for order, cost in (("rows", cost_rows), ("ob", cost_ob)):
-                key = (cost, n_tiles * n_chunks * passes, -th)
-                if best_key is None or key < best_key:
-                    best_key = key
-                    best = ConvPlan(th, n_ob, n_ib, order, wgt_res, inp_res, cost, g)
+            for th in sorted({th_max, -(-th_max // 2), -(-th_max // 4), -(-th_max // 8)}):
+                if th < th_max and n_ib * g.rows_in(th) * pw > inp_half:
+                    continue
+                n_tiles = -(-g.ho // th)
+                steps = n_tiles * n_chunks
+                inp_res = n_tiles == 1 and n_ib >= zi
+                in_beats = zi * g.rows_in(th) * n_tiles * g.w
+                gemms = steps * (n_ob * passes if taps == 1 else sum(g.ib_n[:n_ob]) * g.kh)
+                compute = gemm_cycles + 2 * gemms
+                store = out_beats + 34 * steps
+                first_in = zi * g.rows_in(th) * g.w // passes
+                last_out = out_beats // steps
+                for order in ("rows", "ob"):
+                    if order == "rows":
+                        load = in_beats + (wgt_beats if wgt_res else wgt_beats * n_tiles)
+                    else:
+                        load = (in_beats if inp_res else in_beats * n_chunks) + wgt_beats
+                    first_w = wgt_beats if wgt_res else wgt_beats // n_chunks
+                    est = max(compute, load, store) + first_in + first_w + last_out + 64
+                    est += 150 * steps * passes  # per-tile bubbles: burst latencies, syncs
+                    key = (est, steps * passes, -th)
+                    if best_key is None or key < best_key:
+                        best_key = key
+                        best = ConvPlan(th, n_ob, n_ib, order, wgt_res, inp_res, est, g)
             break
     if best is None:
         return (

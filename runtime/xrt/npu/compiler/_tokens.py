@@ -18,6 +18,7 @@ queue always meets the k-th pop, and every push is popped (balanced at FINISH).
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +31,16 @@ Access = tuple[str, int, int]
 ``"PRM"``, ``"LUT"``) or bytes ``[lo, hi)`` of memory at a base register (``"mem3"``)."""
 
 _L, _C, _S = int(isa.Unit.LOAD), int(isa.Unit.COMPUTE), int(isa.Unit.STORE)
+
+
+_USERS = {
+    "INP": (_L, _C),
+    "WGT": (_L, _C),
+    "LUT": (_L, _C),
+    "PRM": (_L, _S),
+    "ACC": (_L, _C, _S),
+}
+"""The units that can touch each buffer (an access only conflicts with these)."""
 
 
 @dataclass
@@ -52,30 +63,49 @@ class _Entry:
 
 
 class _Tracker:
-    """Recent accesses per space, pruned once every other unit is ordered after them."""
+    """Recent accesses per space, pruned once every other unit is ordered after them.
 
-    def __init__(self, clock: list[list[int]]) -> None:
-        self.spaces: dict[str, list[_Entry]] = defaultdict(list)
+    Accesses of one unit and kind within one `grain` of rows (a buffer half) merge into one
+    entry: its rows the union, its position the latest. Whoever must wait for an earlier one
+    waits for the latest, which (program order) covers it; the union can only add waits.
+    """
+
+    def __init__(self, clock: list[list[int]], grains: Mapping[str, int]) -> None:
+        self.spaces: dict[str, dict[tuple[int, bool, int], _Entry]] = defaultdict(dict)
         self.limit: dict[str, int] = defaultdict(lambda: 64)
         self.clock = clock
+        self.grains = grains
 
     def conflicts(
         self, unit: int, acc: Access, write: bool, need: dict[int, tuple[int, int]]
     ) -> None:
         space, lo, hi = acc
-        for e in self.spaces[space]:
-            if e.unit != unit and (write or e.write) and e.lo < hi and lo < e.hi:
-                if e.unit not in need or need[e.unit][0] < e.pos:
-                    need[e.unit] = (e.pos, e.index)
+        for e in self.spaces[space].values():
+            if (
+                e.unit != unit
+                and (write or e.write)
+                and e.lo < hi
+                and lo < e.hi
+                and (e.unit not in need or need[e.unit][0] < e.pos)
+            ):
+                need[e.unit] = (e.pos, e.index)
 
     def add(self, entry: _Entry, space: str) -> None:
         entries = self.spaces[space]
-        entries.append(entry)
+        grain = self.grains.get(space)
+        key = (entry.unit, entry.write, entry.lo // grain if grain else entry.lo * 2**32 + entry.hi)
+        old = entries.get(key)
+        if old is not None and grain:
+            entry.lo, entry.hi = min(entry.lo, old.lo), max(entry.hi, old.hi)
+        entries[key] = entry
         if len(entries) > self.limit[space]:
             clock = self.clock
-            kept = [
-                e for e in entries if any(clock[u][e.unit] < e.pos for u in range(3) if u != e.unit)
-            ]
+            users = _USERS.get(space, (_L, _S))  # memory: LOAD and STORE
+            kept = {
+                k: e
+                for k, e in entries.items()
+                if any(clock[u][e.unit] < e.pos for u in users if u != e.unit)
+            }
             self.spaces[space] = kept
             self.limit[space] = max(64, 2 * len(kept))
 
@@ -84,11 +114,14 @@ def _flags(insn: isa.Instruction, **flags: bool) -> isa.Instruction:
     return insn.replace(**{k: getattr(insn, k) or v for k, v in flags.items()})
 
 
-def insert_tokens(steps: list[Step], with_index: bool = False) -> Any:
+def insert_tokens(
+    steps: list[Step], with_index: bool = False, grains: Mapping[str, int] | None = None
+) -> Any:
     """The program with token flags and SYNCs that order every conflicting pair, then FINISH.
 
-    With `with_index`, returns ``(program, index)`` where ``index[k]`` is the position of
-    ``steps[k]`` in the program.
+    `grains` (rows per buffer half) lets accesses within one half merge, which keeps the
+    pass linear on long programs. With `with_index`, returns ``(program, index)`` where
+    ``index[k]`` is the position of ``steps[k]`` in the program.
     """
     where: list[int] = []
     out: list[isa.Instruction] = []
@@ -96,7 +129,7 @@ def insert_tokens(steps: list[Step], with_index: bool = False) -> Any:
     pos = [0, 0, 0]
     clocks: dict[int, list[int]] = {}  # output index -> vector clock at completion
     clock = [[0, 0, 0] for _ in range(3)]
-    tracker = _Tracker(clock)
+    tracker = _Tracker(clock, grains or {})
 
     def emit(insn: isa.Instruction, unit: int, waits: dict[int, int]) -> int:
         """Append `insn` on `unit`, popping from each neighbour unit's instruction in `waits`."""

@@ -100,7 +100,7 @@ def emit_pointwise(
 
 def pool_tile_rows(em: Emitter, xv: View, ho: int, wo: int, win: tuple[int, ...]) -> int:
     """Output rows per pooling tile (0: not even one row fits)."""
-    kh, kw, sh, sw, dh, dw, pt, pl, pb, pr = win
+    kh, kw, sh, sw, dh, dw, _pt, pl, _pb, _pr = win
     pw = pl + xv.cols + _right_pad(xv.cols, wo, kw, sw, dw, pl)
     th = min(ho, MAX_COUNT, em.half("ACC") // wo)
     while th >= 1 and ((th - 1) * sh + (kh - 1) * dh + 1) * pw > em.half("INP"):
@@ -127,7 +127,7 @@ def emit_pool(
         stores: One requantization for the whole output, or rectangles
             ``(y0, y1, x0, x1, StoreQ)`` covering it (average pooling: one per divisor).
     """
-    kh, kw, sh, sw, dh, dw, pt, pl, pb, pr = win
+    kh, kw, sh, sw, dh, dw, pt, pl, _pb, _pr = win
     h, w = xv.rows, xv.cols
     ho, wo = yv.rows, yv.cols
     prr = _right_pad(w, wo, kw, sw, dw, pl)

@@ -172,6 +172,8 @@ def run(
     res.cycles.block = config.block
     n, src = _fetch(program, memory, prog_addr, prog_insns)
     if prog_insns is not None:
+        if program is not None and prog_insns > n:
+            raise ValueError(f"prog_insns={prog_insns} exceeds the program's {n} instructions")
         n = prog_insns
     pending: dict[Queue, deque[int]] = {q: deque() for q in Queue}  # push completion times
     unit_free = {u: 0 for u in Unit}
@@ -221,7 +223,6 @@ def run(
             res.cycles.busy[unit] += dur
             if isinstance(insn, Gemm):
                 res.cycles.gemm_cycles += dur
-            res.insns[unit] += 1
             for queue in pushes:
                 if len(pending[queue]) >= config.token_depth:
                     raise _EngineStopError(
@@ -231,6 +232,7 @@ def run(
                         f"push into {queue.name} holding token_depth={config.token_depth} tokens",
                     )
                 pending[queue].append(end)
+            res.insns[unit] += 1
             pc += 1
     except _EngineStopError as stop:
         res.error, res.error_pc, res.error_unit, res.message = (

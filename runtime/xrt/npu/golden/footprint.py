@@ -39,12 +39,11 @@ Loop = tuple[int, int]
 def affine(start: int, loops: Sequence[Loop]) -> np.ndarray:
     """Indices ``start + sum(i_k * stride_k)`` of nested loops (outermost first), flattened
     in execution order (innermost fastest), as int64."""
-    idx = np.full((1,) * len(loops), start, np.int64)
-    for axis, (count, stride) in enumerate(loops):
-        shape = [1] * len(loops)
-        shape[axis] = count
-        idx = idx + (np.arange(count, dtype=np.int64) * stride).reshape(shape)
-    return idx.reshape(-1)
+    idx = np.array([start], np.int64)
+    for count, stride in loops:
+        if count != 1:
+            idx = (idx[:, None] + np.arange(count, dtype=np.int64) * stride).reshape(-1)
+    return idx
 
 
 def extremes(start: int, loops: Sequence[Loop]) -> tuple[int, int]:

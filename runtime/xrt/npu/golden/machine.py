@@ -164,16 +164,25 @@ class Machine:
                 out[sl] = np.einsum("ki,koi->ko", xs, self.wgt[w[sl]].astype(np.int32))
             return out
         out = np.empty((x.size, self.config.block), np.int64)
-        inp = self.inp.astype(np.int64)
+        if blocks.size == 1:
+            out[:] = self.inp[x].astype(np.int64) @ self.wgt[blocks[0]].astype(np.int64).T
+            return out
         for j, blk in enumerate(blocks):  # one matmul per distinct weight block (conv taps)
             sel = np.nonzero(inverse == j)[0]
-            out[sel] = inp[x[sel]] @ self.wgt[blk].astype(np.int64).T
+            out[sel] = self.inp[x[sel]].astype(np.int64) @ self.wgt[blk].astype(np.int64).T
         return out
 
     def _gemm_chunk(
         self, insn: Gemm, a: np.ndarray, x: np.ndarray, w: np.ndarray, first_pass: int
     ) -> None:
         prod = self._products(x, w)
+        if self._distinct_acc_rows(insn):  # every row once: no accumulation inside the chunk
+            start = self.acc[a].astype(np.int64)
+            if insn.init != GemmInit.ACC:
+                restart = np.arange(a.size) < first_pass
+                start[restart] = 0 if insn.init == GemmInit.ZERO else self.acc[insn.bias]
+            self.acc[a] = _wrap32(start + prod)
+            return
         rows, inv = np.unique(a, return_inverse=True)
         k = np.arange(a.size)
         # last_init[r]: the last iteration (in this chunk) that restarts row r, or -1.
@@ -192,11 +201,17 @@ class Machine:
             start[restarted] = self.acc[insn.bias].astype(np.int64)
         self.acc[rows] = _wrap32(start + sums)
 
+    @staticmethod
+    def _distinct_acc_rows(insn: Gemm) -> bool:
+        loops = fp.gemm_loops(insn, "acc")
+        sizes = tuple(n for n, _ in loops)
+        strides = tuple(abs(s) for _, s in loops)
+        return _disjoint(sizes, strides, 1)
+
     def _gemm_slow(
         self, insn: Gemm, a: np.ndarray, x: np.ndarray, w: np.ndarray, first_pass: int
     ) -> None:
         """One step per iteration: the bias row is also a destination (documented fallback)."""
-        inp = self.inp.astype(np.int64)
         for k in range(a.size):
             if k < first_pass and insn.init == GemmInit.ZERO:
                 start = np.zeros(self.config.block, np.int64)
@@ -204,7 +219,8 @@ class Machine:
                 start = self.acc[insn.bias].astype(np.int64)
             else:
                 start = self.acc[a[k]].astype(np.int64)
-            self.acc[a[k]] = _wrap32(start + self.wgt[w[k]].astype(np.int64) @ inp[x[k]])
+            x_row = self.inp[x[k]].astype(np.int64)
+            self.acc[a[k]] = _wrap32(start + self.wgt[w[k]].astype(np.int64) @ x_row)
 
     # --- VEC ----------------------------------------------------------------------------
 

@@ -71,7 +71,7 @@ def static_fault(
         encoded: True when ``insn`` was decoded from bytes (its fields are known to fit).
     """
     name = type(insn).__name__.upper()
-    if not encoded:
+    if not encoded and not _fields_fit(insn):
         try:
             insn.to_word()
         except IsaError as exc:
@@ -93,6 +93,36 @@ def static_fault(
     if isinstance(insn, Sync | Finish):
         return None
     raise TypeError(f"not an instruction: {insn!r}")
+
+
+_RANGES: dict[type, list[tuple[str, int, int, frozenset | None]]] = {}
+
+
+def _fields_fit(insn: Instruction) -> bool:
+    """True when every field fits its width (a fast path of ``insn.to_word()``)."""
+    cls = type(insn)
+    ranges = _RANGES.get(cls)
+    if ranges is None:
+        ranges = []
+        for spec in cls.FIELDS:
+            w = spec.width
+            if spec.kind == "sint":
+                ranges.append((spec.name, -(1 << (w - 1)), (1 << (w - 1)) - 1, None))
+            elif spec.kind == "enum":
+                assert spec.enum is not None
+                ranges.append((spec.name, 0, 0, frozenset(int(v) for v in spec.enum)))
+            else:
+                ranges.append((spec.name, 0, (1 << w) - 1, None))
+        _RANGES[cls] = ranges
+    d = insn.__dict__
+    for name, lo, hi, allowed in ranges:
+        v = d[name]
+        if allowed is not None:
+            if v not in allowed:
+                return False
+        elif not (isinstance(v, int) and lo <= v <= hi):
+            return False
+    return True
 
 
 def _illegal(msg: str) -> Fault:
