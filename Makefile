@@ -54,6 +54,7 @@ bench: $(STAMP) ## Print the performance figures (docs/performance.md keeps the 
 	$(PY) bench/bench_hardening.py
 	$(PY) bench/bench_golden.py
 	$(PY) bench/bench_npu_compiler.py
+	$(PY) bench/bench_compute.py
 
 fuzz: $(STAMP) ## Longer server fuzz, kill-mid-DMA trials and TLS round trip (bench/bench_hardening.py)
 	$(PY) bench/bench_hardening.py --fuzz 20000 --kills 20 --reads 2000
