@@ -197,15 +197,10 @@ def _print_placement(sess: Session) -> None:
         stats = getattr(b, "last_stats", None)
         if stats is None:
             continue
-        busy = stats.busy_cycles
-        gemm = stats.counters.get("GEMM_CYCLES", 0)
-        macs = stats.counters.get("MACS", 0)
-        line = f"{type(b).__name__}: {len(b.launches)} launch(es); last: {busy} busy cycles"
-        if busy:
-            line += f", GEMM {100.0 * gemm / busy:.1f}% of them"
-        if macs and busy:
-            line += f", MAC utilisation {100.0 * macs / (busy * b.config.macs_per_cycle):.1f}%"
-        print(line)
+        print(
+            f"{type(b).__name__}: {len(b.launches)} launch(es); last: {stats.busy_cycles} "
+            f"cycles, MAC array busy {100.0 * stats.mac_utilisation:.1f}% of them"
+        )
 
 
 def _devices(types: list[type[Backend]], device: Device | None) -> list[Device | None]:

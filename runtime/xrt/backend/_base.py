@@ -163,7 +163,7 @@ class Subgraph:
         read ``"HardOp (Merged) [3, 4] (QConv2d, Relu) on BuyiBackend"`` (the manual's
         annotation of merged operators in logs)."""
         types = ", ".join(op.op_type for op in self.ops)
-        label = self.backend.merged_label
+        label = self.backend.subgraph_label(self.ops)
         return f"{label} {self.op_ids} ({types}) on {type(self.backend).__name__}"
 
 
@@ -695,6 +695,10 @@ class Backend:
                 outs.append(t)
             self.forward_op(op, ins, outs)
             env.update(zip(op.outputs, outs, strict=True))
+
+    def subgraph_label(self, ops: Sequence[Operator]) -> str:
+        """How logs name a merged run of `ops` (`Subgraph.describe`): `merged_label`."""
+        return self.merged_label
 
     # -- snapshots ----------------------------------------------------------------------------
 

@@ -154,6 +154,10 @@ class NpuBackend(Backend):
                 out.append(Segment(kind, (op,)))
         return out
 
+    def subgraph_label(self, ops: Sequence[Operator]) -> str:
+        """``HardOp (Merged)`` for a program; a Cast the backend converts is a plain subgraph."""
+        return "subgraph" if all(op.op_type == "Cast" for op in ops) else self.merged_label
+
     def partition(self, ops: Sequence[Operator]) -> list[tuple[Operator, ...]]:
         """The session's run -> one subgraph per segment; compiles and uploads each program."""
         segs = self.segments(ops)

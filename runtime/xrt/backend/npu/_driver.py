@@ -72,11 +72,9 @@ class _Fields:
 
 
 PERF_COUNTERS = tuple(
-    sorted(
-        name[: -len("_LO")] for name in _R if name.startswith("CORE_PERF_") and name.endswith("_LO")
-    )
+    sorted(name[: -len("_LO")] for name in _R if name.startswith("PERF_") and name.endswith("_LO"))
 )
-"""The engine's 64-bit counters (``CORE_PERF_*``), read before and after each launch."""
+"""The engine's 64-bit counters (``PERF_*``), read before and after each launch."""
 
 
 @dataclass
@@ -84,7 +82,7 @@ class LaunchStats:
     """What one launch did, from the engine's counters (deltas over the launch).
 
     Attributes:
-        counters: Counter name (without ``CORE_PERF_``) -> increment during the launch.
+        counters: Counter name (without ``PERF_``) -> increment during the launch.
         cycles: Simulated cycles the device reported over the launch (None on a board).
     """
 
@@ -93,12 +91,22 @@ class LaunchStats:
 
     @property
     def busy_cycles(self) -> int:
-        """Cycles the engine was busy (its own counter)."""
-        return self.counters.get("BUSY_CYCLES", 0)
+        """Cycles from START to the end of the program (the engine's RUN_CYCLES counter)."""
+        return self.counters.get("RUN_CYCLES", 0)
+
+    @property
+    def gemm_cycles(self) -> int:
+        """Cycles the MAC array worked (GEMM_CYCLES)."""
+        return self.counters.get("GEMM_CYCLES", 0)
+
+    @property
+    def mac_utilisation(self) -> float:
+        """GEMM cycles / run cycles: the share of the run the B x B array was busy."""
+        return self.gemm_cycles / self.busy_cycles if self.busy_cycles else 0.0
 
     @property
     def seconds(self) -> float:
-        """Hardware time: the busy cycles at the configured clock."""
+        """Hardware time: the run cycles at the configured clock."""
         return self.busy_cycles * CLOCK_PERIOD_PS * 1e-12
 
 
@@ -130,7 +138,7 @@ class EngineDriver:
         for i, name in enumerate(PERF_COUNTERS):
             lo, hi = results[2 * i], results[2 * i + 1]
             assert lo is not None and hi is not None
-            out[name[len("CORE_PERF_") :]] = (hi << 32) | lo
+            out[name[len("PERF_") :]] = (hi << 32) | lo
         return out
 
     def launch(
