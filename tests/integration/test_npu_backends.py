@@ -6,6 +6,7 @@ host integer kernels are the specification (docs/quantization.md).
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -339,3 +340,31 @@ def test_engine_counters_describe_the_launch(buyi: NpuDevice) -> None:
         first = dict(stats.counters)
         sess.forward([_x()])
         assert sess.backends[0].last_stats.counters == first
+
+
+def test_xrt_run_on_the_emulator_prints_placement_profile_and_utilisation(
+    buyi_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``xrt run MODEL --device grpc://... --backends buyi,host --quantize --calib-dir``."""
+    import onnx
+
+    from xrt.cli import main
+
+    model = COMPOSITES["small_cnn"]()
+    path = tmp_path / "small_cnn.onnx"
+    onnx.save(model, path)
+    calib = tmp_path / "calib"
+    calib.mkdir()
+    for s in range(3):
+        np.save(calib / f"{s}.npy", random_feeds(model, seed=s)["x"])
+    trace = tmp_path / "trace.json"
+    argv = ["run", str(path), "--device", buyi_url, "--backends", "buyi,host", "--quantize"]
+    argv += ["--calib-dir", str(calib), "--profile", "--trace", str(trace)]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "HardOp (Merged)" in out and "on BuyiBackend" in out and "on HostBackend" in out
+    assert "MAC array busy" in out and "BuyiBackend" in out.split("time profile")[1]
+    events = json.loads(trace.read_text())["traceEvents"]
+    lanes = {e["args"]["name"] for e in events
+             if e["name"] == "thread_name"}  # fmt: skip
+    assert {"npu.engine", "npu.dma", "host"} <= lanes
