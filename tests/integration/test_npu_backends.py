@@ -6,6 +6,7 @@ host integer kernels are the specification (docs/quantization.md).
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -281,9 +282,9 @@ def test_a_faulting_program_is_11014_and_the_device_stays_usable(buyi: NpuDevice
     params = dict(good.params)
     params[hard.params["program"]] = np.frombuffer(program_to_bytes(bad_prog), np.uint8).copy()
     bad = Network(list(good.ops), dict(good.values), good.inputs, good.outputs, params, "bad")
-    with Session.create([BuyiBackend, HostBackend], bad, [buyi, None]).apply() as sess:
-        with pytest.raises(XrtError) as e:
-            sess.forward([_x()])
+    sess = Session.create([BuyiBackend, HostBackend], bad, [buyi, None]).apply()
+    with sess, pytest.raises(XrtError) as e:
+        sess.forward([_x()])
     err = e.value
     assert err.code == ErrorCode.DEVICE_INTERNAL
     assert "ADDR_RANGE" in err.message and f"instruction {k}" in err.message
@@ -309,3 +310,61 @@ def test_log_io_and_time_mark_merged_programs(
         programs = [t for t in results if t.backend == "BuyiBackend" and t.op_type == "Subgraph"]
         compiled = [t for t in programs if any(qnet.op(i).op_type != "Cast" for i in t.op_ids)]
         assert compiled and all(t.hardware > 0 for t in compiled)
+
+
+def test_engine_counters_describe_the_launch(buyi: NpuDevice) -> None:
+    """The counters of a launch agree with its program: instructions retired per unit,
+    GEMM cycles within the run, and the hardware time the profile reports."""
+    from collections import Counter
+
+    from xrt.backend.npu import program_from_bytes
+    from xrt.npu import isa
+
+    network = manual_network()
+    prog = program_from_bytes(np.asarray(network.params[network.op(3).params["program"]]).tobytes())
+    units = Counter(
+        isa.unit_of(insn).name for insn in prog.instructions if isa.unit_of(insn) is not None
+    )
+    with Session.create([BuyiBackend, HostBackend], network, [buyi, None]).apply() as sess:
+        sess.enable_time_profile(True)
+        sess.forward([_x()])
+        stats = sess.backends[0].last_stats
+        assert stats is not None
+        assert stats.counters["LOAD_RETIRED"] == units["LOAD"]
+        assert stats.counters["COMPUTE_RETIRED"] == units["COMPUTE"]
+        assert stats.counters["STORE_RETIRED"] == units["STORE"]
+        assert 0 < stats.gemm_cycles <= stats.busy_cycles <= (stats.cycles or 0)
+        hard = sess.time_profile_results()[3]
+        assert hard.hardware == pytest.approx(stats.seconds * 1e3)
+        # A second launch counts itself alone (START clears the counters).
+        first = dict(stats.counters)
+        sess.forward([_x()])
+        assert sess.backends[0].last_stats.counters == first
+
+
+def test_xrt_run_on_the_emulator_prints_placement_profile_and_utilisation(
+    buyi_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``xrt run MODEL --device grpc://... --backends buyi,host --quantize --calib-dir``."""
+    import onnx
+
+    from xrt.cli import main
+
+    model = COMPOSITES["small_cnn"]()
+    path = tmp_path / "small_cnn.onnx"
+    onnx.save(model, path)
+    calib = tmp_path / "calib"
+    calib.mkdir()
+    for s in range(3):
+        np.save(calib / f"{s}.npy", random_feeds(model, seed=s)["x"])
+    trace = tmp_path / "trace.json"
+    argv = ["run", str(path), "--device", buyi_url, "--backends", "buyi,host", "--quantize"]
+    argv += ["--calib-dir", str(calib), "--profile", "--trace", str(trace)]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "HardOp (Merged)" in out and "on BuyiBackend" in out and "on HostBackend" in out
+    assert "MAC array busy" in out and "BuyiBackend" in out.split("time profile")[1]
+    events = json.loads(trace.read_text())["traceEvents"]
+    lanes = {e["args"]["name"] for e in events
+             if e["name"] == "thread_name"}  # fmt: skip
+    assert {"npu.engine", "npu.dma", "host"} <= lanes

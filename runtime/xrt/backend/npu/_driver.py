@@ -5,8 +5,7 @@ register region (the same code runs against the emulator and a real board):
 
 1. one batch: poll ``CORE_STATUS.BUSY = 0``; write ``PROG_ADDR_LO/HI``, ``PROG_INSNS`` and
    the base registers the program uses; clear the engine's events in ``INT_STATUS`` and
-   enable them in ``INT_ENABLE``; read the counters (their values before the run);
-   ``CORE_CTRL.START``;
+   enable them in ``INT_ENABLE``; ``CORE_CTRL.START`` (which clears the counters);
 2. wait for the interrupt;
 3. one batch: read ``CORE_STATUS``, the error registers and the counters; acknowledge in
    ``INT_STATUS``.
@@ -74,7 +73,7 @@ class _Fields:
 PERF_COUNTERS = tuple(
     sorted(name[: -len("_LO")] for name in _R if name.startswith("PERF_") and name.endswith("_LO"))
 )
-"""The engine's 64-bit counters (``PERF_*``), read before and after each launch."""
+"""The engine's 64-bit counters (``PERF_*``, cleared by START), read after each launch."""
 
 
 @dataclass
@@ -82,7 +81,7 @@ class LaunchStats:
     """What one launch did, from the engine's counters (deltas over the launch).
 
     Attributes:
-        counters: Counter name (without ``PERF_``) -> increment during the launch.
+        counters: Counter name (without ``PERF_``) -> its value after the launch.
         cycles: Simulated cycles the device reported over the launch (None on a board).
     """
 
@@ -181,10 +180,8 @@ class EngineDriver:
             RegWrite(self._a("INT_STATUS"), self._f.events),
             RegWrite(self._a("INT_ENABLE"), self._f.events),
         ]
-        first = len(ops)
-        ops += self._read_counters()
         ops.append(RegWrite(self._a("CORE_CTRL"), self._f.start))
-        before = self._npu.execute(ops)
+        self._npu.execute(ops)
         cycles0 = self.device.cycles
         self.launches += 1
         if not self.device.wait_irq(timeout_s, max_cycles):
@@ -224,12 +221,11 @@ class EngineDriver:
                 ErrorCode.DEVICE_INTERNAL,
                 f"{what}: interrupt without CORE_STATUS.DONE (status {status:#x})",
             )
-        start = self._counter_values(before[first : first + 2 * len(PERF_COUNTERS)])
-        end = self._counter_values(after[4 : 4 + 2 * len(PERF_COUNTERS)])
+        # START clears the counters: after the program they count this launch alone.
+        counters = self._counter_values(after[4 : 4 + 2 * len(PERF_COUNTERS)])
         cycles1 = self.device.cycles
         return LaunchStats(
-            {k: end[k] - start[k] for k in end},
-            None if cycles0 is None or cycles1 is None else cycles1 - cycles0,
+            counters, None if cycles0 is None or cycles1 is None else cycles1 - cycles0
         )
 
     def _abort(self) -> None:
