@@ -17,6 +17,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from rpc_client import (
     DMA_BASE,
     NPU_BASE,
@@ -360,3 +361,63 @@ def _alive(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def test_restarts_keep_trying_and_report_a_persistent_failure():
+    """Defect: a restart caught one exception type and gave up after 5 attempts, leaving the
+    device RESTARTING for good with nothing said. Here the device's memory folder is made
+    unusable (restarts fail), then restored: the failure shows in health and in the error,
+    and the restart that finally works brings the device back."""
+    srv = ServerProcess.start(devices=1)
+    try:
+        (folder,) = Path("/dev/shm").glob(f"npu-emu-{srv.proc.pid}-*")
+        away = folder.with_name(folder.name + "-away")
+        channel = grpc.insecure_channel(srv.address)
+        health = health_pb2_grpc.HealthStub(channel)
+        name = "npuemu.v1.DeviceService/npu0"
+
+        def status() -> int:
+            return health.Check(health_pb2.HealthCheckRequest(service=name)).status
+
+        assert status() == health_pb2.HealthCheckResponse.SERVING
+        c = connect(srv)
+        folder.rename(away)
+        folder.write_text("not a folder")  # every restart attempt fails now
+        try:
+            os.kill(worker_pid(srv, "npu0"), signal.SIGKILL)
+            wait_until(lambda: status() == health_pb2.HealthCheckResponse.NOT_SERVING, 60, "fault")
+            code, details = rpc_code(lambda: c.open(device="npu0"))
+            assert code == grpc.StatusCode.UNAVAILABLE and "restart(s) failed" in details
+        finally:
+            folder.unlink()
+            away.rename(folder)
+        wait_until(lambda: status() == health_pb2.HealthCheckResponse.SERVING, 60, "recovery")
+        open_when_free(c, "npu0")
+        assert c.read(NPU_BASE) == 0x4E50_5530
+        c.close()
+        channel.close()
+    finally:
+        srv.stop()
+
+
+def test_on_chip_memory_is_cleared_between_holders():
+    """The ZG330's OCM is an SRAM inside the model (no file): it is wiped (a DMA of zeros)
+    at every lease end, so nothing of one holder's on-chip data reaches the next."""
+    with ServerProcess.start(target="zg330", devices=1) as srv:
+        a, b = connect(srv), connect(srv)
+        ocm = next(
+            r
+            for r in a.stub.ListDevices(pb.ListDevicesRequest()).devices[0].regions
+            if r.name == "ocm"
+        )
+        a.open(device="npu0")
+        a.write_mem(UDMA_BASE, SECRET)
+        dma_and_wait(a, UDMA_BASE, ocm.base + ocm.size - len(SECRET), len(SECRET))
+        dma_and_wait(a, UDMA_BASE, ocm.base, len(SECRET))
+        a.close()
+        open_when_free(b, "npu0")
+        dma_and_wait(b, ocm.base, UDMA_BASE, ocm.size)
+        assert b.read_mem(UDMA_BASE, ocm.size) == bytes(ocm.size)
+        b.close()
+        a.channel.close()
+        b.channel.close()

@@ -8,9 +8,12 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import os
+import re
+import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import grpc
@@ -211,3 +214,32 @@ def test_open_can_wait_for_a_leased_device():
         assert info.value.code == 11012
         holder.close()
         holder.channel.close()
+
+
+def test_the_runtime_rides_out_a_worker_restart():
+    """A call that meets a worker restart (UNAVAILABLE 'retry shortly') is retried by the
+    runtime within a bounded budget instead of failing: the register answers once the new
+    worker is up."""
+    with ServerProcess.start() as srv:
+        dev = Device.open(f"grpc://{srv.address}/npu0")
+        try:
+            npu = dev.transport.reg_region("npu")
+            assert npu.read(NPU_BASE) == MAGIC
+            watcher = connect(srv)
+            pid = int(re.findall(r"worker npu0 ready \(pid (\d+)\)", srv.log)[-1])
+            os.kill(pid, signal.SIGKILL)
+
+            def restarting() -> bool:  # or already restarted, on a very slow poll
+                devices = watcher.stub.ListDevices(pb.ListDevicesRequest()).devices
+                return devices[0].state == pb.DEVICE_STATE_RESTARTING or (
+                    f"(pid {pid})" not in srv.log.rsplit("worker npu0 ready", 1)[-1]
+                )
+
+            deadline = time.monotonic() + 60
+            while not restarting():  # the server notices the idle worker's death itself
+                assert time.monotonic() < deadline, "the server did not notice the dead worker"
+                time.sleep(0.02)
+            assert npu.read(NPU_BASE) == MAGIC  # retried until the new worker answers
+            watcher.channel.close()
+        finally:
+            dev.close()

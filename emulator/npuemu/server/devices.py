@@ -28,6 +28,7 @@ from npuemu.server.worker_process import (
     WorkerUnavailableError,
 )
 from npuemu.sim.build import BuiltModel
+from xrt._generated.regmap_dma import DMA
 from xrt.hwconfig import TargetConfig
 
 __all__ = ["PROTOCOL_VERSION", "DeviceManager", "DeviceState", "SimDevice"]
@@ -36,6 +37,7 @@ log = logging.getLogger("npuemu.server")
 
 PROTOCOL_VERSION = 1
 DEFAULT_CALL_TIMEOUT_S = 30.0  # watchdog on any worker request
+DMA_STATUS_OFFSET = DMA.register("STATUS").offset
 RESTART_BACKOFF_S = (0.5, 1.0, 2.0, 5.0, 15.0, 30.0)  # then every 30 s, for ever
 
 
@@ -95,7 +97,9 @@ class SimDevice:
         self._stopping = False
 
     def _new_worker(self) -> WorkerProcess:
-        return WorkerProcess(self.name, self.model, self.memory.plusargs, self.folder / self.name)
+        worker = WorkerProcess(self.name, self.model, self.memory.plusargs, self.folder / self.name)
+        worker.on_exit = self.schedule_restart
+        return worker
 
     async def start(self) -> None:
         self.worker = self._new_worker()
@@ -155,24 +159,23 @@ class SimDevice:
                 old, self.worker = self.worker, None
                 if old is not None:
                     await old.kill()  # its engines stop with it
-                if self.lease is None:
-                    self.memory.zero()  # what the dead worker's engines wrote goes
-                    old_file, _ = self.memory.renew_udma()
-                    self.memory.forget(old_file)
                 self.counters.worker_restarts += 1
                 try:
+                    if self.lease is None:  # what the dead worker's engines wrote goes
+                        old_file, _ = self._fresh_memory()
+                        self.memory.forget(old_file)
                     worker = self._new_worker()
                     await worker.start()
                 except Exception as exc:  # any failure: report it and try again later
                     self.failed_restarts += 1
-                    self.fault = str(exc).splitlines()[0][:300]
+                    self.fault = str(exc).splitlines()[0][:300] if str(exc) else repr(exc)
                     delay = RESTART_BACKOFF_S[min(self.failed_restarts, len(RESTART_BACKOFF_S)) - 1]
                     log.error(
                         "device %s: restart %d failed (next try in %.1f s): %s",
                         self.name,
                         self.failed_restarts,
                         delay,
-                        exc,
+                        self.fault,
                     )
                     if self.on_fault is not None:
                         self.on_fault(self)
@@ -187,55 +190,72 @@ class SimDevice:
                     self.on_fault(self)
                 return
 
+    def _fresh_memory(self) -> tuple[Path, Path]:
+        """Zero every memory and put a new file behind udma; return (old, new) udma paths.
+        Call only when no engine runs (worker reset or dead)."""
+        self.memory.zero()
+        return self.memory.renew_udma()
+
     async def clear_after_lease(self) -> None:
         """A lease has ended: stop the engines (cancel the request in flight, reset), THEN
-        clear every memory, so no beat in flight lands after the clearing. A worker that
-        cannot be reset is killed (that stops its engines too) and restarted."""
+        clear every memory, so no beat in flight lands after the clearing. On any failure
+        the worker is killed (its engines stop with it) and the restart clears the memory
+        again (it retries until that works, and reports what keeps failing)."""
         async with self.lock:
             if self.lease is not None:  # pragma: no cover - open() takes FREE devices only
                 return
             worker = self.worker
-            if worker is None or self.state in (DeviceState.RESTARTING, DeviceState.STARTING):
+            try:
+                if worker is None or self.state in (DeviceState.RESTARTING, DeviceState.STARTING):
+                    if worker is not None:
+                        await worker.kill()
+                    old, _ = self._fresh_memory()  # the next worker maps the new file
+                    self.memory.forget(old)
+                    return  # the restart ends in FREE
+                self.state = DeviceState.RESETTING
+                worker.cancel_current()
+                await worker.call("reset", self.watchdog_s)
+                # A fresh udma file per lease: a former holder's mapping (the local fast
+                # path) stays on the old, unlinked file and never sees the next holder.
+                old, new = self._fresh_memory()
+                try:
+                    await worker.call("remap", self.watchdog_s, old=str(old), new=str(new))
+                finally:
+                    self.memory.forget(old)
+                await self._wipe_on_chip(worker)
+                self.state = DeviceState.FREE
+            except Exception as exc:
+                log.error(
+                    "device %s: clearing after a lease failed (%s): restarting it", self.name, exc
+                )
                 if worker is not None:
                     await worker.kill()
-                self.memory.zero()  # the restart ends in FREE
-                old, _ = self.memory.renew_udma()  # the next worker maps the new file
-                self.memory.forget(old)
-                return
-            self.state = DeviceState.RESETTING
-            worker.cancel_current()
-            try:
-                await worker.call("reset", self.watchdog_s)
-            except (WorkerUnavailableError, WorkerError, WorkerCancelledError) as exc:
-                log.error(
-                    "device %s: reset after a lease failed (%s): restarting it", self.name, exc
-                )
-                await worker.kill()
-                self.memory.zero()
-                old, _ = self.memory.renew_udma()
-                self.memory.forget(old)
                 self.state = DeviceState.RESTARTING
                 if not self._stopping:
-                    self.schedule_restart_locked(str(exc))
-                return
-            self.memory.zero()
-            # A fresh udma file per lease: a former holder's mapping (the local fast path)
-            # stays on the old, unlinked file and never sees the next holder.
-            old, new = self.memory.renew_udma()
-            try:
-                await worker.call("remap", self.watchdog_s, old=str(old), new=str(new))
-            except (WorkerUnavailableError, WorkerError, WorkerCancelledError) as exc:
-                log.error(
-                    "device %s: remap after a lease failed (%s): restarting it", self.name, exc
-                )
-                await worker.kill()
-                self.memory.forget(old)
-                self.state = DeviceState.RESTARTING
-                if not self._stopping:
-                    self.schedule_restart_locked(str(exc))
-                return
-            self.memory.forget(old)
-            self.state = DeviceState.FREE
+                    self.schedule_restart_locked(f"clearing after a lease failed: {exc}")
+
+    async def _wipe_on_chip(self, worker: WorkerProcess) -> None:
+        """Zero on-chip memory (the OCM of ZG330: an SRAM inside the model, not a file) by a
+        DMA from the freshly zeroed udma, then reset the DMA's registers again."""
+        ocm = next((m for m in self.target.memories if m.name == "ocm"), None)
+        if ocm is None:
+            return
+        from npuemu.sim.dma_driver import DmaTransfer, program_ops  # cocotb types: lazily
+
+        udma = self.target.memory("udma")
+        transfer = DmaTransfer(udma.base, ocm.base, ocm.size)
+        ops = [
+            (op.kind.value, op.addr, op.value, op.mask, op.expected, op.max_cycles)
+            for op in program_ops(self.target.dma_base, transfer)
+        ]
+        cycles = 4 * ocm.size  # far more than one 16-byte beat per cycle needs
+        ops.append(("poll", self.target.dma_base + DMA_STATUS_OFFSET, 0, 1, 0, cycles))
+        reply = await worker.call("batch", self.watchdog_s + cycles / 100_000, ops=ops)
+        statuses = [status for status, _ in reply["results"]]
+        error = (reply["results"][-1][1] >> 8) & 0xF if reply["results"] else 0
+        if len(statuses) != len(ops) or set(statuses) != {"OK"} or error:
+            raise RuntimeError(f"wiping the OCM failed: {statuses[-1:]}, DMA error {error}")
+        await worker.call("reset", self.watchdog_s)
 
     def schedule_restart_locked(self, reason: str) -> None:
         """`schedule_restart` from inside a transition (the state is RESTARTING already)."""
@@ -305,6 +325,8 @@ class DeviceManager:
                     grpc.StatusCode.FAILED_PRECONDITION,
                     f"device {name} is leased by {device.lease.holder}",
                 )
+            if device.state == DeviceState.RESTARTING:
+                raise ServiceError(grpc.StatusCode.UNAVAILABLE, device.unavailable_message())
             if device.state != DeviceState.FREE:
                 raise ServiceError(
                     grpc.StatusCode.UNAVAILABLE,

@@ -67,6 +67,7 @@ class WorkerProcess:
         self._reply_task: asyncio.Task[None] | None = None
         self._drain_task: asyncio.Task[None] | None = None
         self._channel_closed = False
+        self.on_exit: Callable[[str], None] | None = None  # told when the worker goes away
         self.cycles = 0
 
     @property
@@ -251,6 +252,8 @@ class WorkerProcess:
                     fut.set_exception(ChannelClosedError(str(exc) or "worker closed the channel"))
             self._pending.clear()
             self._channel_closed = True
+            if self.on_exit is not None:  # an idle worker's death is noticed too
+                self.on_exit(f"simulation worker of {self.name} exited")
 
     async def _reap(self, timeout_s: float = 5.0) -> int | None:
         if self.proc is None:
