@@ -45,15 +45,38 @@ _INPUT_ERRORS = {
 }
 
 
+class _HelpWithDefaults(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows defaults, except None/False ones and those the help already states."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if action.default in (None, False) or "default" in text:
+            return text
+        return super()._get_help_string(action)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("npu-emu")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="xrt", description="The xrt runtime's command line (see docs/session.md)."
+        prog="xrt",
+        description="The xrt runtime's command line (see docs/session.md).",
+        formatter_class=_HelpWithDefaults,
     )
+    parser.add_argument("--version", action="version", version=f"xrt {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser(
         "run",
         help="run a model and print its outputs",
         description="Run MODEL (.onnx, or an xrt network .json) through a Session.",
+        formatter_class=_HelpWithDefaults,
     )
     run.add_argument("model", help="ONNX model or xrt network file (.json)")
     run.add_argument(

@@ -23,6 +23,7 @@ from npuemu.server.shm import DeviceMemory
 from npuemu.server.worker_process import WorkerError, WorkerProcess, WorkerUnavailableError
 from npuemu.sim.build import BuiltModel
 from xrt.hwconfig import TargetConfig
+from xrt.regtrace import RegisterTraceLog, record_worker_request
 
 __all__ = ["PROTOCOL_VERSION", "DeviceManager", "DeviceState", "SimDevice"]
 
@@ -63,8 +64,14 @@ class SimDevice:
         model: BuiltModel,
         folder: Path,
         watchdog_s: float = DEFAULT_CALL_TIMEOUT_S,
+        *,
+        log_dir: Path | None = None,
+        worker_env: dict[str, str] | None = None,
     ) -> None:
         self.name = name
+        # The worker's folder (its log): beside the memory files unless a log folder is given.
+        self.workdir = (log_dir or folder) / name
+        self.worker_env = dict(worker_env or {})
         self.watchdog_s = watchdog_s
         self.target = target
         self.model = model
@@ -74,11 +81,14 @@ class SimDevice:
         self.lease: Lease | None = None
         self.state = DeviceState.STARTING
         self.counters = Counters()
+        self.register_trace: RegisterTraceLog | None = None  # --trace-registers
         self._restart_task: asyncio.Task[None] | None = None
         self._stopping = False
 
     def _new_worker(self) -> WorkerProcess:
-        return WorkerProcess(self.name, self.model, self.memory.plusargs, self.folder / self.name)
+        return WorkerProcess(
+            self.name, self.model, self.memory.plusargs, self.workdir, self.worker_env
+        )
 
     async def start(self) -> None:
         self.worker = self._new_worker()
@@ -110,6 +120,8 @@ class SimDevice:
         except WorkerError as exc:
             raise ServiceError(grpc.StatusCode.INTERNAL, str(exc)) from exc
         self.counters.cycles = int(reply["cycles"])
+        if self.register_trace is not None:
+            record_worker_request(self.register_trace, self.name, op, args, reply)
         return reply
 
     def schedule_restart(self, reason: str) -> None:
@@ -171,12 +183,24 @@ class DeviceManager:
         folder: Path,
         default_ttl_s: float = 30.0,
         watchdog_s: float = DEFAULT_CALL_TIMEOUT_S,
+        *,
+        log_dir: Path | None = None,
+        worker_env: dict[str, str] | None = None,
     ) -> None:
         self.target = target
         self.folder = folder
         self.default_ttl_s = default_ttl_s
         self.devices = {
-            f"npu{i}": SimDevice(f"npu{i}", target, model, folder, watchdog_s) for i in range(count)
+            f"npu{i}": SimDevice(
+                f"npu{i}",
+                target,
+                model,
+                folder,
+                watchdog_s,
+                log_dir=log_dir,
+                worker_env=worker_env,
+            )
+            for i in range(count)
         }
         self.leases = LeaseTable()
         self.closing = asyncio.Event()  # set when the server starts shutting down

@@ -66,15 +66,18 @@ class ServerProcess:
         watchdog_s: float | None = None,
         timeout_s: float = 600.0,
         extra_args: tuple[str, ...] = (),
+        command: tuple[str, ...] | None = None,
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
     ) -> ServerProcess:
         """Launch the server on 127.0.0.1 and a free port; return once it serves.
 
         `timeout_s` covers a first build of the verilated model (about 20-30 s here).
+        `command` replaces ``python -m npuemu.cli`` (an installed ``npu-emu``); `env`
+        replaces the environment.
         """
         args = [
-            sys.executable,
-            "-m",
-            "npuemu.cli",
+            *(command or (sys.executable, "-m", "npuemu.cli")),
             "serve",
             "--port",
             "0",
@@ -97,9 +100,10 @@ class ServerProcess:
         proc = subprocess.Popen(
             args,
             stdout=subprocess.PIPE,
-            stderr=log_path.open("w"),
+            stderr=log_path.open("a"),  # O_APPEND, as the stdout pump: no overwriting
             text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**(os.environ if env is None else env), "PYTHONUNBUFFERED": "1"},
+            cwd=cwd,
         )
         ready: list[re.Match[str]] = []
         got = threading.Event()
