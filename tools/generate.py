@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import filecmp
+import re
 import shutil
 import subprocess
 import sys
@@ -307,6 +308,27 @@ def generate_c_targets(cfg: dict, out_root: Path) -> None:
     out.write_text("\n".join(lines))
 
 
+def add_absolute_addresses(block: str, cfg: dict, out_root: Path) -> None:
+    """Register docs with absolute addresses (block base + offset) instead of PeakRDL's
+    block-relative "Absolute Address" lines; the base comes from rtl/config/npu.toml."""
+    bases = {cfg["targets"][t][f"{block}_base"] for t in TARGET_ORDER}
+    if len(bases) != 1:  # the docs would need one column per target
+        raise SystemExit(f"{CONFIG}: the {block} block sits at different bases per target")
+    (base,) = bases
+    out = out_root / DOC_OUT / f"{block}.md"
+
+    def absolute(m: re.Match[str]) -> str:
+        return f"- Absolute Address: 0x{base + int(m.group(1), 16):X}"
+
+    text = re.sub(r"^- Absolute Address: 0x([0-9A-Fa-f]+)$", absolute, out.read_text(), flags=re.M)
+    note = (
+        f"The `{block}` block sits at 0x{base:X} in both targets (rtl/config/npu.toml): "
+        f"absolute address = 0x{base:X} + offset.\n\n"
+    )
+    heading = f"## {block}_csr address map\n"
+    out.write_text(text.replace(heading, f"{heading}\n{note}", 1))
+
+
 def _c_outputs() -> list[Path]:
     return [C_OUT / f"{block}_csr.h" for block in BLOCKS] + [C_OUT / "npu_targets.h"]
 
@@ -342,6 +364,8 @@ def generate_all(out_root: Path) -> None:
         generate_csr_rtl(block, out_root)
         generate_csr_doc(block, out_root)
         generate_regmap_py(block, out_root)
+    for block in BLOCKS:
+        add_absolute_addresses(block, cfg, out_root)
     generate_config_sv(cfg, out_root)
     generate_config_py(cfg, out_root)
     generate_proto(out_root)

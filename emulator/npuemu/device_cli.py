@@ -10,6 +10,7 @@
     npu-emu mem read   npu0 plddr 1048576 --out x.bin
     npu-emu mem write  npu0 udma:0x100 --hex 'de ad be ef' | --in FILE
     npu-emu waves      npu0 --cycles 20000           # record a waveform window (--waves)
+    npu-emu health                                   # exit 0 when the server is SERVING
 
 Each command opens the device through the `xrt` runtime (``grpc://SERVER/DEVICE``), so it
 takes the device's lease for as long as it runs and sees exactly what a driver sees.
@@ -62,6 +63,14 @@ def add_device_commands(sub: argparse._SubParsersAction, formatter: type) -> Non
 
     d = sub.add_parser("devices", help="list a server's devices", formatter_class=formatter)
     common(d)
+
+    h = sub.add_parser(
+        "health",
+        help="exit 0 when the server's gRPC health says SERVING (container health checks)",
+        formatter_class=formatter,
+    )
+    common(h)
+    h.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for an answer")
 
     regs = sub.add_parser(
         "regs", help="read, write or dump registers by name", formatter_class=formatter
@@ -282,20 +291,50 @@ def _devices(args: argparse.Namespace) -> int:
     return 0
 
 
+def _health(args: argparse.Namespace) -> int:
+    import grpc
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    with grpc.insecure_channel(args.server) as channel:
+        try:
+            status = (
+                health_pb2_grpc.HealthStub(channel)
+                .Check(health_pb2.HealthCheckRequest(), timeout=args.timeout)
+                .status
+            )
+        except grpc.RpcError as exc:
+            print(f"{args.server}: {exc.code().name}", file=sys.stderr)
+            return 1
+    name = health_pb2.HealthCheckResponse.ServingStatus.Name(status)
+    print(f"{args.server}: {name}")
+    return 0 if status == health_pb2.HealthCheckResponse.SERVING else 1
+
+
 def _waves(args: argparse.Namespace) -> int:
     with _device(args.server, args.device) as dev:
+        if args.cycles <= 0:
+            raise CliError(f"--cycles must be positive, not {args.cycles}")
         transport = dev.transport
         transport.start_waves(args.cycles)  # type: ignore[attr-defined]
-        # The device is idle in a fresh lease: run it for the window so it closes.
-        dev.wait_irq(timeout_s=60.0, max_cycles=args.cycles) if hasattr(dev, "wait_irq") else None
+        # Run the device's clock through the window (it ends early on an interrupt).
+        dev.wait_irq(timeout_s=600.0, max_cycles=args.cycles)
         window = transport.stop_waves()  # type: ignore[attr-defined]
-    print(f"{window.path} (cycles {window.first_cycle}..{window.last_cycle})")
+    print(
+        f"{window.path} (cycles {window.first_cycle}..{window.last_cycle}, "
+        f"{window.size_bytes} B, on the server's machine)"
+    )
     return 0
 
 
 def run_device_command(args: argparse.Namespace) -> int | None:
     """Run a device command; None when `args.command` is not one."""
-    handlers = {"devices": _devices, "regs": _regs, "mem": _mem, "waves": _waves}
+    handlers = {
+        "devices": _devices,
+        "health": _health,
+        "regs": _regs,
+        "mem": _mem,
+        "waves": _waves,
+    }
     handler = handlers.get(args.command)
     if handler is None:
         return None

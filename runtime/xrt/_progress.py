@@ -5,7 +5,7 @@
 
 shows ``building the buyi model  12s`` on stderr, updated twice a second, while the step
 runs; in a pipe, a CI log or a test, nothing is printed (tqdm's ``disable=None``).
-`CountingProgress` is the same with a count (``3/8 calibration sets``).
+`step_progress` is a counting bar for loops with a known number of steps.
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from xrt._progress import progress
 from xrt.backend import Backend, get_backend_type
 from xrt.device import Device, HostDevice
 from xrt.dtypes import DataType, TensorType
@@ -215,7 +216,8 @@ def _run(args: argparse.Namespace) -> int:
         if args.calib < 1:
             raise XrtError(ErrorCode.OUT_OF_RANGE, f"--calib must be >= 1, got {args.calib}")
         samples = [_inputs(net, [], args.seed + 1000 + i)[0] for i in range(args.calib)]
-        net = quantize_network(net, ranges=calibrate(net, samples))
+        with progress(f"calibrating on {args.calib} input sets"):
+            net = quantize_network(net, ranges=calibrate(net, samples))
     names = [n.strip() for n in args.backends.split(",") if n.strip()]
     if not names:
         raise XrtError(ErrorCode.OUT_OF_RANGE, "--backends names no backend")
@@ -240,9 +242,11 @@ def _forward(
 ) -> int:
     sess = Session.create(types, net, _devices(types, device))
     with sess:
-        sess.apply()
+        with progress(f"applying the network to {', '.join(names)}"):
+            sess.apply()
         sess.enable_time_profile(args.profile)
-        outs = sess.forward(feed)
+        with progress("running forward"):
+            outs = sess.forward(feed)
         print(
             f"model {args.model}: network {net.name!r}, {len(net.ops)} ops; "
             f"backends {', '.join(names)}"

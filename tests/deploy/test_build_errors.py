@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from cli_helpers import run_cli
 
 from npuemu.sim.build import RTL_DIR
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from cli_helpers import run_cli
 
 from npuemu.server.launch import ServerProcess
 
@@ -37,7 +37,7 @@ def test_regs_read_magic_by_name(traced_server):
     ), lines[-10:]
 
 
-def test_regs_write_then_read_back_register_and_field(traced_server):
+def test_regs_write_a_register_and_read_a_field(traced_server):
     srv, _ = traced_server
     a = srv.address
     # SCRATCH keeps a value only within one lease (a lease end resets the device), so the
@@ -112,3 +112,16 @@ def test_version_on_both_commands():
         out = run_cli(["--version"], module=module)
         assert out.returncode == 0, out.stderr
         assert re.fullmatch(rf"{prog} \d+\.\d+\.\d+\S*\n", out.stdout), out.stdout
+
+
+def test_waves_need_a_server_started_with_waves(traced_server):
+    srv, _ = traced_server
+    out = run_cli(["waves", "npu0", "--cycles", "100", "--server", srv.address])
+    assert out.returncode == 1, out
+    assert "start the server with --waves DIR" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_health_reports_serving(traced_server):
+    srv, _ = traced_server
+    out = run_cli(["health", "--server", srv.address])
+    assert out.returncode == 0 and "SERVING" in out.stdout, out

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from cli_helpers import run_cli
 
 from npuemu.server import storage
 from npuemu.server.launch import ServerProcess

@@ -26,9 +26,10 @@ from grpc_reflection.v1alpha import reflection
 
 from npuemu.server.auth import TokenAuthInterceptor
 from npuemu.server.devices import DeviceManager
-from npuemu.server.service import DeviceService, add_to_server
+from npuemu.server.service import add_to_server
 from npuemu.server.shm import new_server_dir, remove_stale_dirs
 from npuemu.server.storage import LogFolder, StartupError, choose_memory_dir
+from npuemu.server.waves_service import WavesDeviceService
 from npuemu.sim.build import ModelBuildError, build_npu_sim
 from xrt._progress import progress
 from xrt._proto.npuemu.v1 import device_pb2
@@ -119,7 +120,7 @@ async def serve(opts: ServeOptions) -> int:
             ("grpc.max_send_message_length", 8 << 20),
         ],
     )
-    add_to_server(DeviceService(manager), server)
+    add_to_server(WavesDeviceService(manager, waves), server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(

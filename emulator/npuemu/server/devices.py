@@ -157,6 +157,8 @@ class SimDevice:
         self.memory.zero()
         if self.worker is not None and self.state == DeviceState.RESETTING:
             try:
+                if "NPU_EMU_WAVES_DIR" in self.worker_env:
+                    await self.call("waves_forget")  # this lease's window is not the next's
                 await self.call("reset")
             except ServiceError as exc:
                 log.warning("device %s: reset after lease failed: %s", self.name, exc.message)

@@ -44,6 +44,10 @@ RTL_DIR = Path(
     or (REPO_ROOT / "rtl" if IN_CHECKOUT else Path(__file__).resolve().parents[1] / "_rtl")
 )
 _CACHE_HOME = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+WAVES_DIR = Path(
+    os.environ.get("NPU_EMU_WAVES_DIR")
+    or (REPO_ROOT / "build" / "waves" if IN_CHECKOUT else Path.cwd() / "waves")
+)  # where WAVES=1 test runs leave their FST files
 BUILD_ROOT = Path(
     os.environ.get(
         "NPU_EMU_BUILD_DIR",
@@ -59,6 +63,15 @@ TRACE_SOURCE = RTL_DIR / "sim" / "npu_trace.cpp"
 # (VCD) when waves are on; --trace-fst after it wins.
 # -rdynamic exports npu_trace_* so the worker reaches them through ctypes.
 WAVES_ARGS = ("--trace-fst", "--trace-structs", "-LDFLAGS", "-rdynamic")
+# The FST writer needs LZ4's header and -llz4; without liblz4-dev, a shim (rtl/sim/lz4_shim)
+# declares the two functions and links the runtime library liblz4.so.1.
+LZ4_SHIM = RTL_DIR / "sim" / "lz4_shim"
+
+
+def _lz4_args() -> list[str]:
+    if Path("/usr/include/lz4.h").is_file():
+        return []
+    return ["-CFLAGS", f"-I{LZ4_SHIM}", "-LDFLAGS", f"-L{LZ4_SHIM}"]
 
 # Verilator options beyond what cocotb's runner adds. --timing (for npu_sim's internal
 # clock) needs -fcoroutines with g++ 12. --no-public-flat-rw undoes the runner's blanket
@@ -155,6 +168,7 @@ class BuiltModel:
     digest: str
     built_now: bool
     seconds: float
+    waves: bool = False  # built with FST tracing
 
     @property
     def executable(self) -> Path:
@@ -168,7 +182,7 @@ def model_digest(
     h = hashlib.sha256()
     # Names relative to the RTL folder, so a checkout and an installed wheel with the same
     # sources share one cache key.
-    traced = [TRACE_SOURCE] if waves else []
+    traced = [TRACE_SOURCE, LZ4_SHIM / "lz4.h", LZ4_SHIM / "liblz4.so"] if waves else []
     for path in [*rtl_sources(), *DPI_SOURCES, LINT_CONFIG, COCOTB_CONFIG, *traced]:
         h.update(f"rtl/{path.relative_to(RTL_DIR)}".encode())
         h.update(path.read_bytes())
@@ -214,21 +228,21 @@ def build_model(
     build_dir = BUILD_ROOT / f"{name or toplevel}-{digest}"
     done_marker = build_dir / ".built"
     if done_marker.exists():
-        return BuiltModel(toplevel, build_dir, digest, False, 0.0)
+        return BuiltModel(toplevel, build_dir, digest, False, 0.0, waves)
 
     BUILD_ROOT.mkdir(parents=True, exist_ok=True)
     lock_path = BUILD_ROOT / f"{name or toplevel}-{digest}.lock"
     with lock_path.open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be building the same model
         if done_marker.exists():
-            return BuiltModel(toplevel, build_dir, digest, False, 0.0)
+            return BuiltModel(toplevel, build_dir, digest, False, 0.0, waves)
         shutil.rmtree(build_dir, ignore_errors=True)
         log.info("building verilated model %s %s in %s", toplevel, parameters, build_dir)
         start = time.monotonic()
         saved_env = dict(os.environ)
         os.environ.update(verilator_env())
         log_file = build_dir / "build.log"
-        trace_args = [*WAVES_ARGS, str(TRACE_SOURCE)] if waves else []
+        trace_args = [*WAVES_ARGS, *_lz4_args(), str(TRACE_SOURCE)] if waves else []
         try:
             with progress(f"building the verilated model {name or toplevel} (log: {log_file})"):
                 get_runner("verilator").build(
@@ -255,7 +269,7 @@ def build_model(
             os.environ.update(saved_env)
         seconds = time.monotonic() - start
         done_marker.write_text(f"{digest}\n{seconds:.1f}\n")
-    return BuiltModel(toplevel, build_dir, digest, True, seconds)
+    return BuiltModel(toplevel, build_dir, digest, True, seconds, waves)
 
 
 def build_npu_sim(target_name: str, *, waves: bool | None = None) -> BuiltModel:

@@ -1,5 +1,5 @@
-"""Helpers for the deployment and debugging tests: the real `npu-emu` and `xrt` commands
-run as subprocesses of this environment's Python."""
+"""The real `npu-emu` and `xrt` commands run as subprocesses of this environment's Python
+(for the deployment and debugging tests)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,6 @@ import os
 import subprocess
 import sys
 from collections.abc import Sequence
-
-import pytest
 
 
 def run_cli(
@@ -27,8 +25,3 @@ def run_cli(
         env={**os.environ, **(env or {})},
         check=False,
     )
-
-
-@pytest.fixture
-def cli():
-    return run_cli
