@@ -101,7 +101,8 @@ def _keep_waves(test_dir: Path, test_module: str, testcase: str | Sequence[str] 
     if not dump.exists():
         return
     cases = [testcase] if isinstance(testcase, str) else list(testcase or [])
-    name = "-".join([test_module.rsplit(".", 1)[-1], *cases]) or "run"
+    # The test folder's name tells parametrized pytest runs apart (test_npu_sim_buyi_0).
+    name = "-".join([test_module.rsplit(".", 1)[-1], *cases, test_dir.name])
     WAVES_DIR.mkdir(parents=True, exist_ok=True)
     target = WAVES_DIR / f"{name}.fst"
     shutil.move(dump, target)
