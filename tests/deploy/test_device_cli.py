@@ -76,7 +76,6 @@ def test_mem_write_and_read_udma_and_plddr(traced_server, tmp_path):
     payload = bytes(range(256)) * 4
     src = tmp_path / "in.bin"
     src.write_bytes(payload)
-    # plddr is reached through the DMA engine, within one command's lease.
     w = run_cli(["mem", "write", "npu0", "udma:0x100", "--hex", "de ad be ef", "--server", a])
     assert w.returncode == 0, w.stderr
     assert "4 B -> udma:0x100" in w.stdout
@@ -84,8 +83,16 @@ def test_mem_write_and_read_udma_and_plddr(traced_server, tmp_path):
     assert r.returncode == 0, r.stderr
     # A lease end clears the memories: the next holder reads zeros, as it must.
     assert "00 00 00 00" in r.stdout, r.stdout
-    w = run_cli(["mem", "write", "npu0", "plddr:0x40", "--in", str(src), "--server", a])
+    # plddr is reached through the DMA engine: the runtime's register trace shows the copy
+    # programmed to the right place and length.
+    w = run_cli(
+        ["mem", "write", "npu0", "plddr:0x40", "--in", str(src), "--server", a],
+        env={"XRT_TRACE_REGISTERS": "-"},
+    )
     assert w.returncode == 0, w.stderr
+    assert f"{len(payload)} B -> plddr:0x40 (0x100000040)" in w.stdout
+    for reg, value in (("DST_LO", 0x40), ("DST_HI", 1), ("ROW_BYTES", len(payload))):
+        assert re.search(rf"write\s+0x8\w+ dma\.{reg} = {value:#010x}", w.stderr), w.stderr
 
 
 def test_devices_lists_both(traced_server):

@@ -442,7 +442,14 @@ def test_hung_worker_is_detected_by_the_watchdog(server, client):
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGCONT)
-    wait_until(lambda: worker_pid(server, "npu1") != pid, 60, "a new worker")
+
+    def restarted() -> bool:
+        # Keep the lease (TTL 2 s here) alive while the worker restarts: on a busy machine
+        # that takes longer than the TTL, and a lease that expired would never read again.
+        client.stub.KeepAlive(pb.KeepAliveRequest(lease_id=client.lease))
+        return worker_pid(server, "npu1") != pid
+
+    wait_until(restarted, 60, "a new worker")
 
     def usable() -> bool:
         try:
