@@ -18,9 +18,9 @@ from xrt._proto.npuemu.v1 import device_pb2 as pb
 
 __all__ = ["MAX_WINDOW_CYCLES", "WavesDeviceService"]
 
-# A long window of a busy device grows by roughly 1 kB per thousand cycles (FST); this
-# keeps a forgotten window from filling the disk.
-MAX_WINDOW_CYCLES = 100_000_000
+# A window of a busy device (the DMA streaming) takes about 150 B per cycle as FST
+# (bench/bench_waves.py), an idle one far less; this caps a window by cycles at about 1.5 GB.
+MAX_WINDOW_CYCLES = 10_000_000
 
 
 class WavesDeviceService(DeviceService):
