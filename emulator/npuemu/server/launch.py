@@ -66,15 +66,16 @@ class ServerProcess:
         watchdog_s: float | None = None,
         timeout_s: float = 600.0,
         extra_args: tuple[str, ...] = (),
-        command: tuple[str, ...] | None = None,
         env: dict[str, str] | None = None,
+        command: tuple[str, ...] | None = None,
         cwd: Path | None = None,
     ) -> ServerProcess:
         """Launch the server on 127.0.0.1 and a free port; return once it serves.
 
-        `timeout_s` covers a first build of the verilated model (about 20-30 s here).
-        `command` replaces ``python -m npuemu.cli`` (an installed ``npu-emu``); `env`
-        replaces the environment.
+        `timeout_s` covers a first build of the verilated model (about 20-30 s here). The
+        token goes to the server in its environment ($NPU_EMU_TOKEN), never on its command
+        line; `env` adds variables. `command` replaces ``python -m npuemu.cli`` (an
+        installed ``npu-emu``); `cwd` is the server's working folder.
         """
         args = [
             *(command or (sys.executable, "-m", "npuemu.cli")),
@@ -87,8 +88,11 @@ class ServerProcess:
             str(devices),
             *extra_args,
         ]
+        child_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
         if token is not None:
-            args += ["--token", token]
+            child_env["NPU_EMU_TOKEN"] = token
+        elif not (env and "NPU_EMU_TOKEN" in env):
+            child_env.pop("NPU_EMU_TOKEN", None)  # a test's own token is not the server's
         if lease_ttl_s is not None:
             args += ["--lease-ttl", str(lease_ttl_s)]
         if watchdog_s is not None:
@@ -102,7 +106,7 @@ class ServerProcess:
             stdout=subprocess.PIPE,
             stderr=log_path.open("a"),  # O_APPEND, as the stdout pump: no overwriting
             text=True,
-            env={**(os.environ if env is None else env), "PYTHONUNBUFFERED": "1"},
+            env=child_env,
             cwd=cwd,
         )
         ready: list[re.Match[str]] = []

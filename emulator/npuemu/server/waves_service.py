@@ -51,15 +51,15 @@ class WavesDeviceService(DeviceService):
                 grpc.StatusCode.INVALID_ARGUMENT,
                 f"cycles {request.cycles} is more than {MAX_WINDOW_CYCLES}",
             )
-        _, d = self.m.use(request.lease_id)
-        r = self._checked(await d.call("waves_start", cycles=request.cycles))
+        lease, d = self.m.use(request.lease_id)
+        r = self._checked(await d.call("waves_start", lease, cycles=request.cycles))
         return pb.StartWavesResponse(cycles=r["cycles"])
 
     @_unary
     async def StopWaves(self, request, context):
         self._check_enabled()
-        _, d = self.m.use(request.lease_id)
-        r = self._checked(await d.call("waves_stop"))
+        lease, d = self.m.use(request.lease_id)
+        r = self._checked(await d.call("waves_stop", lease))
         if r["file"] is None:
             raise ServiceError(
                 grpc.StatusCode.FAILED_PRECONDITION,
