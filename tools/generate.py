@@ -15,6 +15,8 @@ Sources -> generated files:
 - ``rtl/regs/<block>.rdl`` -> ``include/npu/<block>_csr.h`` (PeakRDL-cheader: field masks,
   positions, resets and a register struct per block) and ``rtl/config/npu.toml`` ->
   ``include/npu/npu_targets.h`` (block bases and memory windows): C drivers' view.
+- the op registry (``xrt.ops``), the ONNX importer's handlers and limits ->
+  ``docs/onnx-operators.md`` (`tools.gen_operators`).
 
 ``python -m tools.generate --check`` regenerates into a scratch folder and exits 1 listing
 every generated file that differs from what is committed (the staleness test runs this).
@@ -35,6 +37,7 @@ from pathlib import Path
 from systemrdl import RDLCompiler
 from systemrdl.node import AddrmapNode, FieldNode, RegNode
 
+from tools.gen_operators import OPERATORS_DOC, generate_operator_doc
 from tools.isa_gen import generate_isa, isa_outputs
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -352,12 +355,18 @@ def _proto_outputs() -> list[Path]:
     return files
 
 
+def operator_doc_files() -> list[Path]:
+    """The supported-operator page (tools/gen_operators.py)."""
+    return [OPERATORS_DOC]
+
+
 def generated_files() -> list[Path]:
     """Every generated path, relative to the repository root."""
     files = [RTL_OUT / "npu_config_pkg.sv", PY_OUT / "hwconfig.py", PY_OUT / "__init__.py"]
     files += _proto_outputs()
     files += isa_outputs()
     files += _c_outputs()
+    files += operator_doc_files()
     for block in BLOCKS:
         files += [
             RTL_OUT / f"{block}_csr.sv",
@@ -383,6 +392,7 @@ def generate_all(out_root: Path) -> None:
     for block in BLOCKS:
         generate_c_header(block, out_root)
     generate_c_targets(cfg, out_root)
+    generate_operator_doc(out_root)
     init = out_root / PY_OUT / "__init__.py"
     init.write_text(HEADER_PY.format(src="tools/generate.py") + '"""Generated modules."""\n')
 

@@ -116,17 +116,39 @@ extern "C" {
 #define NPU_CSR__INT_STATUS__SW_bp 0
 #define NPU_CSR__INT_STATUS__SW_bw 1
 #define NPU_CSR__INT_STATUS__SW_reset 0x0
+#define NPU_CSR__INT_STATUS__CORE_DONE_bm 0x2
+#define NPU_CSR__INT_STATUS__CORE_DONE_bp 1
+#define NPU_CSR__INT_STATUS__CORE_DONE_bw 1
+#define NPU_CSR__INT_STATUS__CORE_DONE_reset 0x0
+#define NPU_CSR__INT_STATUS__CORE_ERROR_bm 0x4
+#define NPU_CSR__INT_STATUS__CORE_ERROR_bp 2
+#define NPU_CSR__INT_STATUS__CORE_ERROR_bw 1
+#define NPU_CSR__INT_STATUS__CORE_ERROR_reset 0x0
 
 // reg - npu_csr::INT_ENABLE
 #define NPU_CSR__INT_ENABLE__SW_bm 0x1
 #define NPU_CSR__INT_ENABLE__SW_bp 0
 #define NPU_CSR__INT_ENABLE__SW_bw 1
 #define NPU_CSR__INT_ENABLE__SW_reset 0x0
+#define NPU_CSR__INT_ENABLE__CORE_DONE_bm 0x2
+#define NPU_CSR__INT_ENABLE__CORE_DONE_bp 1
+#define NPU_CSR__INT_ENABLE__CORE_DONE_bw 1
+#define NPU_CSR__INT_ENABLE__CORE_DONE_reset 0x0
+#define NPU_CSR__INT_ENABLE__CORE_ERROR_bm 0x4
+#define NPU_CSR__INT_ENABLE__CORE_ERROR_bp 2
+#define NPU_CSR__INT_ENABLE__CORE_ERROR_bw 1
+#define NPU_CSR__INT_ENABLE__CORE_ERROR_reset 0x0
 
 // reg - npu_csr::INT_RAW
 #define NPU_CSR__INT_RAW__SW_bm 0x1
 #define NPU_CSR__INT_RAW__SW_bp 0
 #define NPU_CSR__INT_RAW__SW_bw 1
+#define NPU_CSR__INT_RAW__CORE_DONE_bm 0x2
+#define NPU_CSR__INT_RAW__CORE_DONE_bp 1
+#define NPU_CSR__INT_RAW__CORE_DONE_bw 1
+#define NPU_CSR__INT_RAW__CORE_ERROR_bm 0x4
+#define NPU_CSR__INT_RAW__CORE_ERROR_bp 2
+#define NPU_CSR__INT_RAW__CORE_ERROR_bw 1
 
 // reg - npu_csr::CYCLES_LO
 #define NPU_CSR__CYCLES_LO__COUNT_bm 0xffffffff
@@ -137,6 +159,418 @@ extern "C" {
 #define NPU_CSR__CYCLES_HI__COUNT_bm 0xffffffff
 #define NPU_CSR__CYCLES_HI__COUNT_bp 0
 #define NPU_CSR__CYCLES_HI__COUNT_bw 32
+
+// reg - npu_csr::CORE_CTRL
+#define NPU_CSR__CORE_CTRL__START_bm 0x1
+#define NPU_CSR__CORE_CTRL__START_bp 0
+#define NPU_CSR__CORE_CTRL__START_bw 1
+#define NPU_CSR__CORE_CTRL__START_reset 0x0
+#define NPU_CSR__CORE_CTRL__ABORT_bm 0x2
+#define NPU_CSR__CORE_CTRL__ABORT_bp 1
+#define NPU_CSR__CORE_CTRL__ABORT_bw 1
+#define NPU_CSR__CORE_CTRL__ABORT_reset 0x0
+
+// reg - npu_csr::CORE_STATUS
+#define NPU_CSR__CORE_STATUS__BUSY_bm 0x1
+#define NPU_CSR__CORE_STATUS__BUSY_bp 0
+#define NPU_CSR__CORE_STATUS__BUSY_bw 1
+#define NPU_CSR__CORE_STATUS__DONE_bm 0x2
+#define NPU_CSR__CORE_STATUS__DONE_bp 1
+#define NPU_CSR__CORE_STATUS__DONE_bw 1
+#define NPU_CSR__CORE_STATUS__ERROR_bm 0x4
+#define NPU_CSR__CORE_STATUS__ERROR_bp 2
+#define NPU_CSR__CORE_STATUS__ERROR_bw 1
+#define NPU_CSR__CORE_STATUS__ERR_CODE_bm 0xf00
+#define NPU_CSR__CORE_STATUS__ERR_CODE_bp 8
+#define NPU_CSR__CORE_STATUS__ERR_CODE_bw 4
+#define NPU_CSR__CORE_STATUS__ERR_UNIT_bm 0x3000
+#define NPU_CSR__CORE_STATUS__ERR_UNIT_bp 12
+#define NPU_CSR__CORE_STATUS__ERR_UNIT_bw 2
+
+// reg - npu_csr::CORE_ERR_PC
+#define NPU_CSR__CORE_ERR_PC__PC_bm 0xffffffff
+#define NPU_CSR__CORE_ERR_PC__PC_bp 0
+#define NPU_CSR__CORE_ERR_PC__PC_bw 32
+
+// reg - npu_csr::CORE_ERR_ADDR_LO
+#define NPU_CSR__CORE_ERR_ADDR_LO__ADDR_bm 0xffffffff
+#define NPU_CSR__CORE_ERR_ADDR_LO__ADDR_bp 0
+#define NPU_CSR__CORE_ERR_ADDR_LO__ADDR_bw 32
+
+// reg - npu_csr::CORE_ERR_ADDR_HI
+#define NPU_CSR__CORE_ERR_ADDR_HI__ADDR_bm 0xffffffff
+#define NPU_CSR__CORE_ERR_ADDR_HI__ADDR_bp 0
+#define NPU_CSR__CORE_ERR_ADDR_HI__ADDR_bw 32
+
+// reg - npu_csr::core_addr_lo_r_name_0675172c
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_0675172C__ADDR_bm 0xffffffff
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_0675172C__ADDR_bp 0
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_0675172C__ADDR_bw 32
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_0675172C__ADDR_reset 0x0
+
+// reg - npu_csr::core_addr_hi_r_name_db019b0a
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_DB019B0A__ADDR_bm 0xffffffff
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_DB019B0A__ADDR_bp 0
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_DB019B0A__ADDR_bw 32
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_DB019B0A__ADDR_reset 0x0
+
+// reg - npu_csr::PROG_INSNS
+#define NPU_CSR__PROG_INSNS__COUNT_bm 0xffffffff
+#define NPU_CSR__PROG_INSNS__COUNT_bp 0
+#define NPU_CSR__PROG_INSNS__COUNT_bw 32
+#define NPU_CSR__PROG_INSNS__COUNT_reset 0x0
+
+// reg - npu_csr::CORE_CAPS
+#define NPU_CSR__CORE_CAPS__BLOCK_bm 0xff
+#define NPU_CSR__CORE_CAPS__BLOCK_bp 0
+#define NPU_CSR__CORE_CAPS__BLOCK_bw 8
+#define NPU_CSR__CORE_CAPS__LUT_TABLES_bm 0xf00
+#define NPU_CSR__CORE_CAPS__LUT_TABLES_bp 8
+#define NPU_CSR__CORE_CAPS__LUT_TABLES_bw 4
+#define NPU_CSR__CORE_CAPS__BASE_REGS_bm 0x1f0000
+#define NPU_CSR__CORE_CAPS__BASE_REGS_bp 16
+#define NPU_CSR__CORE_CAPS__BASE_REGS_bw 5
+#define NPU_CSR__CORE_CAPS__TOKEN_DEPTH_bm 0xff000000
+#define NPU_CSR__CORE_CAPS__TOKEN_DEPTH_bp 24
+#define NPU_CSR__CORE_CAPS__TOKEN_DEPTH_bw 8
+
+// reg - npu_csr::CORE_ROWS0
+#define NPU_CSR__CORE_ROWS0__INP_bm 0xffff
+#define NPU_CSR__CORE_ROWS0__INP_bp 0
+#define NPU_CSR__CORE_ROWS0__INP_bw 16
+#define NPU_CSR__CORE_ROWS0__WGT_bm 0xffff0000
+#define NPU_CSR__CORE_ROWS0__WGT_bp 16
+#define NPU_CSR__CORE_ROWS0__WGT_bw 16
+
+// reg - npu_csr::CORE_ROWS1
+#define NPU_CSR__CORE_ROWS1__ACC_bm 0xffff
+#define NPU_CSR__CORE_ROWS1__ACC_bp 0
+#define NPU_CSR__CORE_ROWS1__ACC_bw 16
+#define NPU_CSR__CORE_ROWS1__PRM_bm 0xffff0000
+#define NPU_CSR__CORE_ROWS1__PRM_bp 16
+#define NPU_CSR__CORE_ROWS1__PRM_bw 16
+
+// reg - npu_csr::core_count_lo_r_name_72ddeea5
+#define NPU_CSR__CORE_COUNT_LO_R_NAME_72DDEEA5__COUNT_bm 0xffffffff
+#define NPU_CSR__CORE_COUNT_LO_R_NAME_72DDEEA5__COUNT_bp 0
+#define NPU_CSR__CORE_COUNT_LO_R_NAME_72DDEEA5__COUNT_bw 32
+
+// reg - npu_csr::core_count_hi_r_name_830cda44
+#define NPU_CSR__CORE_COUNT_HI_R_NAME_830CDA44__COUNT_bm 0xffffffff
+#define NPU_CSR__CORE_COUNT_HI_R_NAME_830CDA44__COUNT_bp 0
+#define NPU_CSR__CORE_COUNT_HI_R_NAME_830CDA44__COUNT_bw 32
+
+// reg - npu_csr::core_count_lo_r_name_c8e1a5d1
+#define NPU_CSR__CORE_COUNT_LO_R_NAME_C8E1A5D1__COUNT_bm 0xffffffff
+#define NPU_CSR__CORE_COUNT_LO_R_NAME_C8E1A5D1__COUNT_bp 0
+#define NPU_CSR__CORE_COUNT_LO_R_NAME_C8E1A5D1__COUNT_bw 32
+
+// reg - npu_csr::core_count_hi_r_name_bd7483bd
+#define NPU_CSR__CORE_COUNT_HI_R_NAME_BD7483BD__COUNT_bm 0xffffffff
+#define NPU_CSR__CORE_COUNT_HI_R_NAME_BD7483BD__COUNT_bp 0
+#define NPU_CSR__CORE_COUNT_HI_R_NAME_BD7483BD__COUNT_bw 32
+
+// reg - npu_csr::core_count_lo_r_name_edf7e7e3
+#define NPU_CSR__CORE_COUNT_LO_R_NAME_EDF7E7E3__COUNT_bm 0xffffffff
+#define NPU_CSR__CORE_COUNT_LO_R_NAME_EDF7E7E3__COUNT_bp 0
+#define NPU_CSR__CORE_COUNT_LO_R_NAME_EDF7E7E3__COUNT_bw 32
+
+// reg - npu_csr::core_count_hi_r_name_ae7cb743
+#define NPU_CSR__CORE_COUNT_HI_R_NAME_AE7CB743__COUNT_bm 0xffffffff
+#define NPU_CSR__CORE_COUNT_HI_R_NAME_AE7CB743__COUNT_bp 0
+#define NPU_CSR__CORE_COUNT_HI_R_NAME_AE7CB743__COUNT_bw 32
+
+// reg - npu_csr::core_count_lo_r_name_fa7e370c
+#define NPU_CSR__CORE_COUNT_LO_R_NAME_FA7E370C__COUNT_bm 0xffffffff
+#define NPU_CSR__CORE_COUNT_LO_R_NAME_FA7E370C__COUNT_bp 0
+#define NPU_CSR__CORE_COUNT_LO_R_NAME_FA7E370C__COUNT_bw 32
+
+// reg - npu_csr::core_count_hi_r_name_dc681371
+#define NPU_CSR__CORE_COUNT_HI_R_NAME_DC681371__COUNT_bm 0xffffffff
+#define NPU_CSR__CORE_COUNT_HI_R_NAME_DC681371__COUNT_bp 0
+#define NPU_CSR__CORE_COUNT_HI_R_NAME_DC681371__COUNT_bw 32
+
+// reg - npu_csr::core_count_lo_r_name_0c2370dd
+#define NPU_CSR__CORE_COUNT_LO_R_NAME_0C2370DD__COUNT_bm 0xffffffff
+#define NPU_CSR__CORE_COUNT_LO_R_NAME_0C2370DD__COUNT_bp 0
+#define NPU_CSR__CORE_COUNT_LO_R_NAME_0C2370DD__COUNT_bw 32
+
+// reg - npu_csr::core_count_hi_r_name_c19ea757
+#define NPU_CSR__CORE_COUNT_HI_R_NAME_C19EA757__COUNT_bm 0xffffffff
+#define NPU_CSR__CORE_COUNT_HI_R_NAME_C19EA757__COUNT_bp 0
+#define NPU_CSR__CORE_COUNT_HI_R_NAME_C19EA757__COUNT_bw 32
+
+// reg - npu_csr::core_count_lo_r_name_621a8d67
+#define NPU_CSR__CORE_COUNT_LO_R_NAME_621A8D67__COUNT_bm 0xffffffff
+#define NPU_CSR__CORE_COUNT_LO_R_NAME_621A8D67__COUNT_bp 0
+#define NPU_CSR__CORE_COUNT_LO_R_NAME_621A8D67__COUNT_bw 32
+
+// reg - npu_csr::core_count_hi_r_name_caca7129
+#define NPU_CSR__CORE_COUNT_HI_R_NAME_CACA7129__COUNT_bm 0xffffffff
+#define NPU_CSR__CORE_COUNT_HI_R_NAME_CACA7129__COUNT_bp 0
+#define NPU_CSR__CORE_COUNT_HI_R_NAME_CACA7129__COUNT_bw 32
+
+// reg - npu_csr::core_count_lo_r_name_78fd06e1
+#define NPU_CSR__CORE_COUNT_LO_R_NAME_78FD06E1__COUNT_bm 0xffffffff
+#define NPU_CSR__CORE_COUNT_LO_R_NAME_78FD06E1__COUNT_bp 0
+#define NPU_CSR__CORE_COUNT_LO_R_NAME_78FD06E1__COUNT_bw 32
+
+// reg - npu_csr::core_count_hi_r_name_72abf8f2
+#define NPU_CSR__CORE_COUNT_HI_R_NAME_72ABF8F2__COUNT_bm 0xffffffff
+#define NPU_CSR__CORE_COUNT_HI_R_NAME_72ABF8F2__COUNT_bp 0
+#define NPU_CSR__CORE_COUNT_HI_R_NAME_72ABF8F2__COUNT_bw 32
+
+// reg - npu_csr::core_count_lo_r_name_b30aa234
+#define NPU_CSR__CORE_COUNT_LO_R_NAME_B30AA234__COUNT_bm 0xffffffff
+#define NPU_CSR__CORE_COUNT_LO_R_NAME_B30AA234__COUNT_bp 0
+#define NPU_CSR__CORE_COUNT_LO_R_NAME_B30AA234__COUNT_bw 32
+
+// reg - npu_csr::core_count_hi_r_name_25d0e6fe
+#define NPU_CSR__CORE_COUNT_HI_R_NAME_25D0E6FE__COUNT_bm 0xffffffff
+#define NPU_CSR__CORE_COUNT_HI_R_NAME_25D0E6FE__COUNT_bp 0
+#define NPU_CSR__CORE_COUNT_HI_R_NAME_25D0E6FE__COUNT_bw 32
+
+// reg - npu_csr::core_count_lo_r_name_53ba0ea2
+#define NPU_CSR__CORE_COUNT_LO_R_NAME_53BA0EA2__COUNT_bm 0xffffffff
+#define NPU_CSR__CORE_COUNT_LO_R_NAME_53BA0EA2__COUNT_bp 0
+#define NPU_CSR__CORE_COUNT_LO_R_NAME_53BA0EA2__COUNT_bw 32
+
+// reg - npu_csr::core_count_hi_r_name_936d9d11
+#define NPU_CSR__CORE_COUNT_HI_R_NAME_936D9D11__COUNT_bm 0xffffffff
+#define NPU_CSR__CORE_COUNT_HI_R_NAME_936D9D11__COUNT_bp 0
+#define NPU_CSR__CORE_COUNT_HI_R_NAME_936D9D11__COUNT_bw 32
+
+// reg - npu_csr::core_count_lo_r_name_124d4517
+#define NPU_CSR__CORE_COUNT_LO_R_NAME_124D4517__COUNT_bm 0xffffffff
+#define NPU_CSR__CORE_COUNT_LO_R_NAME_124D4517__COUNT_bp 0
+#define NPU_CSR__CORE_COUNT_LO_R_NAME_124D4517__COUNT_bw 32
+
+// reg - npu_csr::core_count_hi_r_name_65040da8
+#define NPU_CSR__CORE_COUNT_HI_R_NAME_65040DA8__COUNT_bm 0xffffffff
+#define NPU_CSR__CORE_COUNT_HI_R_NAME_65040DA8__COUNT_bp 0
+#define NPU_CSR__CORE_COUNT_HI_R_NAME_65040DA8__COUNT_bw 32
+
+// reg - npu_csr::core_count_lo_r_name_0b6628f4
+#define NPU_CSR__CORE_COUNT_LO_R_NAME_0B6628F4__COUNT_bm 0xffffffff
+#define NPU_CSR__CORE_COUNT_LO_R_NAME_0B6628F4__COUNT_bp 0
+#define NPU_CSR__CORE_COUNT_LO_R_NAME_0B6628F4__COUNT_bw 32
+
+// reg - npu_csr::core_count_hi_r_name_464c47d2
+#define NPU_CSR__CORE_COUNT_HI_R_NAME_464C47D2__COUNT_bm 0xffffffff
+#define NPU_CSR__CORE_COUNT_HI_R_NAME_464C47D2__COUNT_bp 0
+#define NPU_CSR__CORE_COUNT_HI_R_NAME_464C47D2__COUNT_bw 32
+
+// reg - npu_csr::core_count_lo_r_name_af596f68
+#define NPU_CSR__CORE_COUNT_LO_R_NAME_AF596F68__COUNT_bm 0xffffffff
+#define NPU_CSR__CORE_COUNT_LO_R_NAME_AF596F68__COUNT_bp 0
+#define NPU_CSR__CORE_COUNT_LO_R_NAME_AF596F68__COUNT_bw 32
+
+// reg - npu_csr::core_count_hi_r_name_f24fe774
+#define NPU_CSR__CORE_COUNT_HI_R_NAME_F24FE774__COUNT_bm 0xffffffff
+#define NPU_CSR__CORE_COUNT_HI_R_NAME_F24FE774__COUNT_bp 0
+#define NPU_CSR__CORE_COUNT_HI_R_NAME_F24FE774__COUNT_bw 32
+
+// reg - npu_csr::core_count_lo_r_name_ae0aaf3c
+#define NPU_CSR__CORE_COUNT_LO_R_NAME_AE0AAF3C__COUNT_bm 0xffffffff
+#define NPU_CSR__CORE_COUNT_LO_R_NAME_AE0AAF3C__COUNT_bp 0
+#define NPU_CSR__CORE_COUNT_LO_R_NAME_AE0AAF3C__COUNT_bw 32
+
+// reg - npu_csr::core_count_hi_r_name_f011bd66
+#define NPU_CSR__CORE_COUNT_HI_R_NAME_F011BD66__COUNT_bm 0xffffffff
+#define NPU_CSR__CORE_COUNT_HI_R_NAME_F011BD66__COUNT_bp 0
+#define NPU_CSR__CORE_COUNT_HI_R_NAME_F011BD66__COUNT_bw 32
+
+// reg - npu_csr::core_addr_lo_r_name_50aff4e2
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_50AFF4E2__ADDR_bm 0xffffffff
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_50AFF4E2__ADDR_bp 0
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_50AFF4E2__ADDR_bw 32
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_50AFF4E2__ADDR_reset 0x0
+
+// reg - npu_csr::core_addr_hi_r_name_7c73e769
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_7C73E769__ADDR_bm 0xffffffff
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_7C73E769__ADDR_bp 0
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_7C73E769__ADDR_bw 32
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_7C73E769__ADDR_reset 0x0
+
+// reg - npu_csr::core_addr_lo_r_name_6d7673cf
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_6D7673CF__ADDR_bm 0xffffffff
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_6D7673CF__ADDR_bp 0
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_6D7673CF__ADDR_bw 32
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_6D7673CF__ADDR_reset 0x0
+
+// reg - npu_csr::core_addr_hi_r_name_d3d41ec2
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_D3D41EC2__ADDR_bm 0xffffffff
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_D3D41EC2__ADDR_bp 0
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_D3D41EC2__ADDR_bw 32
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_D3D41EC2__ADDR_reset 0x0
+
+// reg - npu_csr::core_addr_lo_r_name_70339873
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_70339873__ADDR_bm 0xffffffff
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_70339873__ADDR_bp 0
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_70339873__ADDR_bw 32
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_70339873__ADDR_reset 0x0
+
+// reg - npu_csr::core_addr_hi_r_name_aabc7548
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_AABC7548__ADDR_bm 0xffffffff
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_AABC7548__ADDR_bp 0
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_AABC7548__ADDR_bw 32
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_AABC7548__ADDR_reset 0x0
+
+// reg - npu_csr::core_addr_lo_r_name_8bacdb30
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_8BACDB30__ADDR_bm 0xffffffff
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_8BACDB30__ADDR_bp 0
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_8BACDB30__ADDR_bw 32
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_8BACDB30__ADDR_reset 0x0
+
+// reg - npu_csr::core_addr_hi_r_name_a9d9b011
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_A9D9B011__ADDR_bm 0xffffffff
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_A9D9B011__ADDR_bp 0
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_A9D9B011__ADDR_bw 32
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_A9D9B011__ADDR_reset 0x0
+
+// reg - npu_csr::core_addr_lo_r_name_70202fdf
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_70202FDF__ADDR_bm 0xffffffff
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_70202FDF__ADDR_bp 0
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_70202FDF__ADDR_bw 32
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_70202FDF__ADDR_reset 0x0
+
+// reg - npu_csr::core_addr_hi_r_name_bb85e304
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_BB85E304__ADDR_bm 0xffffffff
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_BB85E304__ADDR_bp 0
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_BB85E304__ADDR_bw 32
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_BB85E304__ADDR_reset 0x0
+
+// reg - npu_csr::core_addr_lo_r_name_3cda2954
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_3CDA2954__ADDR_bm 0xffffffff
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_3CDA2954__ADDR_bp 0
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_3CDA2954__ADDR_bw 32
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_3CDA2954__ADDR_reset 0x0
+
+// reg - npu_csr::core_addr_hi_r_name_06b73fe6
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_06B73FE6__ADDR_bm 0xffffffff
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_06B73FE6__ADDR_bp 0
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_06B73FE6__ADDR_bw 32
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_06B73FE6__ADDR_reset 0x0
+
+// reg - npu_csr::core_addr_lo_r_name_4e3ca63e
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_4E3CA63E__ADDR_bm 0xffffffff
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_4E3CA63E__ADDR_bp 0
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_4E3CA63E__ADDR_bw 32
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_4E3CA63E__ADDR_reset 0x0
+
+// reg - npu_csr::core_addr_hi_r_name_5ad7da1f
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_5AD7DA1F__ADDR_bm 0xffffffff
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_5AD7DA1F__ADDR_bp 0
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_5AD7DA1F__ADDR_bw 32
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_5AD7DA1F__ADDR_reset 0x0
+
+// reg - npu_csr::core_addr_lo_r_name_681b92e9
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_681B92E9__ADDR_bm 0xffffffff
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_681B92E9__ADDR_bp 0
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_681B92E9__ADDR_bw 32
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_681B92E9__ADDR_reset 0x0
+
+// reg - npu_csr::core_addr_hi_r_name_9100fe43
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_9100FE43__ADDR_bm 0xffffffff
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_9100FE43__ADDR_bp 0
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_9100FE43__ADDR_bw 32
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_9100FE43__ADDR_reset 0x0
+
+// reg - npu_csr::core_addr_lo_r_name_75783642
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_75783642__ADDR_bm 0xffffffff
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_75783642__ADDR_bp 0
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_75783642__ADDR_bw 32
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_75783642__ADDR_reset 0x0
+
+// reg - npu_csr::core_addr_hi_r_name_fd6e0295
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_FD6E0295__ADDR_bm 0xffffffff
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_FD6E0295__ADDR_bp 0
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_FD6E0295__ADDR_bw 32
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_FD6E0295__ADDR_reset 0x0
+
+// reg - npu_csr::core_addr_lo_r_name_49c73d22
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_49C73D22__ADDR_bm 0xffffffff
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_49C73D22__ADDR_bp 0
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_49C73D22__ADDR_bw 32
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_49C73D22__ADDR_reset 0x0
+
+// reg - npu_csr::core_addr_hi_r_name_ca2de46b
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_CA2DE46B__ADDR_bm 0xffffffff
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_CA2DE46B__ADDR_bp 0
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_CA2DE46B__ADDR_bw 32
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_CA2DE46B__ADDR_reset 0x0
+
+// reg - npu_csr::core_addr_lo_r_name_bd583ea3
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_BD583EA3__ADDR_bm 0xffffffff
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_BD583EA3__ADDR_bp 0
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_BD583EA3__ADDR_bw 32
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_BD583EA3__ADDR_reset 0x0
+
+// reg - npu_csr::core_addr_hi_r_name_81be13e3
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_81BE13E3__ADDR_bm 0xffffffff
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_81BE13E3__ADDR_bp 0
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_81BE13E3__ADDR_bw 32
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_81BE13E3__ADDR_reset 0x0
+
+// reg - npu_csr::core_addr_lo_r_name_994aa26b
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_994AA26B__ADDR_bm 0xffffffff
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_994AA26B__ADDR_bp 0
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_994AA26B__ADDR_bw 32
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_994AA26B__ADDR_reset 0x0
+
+// reg - npu_csr::core_addr_hi_r_name_ec6d19ed
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_EC6D19ED__ADDR_bm 0xffffffff
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_EC6D19ED__ADDR_bp 0
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_EC6D19ED__ADDR_bw 32
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_EC6D19ED__ADDR_reset 0x0
+
+// reg - npu_csr::core_addr_lo_r_name_bcde2247
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_BCDE2247__ADDR_bm 0xffffffff
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_BCDE2247__ADDR_bp 0
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_BCDE2247__ADDR_bw 32
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_BCDE2247__ADDR_reset 0x0
+
+// reg - npu_csr::core_addr_hi_r_name_32a888c6
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_32A888C6__ADDR_bm 0xffffffff
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_32A888C6__ADDR_bp 0
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_32A888C6__ADDR_bw 32
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_32A888C6__ADDR_reset 0x0
+
+// reg - npu_csr::core_addr_lo_r_name_fd8f95c1
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_FD8F95C1__ADDR_bm 0xffffffff
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_FD8F95C1__ADDR_bp 0
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_FD8F95C1__ADDR_bw 32
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_FD8F95C1__ADDR_reset 0x0
+
+// reg - npu_csr::core_addr_hi_r_name_f2ed0e1f
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_F2ED0E1F__ADDR_bm 0xffffffff
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_F2ED0E1F__ADDR_bp 0
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_F2ED0E1F__ADDR_bw 32
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_F2ED0E1F__ADDR_reset 0x0
+
+// reg - npu_csr::core_addr_lo_r_name_aac269e7
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_AAC269E7__ADDR_bm 0xffffffff
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_AAC269E7__ADDR_bp 0
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_AAC269E7__ADDR_bw 32
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_AAC269E7__ADDR_reset 0x0
+
+// reg - npu_csr::core_addr_hi_r_name_38710bfe
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_38710BFE__ADDR_bm 0xffffffff
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_38710BFE__ADDR_bp 0
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_38710BFE__ADDR_bw 32
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_38710BFE__ADDR_reset 0x0
+
+// reg - npu_csr::core_addr_lo_r_name_ed0f770b
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_ED0F770B__ADDR_bm 0xffffffff
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_ED0F770B__ADDR_bp 0
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_ED0F770B__ADDR_bw 32
+#define NPU_CSR__CORE_ADDR_LO_R_NAME_ED0F770B__ADDR_reset 0x0
+
+// reg - npu_csr::core_addr_hi_r_name_fb04b5db
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_FB04B5DB__ADDR_bm 0xffffffff
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_FB04B5DB__ADDR_bp 0
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_FB04B5DB__ADDR_bw 32
+#define NPU_CSR__CORE_ADDR_HI_R_NAME_FB04B5DB__ADDR_reset 0x0
 
 // addrmap - npu_csr
 typedef struct __attribute__ ((__packed__)) {
@@ -167,10 +601,83 @@ typedef struct __attribute__ ((__packed__)) {
     uint8_t RESERVED_6c_7f[0x14];
     uint32_t CYCLES_LO;
     uint32_t CYCLES_HI;
+    uint8_t RESERVED_88_ff[0x78];
+    uint32_t CORE_CTRL;
+    uint32_t CORE_STATUS;
+    uint32_t CORE_ERR_PC;
+    uint32_t CORE_ERR_ADDR_LO;
+    uint32_t CORE_ERR_ADDR_HI;
+    uint8_t RESERVED_114_117[0x4];
+    uint32_t PROG_ADDR_LO;
+    uint32_t PROG_ADDR_HI;
+    uint32_t PROG_INSNS;
+    uint32_t CORE_CAPS;
+    uint32_t CORE_ROWS0;
+    uint32_t CORE_ROWS1;
+    uint8_t RESERVED_130_13f[0x10];
+    uint32_t PERF_RUN_CYCLES_LO;
+    uint32_t PERF_RUN_CYCLES_HI;
+    uint32_t PERF_LOAD_BUSY_LO;
+    uint32_t PERF_LOAD_BUSY_HI;
+    uint32_t PERF_COMPUTE_BUSY_LO;
+    uint32_t PERF_COMPUTE_BUSY_HI;
+    uint32_t PERF_STORE_BUSY_LO;
+    uint32_t PERF_STORE_BUSY_HI;
+    uint32_t PERF_LOAD_TOKEN_WAIT_LO;
+    uint32_t PERF_LOAD_TOKEN_WAIT_HI;
+    uint32_t PERF_COMPUTE_TOKEN_WAIT_LO;
+    uint32_t PERF_COMPUTE_TOKEN_WAIT_HI;
+    uint32_t PERF_STORE_TOKEN_WAIT_LO;
+    uint32_t PERF_STORE_TOKEN_WAIT_HI;
+    uint32_t PERF_GEMM_CYCLES_LO;
+    uint32_t PERF_GEMM_CYCLES_HI;
+    uint32_t PERF_BYTES_READ_LO;
+    uint32_t PERF_BYTES_READ_HI;
+    uint32_t PERF_BYTES_WRITTEN_LO;
+    uint32_t PERF_BYTES_WRITTEN_HI;
+    uint32_t PERF_LOAD_RETIRED_LO;
+    uint32_t PERF_LOAD_RETIRED_HI;
+    uint32_t PERF_COMPUTE_RETIRED_LO;
+    uint32_t PERF_COMPUTE_RETIRED_HI;
+    uint32_t PERF_STORE_RETIRED_LO;
+    uint32_t PERF_STORE_RETIRED_HI;
+    uint8_t RESERVED_1a8_1ff[0x58];
+    uint32_t BASE0_LO;
+    uint32_t BASE0_HI;
+    uint32_t BASE1_LO;
+    uint32_t BASE1_HI;
+    uint32_t BASE2_LO;
+    uint32_t BASE2_HI;
+    uint32_t BASE3_LO;
+    uint32_t BASE3_HI;
+    uint32_t BASE4_LO;
+    uint32_t BASE4_HI;
+    uint32_t BASE5_LO;
+    uint32_t BASE5_HI;
+    uint32_t BASE6_LO;
+    uint32_t BASE6_HI;
+    uint32_t BASE7_LO;
+    uint32_t BASE7_HI;
+    uint32_t BASE8_LO;
+    uint32_t BASE8_HI;
+    uint32_t BASE9_LO;
+    uint32_t BASE9_HI;
+    uint32_t BASE10_LO;
+    uint32_t BASE10_HI;
+    uint32_t BASE11_LO;
+    uint32_t BASE11_HI;
+    uint32_t BASE12_LO;
+    uint32_t BASE12_HI;
+    uint32_t BASE13_LO;
+    uint32_t BASE13_HI;
+    uint32_t BASE14_LO;
+    uint32_t BASE14_HI;
+    uint32_t BASE15_LO;
+    uint32_t BASE15_HI;
 } npu_csr_t;
 
 
-static_assert(sizeof(npu_csr_t) == 0x88, "Packing error");
+static_assert(sizeof(npu_csr_t) == 0x280, "Packing error");
 
 #ifdef __cplusplus
 }
