@@ -51,6 +51,7 @@ bench: $(STAMP) ## Print the performance figures (docs/performance.md keeps the 
 	$(PY) bench/bench_runtime.py
 	$(PY) bench/bench_runtime_grpc.py
 	$(PY) bench/bench_session.py --threads 1
+	$(PY) bench/bench_waves.py
 	$(PY) bench/bench_hardening.py
 	$(PY) bench/bench_golden.py
 	$(PY) bench/bench_light_models.py --quantize

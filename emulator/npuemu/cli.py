@@ -4,15 +4,22 @@ npu-emu serve [--host 127.0.0.1] [--port 50051] [--target buyi|zg330] [--devices
               [--token-file PATH] [--lease-ttl SECONDS] [--watchdog SECONDS]
               [--tls-cert PEM --tls-key PEM [--tls-client-ca PEM]] [--allow-insecure-remote]
               (token: $NPU_EMU_TOKEN or --token-file; --token on argv is readable by all users)
-npu-emu build [--target buyi|zg330]
+              [--memory-dir DIR] [--log-dir DIR] [--log-level LEVEL]
+              [--waves DIR] [--trace-registers FILE]
+npu-emu build [--target buyi|zg330] [--waves]
+npu-emu devices | regs | mem | waves | health ...   (npuemu.device_cli)
+npu-emu --version
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
+from npuemu import __version__
+from npuemu.device_cli import add_device_commands, run_device_command
 from xrt._generated.hwconfig import TARGETS
 
 __all__ = ["main"]
@@ -31,12 +38,27 @@ def _positive(kind: type, name: str):
     return parse
 
 
+class HelpWithDefaults(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows each option's default, except when there is none, when the help already
+    says it, or when it comes from the environment (a token must not be printed)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if action.default in (None, False) or "default" in text or "$" in text:
+            return text
+        return super()._get_help_string(action)
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="npu-emu", description="Simulated NPU device server.")
+    fmt = HelpWithDefaults
+    p = argparse.ArgumentParser(
+        prog="npu-emu", description="Simulated NPU device server.", formatter_class=fmt
+    )
+    p.add_argument("--version", action="version", version=f"npu-emu {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
-    s = sub.add_parser("serve", help="host simulated NPUs over gRPC")
+    s = sub.add_parser("serve", help="host simulated NPUs over gRPC", formatter_class=fmt)
     s.add_argument(
-        "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)"
+        "--host", default="127.0.0.1", help="address to bind (127.0.0.1: this machine only)"
     )
     s.add_argument("--port", type=int, default=50051, help="port (0: any free port)")
     s.add_argument("--target", choices=sorted(TARGETS), default="buyi")
@@ -56,14 +78,14 @@ def _parser() -> argparse.ArgumentParser:
         "--lease-ttl",
         type=_positive(float, "--lease-ttl"),
         default=30.0,
-        help="seconds a lease lives without a call or keep-alive (default 30)",
+        help="seconds a lease lives without a call or keep-alive",
     )
     s.add_argument(
         "--watchdog",
         type=_positive(float, "--watchdog"),
         default=30.0,
         help="seconds a simulation worker may take beyond a request's own time before it is "
-        "declared hung and restarted (default 30)",
+        "declared hung and restarted",
     )
     sec = s.add_argument_group("security (token, TLS)")
     sec.add_argument(
@@ -86,20 +108,76 @@ def _parser() -> argparse.ArgumentParser:
         help="serve a non-loopback address with neither token nor TLS (anyone who can reach "
         "the port may use the devices)",
     )
-    b = sub.add_parser("build", help="build (or check the cache of) the verilated model")
+    _add_storage_and_debug_options(s)
+    b = sub.add_parser(
+        "build", help="build (or check the cache of) the verilated model", formatter_class=fmt
+    )
     b.add_argument("--target", choices=sorted(TARGETS), default="buyi")
+    b.add_argument("--waves", action="store_true", help="the traced model (serve --waves)")
+    add_device_commands(sub, fmt)
     return p
+
+
+def _add_storage_and_debug_options(s: argparse.ArgumentParser) -> None:
+    """Where files go and how to look inside (issue 14): their own groups."""
+    files = s.add_argument_group("files")
+    files.add_argument(
+        "--memory-dir",
+        type=Path,
+        default=None,
+        help="folder of the device memory files (default /dev/shm; the temporary folder, "
+        "with a warning, when /dev/shm is too small)",
+    )
+    files.add_argument(
+        "--log-dir",
+        type=Path,
+        default=None,
+        help="folder of the worker logs, kept (default: a new folder under the temporary "
+        "folder, printed at start, removed at a clean shutdown unless a worker crashed)",
+    )
+    debug = s.add_argument_group("debugging")
+    debug.add_argument(
+        "--log-level",
+        default="INFO",
+        type=str.upper,
+        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+        help="server log level",
+    )
+    waves_default = os.environ.get("WAVES", "0") not in ("", "0")
+    debug.add_argument(
+        "--waves",
+        type=Path,
+        metavar="DIR",
+        default=Path("build/waves") if waves_default else None,
+        help="serve the traced model and write waveform windows (StartWaves/StopWaves) "
+        "as FST files into DIR (WAVES=1: build/waves)",
+    )
+    debug.add_argument(
+        "--trace-registers",
+        type=Path,
+        metavar="FILE",
+        default=None,
+        help="log every register access (cycle, device, address, name, value) to FILE "
+        "('-': stderr)",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "build":
-        from npuemu.sim.build import build_npu_sim
+        from npuemu.sim.build import ModelBuildError, build_npu_sim
 
-        m = build_npu_sim(args.target)
+        try:
+            m = build_npu_sim(args.target, waves=args.waves)
+        except ModelBuildError as exc:
+            print(f"npu-emu: {exc}", file=sys.stderr)
+            return 1
         how = f"built in {m.seconds:.1f} s" if m.built_now else "cached"
         print(f"{args.target}: {m.build_dir} ({how})")
         return 0
+    handled = run_device_command(args)
+    if handled is not None:
+        return handled
     if not 0 <= args.port <= 65535:
         print(f"npu-emu: --port {args.port} is not a port number", file=sys.stderr)
         return 2
@@ -129,6 +207,11 @@ def main(argv: list[str] | None = None) -> int:
             args.lease_ttl,
             args.watchdog,
             sec.tls,
+            memory_dir=args.memory_dir,
+            log_dir=args.log_dir,
+            log_level=args.log_level,
+            waves_dir=args.waves,
+            register_trace=args.trace_registers,
         )
     )
 

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from xrt._progress import progress
 from xrt.backend import Backend, get_backend_type
 from xrt.device import Device, HostDevice
 from xrt.dtypes import DataType, TensorType
@@ -47,15 +48,38 @@ _INPUT_ERRORS = {
 }
 
 
+class _HelpWithDefaults(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows defaults, except None/False ones and those the help already states."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if action.default in (None, False) or "default" in text:
+            return text
+        return super()._get_help_string(action)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("npu-emu")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="xrt", description="The xrt runtime's command line (see docs/session.md)."
+        prog="xrt",
+        description="The xrt runtime's command line (see docs/session.md).",
+        formatter_class=_HelpWithDefaults,
     )
+    parser.add_argument("--version", action="version", version=f"xrt {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser(
         "run",
         help="run a model and print its outputs",
         description="Run MODEL (.onnx, or an xrt network .json) through a Session.",
+        formatter_class=_HelpWithDefaults,
     )
     run.add_argument("model", help="ONNX model or xrt network file (.json)")
     run.add_argument(
@@ -243,7 +267,8 @@ def _run(args: argparse.Namespace) -> int:
             samples = _calibration_dir(net, args.calib_dir)
         else:
             samples = [_inputs(net, [], args.seed + 1000 + i)[0] for i in range(args.calib)]
-        net = quantize_network(net, ranges=calibrate(net, samples))
+        with progress(f"calibrating on {len(samples)} input sets"):
+            net = quantize_network(net, ranges=calibrate(net, samples))
     names = [n.strip() for n in args.backends.split(",") if n.strip()]
     if not names:
         raise XrtError(ErrorCode.OUT_OF_RANGE, "--backends names no backend")
@@ -268,10 +293,12 @@ def _forward(
 ) -> int:
     sess = Session.create(types, net, _devices(types, device))
     with sess:
-        sess.apply()
+        with progress(f"applying the network to {', '.join(names)}"):
+            sess.apply()
         sess.enable_time_profile(args.profile)
         sess.enable_trace(args.trace is not None)
-        outs = sess.forward(feed)
+        with progress("running forward"):
+            outs = sess.forward(feed)
         if args.trace is not None:
             sess.write_trace(args.trace)
         print(

@@ -61,6 +61,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from xrt._checks import as_bool, as_int, as_seconds, as_size, hex_range
 from xrt.errors import ErrorCode, XrtError
 from xrt.regmap import FieldInfo, RegisterBlockInfo, RegisterInfo
+from xrt.regtrace import env_trace_log
 
 if TYPE_CHECKING:
     from xrt.device import Device
@@ -398,6 +399,22 @@ class RegRegion(ABC):
             f"register ops are RegRead, RegWrite, RegMaskedWrite or RegPoll, got {op!r}",
         )
 
+    # -- trace (XRT_TRACE_REGISTERS) -------------------------------------------------------
+
+    def _trace(self, ops: Sequence[RegOp], results: Sequence[int | None]) -> None:
+        log = env_trace_log()
+        if log is None:
+            return
+        device = self._device
+        cycle = getattr(device, "cycles", None) if device is not None else None
+        dev_name = str(getattr(device, "name", "") or "-")
+        for op, res in zip(ops, results, strict=False):
+            reg = self._regmap.at(op.addr - self._base) if self._regmap is not None else None
+            name = f"{self._name}.{reg.name}" if reg else f"{self._name}+{op.addr - self._base:#x}"
+            kind = {RegRead: "read", RegWrite: "write", RegMaskedWrite: "rmw"}.get(type(op), "poll")
+            value = res if res is not None else getattr(op, "value", None)
+            log.record(dev_name, kind, op.addr, value, cycle, name=name)
+
     # -- access ----------------------------------------------------------------------------
 
     def read(self, addr: int, relative: bool = False) -> int:
@@ -416,6 +433,7 @@ class RegRegion(ABC):
                 ErrorCode.DEVICE_INTERNAL,
                 f"transport of region {self._name!r} returned {value!r} for a 32-bit read",
             )
+        self._trace((RegRead(a),), (value,))
         return value
 
     def write(self, addr: int, value: int, relative: bool = False) -> None:
@@ -430,6 +448,7 @@ class RegRegion(ABC):
         v = _as_u32(value, "register value")
         with self._bus:
             self._write32(a, v)
+        self._trace((RegWrite(a, v),), (None,))
 
     def write_masked(self, addr: int, value: int, mask: int, relative: bool = False) -> None:
         """Read-modify-write the bits in `mask` (one `RegMaskedWrite`, one round trip)."""
@@ -490,6 +509,7 @@ class RegRegion(ABC):
                     ErrorCode.DEVICE_INTERNAL,
                     f"transport of region {self._name!r} returned {res!r} for {op!r}",
                 )
+        self._trace(checked, results)
         return results
 
     def batch(self, relative: bool = False) -> RegBatch:

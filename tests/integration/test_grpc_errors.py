@@ -260,7 +260,10 @@ def test_a_dropped_device_releases_its_lease(buyi_url: str, open_buyi: Callable)
             again = open_buyi(device="npu1")
             break
         except XrtError as exc:
-            assert exc.code == ErrorCode.WRONG_ORDER
+            # Still leased (11012), or being cleared for the next holder, which a busy
+            # machine makes long enough to see (11014, "resetting; retry shortly").
+            resetting = exc.code == ErrorCode.DEVICE_INTERNAL and "resetting" in str(exc)
+            assert exc.code == ErrorCode.WRONG_ORDER or resetting, exc
             assert time.monotonic() < deadline, "a dropped device kept its lease"
             time.sleep(0.05)
     assert again.name == "npu1"

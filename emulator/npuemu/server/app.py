@@ -19,6 +19,7 @@ import signal
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -27,11 +28,15 @@ from grpc_reflection.v1alpha import reflection
 from npuemu.server.auth import TokenAuthInterceptor
 from npuemu.server.devices import DeviceManager, SimDevice
 from npuemu.server.security import TlsFiles
-from npuemu.server.service import DeviceService, add_to_server
+from npuemu.server.service import add_to_server
 from npuemu.server.shm import new_server_dir, remove_stale_dirs
-from npuemu.sim.build import build_npu_sim
+from npuemu.server.storage import LogFolder, StartupError, choose_memory_dir
+from npuemu.server.waves_service import WavesDeviceService
+from npuemu.sim.build import ModelBuildError, build_npu_sim
+from xrt._progress import progress
 from xrt._proto.npuemu.v1 import device_pb2
 from xrt.hwconfig import target
+from xrt.regtrace import RegisterNamer, RegisterTraceLog
 
 __all__ = ["ServeOptions", "serve"]
 
@@ -57,17 +62,35 @@ class ServeOptions:
     lease_ttl_s: float = 30.0
     watchdog_s: float = 30.0
     tls: TlsFiles | None = None
+    # Storage, logs and debugging (issue 14): see npuemu.server.storage, npuemu.sim.waves.
+    memory_dir: Path | None = None
+    log_dir: Path | None = None
+    log_level: str = "INFO"
+    waves_dir: Path | None = None
+    register_trace: Path | None = None
 
 
 async def serve(opts: ServeOptions) -> int:
     """Run the server until SIGTERM/SIGINT; return the exit status."""
     started = time.monotonic()
     cfg = target(opts.target)
-    for stale in remove_stale_dirs():
+    try:
+        memory_root, warning = choose_memory_dir(opts.memory_dir, cfg, opts.devices)
+    except StartupError as exc:
+        log.error("%s", exc)
+        return 2
+    if warning:
+        log.warning("%s", warning)
+    for stale in remove_stale_dirs(memory_root):
         log.info("removed %s (left by a server that is gone)", stale)
 
+    waves = opts.waves_dir is not None
     log.info("verilated model for %s: building or reusing the cached one ...", cfg.name)
-    model = await asyncio.to_thread(build_npu_sim, cfg.name)
+    try:
+        model = await asyncio.to_thread(build_npu_sim, cfg.name, waves=waves)
+    except ModelBuildError as exc:
+        log.error("%s", exc)
+        return 1
     log.info(
         "model %s %s (%.1f s)",
         model.build_dir.name,
@@ -75,8 +98,29 @@ async def serve(opts: ServeOptions) -> int:
         model.seconds,
     )
 
-    folder = new_server_dir()
-    manager = DeviceManager(cfg, model, opts.devices, folder, opts.lease_ttl_s, opts.watchdog_s)
+    logs = LogFolder.create(opts.log_dir)
+    print(f"npu-emu: worker logs in {logs.path}", flush=True)
+    worker_env = {}
+    if opts.waves_dir is not None:
+        opts.waves_dir.mkdir(parents=True, exist_ok=True)
+        worker_env["NPU_EMU_WAVES_DIR"] = str(opts.waves_dir.resolve())
+        print(f"npu-emu: waveform windows go to {opts.waves_dir.resolve()}", flush=True)
+    folder = new_server_dir(memory_root)
+    manager = DeviceManager(
+        cfg,
+        model,
+        opts.devices,
+        folder,
+        opts.lease_ttl_s,
+        opts.watchdog_s,
+        log_dir=logs.path,
+        worker_env=worker_env,
+    )
+    if opts.register_trace is not None:
+        trace = RegisterTraceLog(opts.register_trace, RegisterNamer.for_target(cfg.name))
+        for device in manager.devices.values():
+            device.register_trace = trace
+        log.info("register accesses are logged to %s", opts.register_trace)
     interceptors = [TokenAuthInterceptor(opts.token)] if opts.token else []
     server = grpc.aio.server(
         interceptors=interceptors,
@@ -88,7 +132,7 @@ async def serve(opts: ServeOptions) -> int:
             ("grpc.so_reuseport", 0),
         ],
     )
-    add_to_server(DeviceService(manager), server)
+    add_to_server(WavesDeviceService(manager, waves), server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(
@@ -119,12 +163,14 @@ async def serve(opts: ServeOptions) -> int:
         return 2
     await server.start()
     try:
-        await manager.start()
+        with progress(f"starting {opts.devices} simulation worker(s)"):
+            await manager.start()
     except Exception:
-        log.exception("device workers failed to start")
+        log.exception("device workers failed to start (their logs: %s)", logs.path)
         await server.stop(0)
         await manager.stop()
         shutil.rmtree(folder, ignore_errors=True)
+        logs.finish(crashed=True)
         return 1
     for name in ("", SERVICE_NAME, *map(device_health_name, manager.devices)):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
@@ -166,13 +212,16 @@ async def serve(opts: ServeOptions) -> int:
     await server.stop(GRACE_S)  # then in-flight calls are cancelled (and so their requests)
     await manager.stop()
     shutil.rmtree(folder, ignore_errors=True)
+    crashed = any(d.counters.worker_restarts for d in manager.devices.values())
+    if logs.finish(crashed):
+        log.info("worker logs kept in %s", logs.path)
     log.info("stopped")
     return 0
 
 
 def run(opts: ServeOptions) -> int:
     logging.basicConfig(
-        level=logging.INFO,
+        level=getattr(logging, opts.log_level.upper()),
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )

@@ -30,6 +30,7 @@ from npuemu.server.worker_process import (
 from npuemu.sim.build import BuiltModel
 from xrt._generated.regmap_dma import DMA
 from xrt.hwconfig import TargetConfig
+from xrt.regtrace import RegisterTraceLog, record_worker_request
 
 __all__ = ["PROTOCOL_VERSION", "DeviceManager", "DeviceState", "SimDevice"]
 
@@ -78,8 +79,14 @@ class SimDevice:
         model: BuiltModel,
         folder: Path,
         watchdog_s: float = DEFAULT_CALL_TIMEOUT_S,
+        *,
+        log_dir: Path | None = None,
+        worker_env: dict[str, str] | None = None,
     ) -> None:
         self.name = name
+        # The worker's folder (its log): beside the memory files unless a log folder is given.
+        self.workdir = (log_dir or folder) / name
+        self.worker_env = dict(worker_env or {})
         self.watchdog_s = watchdog_s
         self.target = target
         self.model = model
@@ -93,11 +100,14 @@ class SimDevice:
         self.fault = ""  # why restarts keep failing ("" while the worker is fine)
         self.failed_restarts = 0
         self.on_fault: Callable[[SimDevice], None] | None = None
+        self.register_trace: RegisterTraceLog | None = None  # --trace-registers
         self._restart_task: asyncio.Task[None] | None = None
         self._stopping = False
 
     def _new_worker(self) -> WorkerProcess:
-        worker = WorkerProcess(self.name, self.model, self.memory.plusargs, self.folder / self.name)
+        worker = WorkerProcess(
+            self.name, self.model, self.memory.plusargs, self.workdir, self.worker_env
+        )
         worker.on_exit = self.schedule_restart
         return worker
 
@@ -139,6 +149,8 @@ class SimDevice:
         except WorkerError as exc:
             raise ServiceError(grpc.StatusCode.INTERNAL, str(exc)) from exc
         self.counters.cycles = int(reply["cycles"])
+        if self.register_trace is not None:
+            record_worker_request(self.register_trace, self.name, op, args, reply)
         return reply
 
     def schedule_restart(self, reason: str) -> None:
@@ -214,6 +226,8 @@ class SimDevice:
                     return  # the restart ends in FREE
                 self.state = DeviceState.RESETTING
                 worker.cancel_current()
+                if "NPU_EMU_WAVES_DIR" in self.worker_env:  # this lease's window is not the next's
+                    await worker.call("waves_forget", self.watchdog_s)
                 await worker.call("reset", self.watchdog_s)
                 # A fresh udma file per lease: a former holder's mapping (the local fast
                 # path) stays on the old, unlinked file and never sees the next holder.
@@ -286,12 +300,24 @@ class DeviceManager:
         folder: Path,
         default_ttl_s: float = 30.0,
         watchdog_s: float = DEFAULT_CALL_TIMEOUT_S,
+        *,
+        log_dir: Path | None = None,
+        worker_env: dict[str, str] | None = None,
     ) -> None:
         self.target = target
         self.folder = folder
         self.default_ttl_s = default_ttl_s
         self.devices = {
-            f"npu{i}": SimDevice(f"npu{i}", target, model, folder, watchdog_s) for i in range(count)
+            f"npu{i}": SimDevice(
+                f"npu{i}",
+                target,
+                model,
+                folder,
+                watchdog_s,
+                log_dir=log_dir,
+                worker_env=worker_env,
+            )
+            for i in range(count)
         }
         self.leases = LeaseTable()
         self.closing = asyncio.Event()  # set when the server starts shutting down

@@ -67,17 +67,18 @@ class ServerProcess:
         timeout_s: float = 600.0,
         extra_args: tuple[str, ...] = (),
         env: dict[str, str] | None = None,
+        command: tuple[str, ...] | None = None,
+        cwd: Path | None = None,
     ) -> ServerProcess:
         """Launch the server on 127.0.0.1 and a free port; return once it serves.
 
         `timeout_s` covers a first build of the verilated model (about 20-30 s here). The
         token goes to the server in its environment ($NPU_EMU_TOKEN), never on its command
-        line; `env` adds variables.
+        line; `env` adds variables. `command` replaces ``python -m npuemu.cli`` (an
+        installed ``npu-emu``); `cwd` is the server's working folder.
         """
         args = [
-            sys.executable,
-            "-m",
-            "npuemu.cli",
+            *(command or (sys.executable, "-m", "npuemu.cli")),
             "serve",
             "--port",
             "0",
@@ -103,9 +104,10 @@ class ServerProcess:
         proc = subprocess.Popen(
             args,
             stdout=subprocess.PIPE,
-            stderr=log_path.open("w"),
+            stderr=log_path.open("a"),  # O_APPEND, as the stdout pump: no overwriting
             text=True,
             env=child_env,
+            cwd=cwd,
         )
         ready: list[re.Match[str]] = []
         got = threading.Event()

@@ -50,10 +50,19 @@ class WorkerProcess:
         model: The built `npu_sim` model.
         plusargs: Simulator plusargs (the shared-memory files).
         workdir: Folder for the worker's log and results file.
+        extra_env: More environment for the simulator process.
     """
 
-    def __init__(self, name: str, model: BuiltModel, plusargs: list[str], workdir: Path) -> None:
+    def __init__(
+        self,
+        name: str,
+        model: BuiltModel,
+        plusargs: list[str],
+        workdir: Path,
+        extra_env: dict[str, str] | None = None,
+    ) -> None:
         self.name = name
+        self.extra_env = dict(extra_env or {})
         self.model = model
         self.plusargs = plusargs
         self.workdir = workdir
@@ -99,6 +108,7 @@ class WorkerProcess:
             WORKER_MODULE,
             self.workdir / "results.xml",
             {
+                **self.extra_env,
                 "NPU_WORKER_FD": str(child.fileno()),
                 "NPU_DEVICE": self.name,
                 "NPU_SERVER_PID": str(os.getpid()),  # the worker dies with this process

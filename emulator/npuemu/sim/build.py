@@ -22,9 +22,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from xrt._progress import progress
+
 __all__ = [
     "RTL_DIR",
     "BuiltModel",
+    "ModelBuildError",
     "build_model",
     "build_npu_sim",
     "rtl_sources",
@@ -33,12 +36,42 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
-RTL_DIR = REPO_ROOT / "rtl"
-BUILD_ROOT = Path(os.environ.get("NPU_EMU_BUILD_DIR", REPO_ROOT / "build" / "sim"))
+REPO_ROOT = Path(__file__).resolve().parents[3]  # the checkout, when running from one
+# A checkout reads rtl/ in place; an installed wheel carries a copy as npuemu/_rtl (setup.py).
+IN_CHECKOUT = (REPO_ROOT / "rtl" / "files.f").is_file() and (REPO_ROOT / "pyproject.toml").is_file()
+RTL_DIR = Path(
+    os.environ.get("NPU_EMU_RTL_DIR")  # another copy of the RTL (a modified one)
+    or (REPO_ROOT / "rtl" if IN_CHECKOUT else Path(__file__).resolve().parents[1] / "_rtl")
+)
+_CACHE_HOME = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+WAVES_DIR = Path(
+    os.environ.get("NPU_EMU_WAVES_DIR")
+    or (REPO_ROOT / "build" / "waves" if IN_CHECKOUT else Path.cwd() / "waves")
+)  # where WAVES=1 test runs leave their FST files
+BUILD_ROOT = Path(
+    os.environ.get(
+        "NPU_EMU_BUILD_DIR",
+        REPO_ROOT / "build" / "sim" if IN_CHECKOUT else _CACHE_HOME / "npu-emu" / "sim",
+    )
+)
 DPI_SOURCES = (RTL_DIR / "mem" / "npu_mem_dpi.cpp",)
 LINT_CONFIG = RTL_DIR / "lint" / "npu.vlt"
 COCOTB_CONFIG = RTL_DIR / "sim" / "cocotb.vlt"
+# Compiled into traced models only: waveform windows on demand (npuemu.sim.waves).
+TRACE_SOURCE = RTL_DIR / "sim" / "npu_trace.cpp"
+# FST rather than VCD: compressed, about a tenth of the size. cocotb's runner adds --trace
+# (VCD) when waves are on; --trace-fst after it wins.
+# -rdynamic exports npu_trace_* so the worker reaches them through ctypes.
+WAVES_ARGS = ("--trace-fst", "--trace-structs", "-LDFLAGS", "-rdynamic")
+# The FST writer needs LZ4's header and -llz4; without liblz4-dev, a shim (rtl/sim/lz4_shim)
+# declares the two functions and links the runtime library liblz4.so.1.
+LZ4_SHIM = RTL_DIR / "sim" / "lz4_shim"
+
+
+def _lz4_args() -> list[str]:
+    if Path("/usr/include/lz4.h").is_file():
+        return []
+    return ["-CFLAGS", f"-I{LZ4_SHIM}", "-LDFLAGS", f"-L{LZ4_SHIM}"]
 
 # Verilator options beyond what cocotb's runner adds. --timing (for npu_sim's internal
 # clock) needs -fcoroutines with g++ 12. --no-public-flat-rw undoes the runner's blanket
@@ -60,7 +93,13 @@ VERILATOR_ARGS = (
 
 def rtl_sources() -> list[Path]:
     """The ordered RTL file list (rtl/files.f), as absolute paths."""
-    lines = (RTL_DIR / "files.f").read_text().splitlines()
+    files_f = RTL_DIR / "files.f"
+    if not files_f.is_file():
+        raise FileNotFoundError(
+            f"the RTL sources are missing ({files_f} does not exist): this npu-emu was "
+            "installed without its package data; reinstall it from a wheel or a checkout"
+        )
+    lines = files_f.read_text().splitlines()
     return [RTL_DIR / ln.strip() for ln in lines if ln.strip() and not ln.startswith("//")]
 
 
@@ -86,6 +125,40 @@ def _tool_versions() -> str:
     return f"cocotb {cocotb.__version__}; verilator {verilator.__version__}; {sys.version}"
 
 
+class ModelBuildError(RuntimeError):
+    """Verilating or compiling a model failed; the message holds the first compiler errors
+    and the path of the full build log."""
+
+    def __init__(self, toplevel: str, log_file: Path, errors: list[str]) -> None:
+        self.log_file = log_file
+        self.errors = errors
+        shown = "\n".join(f"  {line}" for line in errors) or "  (no error line found)"
+        super().__init__(
+            f"building the verilated model {toplevel} failed:\n{shown}\nfull log: {log_file}"
+        )
+
+
+def first_build_errors(log_file: Path, limit: int = 12) -> list[str]:
+    """The first error lines of a Verilator or compiler log (Verilator's ``%Error``, g++'s
+    ``error:``, make's ``***``), with the line after each for context."""
+    try:
+        lines = log_file.read_text(errors="replace").splitlines()
+    except OSError:
+        return []
+    picked: list[str] = []
+    for i, line in enumerate(lines):
+        if line.startswith("%Error") or " error: " in line or "fatal error:" in line:
+            picked.append(line.rstrip())
+            follow = lines[i + 1].rstrip() if i + 1 < len(lines) else ""
+            if follow.startswith((" ", "\t", ":")) and not follow.startswith("%"):
+                picked.append(follow)
+        if len(picked) >= limit:
+            break
+    if not picked:
+        picked = [ln.rstrip() for ln in lines if "***" in ln][:limit]
+    return picked
+
+
 @dataclass(frozen=True)
 class BuiltModel:
     """A verilated model ready to run."""
@@ -95,6 +168,7 @@ class BuiltModel:
     digest: str
     built_now: bool
     seconds: float
+    waves: bool = False  # built with FST tracing
 
     @property
     def executable(self) -> Path:
@@ -106,10 +180,17 @@ def model_digest(
 ) -> str:  # extra_args includes TIMING_ARGS when timing is on
     """Hash of every input of a model build."""
     h = hashlib.sha256()
-    for path in [*rtl_sources(), *DPI_SOURCES, LINT_CONFIG, COCOTB_CONFIG, Path(__file__)]:
-        h.update(str(path.relative_to(REPO_ROOT)).encode())
+    # Names relative to the RTL folder, so a checkout and an installed wheel with the same
+    # sources share one cache key.
+    traced = [TRACE_SOURCE, LZ4_SHIM / "lz4.h", LZ4_SHIM / "liblz4.so"] if waves else []
+    for path in [*rtl_sources(), *DPI_SOURCES, LINT_CONFIG, COCOTB_CONFIG, *traced]:
+        h.update(f"rtl/{path.relative_to(RTL_DIR)}".encode())
         h.update(path.read_bytes())
+    h.update(b"emulator/npuemu/sim/build.py")
+    h.update(Path(__file__).read_bytes())
     h.update(repr((toplevel, sorted(parameters.items()), waves, VERILATOR_ARGS)).encode())
+    if waves:
+        h.update(repr(WAVES_ARGS).encode())
     h.update(repr(tuple(extra_args)).encode())
     h.update(_tool_versions().encode())
     return h.hexdigest()[:16]
@@ -147,38 +228,48 @@ def build_model(
     build_dir = BUILD_ROOT / f"{name or toplevel}-{digest}"
     done_marker = build_dir / ".built"
     if done_marker.exists():
-        return BuiltModel(toplevel, build_dir, digest, False, 0.0)
+        return BuiltModel(toplevel, build_dir, digest, False, 0.0, waves)
 
     BUILD_ROOT.mkdir(parents=True, exist_ok=True)
     lock_path = BUILD_ROOT / f"{name or toplevel}-{digest}.lock"
     with lock_path.open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be building the same model
         if done_marker.exists():
-            return BuiltModel(toplevel, build_dir, digest, False, 0.0)
+            return BuiltModel(toplevel, build_dir, digest, False, 0.0, waves)
         shutil.rmtree(build_dir, ignore_errors=True)
         log.info("building verilated model %s %s in %s", toplevel, parameters, build_dir)
         start = time.monotonic()
         saved_env = dict(os.environ)
         os.environ.update(verilator_env())
+        log_file = build_dir / "build.log"
+        trace_args = [*WAVES_ARGS, *_lz4_args(), str(TRACE_SOURCE)] if waves else []
         try:
-            runner = get_runner("verilator")
-            runner.build(
-                sources=[LINT_CONFIG, COCOTB_CONFIG, *rtl_sources()],
-                hdl_toplevel=toplevel,
-                parameters=parameters,
-                build_args=[*VERILATOR_ARGS, *COCOTB_ARGS, *extra_args, *map(str, DPI_SOURCES)],
-                build_dir=build_dir,
-                waves=waves,
-                timescale=("1ps", "1ps"),
-                always=True,
-                log_file=build_dir / "build.log",
-            )
+            with progress(f"building the verilated model {name or toplevel} (log: {log_file})"):
+                get_runner("verilator").build(
+                    sources=[LINT_CONFIG, COCOTB_CONFIG, *rtl_sources()],
+                    hdl_toplevel=toplevel,
+                    parameters=parameters,
+                    build_args=[
+                        *VERILATOR_ARGS,
+                        *COCOTB_ARGS,
+                        *extra_args,
+                        *trace_args,
+                        *map(str, DPI_SOURCES),
+                    ],
+                    build_dir=build_dir,
+                    waves=waves,
+                    timescale=("1ps", "1ps"),
+                    always=True,
+                    log_file=log_file,
+                )
+        except RuntimeError as exc:  # cocotb's runner: "Command failed with return code: N"
+            raise ModelBuildError(toplevel, log_file, first_build_errors(log_file)) from exc
         finally:
             os.environ.clear()
             os.environ.update(saved_env)
         seconds = time.monotonic() - start
         done_marker.write_text(f"{digest}\n{seconds:.1f}\n")
-    return BuiltModel(toplevel, build_dir, digest, True, seconds)
+    return BuiltModel(toplevel, build_dir, digest, True, seconds, waves)
 
 
 def build_npu_sim(target_name: str, *, waves: bool | None = None) -> BuiltModel:

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from npuemu.sim.build import BuiltModel, verilator_env
 
-__all__ = ["CocotbTestsFailedError", "run_cocotb", "simulator_env"]
+__all__ = ["WAVE_FILES", "CocotbTestsFailedError", "run_cocotb", "simulator_env"]
+
+# FST files that runs of traced models (WAVES=1) wrote in this process, for a summary.
+WAVE_FILES: list[Path] = []
 
 
 class CocotbTestsFailedError(AssertionError):
@@ -69,10 +73,13 @@ def run_cocotb(
                 seed=seed,
                 results_xml=str(results),
                 log_file=log_file,
+                waves=model.waves,
             )
     finally:
         os.environ.clear()
         os.environ.update(saved_env)
+        if model.waves:
+            _keep_waves(test_dir, test_module, testcase)
     if not results.exists():
         raise CocotbTestsFailedError(
             f"the simulation of {test_module} died:\n{_log_tail(log_file)}"
@@ -84,6 +91,23 @@ def run_cocotb(
             + _failures(log_file)
         )
     return results
+
+
+def _keep_waves(test_dir: Path, test_module: str, testcase: str | Sequence[str] | None) -> None:
+    """Move the run's dump.fst to the fixed waves folder (WAVES=1) and say where."""
+    from npuemu.sim.build import WAVES_DIR
+
+    dump = test_dir / "dump.fst"
+    if not dump.exists():
+        return
+    cases = [testcase] if isinstance(testcase, str) else list(testcase or [])
+    # The test folder's name tells parametrized pytest runs apart (test_npu_sim_buyi_0).
+    name = "-".join([test_module.rsplit(".", 1)[-1], *cases, test_dir.name])
+    WAVES_DIR.mkdir(parents=True, exist_ok=True)
+    target = WAVES_DIR / f"{name}.fst"
+    shutil.move(dump, target)
+    WAVE_FILES.append(target)
+    print(f"waves: {target}", file=sys.stderr)
 
 
 def _log_tail(log_file: Path, lines: int = 60) -> str:

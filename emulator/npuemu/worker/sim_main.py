@@ -37,6 +37,7 @@ from npuemu.sim.harness import (
     RegOp,
     RegOpKind,
 )
+from npuemu.sim.waves import WaveRecorder, WavesUnavailableError
 from npuemu.worker.protocol import BlockingChannel, ChannelClosedError
 from xrt._generated.hwconfig import CLOCK_PERIOD_PS
 
@@ -101,6 +102,31 @@ class Worker:
     def __init__(self, dut: Any) -> None:
         self.dut = dut
         self.h = NpuHarness(dut, CLOCK_PERIOD_PS)
+        self._waves: WaveRecorder | None = None
+
+    def waves(self) -> WaveRecorder:
+        """The waveform recorder (a traced model and NPU_EMU_WAVES_DIR set by the server)."""
+        if self._waves is None:
+            folder = os.environ.get("NPU_EMU_WAVES_DIR")
+            if not folder:
+                raise WavesUnavailableError("the server was started without --waves DIR")
+            device = os.environ.get("NPU_DEVICE", "npu")
+            clock = f"{self.dut._path}.clk_o"
+            self._waves = WaveRecorder(Path(folder), device, clock, CLOCK_PERIOD_PS)
+        return self._waves
+
+    def handle_waves(self, op: str, req: dict[str, Any]) -> dict[str, Any]:
+        if op == "waves_start":
+            self.waves().start(self.h.cycles * CLOCK_PERIOD_PS, req["cycles"])
+            return {}
+        if op == "waves_forget":
+            if self._waves is not None:
+                self._waves.forget()
+            return {}
+        window = self.waves().finish()  # waves_stop
+        if window is None:
+            return {"file": None}
+        return {"file": (str(window.path), window.first_cycle, window.last_cycle)}
 
     async def handle(self, req: dict[str, Any]) -> dict[str, Any]:
         op = req["op"]
@@ -124,6 +150,11 @@ class Worker:
         if op == "remap":
             remap_file(req["old"], req["new"])
             return {}
+        if op.startswith("waves_"):
+            try:
+                return self.handle_waves(op, req)
+            except WavesUnavailableError as exc:
+                return {"waves_error": str(exc)}
         if op == "wait_irq":
             w = await h.wait_irq(req["max_cycles"], req["wall_s"])
             return {"outcome": w.outcome.value, "waited": w.cycles}
@@ -228,6 +259,8 @@ async def serve(dut) -> None:
         if req["op"] == "cancel":
             continue  # its request was already answered
         if req["op"] == "quit":
+            if worker._waves is not None:
+                worker._waves.finish()  # name a window left open
             chan.send({"id": req["id"], "ok": True, "cycles": worker.h.cycles})
             return
         try:

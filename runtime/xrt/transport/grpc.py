@@ -45,6 +45,7 @@ import threading
 import time
 import weakref
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -68,6 +69,7 @@ __all__ = [
     "GrpcMemRegion",
     "GrpcRegRegion",
     "GrpcTransport",
+    "WaveFile",
     "poll_max_cycles",
 ]
 
@@ -195,6 +197,16 @@ def _release(channel: grpc.Channel, hold: _Hold) -> None:
         channel.close()
     except Exception:
         pass
+
+
+@dataclass(frozen=True)
+class WaveFile:
+    """A waveform window's FST file (on the server's machine) and its cycle range."""
+
+    path: str
+    first_cycle: int
+    last_cycle: int
+    size_bytes: int
 
 
 class GrpcTransport(NpuTransport):
@@ -617,6 +629,43 @@ class GrpcTransport(NpuTransport):
             f"counters of {self.info.name}",
             timeout=RPC_SLACK_S,
         )
+
+    # -- waveforms (a server started with --waves) -----------------------------------------
+
+    def start_waves(self, cycles: int = 0) -> int:
+        """Open a waveform window on the device: every signal into an FST file on the
+        server's machine, for `cycles` simulated cycles (0: until `stop_waves`).
+
+        Returns:
+            The device's cycle count when the window opened.
+
+        Raises:
+            XrtError: 11012 when the server has no --waves or a window is already open.
+        """
+        self._check_open()
+        resp = self._call(
+            "StartWaves",
+            pb.StartWavesRequest(lease_id=self._lease, cycles=cycles),
+            f"starting a waveform window on {self.info.name}",
+            timeout=RPC_SLACK_S,
+        )
+        return int(resp.cycles)
+
+    def stop_waves(self) -> WaveFile:
+        """Close the open window (if any) and return the last window's file of this lease.
+
+        Raises:
+            XrtError: 11012 when no window was started in this lease.
+        """
+        self._check_open()
+        resp = self._call(
+            "StopWaves",
+            pb.StopWavesRequest(lease_id=self._lease),
+            f"stopping the waveform window of {self.info.name}",
+            timeout=RPC_SLACK_S,
+        )
+        f = resp.file
+        return WaveFile(f.path, f.first_cycle, f.last_cycle, f.size_bytes)
 
     # -- closing ---------------------------------------------------------------------------
 

@@ -383,3 +383,43 @@ class GetCountersResponse(_message.Message):
     memory_bytes_written: int
     worker_restarts: int
     def __init__(self, cycles: _Optional[int] = ..., requests: _Optional[int] = ..., register_ops: _Optional[int] = ..., memory_bytes_read: _Optional[int] = ..., memory_bytes_written: _Optional[int] = ..., worker_restarts: _Optional[int] = ...) -> None: ...
+
+class StartWavesRequest(_message.Message):
+    __slots__ = ("lease_id", "cycles")
+    LEASE_ID_FIELD_NUMBER: _ClassVar[int]
+    CYCLES_FIELD_NUMBER: _ClassVar[int]
+    lease_id: str
+    cycles: int
+    def __init__(self, lease_id: _Optional[str] = ..., cycles: _Optional[int] = ...) -> None: ...
+
+class StartWavesResponse(_message.Message):
+    __slots__ = ("cycles",)
+    CYCLES_FIELD_NUMBER: _ClassVar[int]
+    cycles: int
+    def __init__(self, cycles: _Optional[int] = ...) -> None: ...
+
+class StopWavesRequest(_message.Message):
+    __slots__ = ("lease_id",)
+    LEASE_ID_FIELD_NUMBER: _ClassVar[int]
+    lease_id: str
+    def __init__(self, lease_id: _Optional[str] = ...) -> None: ...
+
+class WaveFile(_message.Message):
+    __slots__ = ("path", "first_cycle", "last_cycle", "size_bytes")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    FIRST_CYCLE_FIELD_NUMBER: _ClassVar[int]
+    LAST_CYCLE_FIELD_NUMBER: _ClassVar[int]
+    SIZE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    first_cycle: int
+    last_cycle: int
+    size_bytes: int
+    def __init__(self, path: _Optional[str] = ..., first_cycle: _Optional[int] = ..., last_cycle: _Optional[int] = ..., size_bytes: _Optional[int] = ...) -> None: ...
+
+class StopWavesResponse(_message.Message):
+    __slots__ = ("file", "cycles")
+    FILE_FIELD_NUMBER: _ClassVar[int]
+    CYCLES_FIELD_NUMBER: _ClassVar[int]
+    file: WaveFile
+    cycles: int
+    def __init__(self, file: _Optional[_Union[WaveFile, _Mapping]] = ..., cycles: _Optional[int] = ...) -> None: ...

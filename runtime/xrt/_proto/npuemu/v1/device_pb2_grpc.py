@@ -100,6 +100,16 @@ class DeviceServiceStub:
                 request_serializer=npuemu_dot_v1_dot_device__pb2.GetCountersRequest.SerializeToString,
                 response_deserializer=npuemu_dot_v1_dot_device__pb2.GetCountersResponse.FromString,
                 _registered_method=True)
+        self.StartWaves = channel.unary_unary(
+                '/npuemu.v1.DeviceService/StartWaves',
+                request_serializer=npuemu_dot_v1_dot_device__pb2.StartWavesRequest.SerializeToString,
+                response_deserializer=npuemu_dot_v1_dot_device__pb2.StartWavesResponse.FromString,
+                _registered_method=True)
+        self.StopWaves = channel.unary_unary(
+                '/npuemu.v1.DeviceService/StopWaves',
+                request_serializer=npuemu_dot_v1_dot_device__pb2.StopWavesRequest.SerializeToString,
+                response_deserializer=npuemu_dot_v1_dot_device__pb2.StopWavesResponse.FromString,
+                _registered_method=True)
 
 
 class DeviceServiceServicer:
@@ -197,6 +207,21 @@ class DeviceServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def StartWaves(self, request, context):
+        """Waveforms on demand (a server started with --waves): record every signal of the device
+        into an FST file from now until StopWaves, or for `cycles` simulated cycles.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def StopWaves(self, request, context):
+        """Close the open window (if any) and name the file of the last window of this lease.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_DeviceServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -264,6 +289,16 @@ def add_DeviceServiceServicer_to_server(servicer, server):
                     servicer.GetCounters,
                     request_deserializer=npuemu_dot_v1_dot_device__pb2.GetCountersRequest.FromString,
                     response_serializer=npuemu_dot_v1_dot_device__pb2.GetCountersResponse.SerializeToString,
+            ),
+            'StartWaves': grpc.unary_unary_rpc_method_handler(
+                    servicer.StartWaves,
+                    request_deserializer=npuemu_dot_v1_dot_device__pb2.StartWavesRequest.FromString,
+                    response_serializer=npuemu_dot_v1_dot_device__pb2.StartWavesResponse.SerializeToString,
+            ),
+            'StopWaves': grpc.unary_unary_rpc_method_handler(
+                    servicer.StopWaves,
+                    request_deserializer=npuemu_dot_v1_dot_device__pb2.StopWavesRequest.FromString,
+                    response_serializer=npuemu_dot_v1_dot_device__pb2.StopWavesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -618,6 +653,60 @@ class DeviceService:
             '/npuemu.v1.DeviceService/GetCounters',
             npuemu_dot_v1_dot_device__pb2.GetCountersRequest.SerializeToString,
             npuemu_dot_v1_dot_device__pb2.GetCountersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StartWaves(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/npuemu.v1.DeviceService/StartWaves',
+            npuemu_dot_v1_dot_device__pb2.StartWavesRequest.SerializeToString,
+            npuemu_dot_v1_dot_device__pb2.StartWavesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StopWaves(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/npuemu.v1.DeviceService/StopWaves',
+            npuemu_dot_v1_dot_device__pb2.StopWavesRequest.SerializeToString,
+            npuemu_dot_v1_dot_device__pb2.StopWavesResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,73 @@
+"""The waveform RPCs (StartWaves, StopWaves) on top of `DeviceService`.
+
+They need a server started with ``--waves DIR`` (a traced model); the files are written by
+the device's worker (npuemu.sim.waves) on the server's machine and named by device and
+cycle range. A window belongs to its lease: a lease end closes it and the next holder's
+StopWaves does not see it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import grpc
+
+from npuemu.server.errors import ServiceError
+from npuemu.server.service import DeviceService, _unary
+from xrt._proto.npuemu.v1 import device_pb2 as pb
+
+__all__ = ["MAX_WINDOW_CYCLES", "WavesDeviceService"]
+
+# A window of a busy device (the DMA streaming) takes about 150 B per cycle as FST
+# (bench/bench_waves.py), an idle one far less; this caps a window by cycles at about 1.5 GB.
+MAX_WINDOW_CYCLES = 10_000_000
+
+
+class WavesDeviceService(DeviceService):
+    """DeviceService with waveform windows."""
+
+    def __init__(self, manager, waves_enabled: bool) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(manager)
+        self.waves_enabled = waves_enabled
+
+    def _check_enabled(self) -> None:
+        if not self.waves_enabled:
+            raise ServiceError(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                "waveforms are off: start the server with --waves DIR",
+            )
+
+    @staticmethod
+    def _checked(reply: dict) -> dict:
+        if "waves_error" in reply:
+            raise ServiceError(grpc.StatusCode.FAILED_PRECONDITION, reply["waves_error"])
+        return reply
+
+    @_unary
+    async def StartWaves(self, request, context):
+        self._check_enabled()
+        if request.cycles > MAX_WINDOW_CYCLES:
+            raise ServiceError(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"cycles {request.cycles} is more than {MAX_WINDOW_CYCLES}",
+            )
+        lease, d = self.m.use(request.lease_id)
+        r = self._checked(await d.call("waves_start", lease, cycles=request.cycles))
+        return pb.StartWavesResponse(cycles=r["cycles"])
+
+    @_unary
+    async def StopWaves(self, request, context):
+        self._check_enabled()
+        lease, d = self.m.use(request.lease_id)
+        r = self._checked(await d.call("waves_stop", lease))
+        if r["file"] is None:
+            raise ServiceError(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                f"no waveform window was started on {d.name} in this lease",
+            )
+        path, first, last = r["file"]
+        size = Path(path).stat().st_size
+        return pb.StopWavesResponse(
+            file=pb.WaveFile(path=path, first_cycle=first, last_cycle=last, size_bytes=size),
+            cycles=r["cycles"],
+        )

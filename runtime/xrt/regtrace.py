@@ -1,0 +1,122 @@
+"""A log of register accesses: simulated cycle, device, address, register name, value.
+
+One line per access, easy to grep and to diff between two runs::
+
+    cycle=1234 npu0 write 0x80000010 dma.SRC_LO = 0x00001000
+    cycle=1301 npu0 read  0x40000000 npu.MAGIC = 0x4e505530
+    cycle=1402 npu0 poll  0x80000004 dma.STATUS = 0x00000002
+
+The server writes it with ``npu-emu serve --trace-registers FILE`` (the cycle is the one
+the worker reported at the end of the request); the runtime with ``XRT_TRACE_REGISTERS=FILE``
+(``-`` for stderr), for every register region of every device it opens (the cycle is the
+device's last known cycle count; ``-`` on hardware, which has none). Names come from the
+generated register maps, so an address is shown as ``block.REGISTER``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from pathlib import Path
+from typing import TextIO
+
+from xrt.regmap import RegisterBlockInfo
+
+__all__ = ["RegisterNamer", "RegisterTraceLog", "env_trace_log", "record_worker_request"]
+
+ENV = "XRT_TRACE_REGISTERS"
+
+
+class RegisterNamer:
+    """Physical address -> ``block.REGISTER`` for blocks at known bases."""
+
+    def __init__(self, blocks: dict[str, tuple[int, RegisterBlockInfo]]) -> None:
+        self._blocks = blocks
+
+    @classmethod
+    def for_target(cls, target: str) -> RegisterNamer:
+        from xrt._generated.regmap_dma import DMA
+        from xrt._generated.regmap_npu import NPU
+        from xrt.hwconfig import target as target_config
+
+        cfg = target_config(target)
+        return cls({"npu": (cfg.npu_base, NPU), "dma": (cfg.dma_base, DMA)})
+
+    def name(self, addr: int) -> str:
+        for block, (base, info) in self._blocks.items():
+            if base <= addr < base + info.size:
+                reg = info.at(addr - base)
+                return f"{block}.{reg.name}" if reg else f"{block}+{addr - base:#x}"
+        return "?"
+
+
+class RegisterTraceLog:
+    """Writes one line per register access to a file or stderr (thread-safe)."""
+
+    def __init__(self, destination: str | Path, namer: RegisterNamer | None = None) -> None:
+        self.destination = str(destination)
+        self.namer = namer
+        self._lock = threading.Lock()
+        self._out: TextIO = (
+            sys.stderr if self.destination == "-" else open(self.destination, "a", buffering=1)  # noqa: SIM115 - lives with the log
+        )
+
+    def record(
+        self,
+        device: str,
+        kind: str,
+        addr: int,
+        value: int | None,
+        cycle: int | None,
+        status: str = "",
+        name: str | None = None,
+    ) -> None:
+        """One line; `name` defaults to what the namer calls `addr`."""
+        if name is None:
+            name = self.namer.name(addr) if self.namer else "?"
+        shown = "-" if value is None else f"{value:#010x}"
+        tail = f" {status}" if status and status != "OK" else ""
+        when = "-" if cycle is None else str(cycle)
+        line = f"cycle={when} {device} {kind:<5} {addr:#010x} {name} = {shown}{tail}\n"
+        with self._lock:
+            self._out.write(line)
+
+    def close(self) -> None:
+        if self._out is not sys.stderr:
+            self._out.close()
+
+
+_env_log: RegisterTraceLog | None = None
+_env_lock = threading.Lock()
+
+
+def env_trace_log() -> RegisterTraceLog | None:
+    """The process-wide log named by ``$XRT_TRACE_REGISTERS``, or None when unset."""
+    global _env_log
+    dest = os.environ.get(ENV)
+    if not dest:
+        return None
+    with _env_lock:
+        if _env_log is None or _env_log.destination != dest:
+            _env_log = RegisterTraceLog(dest)
+        return _env_log
+
+
+def record_worker_request(
+    log: RegisterTraceLog, device: str, op: str, args: dict, reply: dict
+) -> None:
+    """Log the register accesses of one emulator worker request (read_reg, write_reg,
+    batch); other requests are ignored. The cycle is the reply's (end of the request)."""
+    cycle = reply.get("cycles")
+    if op == "read_reg":
+        log.record(device, "read", args["addr"], reply.get("value"), cycle, reply.get("status", ""))
+    elif op == "write_reg":
+        log.record(device, "write", args["addr"], args["value"], cycle, reply.get("status", ""))
+    elif op == "batch":
+        for (kind, addr, value, *_), (status, got) in zip(
+            args["ops"], reply.get("results", ()), strict=False
+        ):
+            shown = value if kind == "write" else got  # masked writes report the value written
+            short = {"masked_write": "rmw"}.get(kind, kind)
+            log.record(device, short, addr, shown, cycle, status)

@@ -1,0 +1,21 @@
+"""Small things a user expects from the commands: help shows defaults, without leaking a
+token from the environment; `python -m` works for both packages."""
+
+from __future__ import annotations
+
+from cli_helpers import run_cli
+
+
+def test_serve_help_shows_defaults_but_not_the_token():
+    out = run_cli(["serve", "--help"], env={"NPU_EMU_TOKEN": "s3cret-token"})
+    assert out.returncode == 0, out.stderr
+    text = " ".join(out.stdout.split())
+    for shown in ("(default: 50051)", "(default: 127.0.0.1)", "(default: 30.0)", "(default: INFO)"):
+        assert shown in text, text
+    assert "s3cret-token" not in out.stdout
+
+
+def test_xrt_run_help_shows_defaults():
+    out = run_cli(["run", "--help"], module="xrt")
+    assert out.returncode == 0, out.stderr
+    assert "(default: host)" in " ".join(out.stdout.split())
