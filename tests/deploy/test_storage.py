@@ -69,10 +69,11 @@ def test_worker_log_is_printed_and_kept_after_a_crash():
         pid = int(re.search(r"worker npu0 ready \(pid (\d+)\)", srv.log).group(1))
         assert (folder / "npu0" / "worker.log").is_file()
         os.kill(pid, signal.SIGKILL)  # a crash
-        # The next call finds the worker dead (the client is told to retry) and the server
-        # restarts it; wait on that condition, bounded by the server's back-off.
-        failed = run_cli(["regs", "read", "npu0", "npu.MAGIC", "--server", srv.address])
-        assert failed.returncode == 1 and "UNAVAILABLE" in failed.stderr, failed
+        # The server notices the dead worker and restarts it; the client rides out the
+        # restart (it retries UNAVAILABLE "retry shortly" for a bounded time), so the next
+        # call answers from the new worker.
+        read = run_cli(["regs", "read", "npu0", "npu.MAGIC", "--server", srv.address])
+        assert read.returncode == 0 and "0x4e505530" in read.stdout, read
         t0 = time.monotonic()
         while "simulation worker restarted" not in srv.log:
             assert time.monotonic() - t0 < 120.0, srv.log
