@@ -626,3 +626,19 @@ def test_inconsistent_launch_arguments_are_refused():
         run([Finish()], Memory([MEM]), prog_insns=5)
     with pytest.raises(ValueError, match="give a program"):
         run(None, Memory([MEM]))
+
+
+def test_an_int32_store_reads_no_prm_row():
+    store = Store(
+        mode=StoreMode.INT32,
+        base=0,
+        x_size=1,
+        y_size=1,
+        z_size=2,
+        z_stride=4 * B,
+        use_prm=True,
+        m_or_prm=NPU.prm_rows - 1,
+    )
+    assert run([store, Finish()], Memory([MEM]), [MEM.base]).ok
+    res = run([store.replace(mode=StoreMode.INT8), Finish()], Memory([MEM]), [MEM.base])
+    assert res.error == EngineError.BUFFER_RANGE and "PRM rows" in res.message

@@ -155,6 +155,8 @@ class Machine:
 
     def _products(self, x: np.ndarray, w: np.ndarray) -> np.ndarray:
         """``INP[x_k] . WGT[w_k]^T`` for every iteration k, int64 (N, B)."""
+        if w.size and w.min() == w.max():  # one weight block (1x1 conv, one tap, FC row)
+            return self.inp[x].astype(np.int64) @ self.wgt[w[0]].astype(np.int64).T
         blocks, inverse = np.unique(w, return_inverse=True)
         if blocks.size * 8 > w.size:  # mostly distinct blocks: gather and contract
             out = np.empty((x.size, self.config.block), np.int64)

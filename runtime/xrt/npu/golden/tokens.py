@@ -50,8 +50,23 @@ def unit_of(insn: Instruction) -> Unit | None:
     return _UNIT_OF[insn.UNIT]
 
 
+_OPS_CACHE: dict[tuple, tuple[list[Queue], list[Queue], str | None]] = {}
+
+
 def token_ops(insn: Instruction) -> tuple[list[Queue], list[Queue], str | None]:
-    """(queues popped in order, queues pushed in order, the first illegal flag or None)."""
+    """(queues popped in order, queues pushed in order, the first illegal flag or None).
+
+    The lists are shared between calls: do not modify them.
+    """
+    d = insn.__dict__
+    key = (type(insn), d.get("unit"), d["pop_prev"], d["pop_next"], d["push_prev"], d["push_next"])
+    ops = _OPS_CACHE.get(key)
+    if ops is None:
+        ops = _OPS_CACHE[key] = _token_ops(insn)
+    return ops
+
+
+def _token_ops(insn: Instruction) -> tuple[list[Queue], list[Queue], str | None]:
     unit = unit_of(insn)
     pops: list[Queue] = []
     pushes: list[Queue] = []

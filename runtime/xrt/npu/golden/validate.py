@@ -23,6 +23,7 @@ from xrt.npu.isa import (
     IsaError,
     Load,
     Store,
+    StoreMode,
     Sync,
     Vec,
     VecFunc,
@@ -232,7 +233,7 @@ def _store(
     hi += (insn.x_size - 1) * insn.sram_x_stride
     if f := _rows(name, "ACC", insn.sram, hi, config.acc_rows):
         return f
-    if insn.use_prm:
+    if insn.use_prm and insn.mode == StoreMode.INT8:  # INT32 reads no PRM row
         return _rows(name, "PRM", insn.m_or_prm, insn.m_or_prm + insn.z_size - 1, config.prm_rows)
     return None
 
