@@ -12,7 +12,7 @@ from xrt.npu.golden import Memory, run
 from xrt.npu.golden.access import accesses
 from xrt.npu.golden.checker import check
 from xrt.npu.golden.generator import generate_program
-from xrt.npu.golden.tokens import QUEUE_ENDS, token_ops, unit_of
+from xrt.npu.golden.tokens import FLAG_QUEUE, QUEUE_ENDS, token_ops, unit_of
 from xrt.npu.isa import Buffer, Finish, Gemm, GemmInit, Load, Store, Sync, Unit
 
 MEM = MemoryWindow("mem", 0x1000_0000, 1 << 16)
@@ -63,7 +63,7 @@ def oracle_races(program, bases, config) -> set[tuple[int, int]]:
 def _matched_pairs(program):
     """(push pc, push flag, pop pc, pop flag) of every matched token."""
     flags = {}
-    for (unit, flag), q in __import__("xrt.npu.golden.tokens", fromlist=["x"])._FLAG_QUEUE.items():
+    for (unit, flag), q in FLAG_QUEUE.items():
         flags[(unit, q, flag.startswith("pop"))] = flag
     pushes: dict = {q: [] for q in QUEUE_ENDS}
     out = []

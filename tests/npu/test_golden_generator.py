@@ -7,7 +7,8 @@ import pytest
 
 from xrt.npu.golden import run
 from xrt.npu.golden.checker import check
-from xrt.npu.golden.generator import ALL_BINS, coverage, generate_program, small_config
+from xrt.npu.golden.coverage import ALL_BINS, coverage
+from xrt.npu.golden.generator import generate_program, small_config
 
 SEEDS = range(12)
 

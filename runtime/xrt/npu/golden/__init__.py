@@ -4,7 +4,8 @@
   and reports errors, per-unit counts, MACs, bytes and the cost model's cycle estimate.
 * `check` finds races, token errors and range errors without running the program.
 * `generate_program` draws random race-free programs for RTL tests; `coverage` counts the
-  field-value classes they hit.
+  field-value classes they hit; `error_cases` gives one program per way each error code
+  arises, with the expected (code, pc, unit).
 * `Memory` holds a target's memories; `Machine` the on-chip buffers.
 
 Its semantics are docs/isa.md's; where that leaves a choice open, the choice is written in
@@ -13,8 +14,10 @@ Its semantics are docs/isa.md's; where that leaves a choice open, the choice is 
 
 from .checker import CheckReport, Finding, check
 from .cost import CostModel, CycleEstimate
+from .coverage import ALL_BINS, coverage
+from .errorgen import ErrorCase, error_cases
 from .executor import RunResult, run
-from .generator import ALL_BINS, GeneratedProgram, coverage, generate_program, small_config
+from .generator import GeneratedProgram, generate_program, small_config
 from .machine import Machine, prm_word, requantize_exact
 from .memory import BusFault, Memory
 from .tokens import Queue
@@ -25,6 +28,7 @@ __all__ = [
     "CheckReport",
     "CostModel",
     "CycleEstimate",
+    "ErrorCase",
     "Finding",
     "GeneratedProgram",
     "Machine",
@@ -33,6 +37,7 @@ __all__ = [
     "RunResult",
     "check",
     "coverage",
+    "error_cases",
     "generate_program",
     "prm_word",
     "requantize_exact",

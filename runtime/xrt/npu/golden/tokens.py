@@ -6,7 +6,7 @@ from enum import IntEnum
 
 from xrt.npu.isa import Finish, Instruction, Sync, Unit
 
-__all__ = ["QUEUE_ENDS", "Queue", "token_ops", "unit_of"]
+__all__ = ["FLAG_QUEUE", "QUEUE_ENDS", "Queue", "token_ops", "unit_of"]
 
 
 class Queue(IntEnum):
@@ -26,8 +26,7 @@ QUEUE_ENDS: dict[Queue, tuple[Unit, Unit]] = {
 }
 """Queue -> (pushing unit, popping unit)."""
 
-# (unit, flag) -> queue; a flag missing here does not exist on that unit.
-_FLAG_QUEUE: dict[tuple[Unit, str], Queue] = {
+FLAG_QUEUE: dict[tuple[Unit, str], Queue] = {
     (Unit.LOAD, "pop_next"): Queue.C2L,
     (Unit.LOAD, "push_next"): Queue.L2C,
     (Unit.COMPUTE, "pop_prev"): Queue.L2C,
@@ -37,6 +36,8 @@ _FLAG_QUEUE: dict[tuple[Unit, str], Queue] = {
     (Unit.STORE, "pop_prev"): Queue.C2S,
     (Unit.STORE, "push_prev"): Queue.S2C,
 }
+"""(unit, token flag) -> the queue it pops or pushes; a flag missing here does not exist on
+that unit."""
 
 _UNIT_OF = {"LOAD": Unit.LOAD, "COMPUTE": Unit.COMPUTE, "STORE": Unit.STORE}
 
@@ -74,7 +75,7 @@ def _token_ops(insn: Instruction) -> tuple[list[Queue], list[Queue], str | None]
     for flag in ("pop_prev", "pop_next", "push_prev", "push_next"):
         if not getattr(insn, flag):
             continue
-        queue = _FLAG_QUEUE.get((unit, flag)) if unit is not None else None
+        queue = FLAG_QUEUE.get((unit, flag)) if unit is not None else None
         if queue is None:
             bad = bad or flag
         elif flag.startswith("pop"):
