@@ -40,7 +40,7 @@ def partition(net: Network, cfg: NpuConfig = NPU) -> list[tuple[bool, list[Opera
     groups: list[tuple[bool, list[Operator]]] = []
     for op in net.ops:
         npu = refusal(op, net.values, net.op_params(op), cfg) is None
-        if npu and groups and groups[-1][0]:
+        if npu and groups and groups[-1][0] and _bases_fit(net, [*groups[-1][1], op], cfg):
             groups[-1][1].append(op)
         else:
             groups.append((npu, [op]))
@@ -49,6 +49,19 @@ def partition(net: Network, cfg: NpuConfig = NPU) -> list[tuple[bool, list[Opera
         (npu and any(o.op_type not in ("Reshape", "Flatten", "Identity") for o in ops), ops)
         for npu, ops in groups
     ]
+
+
+def _bases_fit(net: Network, ops: list[Operator], cfg: NpuConfig) -> bool:
+    """Whether a run's inputs and outputs, the constants and scratch fit the base registers."""
+    inside = {op.op_id for op in ops}
+    produced = {v for op in ops for v in op.outputs}
+    ins = {v for op in ops for v in op.inputs if v not in produced}
+    outs = {
+        v
+        for v in produced
+        if v in net.outputs or any(c.op_id not in inside for c in net.consumers(v))
+    }
+    return len(ins) + len(outs) + 2 <= cfg.base_regs
 
 
 def simulate_network(
