@@ -17,7 +17,7 @@ help: ## Show this help
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON_SYS) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[emulator,dev]'
+	$(PY) -m pip install --quiet -e '.[emulator,dev,farm]'
 	@touch $@
 
 install: $(STAMP) ## Create .venv and install the project with all its tools
