@@ -397,9 +397,7 @@ class FarmClient:
         while True:
             res = self.poll_reservation(token)
             if res.state.name not in ("waiting", "allocated", "acquired"):
-                raise XrtError(
-                    ErrorCode.WRONG_ORDER, f"reservation {token} is {res.state.name}"
-                )
+                raise XrtError(ErrorCode.WRONG_ORDER, f"reservation {token} is {res.state.name}")
             if res.allocations:
                 with self._cond:
                     if allocated():

@@ -17,9 +17,8 @@ import pytest
 
 pytest.importorskip("labgrid", reason="the farm tests need the 'farm' extra (make install)")
 
-from xrt.farm import FarmClient  # noqa: E402
-
-from npuemu.farm.launch import FarmProcess, LoopbackFarm  # noqa: E402
+from npuemu.farm.launch import FarmProcess, LoopbackFarm
+from xrt.farm import FarmClient
 
 JOB = Path(__file__).with_name("farm_job.py")
 GRACE_S = 3.0  # the reaper's grace in these tests

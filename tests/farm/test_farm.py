@@ -14,9 +14,8 @@ from pathlib import Path
 import pytest
 from conftest import GRACE_S, Job
 
-from xrt.farm import FarmClient
-
 from npuemu.farm.launch import LoopbackFarm, lg_client
+from xrt.farm import FarmClient
 
 pytestmark = pytest.mark.sim
 
@@ -111,8 +110,18 @@ def test_a_real_pytest_lg_env_run_uses_a_farm_device(farm, tmp_path: Path) -> No
     try:
         lg_client(farm.coordinator, "-p", "+", "acquire", env=env)
         run = subprocess.run(
-            [sys.executable, "-m", "pytest", "-p", "labgrid", "--lg-env", "farm.yaml",
-             "-s", "-q", "test_on_farm.py"],
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-p",
+                "labgrid",
+                "--lg-env",
+                "farm.yaml",
+                "-s",
+                "-q",
+                "test_on_farm.py",
+            ],
             cwd=tmp_path,
             env=env,
             capture_output=True,

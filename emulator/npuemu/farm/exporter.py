@@ -46,7 +46,7 @@ from xrt._proto.npuemu.v1 import device_pb2 as pb
 from xrt._proto.npuemu.v1 import device_pb2_grpc as pb_grpc
 from xrt.farm import RESOURCE_CLASS, coordinator_address
 
-__all__ = ["NpuEmuDeviceExport", "ServerMonitor", "main"]
+__all__ = ["NpuEmuDeviceExport", "ServerMonitor", "add_arguments", "run"]
 
 log = logging.getLogger("npuemu.farm.exporter")
 

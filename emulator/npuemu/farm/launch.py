@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -187,8 +188,10 @@ class LoopbackFarm:
         )
         farm = cls(wd, coord, _own_workdir=own)
         try:
-            for i in range(hosts):
-                farm.add_host(f"host{i}", target)
+            with ThreadPoolExecutor(hosts) as pool:  # servers start in parallel
+                starting = [pool.submit(ServerProcess.start, target=target) for _ in range(hosts)]
+                for i, fut in enumerate(starting):
+                    farm.add_host(f"host{i}", target, fut.result())
             if grace_s is not None:
                 farm.start_reaper(grace_s)
         except BaseException:
@@ -196,17 +199,27 @@ class LoopbackFarm:
             raise
         return farm
 
-    def add_host(self, name: str, target: str) -> str:
-        """One server (one device) and its exporter; a place ``TARGET-N`` tagged
-        ``target=TARGET`` matching it. Returns the place's name."""
-        srv = ServerProcess.start(target=target, devices=1)
+    def add_host(self, name: str, target: str, srv: ServerProcess | None = None) -> str:
+        """One server (one device; `srv` if already started) and its exporter; a place
+        ``TARGET-N`` tagged ``target=TARGET`` matching it. Returns the place's name."""
+        if srv is None:
+            srv = ServerProcess.start(target=target, devices=1)
         self.servers.append(srv)
         self.exporters.append(
             FarmProcess.start(
                 f"exporter-{name}",
                 [
-                    sys.executable, "-m", "npuemu.farm.cli", "-v", "export",
-                    "--server", srv.address, "-c", self.coordinator, "-n", name,
+                    sys.executable,
+                    "-m",
+                    "npuemu.farm.cli",
+                    "-v",
+                    "export",
+                    "--server",
+                    srv.address,
+                    "-c",
+                    self.coordinator,
+                    "-n",
+                    name,
                 ],
                 r"Exporter ready",
                 cwd=self.workdir,
@@ -223,8 +236,16 @@ class LoopbackFarm:
         self.reaper = FarmProcess.start(
             "reaper",
             [
-                sys.executable, "-m", "npuemu.farm.cli", "reaper",
-                "-c", self.coordinator, "--grace", str(grace_s), "--interval", "0.2",
+                sys.executable,
+                "-m",
+                "npuemu.farm.cli",
+                "reaper",
+                "-c",
+                self.coordinator,
+                "--grace",
+                str(grace_s),
+                "--interval",
+                "0.2",
             ],
             r"reaper: watching",
             cwd=self.workdir,

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from xrt.errors import XrtError
 from xrt.farm import FarmClient, FarmDevice, coordinator_address, iter_places
 
-__all__ = ["Reaper", "main"]
+__all__ = ["Reaper", "add_arguments", "run"]
 
 log = logging.getLogger("npuemu.farm.reaper")
 

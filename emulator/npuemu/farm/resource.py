@@ -72,9 +72,9 @@ class NpuEmuDriver(Driver):
     params: str = attr.ib(default="", validator=attr.validators.instance_of(str))
 
     def __attrs_post_init__(self) -> None:
-        super().__attrs_post_init__()
-        if "token=" in self.params:
+        if "token=" in self.params:  # before binding: refuse it whatever the target has
             raise ValueError("NpuEmuDriver params must not carry a token: set NPU_EMU_TOKEN")
+        super().__attrs_post_init__()
         self._device: Any = None
 
     @property
