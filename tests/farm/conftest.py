@@ -11,7 +11,6 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -20,16 +19,15 @@ pytest.importorskip("labgrid", reason="the farm tests need the 'farm' extra (mak
 from npuemu.farm.launch import FarmProcess, LoopbackFarm
 from xrt.farm import FarmClient
 
-JOB = Path(__file__).with_name("farm_job.py")
 GRACE_S = 3.0  # the reaper's grace in these tests
 
 
 class Job:
-    """One `farm_job.py` subprocess; its JSON events are collected as they come."""
+    """One `npuemu.farm.job` subprocess; its JSON events are collected as they come."""
 
     def __init__(self, farm: LoopbackFarm, tags: str = "target=zg330", wait_s: float = 300):
         self.proc = subprocess.Popen(
-            [sys.executable, str(JOB), tags, str(wait_s)],
+            [sys.executable, "-m", "npuemu.farm.job", tags, str(wait_s)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -35,7 +35,6 @@ def test_two_jobs_get_two_devices_and_a_third_waits_for_a_release(farm, jobs) ->
     a, b = Job(farm), Job(farm)
     jobs += [a, b]
     ea, eb = a.wait_event("opened", OPEN_S), b.wait_event("opened", OPEN_S)
-    print("job a", a.events, "\njob b", b.events)
     assert ea["place"] != eb["place"]
     assert _server_of(ea["url"]) != _server_of(eb["url"])  # two servers, two devices
 
@@ -50,7 +49,11 @@ def test_two_jobs_get_two_devices_and_a_third_waits_for_a_release(farm, jobs) ->
     released = a.give_back()
     ec = c.wait_event("opened", 60)
     assert ec["place"] == ea["place"] and _device_of(ec["url"]) == _device_of(ea["url"])
-    print(f"release -> waiting job's open: {ec['t'] - released['t']:.2f} s")
+    start = next(e for e in a.events if e["event"] == "giving_back")
+    print(
+        f"give-back started / done -> waiting job's open: {ec['t'] - start['t']:.2f} s / "
+        f"{ec['t'] - released['t']:.2f} s"
+    )
     b.give_back()
     c.give_back()
 
@@ -151,26 +154,53 @@ def test_labgrid_url_never_acquires_and_says_so(farm) -> None:
         xrt.Device.open(f"labgrid://nowhere?coordinator={farm.coordinator}")
 
 
-def test_a_stopped_servers_device_is_not_handed_out(farm: LoopbackFarm, jobs) -> None:
-    """Runs last: it stops the second host's server."""
-    holder = Job(farm)
-    jobs.append(holder)
-    first = holder.wait_event("opened", OPEN_S)  # the live place is held
-    dead = next(p for p in farm.places if p != first["place"])
-    srv = next(s for s in farm.servers if s.address != _server_of(first["url"]))
+def _stop_the_other_server(farm: LoopbackFarm, held: dict) -> tuple[str, str]:
+    """Stop the server of the place `held` does not hold (if still running); wait until
+    its exporter says so. Returns that place and the server's address."""
+    dead = next(p for p in farm.places if p != held["place"])
+    srv = next(s for s in farm.servers if s.address != _server_of(held["url"]))
     srv.stop()
-    with FarmClient(farm.coordinator) as client:  # the exporter notices
+    with FarmClient(farm.coordinator) as client:
         client.wait_for(
             lambda: not any(d.avail for d in client.place_devices(client.places[dead])),
             60,
             f"{dead}'s device unavailable",
         )
-    job = Job(farm)
+    return dead, srv.address
+
+
+def test_a_stopped_servers_place_fails_fast_without_the_reaper(farm: LoopbackFarm, jobs) -> None:
+    """Stops the second host's server: the tests after this one find it stopped."""
+    holder = Job(farm)
+    jobs.append(holder)
+    dead, address = _stop_the_other_server(farm, holder.wait_event("opened", OPEN_S))
+    job = Job(farm)  # labgrid's scheduler gives it the dead place; the exporter refuses it
     jobs.append(job)
     t0 = time.monotonic()
-    assert job.proc.wait(OPEN_S) != 0  # fails fast, with the reason
+    assert job.proc.wait(OPEN_S) != 0
     assert f"could not acquire farm place {dead}" in job.stderr
-    assert "unavailable" in job.stderr and srv.address in job.stderr
+    assert f"is unavailable: server {address} does not answer" in job.stderr
     assert not job.has("opened")
     print(f"job on a dead server's place failed in {time.monotonic() - t0:.2f} s")
     holder.give_back()
+
+
+def test_the_reaper_keeps_a_dead_servers_place_out_of_the_scheduler(
+    farm: LoopbackFarm, jobs, reaper
+) -> None:
+    holder = Job(farm)
+    jobs.append(holder)
+    held = holder.wait_event("opened", OPEN_S)
+    dead, _ = _stop_the_other_server(farm, held)
+    assert reaper.wait_output(rf"quarantined {dead}", 60)
+    job = Job(farm)
+    jobs.append(job)
+    with FarmClient(farm.coordinator) as client:  # queued behind the live place
+        deadline = time.monotonic() + OPEN_S
+        while not any(r.state.name == "waiting" for r in client.reservations()):
+            assert time.monotonic() < deadline, "the job made no reservation"
+            time.sleep(0.1)
+    assert job.proc.poll() is None and not job.has("opened")
+    holder.give_back()
+    assert job.wait_event("opened", 60)["place"] == held["place"]  # the live one
+    job.give_back()

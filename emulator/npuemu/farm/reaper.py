@@ -9,6 +9,13 @@ cancels the place's reservation, then releases the place (in that order: the coo
 then hands the place to a waiting reservation at once), only if the same user still holds
 it.
 
+It also keeps places whose device is unavailable (its server is down, or the device is
+leased outside the farm) out of the scheduler: labgrid's scheduler looks at tags only and
+would hand such a place to the next reservation. The reaper takes a reservation of its own
+for the place (filter ``name=PLACE``, top priority) while the device stays unavailable, and
+cancels it when the device is back; `labgrid-client reservations` shows it under the
+reaper's user.
+
 The grace must cover a job's time between acquiring a place and opening its device, and
 between two opens; 30 s is the default. The lease state comes from the exporters (the
 resource's ``extra.state``): the reaper needs the coordinator only, no server tokens.
@@ -52,16 +59,50 @@ class Reaper:
         grace_s: Seconds without a lease before a place is given back.
     """
 
+    QUARANTINE_PRIO = 1000.0  # above any job's: the place goes to the reaper first
+
     def __init__(self, client: FarmClient, grace_s: float) -> None:
         self.client = client
         self.grace_s = grace_s
         self._watch: dict[str, _Watch] = {}
+        self._quarantine: dict[str, str] = {}  # place -> the reaper's reservation token
+        self._last_poll = 0.0
+
+    def quarantine(self) -> None:
+        """Hold a reservation on each place whose device is unavailable; drop it when the
+        device is back (see the module docstring)."""
+        now = time.monotonic()
+        refresh = now - self._last_poll > 10.0  # reservations expire unless polled
+        if refresh:
+            self._last_poll = now
+        for place, devices in iter_places(self.client):
+            down = [d for d in devices if not d.avail]
+            token = self._quarantine.get(place.name)
+            if down and token is None and not place.acquired:
+                token = self.client.reserve({"name": place.name}, prio=self.QUARANTINE_PRIO)
+                self._quarantine[place.name] = token
+                log.warning("quarantined %s: %s unavailable", place.name, down[0].where)
+                print(f"npu-emu-farm reaper: quarantined {place.name}", flush=True)
+            elif token is not None and not down:
+                self.client.cancel(token)
+                del self._quarantine[place.name]
+                log.warning("%s is available again", place.name)
+                print(f"npu-emu-farm reaper: returned {place.name}", flush=True)
+            elif token is not None and refresh:
+                self.client.poll_reservation(token)
+
+    def close(self) -> None:
+        """Cancel the reaper's own reservations."""
+        for token in self._quarantine.values():
+            self.client.cancel(token)
+        self._quarantine.clear()
 
     def step(self) -> list[str]:
         """Look once; give back what is due. Returns the places given back."""
         now = time.monotonic()
         reaped = []
         acquired = set()
+        self.quarantine()
         for place, devices in iter_places(self.client):
             if not place.acquired or not devices:
                 continue
@@ -136,8 +177,10 @@ def run(args: argparse.Namespace) -> int:
         f"npu-emu-farm reaper: watching {address} as {client.user}, grace {args.grace} s",
         flush=True,
     )
+    reaper = Reaper(client, args.grace)
     try:
-        Reaper(client, args.grace).run(stop, args.interval)
+        reaper.run(stop, args.interval)
+        reaper.close()
     except XrtError as exc:  # the coordinator went away: exit for systemd to restart us
         print(f"npu-emu-farm reaper: {exc}", file=sys.stderr)
         return 100

@@ -1,9 +1,11 @@
-"""A CI job of the farm tests, run as a real subprocess: take a device, use it, hold it
-until told to give it back (a line on stdin, or end of input), or until killed.
+"""A minimal farm job (the tests' and the bench's): take a device, use it, hold it until
+told to give it back (a line on stdin, or end of input), or until killed.
 
-    python farm_job.py TAGS WAIT_S
+    python -m npuemu.farm.job "target=zg330" WAIT_S
 
-Prints one JSON object per event: ``opened`` (place, device URL, time) and ``released``.
+Prints one JSON object per event, each with the wall-clock time ``t``: ``reserving``,
+``opened`` (place, device URL, seconds waited for the allocation), ``giving_back`` and
+``released``.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ def main() -> int:
         assert dma.read(dma.regs.SCRATCH.address) == os.getpid()
         say(event="opened", place=held.place, url=str(dev.url), waited=held.waited_s)
         sys.stdin.readline()
+        say(event="giving_back", place=held.place)
     say(event="released", place=held.place)
     return 0
 
