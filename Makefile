@@ -48,6 +48,7 @@ bench: $(STAMP) ## Print the performance figures (docs/performance.md keeps the 
 	$(PY) bench/bench_runtime.py
 	$(PY) bench/bench_runtime_grpc.py
 	$(PY) bench/bench_session.py --threads 1
+	$(PY) bench/bench_farm.py --repeat 3
 
 clean: ## Remove build products (keeps .venv)
 	rm -rf build .pytest_cache .hypothesis .ruff_cache

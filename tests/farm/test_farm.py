@@ -141,6 +141,44 @@ def test_a_real_pytest_lg_env_run_uses_a_farm_device(farm, tmp_path: Path) -> No
     assert urls and _server_of(urls[0].replace("grpc://", "//")) in served, run.stdout
 
 
+def test_the_farm_device_fixture_holds_a_device_and_gives_it_back(farm, tmp_path: Path) -> None:
+    (tmp_path / "test_fixture.py").write_text(
+        textwrap.dedent(
+            """\
+            def test_npu(farm_device):
+                dma = farm_device.get_reg_region("dma")
+                dma.write(dma.regs.SCRATCH.address, 7)
+                assert dma.read(dma.regs.SCRATCH.address) == 7
+                print("FARM DEVICE", farm_device.url)
+            """
+        )
+    )
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "npuemu.farm.fixtures",
+            "--farm-tags",
+            "target=zg330",
+            "-s",
+            "-q",
+            "test_fixture.py",
+        ],
+        cwd=tmp_path,
+        env={**os.environ, **farm.env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0 and "1 passed" in run.stdout, run.stdout + run.stderr
+    assert "FARM DEVICE grpc://" in run.stdout
+    with FarmClient(farm.coordinator) as client:  # given back: no place held, no reservation
+        assert not any(p.acquired or p.reservation for p in client.places.values())
+        assert client.reservations() == []
+
+
 def test_labgrid_url_never_acquires_and_says_so(farm) -> None:
     import xrt
     from xrt.errors import XrtError
