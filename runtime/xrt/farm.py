@@ -294,6 +294,11 @@ class FarmClient:
                 )
             return place
 
+    def snapshot_places(self) -> list[Place]:
+        """The places as mirrored now."""
+        with self._cond:
+            return list(self.places.values())
+
     def devices(self) -> list[FarmDevice]:
         """Every exported emulated NPU."""
         with self._cond:
@@ -302,6 +307,13 @@ class FarmClient:
                 for (e, g, n), entry in sorted(self.resources.items())
                 if entry.cls == RESOURCE_CLASS
             ]
+
+    def extra(self, device: FarmDevice) -> dict[str, Any]:
+        """The information the exporter publishes beside a device's parameters: ``state``
+        (``free``, ``leased``, ...), ``holder``, ``reason`` (why unavailable)."""
+        with self._cond:
+            entry = self.resources.get((device.path[0], device.path[1], device.path[3]))
+            return dict(entry.extra) if entry is not None else {}
 
     def place_devices(self, place: Place) -> list[FarmDevice]:
         """The emulated NPUs a place holds (acquired) or would hold (matched, not acquired)."""
@@ -399,11 +411,7 @@ class FarmClient:
             if res.state.name not in ("waiting", "allocated", "acquired"):
                 raise XrtError(ErrorCode.WRONG_ORDER, f"reservation {token} is {res.state.name}")
             if res.allocations:
-                with self._cond:
-                    if allocated():
-                        return next(n for n, p in self.places.items() if p.reservation == token)
-                self.sync()
-                continue
+                return res.allocations["main"][0]
             left = deadline - time.monotonic()
             if left <= 0:
                 raise XrtError(
@@ -411,7 +419,7 @@ class FarmClient:
                     f"reservation {token} ({res.filters.get('main')}) got no place in "
                     f"{timeout_s} s",
                 )
-            try:
+            try:  # the coordinator publishes the place it allocates: wake on that
                 self.wait_for(allocated, min(1.0, left), "allocation")
             except XrtError as exc:
                 if exc.code != ErrorCode.TIMEOUT:
@@ -466,7 +474,5 @@ def open_labgrid(url: DeviceURL) -> Any:
 
 def iter_places(client: FarmClient) -> Iterator[tuple[Place, list[FarmDevice]]]:
     """Each place with its emulated NPUs (for the reaper and `npu-emu-farm status`)."""
-    with client._cond:
-        places = list(client.places.values())
-    for place in places:
+    for place in client.snapshot_places():
         yield place, client.place_devices(place)

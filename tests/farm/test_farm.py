@@ -242,3 +242,12 @@ def test_the_reaper_keeps_a_dead_servers_place_out_of_the_scheduler(
     holder.give_back()
     assert job.wait_event("opened", 60)["place"] == held["place"]  # the live one
     job.give_back()
+
+
+def test_a_place_whose_exporter_is_gone_is_quarantined(farm: LoopbackFarm, reaper) -> None:
+    """Runs last: it stops an exporter."""
+    host = next(i for i, srv in enumerate(farm.servers) if srv.proc.poll() is None)
+    farm.exporters[host].stop()  # its resources vanish from the coordinator
+    assert reaper.wait_output(rf"quarantined {farm.places[host]}", 60)
+    with FarmClient(farm.coordinator) as client:
+        assert client.places[farm.places[host]].reservation is not None

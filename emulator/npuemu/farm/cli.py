@@ -31,9 +31,9 @@ def _status(args: argparse.Namespace) -> int:
                 held += f", reservation {place.reservation}"
             print(f"{place.name} [{tags}] {held}")
             for d in devices:
-                entry = client.resources[(d.path[0], d.path[1], d.path[3])]
-                state = entry.extra.get("state", "?")
-                avail = "available" if d.avail else f"UNAVAILABLE: {entry.extra.get('reason')}"
+                extra = client.extra(d)
+                state = extra.get("state", "?")
+                avail = "available" if d.avail else f"UNAVAILABLE: {extra.get('reason')}"
                 print(f"  {'/'.join(d.path)}: {d.grpc_url} {state}, {avail}")
     return 0
 

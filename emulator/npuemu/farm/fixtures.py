@@ -82,10 +82,9 @@ def hold_farm_device(
             except XrtError as exc:
                 why = []
                 for d in client.place_devices(client.place(place)):
-                    entry = client.resources[(d.path[0], d.path[1], d.path[3])]
                     state = "available"
                     if not d.avail:
-                        state = f"unavailable: {entry.extra.get('reason') or '?'}"
+                        state = f"unavailable: {client.extra(d).get('reason') or '?'}"
                     why.append(f"{d.where} is {state}")
                 raise XrtError(
                     ErrorCode.WRONG_ORDER,

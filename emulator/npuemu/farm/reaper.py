@@ -9,9 +9,10 @@ cancels the place's reservation, then releases the place (in that order: the coo
 then hands the place to a waiting reservation at once), only if the same user still holds
 it.
 
-It also keeps places whose device is unavailable (its server is down, or the device is
-leased outside the farm) out of the scheduler: labgrid's scheduler looks at tags only and
-would hand such a place to the next reservation. The reaper takes a reservation of its own
+It also keeps places whose device is unavailable (its server is down, the device is
+leased outside the farm, or no exporter publishes it any more) out of the scheduler:
+labgrid's scheduler looks at tags only and would hand such a place to the next
+reservation. The reaper takes a reservation of its own
 for the place (filter ``name=PLACE``, top priority) while the device stays unavailable, and
 cancels it when the device is back; `labgrid-client reservations` shows it under the
 reaper's user.
@@ -32,7 +33,7 @@ import time
 from dataclasses import dataclass
 
 from xrt.errors import XrtError
-from xrt.farm import FarmClient, FarmDevice, coordinator_address, iter_places
+from xrt.farm import RESOURCE_CLASS, FarmClient, FarmDevice, coordinator_address, iter_places
 
 __all__ = ["Reaper", "add_arguments", "run"]
 
@@ -40,9 +41,7 @@ log = logging.getLogger("npuemu.farm.reaper")
 
 
 def _leased(device: FarmDevice, client: FarmClient) -> bool:
-    with client._cond:
-        entry = client.resources.get((device.path[0], device.path[1], device.path[3]))
-    return entry is not None and entry.extra.get("state") == "leased"
+    return client.extra(device).get("state") == "leased"
 
 
 @dataclass
@@ -76,12 +75,14 @@ class Reaper:
         if refresh:
             self._last_poll = now
         for place, devices in iter_places(self.client):
-            down = [d for d in devices if not d.avail]
+            down = [d.where for d in devices if not d.avail]
+            if not devices and any(m.cls == RESOURCE_CLASS for m in place.matches):
+                down = [f"{RESOURCE_CLASS} of {place.name}: no exporter publishes it"]
             token = self._quarantine.get(place.name)
             if down and token is None and not place.acquired:
                 token = self.client.reserve({"name": place.name}, prio=self.QUARANTINE_PRIO)
                 self._quarantine[place.name] = token
-                log.warning("quarantined %s: %s unavailable", place.name, down[0].where)
+                log.warning("quarantined %s: %s unavailable", place.name, down[0])
                 print(f"npu-emu-farm reaper: quarantined {place.name}", flush=True)
             elif token is not None and not down:
                 self.client.cancel(token)
