@@ -17,7 +17,7 @@ help: ## Show this help
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON_SYS) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[emulator,dev]'
+	$(PY) -m pip install --quiet -e '.[emulator,dev,farm]'
 	@touch $@
 
 install: $(STAMP) ## Create .venv and install the project with all its tools
@@ -52,6 +52,8 @@ bench: $(STAMP) ## Print the performance figures (docs/performance.md keeps the 
 	$(PY) bench/bench_runtime_grpc.py
 	$(PY) bench/bench_session.py --threads 1
 	$(PY) bench/bench_waves.py
+
+	$(PY) bench/bench_farm.py --repeat 3
 	$(PY) bench/bench_hardening.py
 	$(PY) bench/bench_golden.py
 	$(PY) bench/bench_light_models.py --quantize

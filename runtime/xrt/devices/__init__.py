@@ -2,7 +2,9 @@
 
 - ``grpc://HOST:PORT[/DEVICE]``: the emulator (`xrt.transport.grpc.GrpcTransport`);
 - ``axi://BOARD?npu=...&dma=...&target=...&file=...``: a board through ``/dev/mem`` or a
-  file laid out like it (`xrt.transport.mmap.MmapTransport`).
+  file laid out like it (`xrt.transport.mmap.MmapTransport`);
+- ``labgrid://PLACE``: the emulated NPU of a labgrid place this user holds (`xrt.farm`,
+  needs the ``farm`` extra), opened as its ``grpc://`` device.
 
 Both build a `BuyiDevice` or a `Zg330Device` for the target the transport reports
 (`open_device`). Device parameters common to both schemes: ``bounce=BYTES`` (the DMA
@@ -42,6 +44,7 @@ __all__ = [
     "open_axi",
     "open_device",
     "open_grpc",
+    "open_labgrid",
 ]
 
 
@@ -110,3 +113,12 @@ def open_axi(url: DeviceURL) -> NpuDevice:
 
     _check_params(url, (*URL_PARAMS, *DEVICE_URL_PARAMS))
     return open_device(MmapTransport.from_url(url), url)
+
+
+@register_device("labgrid://")
+def open_labgrid(url: DeviceURL) -> NpuDevice:
+    """Factory of ``labgrid://`` URLs: the NPU of a held labgrid place (docs/farm.md).
+    labgrid is imported only here, when such a URL is opened."""
+    from xrt.farm import open_labgrid as open_farm_device
+
+    return open_farm_device(url)

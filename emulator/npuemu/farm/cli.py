@@ -1,0 +1,64 @@
+"""``npu-emu-farm``: the farm's services (docs/farm.md).
+
+npu-emu-farm export [--server HOST:PORT] [--advertise HOST] [-c COORDINATOR] [-n NAME]
+npu-emu-farm reaper [-c COORDINATOR] [--grace SECONDS]
+npu-emu-farm status [-c COORDINATOR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+__all__ = ["main"]
+
+
+def _status(args: argparse.Namespace) -> int:
+    from xrt.errors import XrtError
+    from xrt.farm import FarmClient, iter_places
+
+    try:
+        client = FarmClient(args.coordinator)
+    except XrtError as exc:
+        print(f"npu-emu-farm status: {exc}", file=sys.stderr)
+        return 1
+    with client:
+        for place, devices in sorted(iter_places(client), key=lambda pd: pd[0].name):
+            tags = " ".join(f"{k}={v}" for k, v in sorted(place.tags.items()))
+            held = f"acquired by {place.acquired}" if place.acquired else "free"
+            if place.reservation:
+                held += f", reservation {place.reservation}"
+            print(f"{place.name} [{tags}] {held}")
+            for d in devices:
+                extra = client.extra(d)
+                state = extra.get("state", "?")
+                avail = "available" if d.avail else f"UNAVAILABLE: {extra.get('reason')}"
+                print(f"  {'/'.join(d.path)}: {d.grpc_url} {state}, {avail}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="npu-emu-farm", description="Simulated NPUs on labgrid.")
+    p.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    sub = p.add_subparsers(dest="command", required=True)
+    from npuemu.farm import exporter, reaper
+
+    exporter.add_arguments(sub.add_parser("export", help="export a server's devices"))
+    reaper.add_arguments(sub.add_parser("reaper", help="give back places left unleased"))
+    s = sub.add_parser("status", help="places, their devices and lease states")
+    s.add_argument("-c", "--coordinator", default=None)
+    args = p.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(asctime)s %(name)s: %(message)s",
+    )
+    if args.command == "export":
+        return exporter.run(args)
+    if args.command == "reaper":
+        return reaper.run(args)
+    return _status(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
