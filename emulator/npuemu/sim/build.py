@@ -36,15 +36,20 @@ log = logging.getLogger(__name__)
 REPO_ROOT = Path(__file__).resolve().parents[3]
 RTL_DIR = REPO_ROOT / "rtl"
 BUILD_ROOT = Path(os.environ.get("NPU_EMU_BUILD_DIR", REPO_ROOT / "build" / "sim"))
-DPI_SOURCES = (RTL_DIR / "mem" / "npu_mem_dpi.cpp",)
+DPI_SOURCES = (RTL_DIR / "mem" / "npu_mem_dpi.cpp", RTL_DIR / "sim" / "npu_regbus_dpi.cpp")
 LINT_CONFIG = RTL_DIR / "lint" / "npu.vlt"
 COCOTB_CONFIG = RTL_DIR / "sim" / "cocotb.vlt"
 
 # Verilator options beyond what cocotb's runner adds. --timing (for npu_sim's internal
 # clock) needs -fcoroutines with g++ 12. --no-public-flat-rw undoes the runner's blanket
 # --public-flat-rw (a 4x slower model); rtl/sim/cocotb.vlt makes the toplevel ports
-# public instead.
-COCOTB_ARGS = ("--no-public-flat-rw",)
+# public instead. The register bus master's queue is filled from Python through ctypes in
+# the simulator's own process: its entry points must be in the dynamic symbol table.
+COCOTB_ARGS = (
+    "--no-public-flat-rw",
+    "-LDFLAGS",
+    "-Wl,--export-dynamic-symbol=npu_regbus_*",
+)
 TIMING_ARGS = ("--timing", "-CFLAGS", "-fcoroutines")
 VERILATOR_ARGS = (
     "-O3",
