@@ -22,6 +22,14 @@ from npuemu.server.launch import ServerProcess
 from xrt._generated.regmap_npu import NPU
 from xrt.transport.grpc import GrpcTransport
 
+# Leaf frames that are a process waiting for the next message, not working on one.
+IDLE = (
+    "EpollSelector.select",
+    "BlockingChannel._recv_exact",
+    "_worker (thread.py)",
+    "wait (threading.py)",
+)
+
 
 def children(pid: int) -> list[int]:
     out: list[int] = []
@@ -41,13 +49,13 @@ def summarize(raw: Path, label: str, top: int) -> None:
         n = int(count)
         frames = [f.split(" (")[0] + " (" + f.split("(")[-1].split(":")[0].split("/")[-1] + ")"
                   for f in stack.split(";") if f]  # fmt: skip
-        if not frames:
-            continue
+        if not frames or any(w in frames[-1] for w in IDLE):
+            continue  # waiting, not working (py-spy's idle detection misses these)
         total += n
         own[frames[-1]] += n
         for f in set(frames):
             incl[f] += n
-    print(f"\n== {label}: {total} samples on CPU")
+    print(f"\n== {label}: {total} samples working (waits for the next message left out)")
     print("  self:")
     for f, n in own.most_common(top):
         print(f"    {100 * n / total:5.1f}%  {f}")
