@@ -39,7 +39,8 @@ struct Queue {
     std::vector<RegbusOp> ops;
     std::vector<RegbusResult> results;
     size_t next = 0;
-    bool stopped = false;  // a result that is not OKAY ends the batch
+    bool stopped = false;    // a result that is not OKAY ends the batch
+    bool cancelled = false;  // the harness gave up on the batch: end it soon
 };
 
 Queue q;
@@ -55,7 +56,15 @@ extern "C" __attribute__((visibility("default"))) int npu_regbus_submit(const Re
     q.results.reserve(n);
     q.next = 0;
     q.stopped = false;
+    q.cancelled = false;
     return 0;
+}
+
+// The harness's caller went away: hand out no more operations, and let a poll in progress
+// give up at its next read (the master then drops its busy line soon).
+extern "C" __attribute__((visibility("default"))) void npu_regbus_cancel() {
+    q.stopped = true;
+    q.cancelled = true;
 }
 
 // Copy up to `cap` results of the last batch into `out`; return how many there are.
@@ -80,6 +89,8 @@ extern "C" svBit npu_regbus_next(unsigned int* kind, unsigned int* addr, unsigne
     *max_cycles = op.max_cycles;
     return 1;
 }
+
+extern "C" svBit npu_regbus_cancelled() { return q.cancelled ? 1 : 0; }
 
 extern "C" void npu_regbus_done(unsigned int status, unsigned int value,
                                 unsigned long long cycles) {

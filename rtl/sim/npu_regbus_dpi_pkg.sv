@@ -27,6 +27,9 @@ package npu_regbus_dpi_pkg;
     output int unsigned mask, output int unsigned expected,
     output longint unsigned max_cycles);
 
+  /// The harness gave up on the batch (its caller went away): a poll stops waiting.
+  import "DPI-C" function bit npu_regbus_cancelled();
+
   /// Report the result of the operation last taken: status (0 OKAY, 2 SLVERR, 3 DECERR,
   /// 4 poll timeout), the value (read, polled, or written by a masked write) and the
   /// simulated cycles it took.

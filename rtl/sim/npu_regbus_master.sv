@@ -18,7 +18,8 @@
 /// - poll: reads `addr` until `data & mask == expected`; between reads it waits
 ///   `PollFirstInterval` cycles, doubling up to `PollMaxInterval`, never past `max_cycles`
 ///   after the start; gives up (status 4) when a read that does not match comes
-///   `max_cycles` or more after the start, with the last value read.
+///   `max_cycles` or more after the start, with the last value read, or when the harness
+///   cancelled the batch.
 ///
 /// One transaction at a time; AW and W are offered together; `valid` and the payload only
 /// change after their handshake (they come from registers).
@@ -132,7 +133,7 @@ module npu_regbus_master
         OpPoll: begin
           if ((data & mask_q) == expected_q) begin
             finish(0, data);
-          end else if (spent >= max_cycles_q) begin
+          end else if (spent >= max_cycles_q || npu_regbus_cancelled()) begin
             finish(StatusPollTimeout, data);
           end else begin
             wait_q     <= left < 64'(interval_q) ? left : 64'(interval_q);

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import cocotb
 import pytest
-from cocotb.triggers import FallingEdge, RisingEdge
+from cocotb.triggers import FallingEdge, RisingEdge, Timer
 
 from npuemu.sim.cocotb_run import run_cocotb
 from npuemu.sim.harness import NpuHarness, RegStatus
@@ -456,4 +456,22 @@ async def masked_write_is_atomic_beside_another_master(dut):
     assert any(ours[0] < i < ours[-1] for i in theirs), (
         "the two masters never took turns: the test proves nothing"
     )
+    assert h.axil_violations == (0, 0)
+
+
+@cocotb.test()
+async def a_cancelled_batch_ends_and_the_next_one_runs(dut):
+    """A batch whose caller goes away (the worker cancels its task) stops: its poll gives up
+    at its next read, its later ops never run, and the next batch runs normally."""
+    h = NpuHarness(dut, CLOCK_PERIOD_PS, master="regbus")
+    await h.reset()
+    scratch = Pool().scratch[0]
+    rows = [("poll", scratch, 0, M32, 1, 10**9), ("write", scratch, 7, M32, 0, 0)]
+    task = cocotb.start_soon(h.run_rows(rows))
+    await Timer(5000 * CLOCK_PERIOD_PS, unit="ps")
+    task.cancel()
+    start = h.cycles
+    results = await h.run_rows([("read", scratch, 0, M32, 0, 0)])
+    assert [r[:2] for r in results] == [(0, 0)], "the write after the cancelled poll ran"
+    assert h.cycles - start < 2 * 1024 + 64, "the cancelled poll went on waiting"
     assert h.axil_violations == (0, 0)

@@ -123,10 +123,12 @@ class RegbusMaster:
         self.dut = dut
         self.period_ps = period_ps
         self._kick = 0
+        self._running = False  # a batch was handed over and its end not yet seen
         lib = ctypes.CDLL(None)  # the simulator executable itself
         try:
             self._submit = lib.npu_regbus_submit
             self._collect = lib.npu_regbus_collect
+            self._cancel = lib.npu_regbus_cancel
         except AttributeError:
             raise RegbusError(
                 "the simulator does not export npu_regbus_submit: it was built without "
@@ -136,10 +138,13 @@ class RegbusMaster:
         self._submit.restype = ctypes.c_int
         self._collect.argtypes = (ctypes.c_void_p, ctypes.c_uint32)
         self._collect.restype = ctypes.c_uint32
+        self._cancel.argtypes = ()
+        self._cancel.restype = None
 
     def reset(self) -> None:
         """Drive the kick input to its reset value (call while the NPU is in reset)."""
         self._kick = 0
+        self._running = False
         self.dut.rbm_kick_i.value = 0
 
     async def run(self, rows: Sequence[Row]) -> list[Result]:
@@ -147,19 +152,28 @@ class RegbusMaster:
         if not rows:
             return []
         ops = encode_rows(rows)
+        if self._running and self.dut.rbm_busy_o.value:
+            # The last batch was cancelled: the master ends it at its next op boundary.
+            await FallingEdge(self.dut.rbm_busy_o)
         if self._submit(ops.ctypes.data, len(ops)) != 0:
             raise RegbusError("the register bus master is still running a batch")
         self._kick ^= 1
         self.dut.rbm_kick_i.value = self._kick
+        self._running = True
         # A bound no correct batch reaches: each poll's limit plus its last read and
         # interval, and a generous number of cycles per access. (Plain Python: numpy's
         # fixed costs showed in the profile of single reads.)
         polls = [row[5] + POLL_MAX_INTERVAL for row in rows if row[0] == "poll"]
         bound = sum(polls) + 256 * len(rows) + 4096
         done = FallingEdge(self.dut.rbm_busy_o)
-        fired = await First(done, Timer(bound * self.period_ps, unit="ps"))
+        try:
+            fired = await First(done, Timer(bound * self.period_ps, unit="ps"))
+        except BaseException:  # cancelled (the worker's caller went away)
+            self._cancel()
+            raise
         if fired is not done:
             raise RegbusError(f"the register bus master did not finish a batch in {bound} cycles")
+        self._running = False
         out = np.empty(len(ops), RESULT_DTYPE)
         n = self._collect(out.ctypes.data, len(ops))
         return out[:n].tolist()
