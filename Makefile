@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
 
-.PHONY: help install test test-fast regs proto lint demo serve bench clean
+.PHONY: help install test test-fast regs proto lint demo serve bench fuzz clean
 
 help: ## Show this help
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -48,6 +48,10 @@ bench: $(STAMP) ## Print the performance figures (docs/performance.md keeps the 
 	$(PY) bench/bench_runtime.py
 	$(PY) bench/bench_runtime_grpc.py
 	$(PY) bench/bench_session.py --threads 1
+	$(PY) bench/bench_hardening.py
+
+fuzz: $(STAMP) ## Longer server fuzz, kill-mid-DMA trials and TLS round trip (bench/bench_hardening.py)
+	$(PY) bench/bench_hardening.py --fuzz 20000 --kills 20 --reads 2000
 
 clean: ## Remove build products (keeps .venv)
 	rm -rf build .pytest_cache .hypothesis .ruff_cache

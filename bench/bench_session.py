@@ -105,8 +105,8 @@ def main() -> None:
     sess.forward([x])
     by_type: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
     for t in sess.time_profile_results().values():
-        by_type[t.op_type][0] += t.wall * 1e3
-        by_type[t.op_type][1] += t.memory * 1e3
+        by_type[t.op_type][0] += t.wall
+        by_type[t.op_type][1] += t.memory
     profiled_ms = sess.total_time() * 1e3
 
     plan = sess.memory_plan

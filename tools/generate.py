@@ -8,6 +8,8 @@ Sources -> generated files:
   ``runtime/xrt/_generated/regmap_<block>.py`` (systemrdl-compiler, below);
 - ``rtl/config/npu.toml`` ->
   ``rtl/generated/npu_config_pkg.sv`` and ``runtime/xrt/_generated/hwconfig.py``;
+- ``rtl/isa/npu_isa.toml`` (+ ``rtl/isa/npu_isa_guide.md``) -> ``rtl/generated/npu_isa_pkg.sv``,
+  ``runtime/xrt/_generated/isa.py`` and ``docs/isa.md`` (see `tools.isa_gen`);
 - ``proto/npuemu/v1/*.proto`` -> ``runtime/xrt/_proto/npuemu/v1/*_pb2*.py[i]``
   (grpcio-tools), imported as ``xrt._proto.npuemu.v1`` by the runtime and the server alike.
 
@@ -28,6 +30,8 @@ from pathlib import Path
 
 from systemrdl import RDLCompiler
 from systemrdl.node import AddrmapNode, FieldNode, RegNode
+
+from tools.isa_gen import generate_isa, isa_outputs
 
 ROOT = Path(__file__).resolve().parent.parent
 RDL_DIR = ROOT / "rtl" / "regs"
@@ -170,6 +174,8 @@ def generate_config_sv(cfg: dict, out_root: Path) -> None:
         f"  localparam int unsigned DmaMaxOutstanding = {dma['max_outstanding']};",
         f"  localparam int unsigned DmaFifoDepth = {dma['fifo_depth']};",
     ]
+    for key, value in cfg["npu"].items():
+        lines.append(f"  localparam int unsigned Npu{_sv_name(key)} = {value};")
     for name in TARGET_ORDER:
         t = cfg["targets"][name]
         p = _sv_name(name)
@@ -195,7 +201,7 @@ def generate_config_py(cfg: dict, out_root: Path) -> None:
         HEADER_PY.format(src="rtl/config/npu.toml"),
         '"""Hardware configuration of both targets (see xrt.hwconfig for the types)."""',
         "",
-        "from xrt.hwconfig import DmaConfig, MemoryWindow, TargetConfig",
+        "from xrt.hwconfig import DmaConfig, MemoryWindow, NpuConfig, TargetConfig",
         "",
         f"HW_VERSION = ({ver['major']}, {ver['minor']}, {ver['patch']})",
         f"CLOCK_PERIOD_PS = {cfg['clock']['period_ps']}",
@@ -205,6 +211,9 @@ def generate_config_py(cfg: dict, out_root: Path) -> None:
         f"    max_burst_beats={dma['max_burst_beats']},",
         f"    max_outstanding={dma['max_outstanding']},",
         f"    fifo_depth={dma['fifo_depth']},",
+        ")",
+        "NPU = NpuConfig(",
+        *(f"    {key}={value}," for key, value in cfg["npu"].items()),
         ")",
         "TARGETS = {",
     ]
@@ -271,6 +280,7 @@ def generated_files() -> list[Path]:
     """Every generated path, relative to the repository root."""
     files = [RTL_OUT / "npu_config_pkg.sv", PY_OUT / "hwconfig.py", PY_OUT / "__init__.py"]
     files += _proto_outputs()
+    files += isa_outputs()
     for block in BLOCKS:
         files += [
             RTL_OUT / f"{block}_csr.sv",
@@ -290,6 +300,7 @@ def generate_all(out_root: Path) -> None:
     generate_config_sv(cfg, out_root)
     generate_config_py(cfg, out_root)
     generate_proto(out_root)
+    generate_isa(cfg, out_root)
     init = out_root / PY_OUT / "__init__.py"
     init.write_text(HEADER_PY.format(src="tools/generate.py") + '"""Generated modules."""\n')
 

@@ -1,15 +1,17 @@
 """`npu-emu`: the emulator's command line.
 
 npu-emu serve [--host 127.0.0.1] [--port 50051] [--target buyi|zg330] [--devices N]
-              [--token TOKEN] [--lease-ttl SECONDS] [--watchdog SECONDS]
+              [--token-file PATH] [--lease-ttl SECONDS] [--watchdog SECONDS]
+              [--tls-cert PEM --tls-key PEM [--tls-client-ca PEM]] [--allow-insecure-remote]
+              (token: $NPU_EMU_TOKEN or --token-file; --token on argv is readable by all users)
 npu-emu build [--target buyi|zg330]
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
+from pathlib import Path
 
 from xrt._generated.hwconfig import TARGETS
 
@@ -46,8 +48,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     s.add_argument(
         "--token",
-        default=os.environ.get("NPU_EMU_TOKEN"),
-        help="require 'authorization: Bearer TOKEN' (default: $NPU_EMU_TOKEN)",
+        default=None,
+        help="require 'authorization: Bearer TOKEN'. Avoid: every local user can read a "
+        "command line (/proc/PID/cmdline); prefer $NPU_EMU_TOKEN or --token-file",
     )
     s.add_argument(
         "--lease-ttl",
@@ -61,6 +64,27 @@ def _parser() -> argparse.ArgumentParser:
         default=30.0,
         help="seconds a simulation worker may take beyond a request's own time before it is "
         "declared hung and restarted (default 30)",
+    )
+    sec = s.add_argument_group("security (token, TLS)")
+    sec.add_argument(
+        "--token-file",
+        type=Path,
+        default=None,
+        help="read the token from this file (first line); the default token is $NPU_EMU_TOKEN",
+    )
+    sec.add_argument("--tls-cert", type=Path, default=None, help="PEM certificate chain: serve TLS")
+    sec.add_argument("--tls-key", type=Path, default=None, help="PEM private key of --tls-cert")
+    sec.add_argument(
+        "--tls-client-ca",
+        type=Path,
+        default=None,
+        help="PEM CA bundle: require client certificates signed by it (mutual TLS)",
+    )
+    sec.add_argument(
+        "--allow-insecure-remote",
+        action="store_true",
+        help="serve a non-loopback address with neither token nor TLS (anyone who can reach "
+        "the port may use the devices)",
     )
     b = sub.add_parser("build", help="build (or check the cache of) the verilated model")
     b.add_argument("--target", choices=sorted(TARGETS), default="buyi")
@@ -80,16 +104,31 @@ def main(argv: list[str] | None = None) -> int:
         print(f"npu-emu: --port {args.port} is not a port number", file=sys.stderr)
         return 2
     from npuemu.server.app import ServeOptions, run
+    from npuemu.server.security import SecurityError, security_options
 
+    try:
+        sec = security_options(
+            host=args.host,
+            token=args.token,
+            token_file=args.token_file,
+            tls_cert=args.tls_cert,
+            tls_key=args.tls_key,
+            tls_client_ca=args.tls_client_ca,
+            allow_insecure_remote=args.allow_insecure_remote,
+        )
+    except SecurityError as exc:
+        print(f"npu-emu: {exc}", file=sys.stderr)
+        return 2
     return run(
         ServeOptions(
             args.host,
             args.port,
             args.target,
             args.devices,
-            args.token,
+            sec.token,
             args.lease_ttl,
             args.watchdog,
+            sec.tls,
         )
     )
 

@@ -11,6 +11,16 @@ package npu_config_pkg;
   localparam int unsigned DmaMaxBurstBeats = 256;
   localparam int unsigned DmaMaxOutstanding = 8;
   localparam int unsigned DmaFifoDepth = 1024;
+  localparam int unsigned NpuBlock = 16;
+  localparam int unsigned NpuInpRows = 8192;
+  localparam int unsigned NpuWgtRows = 1024;
+  localparam int unsigned NpuAccRows = 4096;
+  localparam int unsigned NpuPrmRows = 256;
+  localparam int unsigned NpuLutTables = 4;
+  localparam int unsigned NpuInsnQueueDepth = 8;
+  localparam int unsigned NpuTokenDepth = 64;
+  localparam int unsigned NpuWatchdogCycles = 1048576;
+  localparam int unsigned NpuBaseRegs = 16;
   // Buyi: NPU with DMA; every tensor lives in external memory
   localparam int unsigned BuyiTargetId = 1;
   localparam logic [63:0] BuyiNpuBase = 64'h40000000;

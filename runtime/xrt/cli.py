@@ -3,7 +3,8 @@
 ::
 
     xrt run MODEL.onnx [--device URL] [--backends host[,NAME...]] [--input FILE.npy ...]
-                       [--seed N] [--profile] [--quantize [--calib N]] [--values N]
+                       [--seed N] [--profile] [--trace FILE] [--quantize [--calib N]]
+                       [--values N]
 
 MODEL is an ONNX file (imported with `Network.from_onnx`) or a network file of
 docs/network-format.md (``.json``, with its ``.raw`` next to it). Without ``--input`` every
@@ -11,7 +12,8 @@ input gets seeded random values (normal for floats, uniform over the type for in
 ``--input`` takes one ``.npy`` file per network input, in order, or ``NAME=FILE.npy``.
 It prints each output's type, its first values, min/max/mean and, for a classifier-shaped
 output (``[1, K]`` or ``[K]`` with K >= 5), the top 5; with ``--profile`` the per-operator
-time table and the memory plan. ``--quantize`` calibrates on ``--calib`` random input sets
+time table and the memory plan; with ``--trace FILE`` the forward's timeline as Chrome trace
+JSON (ui.perfetto.dev). ``--quantize`` calibrates on ``--calib`` random input sets
 and runs the int8 network (docs/quantization.md) instead.
 
 Exit status: 0 on success; 2 for bad arguments or input (missing files: XrtError 11002;
@@ -73,6 +75,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     run.add_argument("--profile", action="store_true", help="print the per-operator time table")
+    run.add_argument(
+        "--trace",
+        metavar="FILE",
+        default=None,
+        help="write the forward's timeline as Chrome trace JSON (open it in ui.perfetto.dev)",
+    )
     run.add_argument(
         "--quantize", action="store_true", help="quantize to int8 (random calibration data)"
     )
@@ -219,7 +227,10 @@ def _forward(
     with sess:
         sess.apply()
         sess.enable_time_profile(args.profile)
+        sess.enable_trace(args.trace is not None)
         outs = sess.forward(feed)
+        if args.trace is not None:
+            sess.write_trace(args.trace)
         print(
             f"model {args.model}: network {net.name!r}, {len(net.ops)} ops; "
             f"backends {', '.join(names)}"
@@ -233,6 +244,8 @@ def _forward(
         if args.profile:
             print(sess.profile_table())
             print(sess.memory_plan.summary())
+        if args.trace is not None:
+            print(f"trace: {args.trace} ({len(sess.trace_events())} events; ui.perfetto.dev)")
     return 0
 
 

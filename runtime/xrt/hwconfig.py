@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from xrt.errors import ErrorCode, XrtError
 
-__all__ = ["DmaConfig", "MemoryWindow", "TargetConfig", "target"]
+__all__ = ["DmaConfig", "MemoryWindow", "NpuConfig", "TargetConfig", "target"]
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,33 @@ class DmaConfig:
     def bus_bytes(self) -> int:
         """Bytes per data beat."""
         return self.data_width // 8
+
+
+@dataclass(frozen=True)
+class NpuConfig:
+    """Compute engine sizes shared by both targets (`rtl/config/npu.toml` ``[npu]``)."""
+
+    block: int
+    inp_rows: int
+    wgt_rows: int
+    acc_rows: int
+    prm_rows: int
+    lut_tables: int
+    insn_queue_depth: int
+    token_depth: int
+    watchdog_cycles: int
+    base_regs: int
+
+    @property
+    def macs_per_cycle(self) -> int:
+        """Multiply-accumulates the B x B array does per cycle."""
+        return self.block * self.block
+
+    def row_bytes(self, buffer: str) -> int:
+        """Bytes of one row of ``buffer`` (INP, WGT, ACC, PRM or LUT) in memory."""
+        b = self.block
+        sizes = {"INP": b, "LUT": b, "WGT": b * b, "ACC": 4 * b, "PRM": 4 * b}
+        return sizes[buffer]
 
 
 @dataclass(frozen=True)

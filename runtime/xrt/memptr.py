@@ -193,9 +193,16 @@ class MemPtr:
         """The host bytes from the pointer to the end of its buffer (the manual's ``cptr()``).
 
         Raises:
-            XrtError: 11010 for ADDR and null pointers.
+            XrtError: 11010 for ADDR and null pointers; 11003 when the pointer was moved
+                outside its buffer.
         """
-        return self.buffer[self._off :]
+        buf = self.buffer
+        if not 0 <= self._off <= len(buf):
+            raise XrtError(
+                ErrorCode.OUT_OF_RANGE,
+                f"{self!r} points outside its {len(buf)}-byte host buffer",
+            )
+        return buf[self._off :]
 
     @property
     def host_address(self) -> int:
@@ -211,7 +218,7 @@ class MemPtr:
     def host_bytes(self, nbytes: int) -> memoryview:
         """The `nbytes` host bytes at the pointer; XrtError 11003 past the buffer's end."""
         buf = self.buffer
-        if not 0 <= nbytes <= len(buf) - self._off:
+        if not (self._off >= 0 and 0 <= nbytes <= len(buf) - self._off):
             raise XrtError(
                 ErrorCode.OUT_OF_RANGE,
                 f"{nbytes} bytes at {self!r} run past the end of its {len(buf)}-byte buffer",
@@ -231,14 +238,9 @@ class MemPtr:
                     ErrorCode.OUT_OF_RANGE,
                     f"{self!r} moved by {delta} leaves the 64-bit address space",
                 )
-        off = self._off
-        if self._buf is not None:
-            off += delta
-            if not 0 <= off <= len(self._buf):
-                raise XrtError(
-                    ErrorCode.OUT_OF_RANGE,
-                    f"{self!r} moved by {delta} leaves its {len(self._buf)}-byte host buffer",
-                )
+        # Like a C pointer (the manual moves an 8-byte buffer's pointer by 40), a host
+        # pointer may point outside its buffer; only reaching bytes through it is checked.
+        off = self._off + delta if self._buf is not None else self._off
         return MemPtr._make(self._kind, addr, self._buf, off, self._haddr)
 
     def __add__(self, other: object) -> MemPtr:

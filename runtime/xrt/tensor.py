@@ -15,7 +15,10 @@ calls ``f(device)`` until it returns True (then the tensor stays ready until `se
 (False)). `is_ready`, `wait_for_ready`; reading data (`numpy`, `read`, `dump`, `to`) from a
 tensor that is not ready raises XrtError 11012 rather than return stale bytes.
 
-Dump formats (`Tensor.dump`): three letters, one from each pair:
+Dump formats (`Tensor.dump`): the empty format (the default, as in the manual's
+``dump(std::ostream& os, const std::string& format = "")``) writes the data exactly as
+stored in memory (hardware layout included, native little-endian values); otherwise three
+letters, one from each pair:
 
 - layout: ``H`` the hardware (stored) layout, ``S`` the software (logical) layout;
 - values: ``F`` float, ``Q`` the quantized (raw integer) values;
@@ -260,6 +263,8 @@ class Tensor:
             raise XrtError(
                 ErrorCode.WRONG_TYPE, f"quantization must be QuantParams, got {ttype.quant!r}"
             )
+        if callable(chunk) and not isinstance(chunk, MemChunk) and check_func is None:
+            chunk, check_func = None, chunk  # the manual's Tensor(ttype, check_func)
         if check_func is not None and not callable(check_func):
             raise XrtError(ErrorCode.WRONG_TYPE, f"check_func must be callable: {check_func!r}")
         off = as_size(offset, "tensor offset")
@@ -697,6 +702,8 @@ class Tensor:
             XrtError: 11010 for an unknown format, or an impossible one without `fallback`.
         """
         fallback = as_bool(fallback, "fallback")
+        if isinstance(format, str) and format == "":
+            return ""  # the raw stored data: always possible
         if not isinstance(format, str) or format not in DUMP_FORMATS:
             raise XrtError(
                 ErrorCode.WRONG_TYPE,
@@ -721,9 +728,11 @@ class Tensor:
             values = "F"
         return layout + values + form
 
-    def dump_array(self, format: str = "SFB", fallback: bool = False) -> np.ndarray:
-        """The array `dump` writes for `format`."""
+    def dump_array(self, format: str = "", fallback: bool = False) -> np.ndarray:
+        """The array `dump` writes for `format` (``""``: the stored array)."""
         fmt = self.resolve_dump_format(format, fallback)
+        if fmt == "":
+            return self.numpy(hardware=True)
         layout, values = fmt[0], fmt[1]
         arr = self.numpy()
         if values == "F":
@@ -739,15 +748,16 @@ class Tensor:
     def dump(
         self,
         stream: IO[bytes] | IO[str] | str | os.PathLike[str],
-        format: str = "SFB",
+        format: str = "",
         *,
         fallback: bool = False,
     ) -> str:
-        """Write the tensor's values to `stream` in a three-letter `format`.
+        """Write the tensor's values to `stream` in `format`.
 
         Args:
             stream: A binary stream, a text stream (T formats only) or a file path.
-            format: ``[H|S][F|Q][B|T]`` (see the module docstring); default ``"SFB"``.
+            format: ``""`` (default, as the manual): the data as stored in memory; or
+                ``[H|S][F|Q][B|T]`` (see the module docstring).
             fallback: Degrade H to S and Q to F when they are impossible instead of failing.
 
         Returns:
@@ -775,7 +785,7 @@ class Tensor:
             )
         arr = self.dump_array(fmt)
         text_stream = isinstance(stream, io.TextIOBase)
-        if fmt[2] == "B":
+        if fmt == "" or fmt[2] == "B":
             if text_stream:
                 raise XrtError(
                     ErrorCode.WRONG_TYPE, f"dump {fmt!r} is binary: give a binary stream"

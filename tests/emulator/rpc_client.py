@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 import grpc
 
@@ -118,3 +119,16 @@ def worker_pid(server: ServerProcess, device: str) -> int:
     pids = re.findall(rf"worker {device} ready \(pid (\d+)\)", server.log)
     assert pids, f"no worker pid for {device} in the server log"
     return int(pids[-1])
+
+
+def children_of(pid: int) -> list[int]:
+    """Pids of the live child processes of `pid` (a server's workers)."""
+    kids = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            kids.append(int(stat.parent.name))
+    return kids

@@ -30,6 +30,7 @@ from rpc_client import (
     PLDDR_BASE,
     PROTOCOL,
     UDMA_BASE,
+    children_of,
     connect,
     dma_ops,
     rd,
@@ -334,6 +335,10 @@ BAD_CALLS = {
         grpc.StatusCode.INVALID_ARGUMENT,
         lambda c: c.write_mem(UDMA_BASE, bytes(100), length=50),
     ),
+    "stream longer than declared, in parts": (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        lambda c: c.write_mem(UDMA_BASE, bytes(100), length=50, chunk=40),
+    ),
     "stream shorter than declared": (
         grpc.StatusCode.INVALID_ARGUMENT,
         lambda c: c.write_mem(UDMA_BASE, bytes(10), length=50),
@@ -376,7 +381,7 @@ def test_malformed_requests_get_their_status_and_change_nothing(name, client):
     assert code == want, f"{name}: {code} {details}"
     assert details, f"{name}: the status needs a message"
     assert client.read(SCRATCH) == 0xC0FFEE
-    assert client.read_mem(UDMA_BASE, 64) == b"\xab" * 64 or name.startswith("stream")
+    assert client.read_mem(UDMA_BASE, 64) == b"\xab" * 64, "a refused request wrote memory"
     assert len(client.stub.ListDevices(pb.ListDevicesRequest()).devices) == 2
 
 
@@ -442,12 +447,40 @@ def test_hung_worker_is_detected_by_the_watchdog(server, client):
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGCONT)
-    wait_until(lambda: worker_pid(server, "npu1") != pid, 60, "a new worker")
 
-    def usable() -> bool:
+    def usable() -> bool:  # each try is a call on the lease: it keeps the lease alive
         try:
             return client.read(NPU_BASE) == 0x4E50_5530
-        except grpc.RpcError:
+        except grpc.RpcError as exc:
+            assert exc.code() == grpc.StatusCode.UNAVAILABLE, exc.details()
             return False
 
-    wait_until(usable, 60, "npu1 usable again")
+    wait_until(usable, 60, "npu1 usable again, on the same lease")
+    assert worker_pid(server, "npu1") != pid
+
+
+def test_lease_outlives_a_worker_restart_longer_than_its_ttl(server, client):
+    """The TTL does not run while the server restarts the holder's worker: a holder that
+    waits quietly for the restart (no call, no keep-alive) keeps its lease. The new worker
+    is held stopped for twice the TTL so the restart outlasts it every time."""
+    client.open(device="npu1", lease_ttl_ms=1000)
+    client.write(SCRATCH, 0x1234)
+    pid = worker_pid(server, "npu1")
+    others = set(children_of(server.proc.pid)) - {pid}
+    os.kill(pid, signal.SIGKILL)
+    code, _ = code_of(lambda: client.read(SCRATCH))
+    assert code == grpc.StatusCode.UNAVAILABLE
+    new: list[int] = []
+    wait_until(
+        lambda: bool(new.extend(set(children_of(server.proc.pid)) - others - {pid}) or new),
+        60,
+        "the new worker process",
+    )
+    os.kill(new[0], signal.SIGSTOP)
+    try:
+        time.sleep(2.0)  # twice the TTL with no call from the holder
+    finally:
+        os.kill(new[0], signal.SIGCONT)
+    wait_until(lambda: worker_pid(server, "npu1") == new[0], 60, "the new worker ready")
+    assert client.read(SCRATCH) == 0, "the new worker starts from reset"
+    client.stub.KeepAlive(pb.KeepAliveRequest(lease_id=client.lease))

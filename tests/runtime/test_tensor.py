@@ -376,9 +376,13 @@ def test_dump_streams_and_bad_formats(tmp_path: Path) -> None:
     with raises(ErrorCode.WRONG_TYPE):
         t.dump(io.StringIO(), "SQB")
     path = tmp_path / "t.bin"
-    assert t.dump(path) == "SFB"
+    assert t.dump(path, "SFB") == "SFB"
     assert path.read_bytes() == kinds_cache["quant"][2].astype("<f4").tobytes()  # type: ignore[union-attr]
-    for bad in ("SF", "SFBX", "sfb", "XFB", "SXB", "SFX", 3, ""):
+    # The manual's default format "" writes the data as stored in memory.
+    assert t.dump(path) == ""
+    stored = t.numpy(hardware=True)
+    assert path.read_bytes() == stored.astype(stored.dtype.newbyteorder("<")).tobytes()
+    for bad in ("SF", "SFBX", "sfb", "XFB", "SXB", "SFX", 3, None):
         with raises(ErrorCode.WRONG_TYPE):
             t.dump(io.BytesIO(), bad)  # type: ignore[arg-type]
     assert t.resolve_dump_format("HQB", fallback=True) == "SQB"

@@ -211,7 +211,7 @@ def test_sessions_on_random_networks_equal_the_reference(net: Network, seed: int
     assert plan.conflicts() == []
     placed: list[tuple[str, Tensor]] = []
 
-    def where(s: Session, op: object, outs: list[Tensor]) -> None:
+    def where(s: Session, op: object, backend: object, outs: list[Tensor]) -> None:
         placed.extend(zip(op.outputs, outs, strict=True))  # type: ignore[attr-defined]
 
     sess.set_post_callback(where)

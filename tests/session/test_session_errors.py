@@ -215,7 +215,7 @@ def test_callback_failures_name_the_op() -> None:
     sess = Session.create([TinyNpuBackend, HostBackend], net).apply()
     x = np.zeros((1, 3, 8, 8), np.float32)
 
-    def bad(s: Session, unit: object, tensors: list[Tensor]) -> None:
+    def bad(s: Session, unit: object, backend: object, tensors: list[Tensor]) -> None:
         if getattr(unit, "op_id", None) == 3:
             raise RuntimeError("inspect failed")
 
@@ -225,7 +225,7 @@ def test_callback_failures_name_the_op() -> None:
     assert "post callback" in err.message and "subgraph [3, 4]" in err.message
     assert "inspect failed" in err.message
     sess.set_post_callback(None)
-    sess.set_pre_callback(lambda s, unit, tensors: s.forward([x]))  # re-entrant
+    sess.set_pre_callback(lambda s, unit, backend, tensors: s.forward([x]))  # re-entrant
     err = _code(sess.forward, [x])
     assert err.code == ErrorCode.BACKEND_INTERNAL and "[11012]" in err.message
     sess.set_pre_callback(None)
@@ -240,7 +240,7 @@ def test_one_session_refuses_a_second_thread() -> None:
     x = np.zeros((1, 3, 8, 8), np.float32)
     inside, release = threading.Event(), threading.Event()
 
-    def hold(s: Session, unit: object, tensors: list[Tensor]) -> None:
+    def hold(s: Session, unit: object, backend: object, tensors: list[Tensor]) -> None:
         inside.set()
         assert release.wait(30)
 

@@ -155,7 +155,7 @@ def test_step_to_dump_example(quantized: Network, tmp_path: Path) -> None:
     sess = Session.create([HostBackend], quantized, [HostDevice.default()])
     sess.apply()
     runs: Counter[int] = Counter()
-    sess.set_post_callback(lambda s, op, outs: runs.update([op.op_id]))
+    sess.set_post_callback(lambda s, op, backend, outs: runs.update([op.op_id]))
     x = np.random.default_rng(7).standard_normal((1, 3, 32, 32)).astype(np.float32)
     input_tensor = Tensor.from_numpy(x)
     dump_dir = tmp_path / "dumps.SQB"
@@ -236,11 +236,11 @@ def test_callbacks_example() -> None:
     sess.apply()
     seen: list[tuple[str, int, list[np.ndarray]]] = []
 
-    def pre_func(s: Session, op: object, inputs: list[Tensor]) -> None:
-        assert s is sess
+    def pre_func(s: Session, op: object, backend: Backend, inputs: list[Tensor]) -> None:
+        assert s is sess and backend is sess.backend_bindings()[op.op_id]  # type: ignore[attr-defined]
         seen.append(("before", op.op_id, [t.numpy() for t in inputs]))  # type: ignore[attr-defined]
 
-    def post_func(s: Session, op: object, outputs: list[Tensor]) -> None:
+    def post_func(s: Session, op: object, backend: Backend, outputs: list[Tensor]) -> None:
         seen.append(("after", op.op_id, [t.numpy() for t in outputs]))  # type: ignore[attr-defined]
 
     sess.set_pre_callback(pre_func)
@@ -281,6 +281,7 @@ def test_time_profile_example() -> None:
             assert hard == 0  # the host has no hardware time
         else:
             assert result.op_ids == (3, 4) and result.op_type == "Subgraph" and hard > 0
-    assert sess.total_time() >= sum(r.wall for r in results.values())
+    assert sess.total_time("ms") >= sum(r.wall for r in results.values())  # ms, as printed
+    assert sess.total_time("ms") == pytest.approx(sess.total_time() * 1e3)
     table = sess.profile_table()
     assert "Subgraph" in table and "TinyNpuBackend" in table and "total" in table

@@ -40,7 +40,7 @@ class Counting:
         self.runs: Counter[int] = Counter()
         self.sess.set_post_callback(self._note)
 
-    def _note(self, sess: Session, unit: object, outs: list[Tensor]) -> None:
+    def _note(self, sess: Session, unit: object, backend: object, outs: list[Tensor]) -> None:
         self.runs.update(getattr(unit, "op_ids", [getattr(unit, "op_id", -1)]))
 
 

@@ -12,6 +12,7 @@ shared-memory files are removed: nothing is left behind.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import shutil
 import signal
@@ -24,7 +25,8 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from npuemu.server.auth import TokenAuthInterceptor
-from npuemu.server.devices import DeviceManager
+from npuemu.server.devices import DeviceManager, SimDevice
+from npuemu.server.security import TlsFiles
 from npuemu.server.service import DeviceService, add_to_server
 from npuemu.server.shm import new_server_dir, remove_stale_dirs
 from npuemu.sim.build import build_npu_sim
@@ -36,7 +38,13 @@ __all__ = ["ServeOptions", "serve"]
 log = logging.getLogger("npuemu.server")
 
 SERVICE_NAME = device_pb2.DESCRIPTOR.services_by_name["DeviceService"].full_name
-GRACE_S = 5.0
+GRACE_S = 5.0  # calls in flight at shutdown get this long, then they are cancelled
+DRAIN_S = 1.0  # health NOT_SERVING this long before calls are refused
+
+
+def device_health_name(device: str) -> str:
+    """Health service name of one device: NOT_SERVING while its worker cannot restart."""
+    return f"{SERVICE_NAME}/{device}"
 
 
 @dataclass
@@ -48,6 +56,7 @@ class ServeOptions:
     token: str | None = None
     lease_ttl_s: float = 30.0
     watchdog_s: float = 30.0
+    tls: TlsFiles | None = None
 
 
 async def serve(opts: ServeOptions) -> int:
@@ -74,6 +83,9 @@ async def serve(opts: ServeOptions) -> int:
         options=[
             ("grpc.max_receive_message_length", 8 << 20),
             ("grpc.max_send_message_length", 8 << 20),
+            # A busy port is an error, not a port shared with another server that would
+            # silently take some of the clients.
+            ("grpc.so_reuseport", 0),
         ],
     )
     add_to_server(DeviceService(manager), server)
@@ -96,7 +108,11 @@ async def serve(opts: ServeOptions) -> int:
         loop.add_signal_handler(sig, stop.set)
 
     try:
-        port = server.add_insecure_port(f"{opts.host}:{opts.port}")
+        where = f"{opts.host}:{opts.port}"
+        if opts.tls is not None:
+            port = server.add_secure_port(where, opts.tls.credentials())
+        else:
+            port = server.add_insecure_port(where)
     except RuntimeError as exc:
         log.error("cannot listen on %s:%d: %s", opts.host, opts.port, exc)
         shutil.rmtree(folder, ignore_errors=True)
@@ -110,9 +126,23 @@ async def serve(opts: ServeOptions) -> int:
         await manager.stop()
         shutil.rmtree(folder, ignore_errors=True)
         return 1
-    for name in ("", SERVICE_NAME):
+    for name in ("", SERVICE_NAME, *map(device_health_name, manager.devices)):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+
+    def report_fault(device: SimDevice) -> None:
+        status = health_pb2.HealthCheckResponse
+        manager.spawn(
+            health_servicer.set(
+                device_health_name(device.name),
+                status.NOT_SERVING if device.fault else status.SERVING,
+            )
+        )
+
+    for device in manager.devices.values():
+        device.on_fault = report_fault
     auth = "token required" if opts.token else "no token"
+    if opts.tls is not None:
+        auth += ", mutual TLS" if opts.tls.client_ca else ", TLS"
     print(
         f"npu-emu: serving {opts.devices} {cfg.name} device(s) on {opts.host}:{port} "
         f"({auth}; ready in {time.monotonic() - started:.1f} s)",
@@ -120,11 +150,20 @@ async def serve(opts: ServeOptions) -> int:
     )
 
     await stop.wait()
-    log.info("shutting down: health NOT_SERVING, %.0f s grace for calls in flight", GRACE_S)
+    log.info(
+        "shutting down: health NOT_SERVING, %.0f s drain, then %.0f s grace for calls in flight",
+        DRAIN_S,
+        GRACE_S,
+    )
     for name in ("", SERVICE_NAME):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
+    # Drain: load balancers and clients watching health see NOT_SERVING while calls are
+    # still served; a second signal skips the wait.
+    stop.clear()
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stop.wait(), DRAIN_S)
     manager.closing.set()
-    await server.stop(GRACE_S)
+    await server.stop(GRACE_S)  # then in-flight calls are cancelled (and so their requests)
     await manager.stop()
     shutil.rmtree(folder, ignore_errors=True)
     log.info("stopped")

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import enum
 import logging
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,12 @@ import grpc
 from npuemu.server.errors import ServiceError
 from npuemu.server.leases import Lease, LeaseTable
 from npuemu.server.shm import DeviceMemory
-from npuemu.server.worker_process import WorkerError, WorkerProcess, WorkerUnavailableError
+from npuemu.server.worker_process import (
+    WorkerCancelledError,
+    WorkerError,
+    WorkerProcess,
+    WorkerUnavailableError,
+)
 from npuemu.sim.build import BuiltModel
 from xrt.hwconfig import TargetConfig
 
@@ -30,7 +36,7 @@ log = logging.getLogger("npuemu.server")
 
 PROTOCOL_VERSION = 1
 DEFAULT_CALL_TIMEOUT_S = 30.0  # watchdog on any worker request
-RESTART_BACKOFF_S = (0.5, 2.0, 5.0, 15.0)
+RESTART_BACKOFF_S = (0.5, 1.0, 2.0, 5.0, 15.0, 30.0)  # then every 30 s, for ever
 
 
 class DeviceState(enum.IntEnum):
@@ -54,7 +60,14 @@ class Counters:
 
 
 class SimDevice:
-    """One simulated NPU: memory files, a worker process, a state and counters."""
+    """One simulated NPU: memory files, a worker process, a state and counters.
+
+    The state changes only under `lock`, in tasks no RPC can cancel (see `DeviceManager.end`
+    and `_restart`): FREE -> LEASED (open) -> RESETTING (lease end: engines stopped, then
+    memory cleared) -> FREE; any state -> RESTARTING (the worker died or hung) -> LEASED or
+    FREE. A restart that keeps failing stays RESTARTING, retries with back-off and says why
+    in `fault` (health and error messages carry it).
+    """
 
     def __init__(
         self,
@@ -74,6 +87,10 @@ class SimDevice:
         self.lease: Lease | None = None
         self.state = DeviceState.STARTING
         self.counters = Counters()
+        self.lock = asyncio.Lock()  # held by every state transition
+        self.fault = ""  # why restarts keep failing ("" while the worker is fine)
+        self.failed_restarts = 0
+        self.on_fault: Callable[[SimDevice], None] | None = None
         self._restart_task: asyncio.Task[None] | None = None
         self._stopping = False
 
@@ -90,20 +107,28 @@ class SimDevice:
         """A request is being served by the worker (its lease is in use)."""
         return self.worker is not None and self.worker.busy
 
-    async def call(self, op: str, extra_s: float = 0.0, **args: Any) -> dict:
-        """One worker request; UNAVAILABLE while the worker restarts or when it fails.
+    def unavailable_message(self) -> str:
+        text = f"device {self.name} is restarting its simulation worker; retry shortly"
+        if self.fault:
+            text += f" (the last {self.failed_restarts} restart(s) failed: {self.fault})"
+        return text
+
+    async def call(self, op: str, lease: Lease, extra_s: float = 0.0, **args: Any) -> dict:
+        """One worker request on behalf of `lease`; UNAVAILABLE while the worker restarts or
+        when it fails, ABORTED when the lease ends before or while it runs.
 
         The watchdog allows `watchdog_s` plus `extra_s` (time the request itself may take,
         such as a wait for the interrupt) before it declares the worker hung.
         """
         timeout_s = self.watchdog_s + extra_s
         if self.worker is None or self.state in (DeviceState.STARTING, DeviceState.RESTARTING):
-            raise ServiceError(
-                grpc.StatusCode.UNAVAILABLE,
-                f"device {self.name} is restarting its simulation worker; retry shortly",
-            )
+            raise ServiceError(grpc.StatusCode.UNAVAILABLE, self.unavailable_message())
         try:
-            reply = await self.worker.call(op, timeout_s, **args)
+            reply = await self.worker.call(op, timeout_s, guard=lambda: self.lease is lease, **args)
+        except WorkerCancelledError:
+            raise ServiceError(
+                grpc.StatusCode.ABORTED, f"the lease on {self.name} ended before {op} did"
+            ) from None
         except WorkerUnavailableError as exc:
             self.schedule_restart(str(exc))
             raise ServiceError(grpc.StatusCode.UNAVAILABLE, str(exc)) from exc
@@ -120,34 +145,104 @@ class SimDevice:
         self._restart_task = asyncio.get_running_loop().create_task(self._restart())
 
     async def _restart(self) -> None:
-        for attempt, delay in enumerate((0.0, *RESTART_BACKOFF_S)):
+        """Replace the worker; keep trying with back-off for as long as it takes."""
+        delay = 0.0
+        while not self._stopping:
             await asyncio.sleep(delay)
-            if self._stopping:
+            async with self.lock:
+                if self._stopping:
+                    return
+                old, self.worker = self.worker, None
+                if old is not None:
+                    await old.kill()  # its engines stop with it
+                if self.lease is None:
+                    self.memory.zero()  # what the dead worker's engines wrote goes
+                    old_file, _ = self.memory.renew_udma()
+                    self.memory.forget(old_file)
+                self.counters.worker_restarts += 1
+                try:
+                    worker = self._new_worker()
+                    await worker.start()
+                except Exception as exc:  # any failure: report it and try again later
+                    self.failed_restarts += 1
+                    self.fault = str(exc).splitlines()[0][:300]
+                    delay = RESTART_BACKOFF_S[min(self.failed_restarts, len(RESTART_BACKOFF_S)) - 1]
+                    log.error(
+                        "device %s: restart %d failed (next try in %.1f s): %s",
+                        self.name,
+                        self.failed_restarts,
+                        delay,
+                        exc,
+                    )
+                    if self.on_fault is not None:
+                        self.on_fault(self)
+                    continue
+                self.worker = worker
+                had_fault, self.fault, self.failed_restarts = bool(self.fault), "", 0
+                self.state = DeviceState.LEASED if self.lease else DeviceState.FREE
+                if self.lease is not None:
+                    self.lease.touch()  # the restart was no absence of its holder
+                log.info("device %s: simulation worker restarted (pid %s)", self.name, worker.pid)
+                if had_fault and self.on_fault is not None:
+                    self.on_fault(self)
                 return
-            old, self.worker = self.worker, None
-            if old is not None:
-                await old.kill()
-            self.counters.worker_restarts += 1
-            try:
-                worker = self._new_worker()
-                await worker.start()
-            except WorkerUnavailableError as exc:
-                log.error("device %s: restart %d failed: %s", self.name, attempt + 1, exc)
-                continue
-            self.worker = worker
-            self.state = DeviceState.LEASED if self.lease else DeviceState.FREE
-            log.info("device %s: simulation worker restarted (pid %s)", self.name, worker.pid)
-            return
-        log.error("device %s: giving up restarting its worker", self.name)
 
-    async def clear_for_next_holder(self) -> None:
-        """Between leases: memories read as zero, the device is reset."""
-        self.memory.zero()
-        if self.worker is not None and self.state == DeviceState.RESETTING:
+    async def clear_after_lease(self) -> None:
+        """A lease has ended: stop the engines (cancel the request in flight, reset), THEN
+        clear every memory, so no beat in flight lands after the clearing. A worker that
+        cannot be reset is killed (that stops its engines too) and restarted."""
+        async with self.lock:
+            if self.lease is not None:  # pragma: no cover - open() takes FREE devices only
+                return
+            worker = self.worker
+            if worker is None or self.state in (DeviceState.RESTARTING, DeviceState.STARTING):
+                if worker is not None:
+                    await worker.kill()
+                self.memory.zero()  # the restart ends in FREE
+                old, _ = self.memory.renew_udma()  # the next worker maps the new file
+                self.memory.forget(old)
+                return
+            self.state = DeviceState.RESETTING
+            worker.cancel_current()
             try:
-                await self.call("reset")
-            except ServiceError as exc:
-                log.warning("device %s: reset after lease failed: %s", self.name, exc.message)
+                await worker.call("reset", self.watchdog_s)
+            except (WorkerUnavailableError, WorkerError, WorkerCancelledError) as exc:
+                log.error(
+                    "device %s: reset after a lease failed (%s): restarting it", self.name, exc
+                )
+                await worker.kill()
+                self.memory.zero()
+                old, _ = self.memory.renew_udma()
+                self.memory.forget(old)
+                self.state = DeviceState.RESTARTING
+                if not self._stopping:
+                    self.schedule_restart_locked(str(exc))
+                return
+            self.memory.zero()
+            # A fresh udma file per lease: a former holder's mapping (the local fast path)
+            # stays on the old, unlinked file and never sees the next holder.
+            old, new = self.memory.renew_udma()
+            try:
+                await worker.call("remap", self.watchdog_s, old=str(old), new=str(new))
+            except (WorkerUnavailableError, WorkerError, WorkerCancelledError) as exc:
+                log.error(
+                    "device %s: remap after a lease failed (%s): restarting it", self.name, exc
+                )
+                await worker.kill()
+                self.memory.forget(old)
+                self.state = DeviceState.RESTARTING
+                if not self._stopping:
+                    self.schedule_restart_locked(str(exc))
+                return
+            self.memory.forget(old)
+            self.state = DeviceState.FREE
+
+    def schedule_restart_locked(self, reason: str) -> None:
+        """`schedule_restart` from inside a transition (the state is RESTARTING already)."""
+        if self._restart_task and not self._restart_task.done():
+            return
+        log.error("device %s: %s", self.name, reason)
+        self._restart_task = asyncio.get_running_loop().create_task(self._restart())
 
     async def stop(self) -> None:
         self._stopping = True
@@ -181,6 +276,7 @@ class DeviceManager:
         self.leases = LeaseTable()
         self.closing = asyncio.Event()  # set when the server starts shutting down
         self._expiry_task: asyncio.Task[None] | None = None
+        self._transitions: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
         """Start every worker (in parallel) and the lease expiry loop."""
@@ -231,8 +327,19 @@ class DeviceManager:
         self.leases.add(lease)
         device.lease = lease
         device.state = DeviceState.LEASED
-        log.info("lease %s: %s opened %s (ttl %.0f s)", lease.id, holder, device.name, lease.ttl_s)
+        # Lease ids are bearer credentials: never logged.
+        log.info("%s opened %s (ttl %.0f s)", holder, device.name, lease.ttl_s)
         return lease, device
+
+    def is_live(self, lease: Lease) -> bool:
+        """`lease` has not ended (and its device is still its own)."""
+        return self.leases.live.get(lease.id) is lease and self.devices[lease.device].lease is lease
+
+    def check_live(self, lease: Lease) -> None:
+        """ABORTED unless `lease` is live (a stream checks this on every message)."""
+        if not self.is_live(lease):
+            reason = self.leases.ended_reason(lease.id) or "ended"
+            raise ServiceError(grpc.StatusCode.ABORTED, f"this lease has ended ({reason})")
 
     def use(self, lease_id: str) -> tuple[Lease, SimDevice]:
         """The lease and its device, for a call on the device."""
@@ -241,31 +348,54 @@ class DeviceManager:
         device.counters.requests += 1
         return lease, device
 
+    def spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        """Run a state transition as a task of its own: no RPC's cancellation reaches it."""
+        task = asyncio.get_running_loop().create_task(coro)
+        self._transitions.add(task)
+        task.add_done_callback(self._transitions.discard)
+        return task
+
     async def end(self, lease: Lease, reason: str) -> None:
-        """End a lease, then clear and reset its device for the next holder."""
+        """End a lease, then stop, clear and reset its device for the next holder.
+
+        The lease is gone at once (every later call and every open memory stream of it is
+        refused); the clearing runs in a task the caller cannot cancel (a CloseDevice whose
+        client goes away half way still ends in FREE or a reported fault).
+        """
         if not self.leases.remove(lease, reason):
             return
         device = self.devices[lease.device]
-        device.lease = None
-        log.info("lease %s: %s released %s (%s)", lease.id, lease.holder, device.name, reason)
-        if device.state == DeviceState.LEASED:
-            device.state = DeviceState.RESETTING
-            await device.clear_for_next_holder()
-            if device.state == DeviceState.RESETTING:
-                device.state = DeviceState.FREE
+        if device.lease is lease:
+            device.lease = None
+        log.info("%s released %s (%s)", lease.holder, device.name, reason)
+        await asyncio.shield(self.spawn(device.clear_after_lease()))
 
     async def _expire_loop(self) -> None:
         while True:
             await asyncio.sleep(0.5)
-            for lease in self.leases.expired():
-                if self.devices[lease.device].in_call:
-                    lease.touch()  # a long call (a wait, a batch) is use, not absence
-                    continue
-                await self.end(lease, f"no keep-alive for {lease.ttl_s:.0f} s")
+            try:
+                await self._expire_once()
+            except Exception:  # one bad pass must not stop expiry for every device
+                log.exception("lease expiry pass failed")
+
+    async def _expire_once(self) -> None:
+        for lease in self.leases.expired():
+            device = self.devices[lease.device]
+            if device.in_call or device.state in (DeviceState.RESTARTING, DeviceState.STARTING):
+                # A long call (a wait, a batch) is use, not absence; a worker restart is the
+                # server's doing: the holder cannot call while it lasts.
+                lease.touch()
+                continue
+            self.spawn(self.end(lease, f"no keep-alive for {lease.ttl_s:.0f} s"))
 
     async def stop(self) -> None:
         if self._expiry_task is not None:
             self._expiry_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._expiry_task
+        for task in list(self._transitions):
+            task.cancel()
+        for d in self.devices.values():
+            if d.worker is not None:
+                d.worker.cancel_current()  # a long wait must not hold up the quit
         await asyncio.gather(*(d.stop() for d in self.devices.values()), return_exceptions=True)

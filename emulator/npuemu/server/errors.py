@@ -16,10 +16,21 @@ __all__ = [
     "ServiceError",
     "check_memory_range",
     "check_register",
+    "clip",
 ]
 
 MAX_CHUNK = 1 << 20  # bytes per memory stream message
 MAX_BATCH_OPS = 4096  # register operations per batch
+
+
+MAX_ECHO = 64  # characters of a client's string echoed into logs and messages
+
+
+def clip(text: str, limit: int = MAX_ECHO) -> str:
+    """`text` cut to `limit` characters (with a mark), printable only: client strings go
+    into logs and messages, and a client must not be able to flood either."""
+    text = "".join(c if c.isprintable() else "?" for c in text[: limit + 1])
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 class ServiceError(Exception):

@@ -66,10 +66,13 @@ class ServerProcess:
         watchdog_s: float | None = None,
         timeout_s: float = 600.0,
         extra_args: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
     ) -> ServerProcess:
         """Launch the server on 127.0.0.1 and a free port; return once it serves.
 
-        `timeout_s` covers a first build of the verilated model (about 20-30 s here).
+        `timeout_s` covers a first build of the verilated model (about 20-30 s here). The
+        token goes to the server in its environment ($NPU_EMU_TOKEN), never on its command
+        line; `env` adds variables.
         """
         args = [
             sys.executable,
@@ -84,8 +87,11 @@ class ServerProcess:
             str(devices),
             *extra_args,
         ]
+        child_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
         if token is not None:
-            args += ["--token", token]
+            child_env["NPU_EMU_TOKEN"] = token
+        elif not (env and "NPU_EMU_TOKEN" in env):
+            child_env.pop("NPU_EMU_TOKEN", None)  # a test's own token is not the server's
         if lease_ttl_s is not None:
             args += ["--lease-ttl", str(lease_ttl_s)]
         if watchdog_s is not None:
@@ -99,7 +105,7 @@ class ServerProcess:
             stdout=subprocess.PIPE,
             stderr=log_path.open("w"),
             text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env=child_env,
         )
         ready: list[re.Match[str]] = []
         got = threading.Event()

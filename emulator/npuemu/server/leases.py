@@ -60,15 +60,18 @@ class LeaseTable:
         if lease is None:
             reason = self._ended.get(lease_id)
             if reason is not None:
-                raise ServiceError(
-                    grpc.StatusCode.ABORTED, f"lease {lease_id} has ended ({reason})"
-                )
+                raise ServiceError(grpc.StatusCode.ABORTED, f"this lease has ended ({reason})")
+            # Lease ids are bearer credentials: never echoed into messages or logs.
             raise ServiceError(
                 grpc.StatusCode.FAILED_PRECONDITION,
-                f"unknown lease {lease_id!r}: open the device first",
+                "unknown lease: open the device first",
             )
         lease.touch()
         return lease
+
+    def ended_reason(self, lease_id: str) -> str | None:
+        """Why lease `lease_id` ended (None: it did not, or too long ago)."""
+        return self._ended.get(lease_id)
 
     def remove(self, lease: Lease, reason: str) -> bool:
         """End `lease`; False when it had already ended."""

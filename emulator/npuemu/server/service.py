@@ -26,6 +26,7 @@ from npuemu.server.errors import (
     ServiceError,
     check_memory_range,
     check_register,
+    clip,
 )
 from xrt._generated.hwconfig import CLOCK_PERIOD_PS, DMA, HW_VERSION
 from xrt._proto.npuemu.v1 import device_pb2 as pb
@@ -162,7 +163,7 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
                 grpc.StatusCode.INVALID_ARGUMENT,
                 f"lease_ttl_ms {ttl_ms} is outside [1000, 3600000]",
             )
-        holder = f"{request.client or 'anonymous'}@{context.peer()}"
+        holder = f"{clip(request.client) or 'anonymous'}@{clip(context.peer())}"
         lease, device = self.m.open(request.device, holder, ttl_ms / 1000 if ttl_ms else None)
         mappings = []
         lh = request.local_host
@@ -217,9 +218,9 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
     # ------------------------------------------------------------------ registers
     @_unary
     async def ReadRegister(self, request, context):
-        _, d = self.m.use(request.lease_id)
+        lease, d = self.m.use(request.lease_id)
         check_register(d.target, request.address)
-        r = await d.call("read_reg", addr=request.address)
+        r = await d.call("read_reg", lease, addr=request.address)
         d.counters.register_ops += 1
         return pb.ReadRegisterResponse(
             value=r["value"], cycles=r["cycles"], status=_STATUS[r["status"]]
@@ -227,15 +228,15 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
 
     @_unary
     async def WriteRegister(self, request, context):
-        _, d = self.m.use(request.lease_id)
+        lease, d = self.m.use(request.lease_id)
         check_register(d.target, request.address)
-        r = await d.call("write_reg", addr=request.address, value=request.value)
+        r = await d.call("write_reg", lease, addr=request.address, value=request.value)
         d.counters.register_ops += 1
         return pb.WriteRegisterResponse(cycles=r["cycles"], status=_STATUS[r["status"]])
 
     @_unary
     async def RegisterBatch(self, request, context):
-        _, d = self.m.use(request.lease_id)
+        lease, d = self.m.use(request.lease_id)
         if len(request.ops) > MAX_BATCH_OPS:
             raise ServiceError(
                 grpc.StatusCode.INVALID_ARGUMENT,
@@ -268,7 +269,12 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
                 poll_cycles += cycles
                 ops.append(("poll", body.address, 0, body.mask, body.expected, cycles))
         budget = len(ops) * 0.01 + poll_cycles / MIN_SIM_SPEED  # beyond the watchdog
-        r = await d.call("batch", budget, ops=ops)
+        remaining = context.time_remaining()
+        if remaining is not None:
+            # Nobody waits past the client's deadline: then the call is cancelled (and so is
+            # the batch in the worker), so the watchdog need not allow more.
+            budget = min(budget, max(0.0, remaining))
+        r = await d.call("batch", lease, budget, ops=ops)
         d.counters.register_ops += len(r["results"])
         return pb.RegisterBatchResponse(
             results=[pb.RegisterResult(status=_STATUS[s], value=v) for s, v in r["results"]],
@@ -278,40 +284,48 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
     # ------------------------------------------------------------------ memory
     @_unary
     async def WriteMemory(self, request_iterator, context):
+        """The whole stream is received and checked before any byte is written: a refused
+        stream changes nothing. The lease is checked on every message and once more when
+        the bytes go in, so a stream outliving its lease writes nothing."""
         first = None
-        d = None
-        offset = written = total = 0
+        lease = d = None
+        offset = received = total = 0
+        staged = bytearray()
         async for msg in request_iterator:
             if first is None:
                 first = msg
                 lease, d = self.m.use(msg.lease_id)
                 total = msg.length
                 offset = check_memory_range(d.target, msg.address, total)
+            else:
+                self.m.check_live(lease)
             if len(msg.data) > MAX_CHUNK:
                 raise ServiceError(
                     grpc.StatusCode.INVALID_ARGUMENT,
-                    f"a message carries {len(msg.data)} bytes; at most {MAX_CHUNK}",
+                    f"a message carries {len(msg.data)} bytes; at most {MAX_CHUNK} "
+                    "(nothing was written)",
                 )
-            if written + len(msg.data) > total:
+            if received + len(msg.data) > total:
                 raise ServiceError(
                     grpc.StatusCode.INVALID_ARGUMENT,
                     f"the stream carries more than the {total} bytes it declared "
-                    f"({written} written, {len(msg.data)} more offered)",
+                    f"({received} received, {len(msg.data)} more offered; nothing was written)",
                 )
-            assert d is not None
-            d.memory.udma_view[offset + written : offset + written + len(msg.data)] = msg.data
-            written += len(msg.data)
-            d.counters.memory_bytes_written += len(msg.data)
+            staged += msg.data
+            received += len(msg.data)
             lease.touch()
         if first is None:
             raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT, "empty WriteMemory stream")
-        if written != total:
+        if received != total:
             raise ServiceError(
                 grpc.StatusCode.INVALID_ARGUMENT,
-                f"the stream declared {total} bytes but carried {written} "
-                f"(bytes [{first.address:#x}, {first.address + written:#x}) were written)",
+                f"the stream declared {total} bytes but carried {received} (nothing was written)",
             )
-        return pb.WriteMemoryResponse(bytes_written=written)
+        assert d is not None and lease is not None
+        self.m.check_live(lease)  # no await from here to the copy: the lease cannot end
+        d.memory.udma_view[offset : offset + total] = staged
+        d.counters.memory_bytes_written += total
+        return pb.WriteMemoryResponse(bytes_written=total)
 
     async def ReadMemory(self, request, context) -> AsyncIterator[pb.ReadMemoryResponse]:
         try:
@@ -325,10 +339,17 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
         except ServiceError as exc:
             log.warning("ReadMemory from %s: %s %s", context.peer(), exc.code.name, exc.message)
             await context.abort(exc.code, exc.message)
-        view = d.memory.udma_view
         end = offset + request.length
         for pos in range(offset, end, chunk):
-            piece = bytes(view[pos : min(pos + chunk, end)])
+            # Checked per message: a stream outliving its lease reads nothing of the next
+            # holder's (the copy below runs with no await after the check).
+            if not self.m.is_live(lease):
+                await context.abort(
+                    grpc.StatusCode.ABORTED,
+                    f"the lease on {d.name} ended during this read "
+                    f"({pos - offset} of {request.length} bytes were sent)",
+                )
+            piece = bytes(d.memory.udma_view[pos : min(pos + chunk, end)])
             d.counters.memory_bytes_read += len(piece)
             lease.touch()
             yield pb.ReadMemoryResponse(data=piece)
@@ -336,7 +357,7 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
     # ------------------------------------------------------------------ time
     @_unary
     async def WaitInterrupt(self, request, context):
-        _, d = self.m.use(request.lease_id)
+        lease, d = self.m.use(request.lease_id)
         timeout_ms = request.timeout_ms or DEFAULT_WAIT_MS
         if timeout_ms > MAX_WAIT_MS:
             raise ServiceError(
@@ -349,15 +370,15 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
             timeout_s = max(0.0, min(timeout_s, remaining - 0.05))
         max_cycles = request.max_cycles or (1 << 62)
         # The watchdog allows the wait itself plus slack for a busy machine.
-        r = await d.call("wait_irq", timeout_s, max_cycles=max_cycles, wall_s=timeout_s)
+        r = await d.call("wait_irq", lease, timeout_s, max_cycles=max_cycles, wall_s=timeout_s)
         return pb.WaitInterruptResponse(
             outcome=_OUTCOME[r["outcome"]], waited_cycles=r["waited"], cycles=r["cycles"]
         )
 
     @_unary
     async def ResetDevice(self, request, context):
-        _, d = self.m.use(request.lease_id)
-        r = await d.call("reset")
+        lease, d = self.m.use(request.lease_id)
+        r = await d.call("reset", lease)
         return pb.ResetDeviceResponse(cycles=r["cycles"])
 
 

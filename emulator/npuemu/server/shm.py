@@ -5,6 +5,8 @@ The simulation worker maps them (DPI-C, `+npu_mem_<name>=PATH`); the server maps
 host-visible one (`udma`) to serve memory reads and writes without the simulator; a client
 on the same machine may map it too (the local fast path). `zero()` gives memory back to
 the kernel (punching holes), which reads as zeros everywhere at once, even while mapped.
+`renew_udma()` puts a new file behind ``udma`` between leases (the worker remaps it in
+place), so a mapping kept by a former holder never sees the next one.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import ctypes.util
 import logging
 import mmap
 import os
+import secrets
 import shutil
 import tempfile
 from pathlib import Path
@@ -66,14 +69,53 @@ class DeviceMemory:
         self.folder = folder
         self.device = device
         self.target = target
-        self.files = {name: folder / f"{device}-{name}.bin" for name in ("udma", "plddr")}
+        self.files = {name: self._new_path(name) for name in ("udma", "plddr")}
         for name, path in self.files.items():
-            with path.open("ab") as f:
-                f.truncate(target.memory(name).size)
+            self._create(path, target.memory(name).size)
         self.udma = target.memory("udma")
+        self._map_udma()
+
+    def _new_path(self, name: str) -> Path:
+        # A fresh, unguessable name per lease: a former holder's path names nothing.
+        return self.folder / f"{self.device}-{name}-{secrets.token_hex(8)}.bin"
+
+    @staticmethod
+    def _create(path: Path, size: int) -> None:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.ftruncate(fd, size)
+        finally:
+            os.close(fd)
+
+    def _map_udma(self) -> None:
         self._udma_file = self.files["udma"].open("r+b")
         self._udma_map = mmap.mmap(self._udma_file.fileno(), self.udma.size)
         self.udma_view = memoryview(self._udma_map)
+
+    def renew_udma(self) -> tuple[Path, Path]:
+        """Put a new (zero) file behind ``udma`` for the next lease; return (old, new).
+
+        The server maps the new file at once; the caller has the worker remap it too, then
+        calls `forget` on the old one. A mapping a former holder kept (the local fast path)
+        stays on the old file, which no one writes any more: it never sees the next holder.
+        """
+        old, new = self.files["udma"], self._new_path("udma")
+        self._create(new, self.udma.size)
+        self._unmap_udma()
+        self.files["udma"] = new
+        self._map_udma()
+        return old, new
+
+    @staticmethod
+    def forget(path: Path) -> None:
+        """Unlink a file that no longer backs a memory (its last mappings keep it alive)."""
+        path.unlink(missing_ok=True)
+
+    def _unmap_udma(self) -> None:
+        with contextlib.suppress(BufferError):
+            self.udma_view.release()
+            self._udma_map.close()
+        self._udma_file.close()
 
     @property
     def plusargs(self) -> list[str]:
@@ -95,9 +137,6 @@ class DeviceMemory:
                 os.close(fd)
 
     def close(self) -> None:
-        with contextlib.suppress(BufferError):
-            self.udma_view.release()
-            self._udma_map.close()
-        self._udma_file.close()
+        self._unmap_udma()
         for path in self.files.values():
             path.unlink(missing_ok=True)

@@ -15,14 +15,15 @@ import logging
 import os
 import signal
 import socket
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from npuemu.sim.build import BuiltModel
 from npuemu.sim.cocotb_run import simulator_env
-from npuemu.worker.protocol import ChannelClosedError, read_frame, write_frame
+from npuemu.worker.protocol import ChannelClosedError, frame, read_frame, write_frame
 
-__all__ = ["WorkerError", "WorkerProcess", "WorkerUnavailableError"]
+__all__ = ["WorkerCancelledError", "WorkerError", "WorkerProcess", "WorkerUnavailableError"]
 
 log = logging.getLogger("npuemu.worker")
 
@@ -35,6 +36,10 @@ class WorkerUnavailableError(Exception):
 
 class WorkerError(Exception):
     """The worker answered that a request failed (a bug, not a device response)."""
+
+
+class WorkerCancelledError(Exception):
+    """The worker stopped a request before it ended (its caller or its lease went away)."""
 
 
 class WorkerProcess:
@@ -57,6 +62,11 @@ class WorkerProcess:
         self._writer: asyncio.StreamWriter | None = None
         self._ids = itertools.count(1)
         self._lock = asyncio.Lock()
+        self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._current: int | None = None
+        self._reply_task: asyncio.Task[None] | None = None
+        self._drain_task: asyncio.Task[None] | None = None
+        self._channel_closed = False
         self.cycles = 0
 
     @property
@@ -87,7 +97,11 @@ class WorkerProcess:
             self.model,
             WORKER_MODULE,
             self.workdir / "results.xml",
-            {"NPU_WORKER_FD": str(child.fileno()), "NPU_DEVICE": self.name},
+            {
+                "NPU_WORKER_FD": str(child.fileno()),
+                "NPU_DEVICE": self.name,
+                "NPU_SERVER_PID": str(os.getpid()),  # the worker dies with this process
+            },
         )
         with self.log_path.open("ab") as logf:
             self.proc = await asyncio.create_subprocess_exec(
@@ -111,24 +125,59 @@ class WorkerProcess:
                 f"simulation worker of {self.name} did not start:\n{self.log_tail()}"
             ) from exc
         self.cycles = int(hello.get("cycles", 0))
+        self._reply_task = asyncio.get_running_loop().create_task(self._read_replies())
         log.info("worker %s ready (pid %d)", self.name, self.proc.pid)
 
-    async def call(self, op: str, timeout_s: float, **args: Any) -> dict[str, Any]:
+    async def call(
+        self,
+        op: str,
+        timeout_s: float,
+        guard: Callable[[], bool] | None = None,
+        **args: Any,
+    ) -> dict[str, Any]:
         """Send one request; return the worker's answer (with "cycles").
+
+        Requests go one at a time. A caller cancelled while its request runs (its client's
+        deadline, a client gone) sends the worker a cancel for that request id and returns
+        at once; the worker stops the request and answers it, and that stale answer is
+        dropped by id. The next request waits until it has arrived, so a cancelled call
+        never costs the simulation.
 
         Raises:
             WorkerUnavailableError: the worker is gone or did not answer in `timeout_s`
                 (it is killed then; the caller restarts it).
             WorkerError: the worker reported the request as failed.
+            WorkerCancelledError: the worker stopped the request (see `cancel_current`), or
+                `guard()` was false once the request's turn came (nothing was sent).
         """
-        async with self._lock:
-            if self.proc is None or self.proc.returncode is not None or self._writer is None:
+        await self._lock.acquire()
+        release = True
+        try:
+            if (
+                self.proc is None
+                or self.proc.returncode is not None
+                or self._writer is None
+                or self._channel_closed
+            ):
                 raise WorkerUnavailableError(f"simulation worker of {self.name} is not running")
-            assert self._reader is not None
+            if guard is not None and not guard():  # e.g. its lease ended while it queued
+                raise WorkerCancelledError(f"{op} on {self.name} was no longer wanted")
             req_id = next(self._ids)
+            fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+            self._pending[req_id] = fut
+            self._current = req_id
             try:
                 await write_frame(self._writer, {"id": req_id, "op": op, **args})
-                reply = await asyncio.wait_for(read_frame(self._reader), timeout_s)
+                reply = await asyncio.wait_for(asyncio.shield(fut), timeout_s)
+            except asyncio.CancelledError:
+                # The caller went away: stop the request in the worker; a task keeps the
+                # lock until its (dropped) answer is in, or kills a worker that never answers.
+                self._send_cancel(req_id)
+                release = False
+                self._drain_task = asyncio.get_running_loop().create_task(
+                    self._drain(fut, req_id, timeout_s)
+                )
+                raise
             except TimeoutError:
                 await self.kill()
                 raise WorkerUnavailableError(
@@ -141,13 +190,67 @@ class WorkerProcess:
                     f"simulation worker of {self.name} died (exit status {code}) during {op}; "
                     "it is being restarted"
                 ) from None
-        if reply.get("id") != req_id:
-            await self.kill()
-            raise WorkerUnavailableError(f"simulation worker of {self.name} answered out of turn")
+            finally:
+                self._current = None
+                if release:
+                    self._pending.pop(req_id, None)
+        finally:
+            if release:
+                self._lock.release()
         self.cycles = int(reply.get("cycles", self.cycles))
+        if reply.get("cancelled"):
+            raise WorkerCancelledError(f"{op} on {self.name} was stopped before it ended")
         if not reply.get("ok"):
             raise WorkerError(f"{op} failed in the worker of {self.name}: {reply.get('error')}")
         return reply
+
+    def cancel_current(self) -> None:
+        """Ask the worker to stop the request in flight, if any (its caller then gets
+        `WorkerCancelledError`). Used when a lease ends under a running call."""
+        if self._current is not None:
+            self._send_cancel(self._current)
+
+    def _send_cancel(self, req_id: int) -> None:
+        if self._writer is not None and not self._writer.is_closing():
+            payload = frame({"id": req_id, "op": "cancel"})
+            self._writer.write(payload)  # no drain: a few bytes, must not be awaited here
+
+    async def _drain(
+        self, fut: asyncio.Future[dict[str, Any]], req_id: int, timeout_s: float
+    ) -> None:
+        try:
+            await asyncio.wait_for(fut, timeout_s)
+        except TimeoutError:
+            log.error(
+                "worker %s: cancelled request %d got no answer: killing it", self.name, req_id
+            )
+            await self.kill()
+        except Exception:
+            pass  # the channel closed: the next call reports the dead worker
+        finally:
+            self._pending.pop(req_id, None)
+            self._lock.release()
+
+    async def _read_replies(self) -> None:
+        """The only reader of the channel: hands each answer to the request it answers
+        (by id) and drops answers nobody waits for any more."""
+        assert self._reader is not None
+        try:
+            while True:
+                reply = await read_frame(self._reader)
+                fut = self._pending.pop(reply.get("id", -1), None)
+                if fut is None or fut.done():
+                    log.debug(
+                        "worker %s: dropped a stale answer (id %s)", self.name, reply.get("id")
+                    )
+                    continue
+                fut.set_result(reply)
+        except Exception as exc:  # EOF, a broken frame: every waiter learns the worker is gone
+            for fut in self._pending.values():
+                if not fut.done():
+                    fut.set_exception(ChannelClosedError(str(exc) or "worker closed the channel"))
+            self._pending.clear()
+            self._channel_closed = True
 
     async def _reap(self, timeout_s: float = 5.0) -> int | None:
         if self.proc is None:
@@ -168,6 +271,9 @@ class WorkerProcess:
         self._close_channel()
 
     def _close_channel(self) -> None:
+        if self._reply_task is not None:
+            self._reply_task.cancel()
+            self._reply_task = None
         if self._writer is not None:
             self._writer.close()
             self._writer = None

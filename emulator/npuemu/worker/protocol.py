@@ -15,7 +15,7 @@ import socket
 import struct
 from typing import Any
 
-__all__ = ["BlockingChannel", "ChannelClosedError", "read_frame", "write_frame"]
+__all__ = ["BlockingChannel", "ChannelClosedError", "frame", "read_frame", "write_frame"]
 
 _HEADER = struct.Struct(">I")
 MAX_FRAME = 64 << 20  # register batches and results only: never bulk data
@@ -53,8 +53,7 @@ class BlockingChannel:
         return pickle.loads(self._recv_exact(length))
 
     def send(self, message: dict[str, Any]) -> None:
-        payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-        self.sock.sendall(_HEADER.pack(len(payload)) + payload)
+        self.sock.sendall(frame(message))
 
 
 async def read_frame(reader: asyncio.StreamReader) -> dict[str, Any]:
@@ -69,7 +68,12 @@ async def read_frame(reader: asyncio.StreamReader) -> dict[str, Any]:
         raise ChannelClosedError("worker closed the channel") from exc
 
 
-async def write_frame(writer: asyncio.StreamWriter, message: dict[str, Any]) -> None:
+def frame(message: dict[str, Any]) -> bytes:
+    """One message as the bytes of a frame."""
     payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    writer.write(_HEADER.pack(len(payload)) + payload)
+    return _HEADER.pack(len(payload)) + payload
+
+
+async def write_frame(writer: asyncio.StreamWriter, message: dict[str, Any]) -> None:
+    writer.write(frame(message))
     await writer.drain()

@@ -16,9 +16,14 @@ and writes itself.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import logging
+import mmap
 import os
+import signal
 import socket
+from pathlib import Path
 from typing import Any
 
 import cocotb
@@ -31,9 +36,53 @@ from xrt._generated.hwconfig import CLOCK_PERIOD_PS
 log = logging.getLogger("npuemu.worker")
 
 BUSY_SLICE_CYCLES = 2048  # while an engine runs: cycles between looks at the socket
+WATCH_SLICE_CYCLES = 4096  # while a request runs: cycles between looks for a cancel
+WATCHED_OPS = ("batch", "wait_irq")  # requests that may run long: cancellable
+_PR_SET_PDEATHSIG = 1
+_MAP_FIXED = 0x10
 # Status names of the IPC protocol, by the harness's status codes (npuemu.sim.regbus).
 STATUS_NAMES = {0: "OK", 2: "SLVERR", 3: "DECERR", 4: "POLL_TIMEOUT"}
 ALL_BITS = 0xFFFF_FFFF
+
+
+def remap_file(old: str, new: str) -> None:
+    """Map file `new` over the mapping(s) of file `old` in this process, at the same address
+    (MAP_FIXED), so the DPI-C memory model's pointers stay valid. Runs between requests (the
+    simulation is frozen). The server uses it to give each lease a fresh ``udma`` file."""
+    spans = []
+    for line in Path("/proc/self/maps").read_text().splitlines():
+        parts = line.split(maxsplit=5)
+        if len(parts) == 6 and parts[5].strip() == old:
+            start, end = (int(x, 16) for x in parts[0].split("-"))
+            spans.append((start, end, int(parts[2], 16)))
+    if not spans:
+        raise ValueError(f"{old} is not mapped in this worker")
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_size_t,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_long,
+    ]
+    fd = os.open(new, os.O_RDWR)
+    try:
+        for start, end, offset in spans:
+            got = libc.mmap(
+                start,
+                end - start,
+                mmap.PROT_READ | mmap.PROT_WRITE,
+                mmap.MAP_SHARED | _MAP_FIXED,
+                fd,
+                offset,
+            )
+            if got != start:
+                err = ctypes.get_errno()
+                raise OSError(err, f"cannot map {new} at {start:#x}: {os.strerror(err)}")
+    finally:
+        os.close(fd)
 
 
 class Worker:
@@ -63,6 +112,9 @@ class Worker:
             return {"status": STATUS_NAMES[status]}
         if op == "batch":
             return {"results": await self.batch(req["ops"])}
+        if op == "remap":
+            remap_file(req["old"], req["new"])
+            return {}
         if op == "wait_irq":
             w = await h.wait_irq(req["max_cycles"], req["wall_s"])
             return {"outcome": w.outcome.value, "waited": w.cycles}
@@ -77,16 +129,73 @@ class Worker:
 
     async def idle_or_busy(self, chan: BlockingChannel) -> None:
         """Advance time while an engine is busy and nobody is asking; else return."""
+        server = int(os.environ.get("NPU_SERVER_PID", "0"))
         while self.dut.busy_o.value and not chan.pending():
+            if _orphaned(server):  # the parent-death signal's backstop
+                log.error("the server is gone: stopping")
+                os._exit(0)
             await First(
                 FallingEdge(self.dut.busy_o),
                 Timer(BUSY_SLICE_CYCLES * CLOCK_PERIOD_PS, unit="ps"),
             )
 
 
+def _die_with_the_server() -> int:
+    """Have the kernel SIGKILL this process when the server dies (PR_SET_PDEATHSIG), and
+    return the server's pid. Exits at once when the server is already gone."""
+    server = int(os.environ.get("NPU_SERVER_PID", "0"))
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        log.warning("no parent-death signal here: relying on the parent checks alone")
+    if server and os.getppid() != server:  # died before the signal was armed
+        os._exit(0)
+    return server
+
+
+def _orphaned(server: int) -> bool:
+    return bool(server) and os.getppid() != server
+
+
+async def run_request(
+    worker: Worker, chan: BlockingChannel, req: dict[str, Any], server: int
+) -> dict[str, Any]:
+    """Run one request as a task, looking at the socket between slices of simulated time:
+    a cancel for this request stops it (the server's caller went away); a server that died
+    ends the process."""
+
+    async def guarded() -> dict[str, Any]:  # an error must not end the (cocotb) test
+        try:
+            return {"ok": True, **(await worker.handle(req))}
+        except Exception as exc:
+            log.exception("request %s failed", req.get("op"))
+            return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+
+    task = cocotb.start_soon(guarded())
+    cancelled = False
+    while not task.done():
+        await First(task.complete, Timer(WATCH_SLICE_CYCLES * CLOCK_PERIOD_PS, unit="ps"))
+        if task.done():
+            break
+        if _orphaned(server):
+            log.error("the server is gone: stopping")
+            os._exit(0)
+        while chan.pending():
+            msg = chan.recv()
+            if msg.get("op") == "cancel" and msg.get("id") == req["id"] and not cancelled:
+                task.cancel()
+                cancelled = True
+            # a cancel for an earlier request (already answered) needs nothing
+    if task.cancelled():
+        return {"cancelled": True, "ok": False}
+    return task.result()
+
+
 @cocotb.test()
 async def serve(dut) -> None:
     """The request loop (the only 'test' of this module): runs until told to quit."""
+    server = _die_with_the_server()
     worker = Worker(dut)
     await worker.h.reset()
     chan = BlockingChannel(socket.socket(fileno=int(os.environ["NPU_WORKER_FD"])))
@@ -98,12 +207,17 @@ async def serve(dut) -> None:
         except ChannelClosedError:
             log.info("server closed the channel: stopping")
             return
+        if req["op"] == "cancel":
+            continue  # its request was already answered
         if req["op"] == "quit":
             chan.send({"id": req["id"], "ok": True, "cycles": worker.h.cycles})
             return
         try:
-            result = await worker.handle(req)
-            reply = {"id": req["id"], "ok": True, "cycles": worker.h.cycles, **result}
+            if req["op"] in WATCHED_OPS:
+                result = await run_request(worker, chan, req, server)
+            else:  # a few cycles at most: no task, no watch (the register round trip)
+                result = {"ok": True, **(await worker.handle(req))}
+            reply = {"id": req["id"], "cycles": worker.h.cycles, **result}
         except Exception as exc:
             log.exception("request %s failed", req.get("op"))
             reply = {

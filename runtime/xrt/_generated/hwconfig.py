@@ -2,7 +2,7 @@
 
 """Hardware configuration of both targets (see xrt.hwconfig for the types)."""
 
-from xrt.hwconfig import DmaConfig, MemoryWindow, TargetConfig
+from xrt.hwconfig import DmaConfig, MemoryWindow, NpuConfig, TargetConfig
 
 HW_VERSION = (0, 1, 0)
 CLOCK_PERIOD_PS = 10000
@@ -12,6 +12,18 @@ DMA = DmaConfig(
     max_burst_beats=256,
     max_outstanding=8,
     fifo_depth=1024,
+)
+NPU = NpuConfig(
+    block=16,
+    inp_rows=8192,
+    wgt_rows=1024,
+    acc_rows=4096,
+    prm_rows=256,
+    lut_tables=4,
+    insn_queue_depth=8,
+    token_depth=64,
+    watchdog_cycles=1048576,
+    base_regs=16,
 )
 TARGETS = {
     'buyi': TargetConfig(

@@ -24,6 +24,7 @@ from xrt.errors import ErrorCode, XrtError
 from xrt.network import Network, NetworkView, Operator
 from xrt.ops import get_op_def
 from xrt.tensor import Tensor
+from xrt.timeline import TraceRecorder
 
 __all__ = [
     "Backend",
@@ -249,6 +250,7 @@ class Backend:
         self.device: Device | None = None
         self.auto_merge: bool = True
         self.time_profile: bool = False
+        self.tracer: TraceRecorder | None = None
         self._states: Mapping[int, Any] = MappingProxyType({})
         self._applied = False
         self._memory_s = 0.0
@@ -687,12 +689,72 @@ class Backend:
             self.forward_op(op, ins, outs)
             env.update(zip(op.outputs, outs, strict=True))
 
+    # -- snapshots ----------------------------------------------------------------------------
+
+    def snapshot_options(self) -> dict[str, Any]:
+        """JSON-able options a session snapshot records (subclasses add theirs).
+
+        A session made from the snapshot runs with these, whatever the backend object it
+        is given says (the manual: merging and memory options come from the snapshot).
+        """
+        return {"auto_merge": self.auto_merge}
+
+    def snapshot_state(self) -> dict[str, bytes]:
+        """Prepared artefacts a snapshot stores so that a session made from it does not
+        prepare them again (an NPU backend: its compiled programs). Called after `apply`.
+        """
+        return {}
+
+    def restore_snapshot(self, options: Mapping[str, Any], state: Mapping[str, bytes]) -> None:
+        """Take back what `snapshot_options` and `snapshot_state` gave (after `init`,
+        before `apply`).
+
+        Raises:
+            XrtError: 11011 when the options or the state do not fit this backend (or its
+                device: another target or hardware version).
+        """
+        merge = options.get("auto_merge", True)
+        if not isinstance(merge, bool):
+            raise XrtError(
+                ErrorCode.LOAD_FAILED,
+                f"{type(self).__name__}: auto_merge {merge!r} in the snapshot",
+            )
+        self.auto_merge = merge
+        if state:
+            raise XrtError(
+                ErrorCode.LOAD_FAILED,
+                f"{type(self).__name__} keeps no prepared state, but the snapshot holds "
+                f"{sorted(state)}",
+            )
+
     # -- time accounting ----------------------------------------------------------------------
 
     def add_time(self, *, memory: float = 0.0, hardware: float = 0.0) -> None:
         """Report seconds spent on memory traffic and on the hardware (while profiling)."""
         self._memory_s += float(memory)
         self._hardware_s += float(hardware)
+
+    def trace(
+        self,
+        name: str,
+        start: float,
+        duration: float,
+        lane: str | None = None,
+        category: str = "device",
+        **args: Any,
+    ) -> None:
+        """Add a span to the session's timeline while it traces (a no-op otherwise).
+
+        Args:
+            name: What happened ("dma udma->plddr 4096 B", "GEMM", ...).
+            start: Its start, a ``time.perf_counter()`` value (wall time).
+            duration: Seconds.
+            lane: The timeline row (default: the backend's class name), e.g. ``"npu.dma"``.
+            category: Chrome trace category.
+            **args: Shown with the event (simulated cycles, bytes, ...).
+        """
+        if self.tracer is not None:
+            self.tracer.add(name, lane or type(self).__name__, start, duration, category, args)
 
     def take_times(self) -> tuple[float, float]:
         """``(memory, hardware)`` seconds reported since the last call; resets them."""

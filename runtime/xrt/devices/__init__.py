@@ -97,6 +97,12 @@ def open_grpc(url: DeviceURL) -> NpuDevice:
     return open_device(GrpcTransport.from_url(url), url)
 
 
+@register_device("grpcs://")
+def open_grpcs(url: DeviceURL) -> NpuDevice:
+    """Factory of ``grpcs://`` URLs: a ``grpc://`` device over TLS."""
+    return open_grpc(url)
+
+
 @register_device("axi://")
 def open_axi(url: DeviceURL) -> NpuDevice:
     """Factory of ``axi://`` URLs: map a board's NPU through ``/dev/mem`` (or a file)."""

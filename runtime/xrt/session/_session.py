@@ -30,6 +30,7 @@ from xrt.network import Network, NetworkView, Operator
 from xrt.session.planner import DEFAULT_ALIGNMENT, Lifetime, MemoryPlan, plan_memory
 from xrt.session.profile import OpTime, format_profile_table
 from xrt.tensor import DUMP_FORMATS, Tensor
+from xrt.timeline import TraceEvent, TraceRecorder
 
 __all__ = ["Callback", "InputLike", "Session", "Unit"]
 
@@ -38,8 +39,12 @@ _LOG = logging.getLogger("xrt.session")
 Unit = Operator | Subgraph
 """What the session runs in one backend call: an operator, or a merged `Subgraph`."""
 
-Callback = Callable[["Session", Unit, list[Tensor]], Any]
-"""``callback(session, unit, tensors)``: the unit's inputs (pre) or outputs (post)."""
+_TIME_UNITS = {"s": 1.0, "ms": 1e3, "us": 1e6}
+
+Callback = Callable[["Session", Unit, Backend, list[Tensor]], Any]
+"""``callback(session, op, backend, tensors)``, as the manual's ``preFunc``/``postFunc``:
+the unit (an operator, or a merged `Subgraph`), the backend running it, and its inputs
+(pre) or outputs (post)."""
 
 InputLike = Tensor | np.ndarray
 """A forward input: a `Tensor` or a numpy array of the input's exact dtype and shape."""
@@ -162,7 +167,9 @@ class Session:
         self._pre: Callback | None = None
         self._post: Callback | None = None
         self._profile = False
+        self._tracing = False
         # Results:
+        self._trace: TraceRecorder | None = None
         self._run: _Run | None = None
         self._times: dict[int, OpTime] = {}
         self._io_s = 0.0
@@ -240,6 +247,30 @@ class Session:
         what: str,
     ) -> Session:
         graph = _as_view(network, what)
+        resolved = cls._resolve_devices(backends, devices, what)
+        bindings: dict[int, Backend] = {}
+        ctx = BindContext(graph, bindings)
+        for op in graph.ops:
+            for b in backends:
+                if b.is_op_supported(op, ctx):
+                    bindings[op.op_id] = b
+                    break
+            else:
+                names = ", ".join(type(b).__name__ for b in backends)
+                raise XrtError(
+                    ErrorCode.WRONG_TYPE, f"{what}: no backend among [{names}] runs {op.describe()}"
+                )
+        for b, d in zip(backends, resolved, strict=True):
+            ids = [op.op_id for op in graph.ops if bindings[op.op_id] is b]
+            if ids:
+                b.init(graph.network.view(ids), d)
+        return cls(graph, backends, bindings)
+
+    @staticmethod
+    def _resolve_devices(
+        backends: Sequence[Backend], devices: Sequence[Device | None] | None, what: str
+    ) -> list[Device]:
+        """One open, suitable device per backend (None: the backend's default)."""
         if not backends:
             raise XrtError(ErrorCode.OUT_OF_RANGE, f"{what}: no backends given")
         if devices is None:
@@ -260,23 +291,7 @@ class Session:
                 raise XrtError(ErrorCode.WRONG_ORDER, f"{what}: {d!r} is closed")
             b.check_device(d)
             resolved.append(d)
-        bindings: dict[int, Backend] = {}
-        ctx = BindContext(graph, bindings)
-        for op in graph.ops:
-            for b in backends:
-                if b.is_op_supported(op, ctx):
-                    bindings[op.op_id] = b
-                    break
-            else:
-                names = ", ".join(type(b).__name__ for b in backends)
-                raise XrtError(
-                    ErrorCode.WRONG_TYPE, f"{what}: no backend among [{names}] runs {op.describe()}"
-                )
-        for b, d in zip(backends, resolved, strict=True):
-            ids = [op.op_id for op in graph.ops if bindings[op.op_id] is b]
-            if ids:
-                b.init(graph.network.view(ids), d)
-        return cls(graph, backends, bindings)
+        return resolved
 
     @classmethod
     def create_with_backends(
@@ -340,6 +355,42 @@ class Session:
                     f"create_with_backends: {type(b).__name__} does not accept {op.describe()}",
                 )
         return cls(graph, backends, bindings)
+
+    @classmethod
+    def create_with_snapshot(
+        cls,
+        path: str | os.PathLike[str],
+        backends: Sequence[type[Backend] | Backend],
+        devices: Sequence[Device | None] | None = None,
+    ) -> Session:
+        """A ready (applied) session from a file written by `dump_snapshot`, without
+        preparing again what the snapshot holds (the manual's ``CreateWithSnapshot``).
+
+        Args:
+            path: The snapshot file.
+            backends: The backend classes (or fresh objects) the snapshot was made with, in
+                the same order.
+            devices: One device per backend (None: defaults).
+
+        Raises:
+            XrtError: 11002 for a missing file; 11011 naming the reason for a corrupt
+                snapshot or one made with other backends, another target or hardware.
+        """
+        from xrt.session.snapshot import load_snapshot
+
+        return load_snapshot(cls, path, backends, devices)
+
+    def dump_snapshot(self, path: str | os.PathLike[str]) -> None:
+        """Write the session (network, bindings, backend options and prepared artefacts)
+        to one file for `create_with_snapshot` (the manual's ``dumpSnapshot``).
+
+        Raises:
+            XrtError: 11012 before `apply`; 11002 when the file cannot be written.
+        """
+        from xrt.session.snapshot import write_snapshot
+
+        self._check_ready("dump_snapshot")
+        write_snapshot(self, path)
 
     # -- introspection ------------------------------------------------------------------------
 
@@ -527,13 +578,13 @@ class Session:
         self._dump = (path, format)
 
     def set_pre_callback(self, callback: Callback | None) -> None:
-        """Call ``callback(session, unit, inputs)`` before each unit (None: no callback)."""
+        """Call ``callback(session, op, backend, inputs)`` before each unit (None: none)."""
         if callback is not None and not callable(callback):
             raise XrtError(ErrorCode.WRONG_TYPE, f"callback must be callable: {callback!r}")
         self._pre = callback
 
     def set_post_callback(self, callback: Callback | None) -> None:
-        """Call ``callback(session, unit, outputs)`` after each unit (None: no callback)."""
+        """Call ``callback(session, op, backend, outputs)`` after each unit (None: none)."""
         if callback is not None and not callable(callback):
             raise XrtError(ErrorCode.WRONG_TYPE, f"callback must be callable: {callback!r}")
         self._post = callback
@@ -544,6 +595,25 @@ class Session:
 
     # -- results of the last call -------------------------------------------------------------
 
+    def enable_trace(self, enabled: bool = True) -> None:
+        """Record a timeline of each run: units, and what backends add (DMA, NPU units)."""
+        self._tracing = as_bool(enabled, "enabled")
+
+    def trace_events(self) -> list[TraceEvent]:
+        """The timeline of the current (or last) run while tracing was enabled."""
+        return list(self._trace.events) if self._trace is not None else []
+
+    def write_trace(self, path: str | os.PathLike[str]) -> None:
+        """Write the last run's timeline as Chrome trace JSON (opens in ui.perfetto.dev).
+
+        Raises:
+            XrtError: 11012 when no traced run happened; 11002 when the file cannot be
+                written.
+        """
+        if self._trace is None:
+            raise XrtError(ErrorCode.WRONG_ORDER, "no traced run: enable_trace(True), then forward")
+        self._trace.write(path)
+
     def time_profile_results(self) -> dict[int, OpTime]:
         """Op id -> `OpTime` for each unit run by the current (or last) run, in order.
 
@@ -552,9 +622,19 @@ class Session:
         """
         return dict(self._times)
 
-    def total_time(self) -> float:
-        """Wall seconds of the last `forward` or `step_to` call (always measured)."""
-        return self._total_s
+    def total_time(self, unit: str = "s") -> float:
+        """Wall time of the last `forward` or `step_to` call (always measured).
+
+        Args:
+            unit: ``"s"`` (default), ``"ms"`` or ``"us"``: the manual's
+                ``totalTime<seconds>()`` / ``<milliseconds>`` / ``<microseconds>``.
+        """
+        scale = _TIME_UNITS.get(unit) if isinstance(unit, str) else None
+        if scale is None:
+            raise XrtError(
+                ErrorCode.WRONG_TYPE, f"time unit must be one of {sorted(_TIME_UNITS)}: {unit!r}"
+            )
+        return self._total_s * scale
 
     def profile_table(self) -> str:
         """`time_profile_results` as a text table (milliseconds), with totals."""
@@ -682,6 +762,7 @@ class Session:
         feed = self._check_inputs(inputs)
         run = _Run(inputs)
         self._times = {}
+        self._trace = TraceRecorder() if self._tracing else None
         t0 = time.perf_counter()
         for name, x in feed.items():
             slot = self._slots[name]
@@ -691,6 +772,8 @@ class Session:
                 np.copyto(slot.numpy(copy=False), x, casting="no")
             run.env[name] = slot
         self._io_s = time.perf_counter() - t0
+        if self._trace is not None:
+            self._trace.add("inputs in", "session", t0, self._io_s, "io")
         for v in self._dies_at.get(0, ()):
             run.env.pop(v, None)
         return run
@@ -704,7 +787,7 @@ class Session:
 
     def _call(self, cb: Callback, which: str, piece: _Piece, tensors: list[Tensor]) -> None:
         try:
-            cb(self, piece.handle, tensors)
+            cb(self, piece.handle, piece.backend, tensors)
         except Exception as exc:
             raise XrtError(
                 ErrorCode.BACKEND_INTERNAL,
@@ -724,6 +807,7 @@ class Session:
             self._call(self._pre, "pre", piece, ins)
         timing = self._profile or self._log_time
         backend.time_profile = timing
+        backend.tracer = self._trace
         backend.take_times()
         t0 = time.perf_counter()
         if piece.merged:
@@ -734,7 +818,11 @@ class Session:
         else:
             backend.forward_op(piece.ops[0], ins, outs)
         wall = time.perf_counter() - t0
+        backend.tracer = None
         memory, hardware = backend.take_times()
+        if self._trace is not None:
+            lane = "host" if backend.is_host else type(backend).__name__
+            self._trace.add(piece.describe(), lane, t0, wall, "subgraph" if piece.merged else "op")
         produced = list(zip(out_names, outs, strict=True))
         env.update(produced)
         handle_id = piece.ops[0].op_id
@@ -746,9 +834,9 @@ class Session:
                 "Subgraph" if piece.merged else first.op_type,
                 name,
                 type(backend).__name__,
-                wall,
-                memory,
-                hardware,
+                wall * 1e3,
+                memory * 1e3,
+                hardware * 1e3,
             )
         if self._log_io:
             _LOG.info(
@@ -762,10 +850,10 @@ class Session:
             _LOG.info(
                 "%s: wall %.3f ms (memory %.3f, hardware %.3f, other %.3f)",
                 piece.describe(),
-                t.wall * 1e3,
-                t.memory * 1e3,
-                t.hardware * 1e3,
-                t.other * 1e3,
+                t.wall,
+                t.memory,
+                t.hardware,
+                t.other,
             )
         if self._dump is not None:
             self._dump_values(produced)
@@ -862,6 +950,8 @@ class Session:
             t2 = time.perf_counter()
             self._io_s += t2 - t1
             self._total_s = t2 - t0
+            if self._trace is not None:
+                self._trace.add("outputs out", "session", t1, t2 - t1, "io")
             return results
 
     def step_to(

@@ -1,6 +1,7 @@
 """Time profile of a session run: wall, memory, hardware and other time per operator.
 
-The manual's ``timeProfileResults()`` gives, per op id, ``(wall, mem, hard, other)``.
+The manual's ``timeProfileResults()`` gives, per op id, ``(wall, mem, hard, other)`` in
+milliseconds (its example prints ``wall = {}ms``); so does ours.
 Here one `OpTime` per execution unit (an operator, or a merged `xrt.backend.Subgraph`,
 filed under its first op id):
 
@@ -21,7 +22,7 @@ __all__ = ["OpTime", "format_profile_table"]
 
 @dataclass(frozen=True)
 class OpTime:
-    """Times of one execution unit, in seconds.
+    """Times of one execution unit, in milliseconds (as the manual's profile).
 
     Attributes:
         op_ids: The operators of the unit (one, or a subgraph's).
@@ -58,7 +59,7 @@ def format_profile_table(
 
     Args:
         results: Op id -> `OpTime`, in execution order.
-        total: Wall time of the whole call, seconds.
+        total: Wall time of the whole call, seconds (`Session.total_time`).
         session_io: Seconds the session spent copying inputs in and outputs out.
         title: First line, if any.
     """
@@ -71,19 +72,19 @@ def format_profile_table(
     sums = [0.0, 0.0, 0.0, 0.0]
     for op_id, t in results.items():
         name = t.name if len(t.name) <= 22 else t.name[:21] + "~"
-        share = 100.0 * t.wall / total if total > 0 else 0.0
+        share = 100.0 * t.wall / (total * 1e3) if total > 0 else 0.0
         lines.append(
             f"{op_id:>5}  {t.op_type:<14.14} {name:<22} {t.backend:<16.16} "
-            f"{t.wall * 1e3:>9.3f} {t.memory * 1e3:>8.3f} {t.hardware * 1e3:>8.3f} "
-            f"{t.other * 1e3:>9.3f} {share:>6.1f}"
+            f"{t.wall:>9.3f} {t.memory:>8.3f} {t.hardware:>8.3f} "
+            f"{t.other:>9.3f} {share:>6.1f}"
         )
         for i, v in enumerate(t):
             sums[i] += v
     lines.append("-" * len(header))
     lines.append(
-        f"{'':>5}  {'operators':<14} {len(results):<22} {'':<16} {sums[0] * 1e3:>9.3f} "
-        f"{sums[1] * 1e3:>8.3f} {sums[2] * 1e3:>8.3f} {sums[3] * 1e3:>9.3f} "
-        f"{(100.0 * sums[0] / total if total > 0 else 0.0):>6.1f}"
+        f"{'':>5}  {'operators':<14} {len(results):<22} {'':<16} {sums[0]:>9.3f} "
+        f"{sums[1]:>8.3f} {sums[2]:>8.3f} {sums[3]:>9.3f} "
+        f"{(100.0 * sums[0] / (total * 1e3) if total > 0 else 0.0):>6.1f}"
     )
     lines.append(
         f"{'':>5}  {'session I/O':<14} {'inputs in, outputs out':<22} {'':<16} "

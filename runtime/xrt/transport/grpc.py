@@ -11,9 +11,15 @@ the lease lives as long as the transport and ends with the process. It makes:
   hands out the shared-memory file behind the region and the client maps it (the region
   then has a host map: BOTH pointers, zero-copy views, no RPC per access).
 
-URL: ``grpc://HOST:PORT[/DEVICE][?token=...&local=0|1&client=NAME&ttl=SECONDS]``; no device
-name: the first free one. ``token`` (default: ``$NPU_EMU_TOKEN``) goes to the server as
-``authorization: Bearer <token>``; ``local=0`` turns the fast path off.
+URL: ``grpc://HOST:PORT[/DEVICE][?token=...&local=0|1&client=NAME&ttl=SECONDS&wait=SECONDS]``;
+no device name: the first free one. ``token`` (default: ``$NPU_EMU_TOKEN``) goes to the server
+as ``authorization: Bearer <token>``; ``local=0`` turns the fast path off; ``wait`` waits that
+long for the device (or any device) to be free instead of failing at once.
+
+``grpcs://HOST:PORT[...]`` is the same over TLS. The server's certificate is checked against
+``ca=PATH`` (default ``$NPU_EMU_TLS_CA``; neither: the system's roots); mutual TLS adds the
+client's ``cert=PATH`` and ``key=PATH`` (default ``$NPU_EMU_TLS_CERT``, ``$NPU_EMU_TLS_KEY``).
+Prefer the environment for the token: a URL ends up in logs.
 
 Poll limits: the server counts simulated cycles, the data model counts reads and seconds.
 A `RegPoll` becomes a ``RegisterPoll`` with ``max_cycles`` = the smaller of
@@ -71,7 +77,7 @@ PROTOCOL_VERSION = 1
 POLL_CYCLES_PER_S = 1_000_000
 """Simulated cycles per second of a poll's `timeout_s` (see the module docstring)."""
 
-URL_PARAMS = ("token", "local", "client", "ttl")
+URL_PARAMS = ("token", "local", "client", "ttl", "wait", "ca", "cert", "key")
 """Query parameters of ``grpc://`` URLs that the transport reads."""
 
 MAX_CHUNK = 1 << 20  # bytes per memory stream message (the server's limit)
@@ -106,6 +112,36 @@ def poll_max_cycles(op: RegPoll) -> int:
     if not limits:  # checked ops always carry one; stay safe anyway
         limits.append(POLL_CYCLES_PER_S)
     return max(1, min(min(limits), MAX_POLL_CYCLES))
+
+
+TLS_ENV = {"ca": "NPU_EMU_TLS_CA", "cert": "NPU_EMU_TLS_CERT", "key": "NPU_EMU_TLS_KEY"}
+RETRY_UNAVAILABLE_S = 30.0  # calls retry UNAVAILABLE (a worker restarting) this long
+
+
+def tls_credentials(
+    ca: str | None = None, cert: str | None = None, key: str | None = None
+) -> grpc.ChannelCredentials:
+    """Channel credentials for ``grpcs://``: files from the arguments or the environment.
+
+    Raises:
+        XrtError: 11002 when a file cannot be read, 11003 for a certificate without its key.
+    """
+    paths = {"ca": ca, "cert": cert, "key": key}
+    data: dict[str, bytes | None] = {}
+    for name, path in paths.items():
+        path = path or os.environ.get(TLS_ENV[name]) or None
+        if path is None:
+            data[name] = None
+            continue
+        try:
+            data[name] = Path(path).read_bytes()
+        except OSError as exc:
+            raise XrtError(
+                ErrorCode.FILE_NOT_FOUND, f"TLS {name} file {path}: {exc.strerror}"
+            ) from None
+    if (data["cert"] is None) != (data["key"] is None):
+        raise XrtError(ErrorCode.OUT_OF_RANGE, "mutual TLS needs both a client cert and its key")
+    return grpc.ssl_channel_credentials(data["ca"], data["key"], data["cert"])
 
 
 def _boot_id() -> str:
@@ -174,6 +210,8 @@ class GrpcTransport(NpuTransport):
             HoldLease stream keeps the lease alive anyway; the TTL matters only when the
             stream is lost without the connection closing.
         connect_timeout_s: How long to wait for the server to answer at all.
+        tls: Channel credentials (`tls_credentials`): ``grpcs://``; None: plain.
+        wait_s: How long to wait for the device (or a free one) when it is leased.
 
     Raises:
         XrtError: 11014 when the server cannot be reached or speaks another protocol
@@ -191,9 +229,12 @@ class GrpcTransport(NpuTransport):
         client: str | None = None,
         lease_ttl_s: float | None = None,
         connect_timeout_s: float = 10.0,
+        tls: grpc.ChannelCredentials | None = None,
+        wait_s: float = 0.0,
     ) -> None:
         super().__init__()
         self.address = address
+        self._wait_s = wait_s
         if token is None:
             token = os.environ.get("NPU_EMU_TOKEN") or None
         self._metadata: tuple[tuple[str, str], ...] = (
@@ -204,12 +245,14 @@ class GrpcTransport(NpuTransport):
         self._map: mmap.mmap | None = None
         self._map_view: memoryview | None = None
         self.local_note = "not asked for (local=0)" if not local else ""
-        self._channel = grpc.insecure_channel(
-            address,
-            options=[
-                ("grpc.max_receive_message_length", MAX_CHUNK + (64 << 10)),
-                ("grpc.max_send_message_length", MAX_CHUNK + (64 << 10)),
-            ],
+        options = [
+            ("grpc.max_receive_message_length", MAX_CHUNK + (64 << 10)),
+            ("grpc.max_send_message_length", MAX_CHUNK + (64 << 10)),
+        ]
+        self._channel = (
+            grpc.insecure_channel(address, options=options)
+            if tls is None
+            else grpc.secure_channel(address, tls, options=options)
         )
         self._stub = pb_grpc.DeviceServiceStub(self._channel)
         self._hold = _Hold()
@@ -231,8 +274,8 @@ class GrpcTransport(NpuTransport):
             XrtError: 11003 without a host or port, 11010 for bad parameter values.
         """
         u = DeviceURL.parse(url) if isinstance(url, str) else url
-        if u.scheme != "grpc":
-            raise XrtError(ErrorCode.WRONG_TYPE, f"{u.raw!r} is not a grpc:// URL")
+        if u.scheme not in ("grpc", "grpcs"):
+            raise XrtError(ErrorCode.WRONG_TYPE, f"{u.raw!r} is not a grpc:// or grpcs:// URL")
         if not u.host or u.port is None:
             raise XrtError(
                 ErrorCode.OUT_OF_RANGE,
@@ -257,6 +300,20 @@ class GrpcTransport(NpuTransport):
                 raise XrtError(
                     ErrorCode.WRONG_TYPE, f"device URL {u.raw!r}: ttl={ttl!r} is no number"
                 ) from None
+        wait = raw.get("wait")
+        try:
+            wait_s = float(wait) if wait else 0.0
+            if not 0 <= wait_s <= 86_400:
+                raise ValueError
+        except ValueError:
+            raise XrtError(
+                ErrorCode.WRONG_TYPE, f"device URL {u.raw!r}: wait={wait!r} is no number of seconds"
+            ) from None
+        tls = None
+        if u.scheme == "grpcs":
+            tls = tls_credentials(raw.get("ca"), raw.get("cert"), raw.get("key"))
+        elif any(raw.get(k) for k in ("ca", "cert", "key")):
+            raise XrtError(ErrorCode.WRONG_TYPE, f"device URL {u.raw!r}: ca/cert/key need grpcs://")
         host = f"[{u.host}]" if ":" in u.host else u.host
         return cls(
             f"{host}:{u.port}",
@@ -265,6 +322,8 @@ class GrpcTransport(NpuTransport):
             local=bool(local),
             client=raw.get("client") or None,
             lease_ttl_s=ttl,
+            tls=tls,
+            wait_s=wait_s,
         )
 
     def _open(
@@ -293,7 +352,9 @@ class GrpcTransport(NpuTransport):
             request.local_host.hostname = socket.gethostname()
             request.local_host.boot_id = _boot_id()
         what = f"opening device {device or '(first free)'} on {self.address}"
-        resp = self._call("OpenDevice", request, what, timeout=connect_s + RPC_SLACK_S)
+        resp = self._call(
+            "OpenDevice", request, what, timeout=connect_s + RPC_SLACK_S, wait_s=self._wait_s
+        )
         self._lease = resp.lease_id
         i = resp.info
         self.info = NpuInfo(
@@ -387,12 +448,35 @@ class GrpcTransport(NpuTransport):
 
     # -- calls -----------------------------------------------------------------------------
 
-    def _call(self, method: str, request: Any, what: str, *, timeout: float) -> Any:
-        """One unary call; failures become XrtError (in `_grpc_errors`)."""
-        try:
-            resp = getattr(self._stub, method)(request, timeout=timeout, metadata=self._metadata)
-        except grpc.RpcError as exc:
-            raise rpc_error(exc, what) from None
+    def _call(
+        self, method: str, request: Any, what: str, *, timeout: float, wait_s: float = 0.0
+    ) -> Any:
+        """One unary call; failures become XrtError (in `_grpc_errors`).
+
+        UNAVAILABLE because the device's worker is restarting (not the call during which it
+        died: that one fails, its effect is unknown) is retried for up to
+        `RETRY_UNAVAILABLE_S`; `wait_s` > 0 also retries a busy device (OpenDevice).
+        """
+        retry_until = time.monotonic() + max(RETRY_UNAVAILABLE_S, wait_s)
+        busy_until = time.monotonic() + wait_s
+        pause = 0.1
+        while True:
+            try:
+                resp = getattr(self._stub, method)(
+                    request, timeout=timeout, metadata=self._metadata
+                )
+                break
+            except grpc.RpcError as exc:
+                code, details = exc.code(), exc.details() or ""
+                now = time.monotonic()
+                restarting = code == grpc.StatusCode.UNAVAILABLE and "retry shortly" in details
+                busy = code == grpc.StatusCode.FAILED_PRECONDITION and (
+                    "leased by" in details or "no free device" in details
+                )
+                if not ((restarting and now < retry_until) or (busy and now < busy_until)):
+                    raise rpc_error(exc, what) from None
+                time.sleep(pause)
+                pause = min(pause * 2, 1.0)
         cycles = getattr(resp, "cycles", None)
         if cycles:
             self._cycles = int(cycles)

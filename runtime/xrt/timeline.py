@@ -1,0 +1,116 @@
+"""A timeline of a session run in the Chrome trace event format (opens in ui.perfetto.dev).
+
+While `Session.enable_trace` is on, every execution unit of a `forward` / `step_to` becomes
+one complete event ("X") on the lane of its backend, and backends add their own events
+inside it with `Backend.trace` (an NPU backend: DMA transfers and its load, compute and
+store units, on lanes such as ``"npu.dma"``). `Session.write_trace(path)` writes the JSON
+object format: ``{"traceEvents": [...], "displayTimeUnit": "ms"}``, timestamps in
+microseconds from the start of the run, one thread (``tid``) per lane, named by metadata
+events.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from xrt.errors import ErrorCode, XrtError
+
+__all__ = ["TraceEvent", "TraceRecorder"]
+
+
+@dataclass(frozen=True)
+class TraceEvent:
+    """One span of the timeline.
+
+    Attributes:
+        name: What ran (an operator's description, "dma plddr->udma", ...).
+        lane: The row it is drawn on (a backend, or a unit of a device).
+        start_us: Start, microseconds from the beginning of the run.
+        dur_us: Duration in microseconds.
+        category: A comma-separated category list (Chrome's ``cat``).
+        args: Extra key/values shown with the event.
+    """
+
+    name: str
+    lane: str
+    start_us: float
+    dur_us: float
+    category: str = "op"
+    args: dict[str, Any] = field(default_factory=dict)
+
+
+class TraceRecorder:
+    """Collects `TraceEvent` objects of one run, in wall time from its `origin`."""
+
+    def __init__(self) -> None:
+        self.origin = time.perf_counter()
+        self.events: list[TraceEvent] = []
+
+    def add(
+        self,
+        name: str,
+        lane: str,
+        start: float,
+        duration: float,
+        category: str = "op",
+        args: dict[str, Any] | None = None,
+    ) -> None:
+        """Record a span that began at `start` (a ``time.perf_counter()`` value) and lasted
+        `duration` seconds."""
+        self.events.append(
+            TraceEvent(
+                str(name),
+                str(lane),
+                (start - self.origin) * 1e6,
+                max(0.0, duration) * 1e6,
+                category,
+                dict(args or {}),
+            )
+        )
+
+    def to_chrome(self) -> dict[str, Any]:
+        """The events as a Chrome trace JSON object."""
+        lanes: dict[str, int] = {}
+        for e in self.events:
+            lanes.setdefault(e.lane, len(lanes) + 1)
+        out: list[dict[str, Any]] = [
+            {"ph": "M", "pid": 1, "tid": 0, "name": "process_name", "args": {"name": "xrt"}}
+        ]
+        for lane, tid in lanes.items():
+            out.append(
+                {"ph": "M", "pid": 1, "tid": tid, "name": "thread_name", "args": {"name": lane}}
+            )
+            sort = {"sort_index": tid}
+            out.append({"ph": "M", "pid": 1, "tid": tid, "name": "thread_sort_index", "args": sort})
+        for e in self.events:
+            out.append(
+                {
+                    "ph": "X",
+                    "pid": 1,
+                    "tid": lanes[e.lane],
+                    "name": e.name,
+                    "cat": e.category,
+                    "ts": round(e.start_us, 3),
+                    "dur": round(e.dur_us, 3),
+                    "args": e.args,
+                }
+            )
+        return {"traceEvents": out, "displayTimeUnit": "ms"}
+
+    def write(self, path: str | os.PathLike[str]) -> None:
+        """Write `to_chrome` as JSON to `path`.
+
+        Raises:
+            XrtError: 11002 when the file cannot be written.
+        """
+        try:
+            with open(path, "w", encoding="utf-8") as fh:
+                json.dump(self.to_chrome(), fh)
+        except OSError as exc:
+            raise XrtError(
+                ErrorCode.FILE_NOT_FOUND, f"cannot write trace {str(path)!r}: {exc}"
+            ) from None

@@ -1,0 +1,229 @@
+"""A structure-aware fuzzer of every DeviceService RPC (shared by tests/emulator/test_fuzz.py
+and bench/fuzz_server.py).
+
+Client A holds npu0 and is the fuzzer; client B holds npu1 with known registers and memory.
+Each request is well-formed protobuf with field values drawn from edge cases (register and
+memory boundaries, misalignment, huge lengths, garbage and ended lease ids, empty and
+oversized stream messages). Tallied: statuses, requests accepted on A's valid lease,
+crashes (INTERNAL/UNKNOWN or the server gone), hangs (no answer within the deadline), and
+whether anything of B's device changed.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+import grpc
+from rpc_client import DMA_BASE, NPU_BASE, PLDDR_BASE, PROTOCOL, UDMA_BASE, Client
+
+from xrt._generated.regmap_npu import NPU
+from xrt._proto.npuemu.v1 import device_pb2 as pb
+
+UDMA_SIZE = 64 << 20
+CALL_DEADLINE_S = 30.0
+B_SCRATCH = 0x600DF00D
+B_PATTERN = bytes(range(256)) * 16
+SCRATCH = NPU_BASE + NPU.register("SCRATCH").offset
+
+
+@dataclass
+class FuzzReport:
+    requests: int = 0
+    accepted_valid_lease: int = 0
+    crashes: list[str] = field(default_factory=list)
+    hangs: list[str] = field(default_factory=list)
+    statuses: Counter = field(default_factory=Counter)
+    other_device_changed: bool = False
+
+
+class RpcFuzzer:
+    def __init__(self, a: Client, b: Client, seed: int) -> None:
+        self.a, self.b, self.rng = a, b, random.Random(seed)
+        self.ended: list[str] = []
+
+    # ---------------------------------------------------------------- values
+    def address(self) -> int:
+        r = self.rng
+        base = r.choice([NPU_BASE, DMA_BASE, UDMA_BASE, PLDDR_BASE, 0, UDMA_BASE + UDMA_SIZE])
+        return max(
+            0,
+            min(
+                (1 << 64) - 1,
+                base + r.choice([0, 4, r.randrange(-64, 4096), r.randrange(1 << 20), -4]),
+            ),
+        )
+
+    def length(self) -> int:
+        return self.rng.choice([0, 1, 3, 4096, 65536, UDMA_SIZE, 1 << 62, (1 << 64) - 1])
+
+    def lease(self) -> str:
+        r = self.rng.random()
+        if r < 0.7:
+            return self.a.lease
+        if r < 0.8 and self.ended:
+            return self.rng.choice(self.ended)
+        return self.rng.choice(["", "feedface", "x" * 300, "\x00\xff", self.a.lease[:-1]])
+
+    def op(self) -> pb.RegisterOp:
+        r, addr = self.rng, self.address()
+        kind = r.choice(["read", "write", "masked_write", "poll", "empty"])
+        value = r.getrandbits(32)
+        if kind == "read":
+            return pb.RegisterOp(read=pb.RegisterRead(address=addr))
+        if kind == "write":
+            return pb.RegisterOp(write=pb.RegisterWrite(address=addr, value=value))
+        if kind == "masked_write":
+            return pb.RegisterOp(
+                masked_write=pb.RegisterMaskedWrite(address=addr, value=value, mask=value)
+            )
+        if kind == "poll":
+            return pb.RegisterOp(
+                poll=pb.RegisterPoll(
+                    address=addr,
+                    mask=r.getrandbits(32),
+                    expected=r.getrandbits(32),
+                    max_cycles=r.choice([1, 100, 5000, 1 << 41]),
+                )
+            )
+        return pb.RegisterOp()
+
+    # ---------------------------------------------------------------- requests
+    def one(self) -> tuple[str, object]:
+        """(method name, a callable making the call) for one random request."""
+        r, s, lease = self.rng, self.a.stub, self.lease()
+        t = CALL_DEADLINE_S
+        method = r.choice(
+            [
+                "ListDevices",
+                "GetCounters",
+                "OpenDevice",
+                "KeepAlive",
+                "HoldLease",
+                "CloseDevice",
+                "ReadRegister",
+                "WriteRegister",
+                "RegisterBatch",
+                "WriteMemory",
+                "ReadMemory",
+                "WaitInterrupt",
+                "ResetDevice",
+            ]
+        )
+        if method == "ListDevices":
+            return method, lambda: s.ListDevices(pb.ListDevicesRequest(), timeout=t)
+        if method == "GetCounters":
+            dev = r.choice(["", "npu0", "npu1", "npu9", "x" * 200])
+            return method, lambda: s.GetCounters(pb.GetCountersRequest(device=dev), timeout=t)
+        if method == "OpenDevice":
+            req = pb.OpenDeviceRequest(
+                device=r.choice(["", "npu1", "npu7", "\x00" * 5]),
+                client="fuzz" * r.randrange(1, 100),
+                protocol_version=r.choice([PROTOCOL, 0, 2, 1 << 31]),
+                lease_ttl_ms=r.choice([0, 1, 999, 1000, 3_600_001, (1 << 32) - 1]),
+            )
+            return method, lambda: s.OpenDevice(req, timeout=t)
+        if method == "KeepAlive":
+            return method, lambda: s.KeepAlive(pb.KeepAliveRequest(lease_id=lease), timeout=t)
+        if method == "HoldLease":
+
+            def hold():
+                stream = s.HoldLease(pb.HoldLeaseRequest(lease_id=lease), timeout=t)
+                msg = next(stream)
+                stream.cancel()
+                return msg
+
+            return method, hold
+        if method == "CloseDevice":
+            return method, lambda: s.CloseDevice(pb.CloseDeviceRequest(lease_id=lease), timeout=t)
+        if method == "ReadRegister":
+            req = pb.ReadRegisterRequest(lease_id=lease, address=self.address())
+            return method, lambda: s.ReadRegister(req, timeout=t)
+        if method == "WriteRegister":
+            req = pb.WriteRegisterRequest(
+                lease_id=lease, address=self.address(), value=r.getrandbits(32)
+            )
+            return method, lambda: s.WriteRegister(req, timeout=t)
+        if method == "RegisterBatch":
+            ops = [self.op() for _ in range(r.choice([0, 1, 3, 17]))]
+            req = pb.RegisterBatchRequest(lease_id=lease, ops=ops)
+            return method, lambda: s.RegisterBatch(req, timeout=t)
+        if method == "WriteMemory":
+            msgs = [
+                pb.WriteMemoryRequest(lease_id=lease, address=self.address(), length=self.length())
+            ]
+            for _ in range(r.choice([0, 1, 2])):
+                msgs.append(pb.WriteMemoryRequest(data=r.randbytes(r.choice([0, 1, 100, 4096]))))
+            if r.random() < 0.2:
+                msgs = msgs[1:]  # no header
+            return method, lambda: s.WriteMemory(iter(msgs), timeout=t)
+        if method == "ReadMemory":
+            req = pb.ReadMemoryRequest(
+                lease_id=lease,
+                address=self.address(),
+                length=r.choice([0, 1, 4096, 65536, self.length()]),
+                chunk_size=r.choice([0, 1, 4096, (1 << 20) + 1, (1 << 32) - 1]),
+            )
+            return method, lambda: sum(len(m.data) for m in s.ReadMemory(req, timeout=t))
+        if method == "WaitInterrupt":
+            req = pb.WaitInterruptRequest(
+                lease_id=lease,
+                timeout_ms=r.choice([0, 1, 50, 200, 600_001]),
+                max_cycles=r.choice([0, 1, 1000, 100_000]),
+            )
+            if req.timeout_ms == 0 and req.max_cycles == 0:
+                req.max_cycles = 1000
+            return method, lambda: s.WaitInterrupt(req, timeout=t)
+        req = pb.ResetDeviceRequest(lease_id=lease)
+        return method, lambda: s.ResetDevice(req, timeout=t)
+
+    def run(self, count: int) -> FuzzReport:
+        rep = FuzzReport()
+        for _ in range(count):
+            method, call = self.one()
+            valid = False
+            rep.requests += 1
+            lease_before = self.a.lease
+            try:
+                call()
+                code = grpc.StatusCode.OK
+            except grpc.RpcError as exc:
+                code = exc.code()
+            rep.statuses[f"{method} {code.name}"] += 1
+            if code in (grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN):
+                rep.crashes.append(f"{method}: {code.name}")
+            if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+                rep.hangs.append(method)
+            valid = code == grpc.StatusCode.OK and self.a.lease == lease_before
+            rep.accepted_valid_lease += valid and method not in ("ListDevices", "GetCounters")
+            self._reopen_if_lost()
+        return rep
+
+    def _reopen_if_lost(self) -> None:
+        """A fuzzed CloseDevice (or a TTL) may end A's lease: open npu0 again."""
+        try:
+            self.a.stub.KeepAlive(pb.KeepAliveRequest(lease_id=self.a.lease), timeout=30)
+        except grpc.RpcError:
+            self.ended.append(self.a.lease)
+            self.a.lease = ""
+            for _ in range(600):  # the device may be resetting for a moment
+                try:
+                    self.a.open(device="npu0", client="fuzz-a")
+                    return
+                except grpc.RpcError:
+                    time.sleep(0.05)
+            raise AssertionError("npu0 did not come back after its lease ended") from None
+
+    def other_device_changed(self) -> bool:
+        b = self.b
+        return not (
+            b.read(SCRATCH) == B_SCRATCH and b.read_mem(UDMA_BASE, len(B_PATTERN)) == B_PATTERN
+        )
+
+
+def prepare_b(b: Client) -> None:
+    b.open(device="npu1", client="bystander")
+    b.write(SCRATCH, B_SCRATCH)
+    b.write_mem(UDMA_BASE, B_PATTERN)
