@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
 
-.PHONY: help install test test-fast regs proto lint demo serve bench fuzz clean
+.PHONY: help install test test-fast regs proto lint demo demo-npu serve bench fuzz clean
 
 help: ## Show this help
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -39,6 +39,9 @@ lint: $(STAMP) ## verilator --lint-only -Wall on every top, and ruff on the Pyth
 demo: $(STAMP) ## Run the demo: a server on loopback, 16 MiB through the simulated NPU's DMA
 	$(PY) -m tools.demo
 
+demo-npu: $(STAMP) ## Run a quantized CNN on the simulated NPU (BuyiBackend via gRPC), profile and check
+	$(PY) -m tools.demo_npu
+
 serve: $(STAMP) ## Serve simulated NPUs on 127.0.0.1:50051 (SERVE_ARGS="--devices 2 --target zg330")
 	$(VENV)/bin/npu-emu serve $(SERVE_ARGS)
 
@@ -50,6 +53,10 @@ bench: $(STAMP) ## Print the performance figures (docs/performance.md keeps the 
 	$(PY) bench/bench_registers.py
 	$(PY) bench/bench_session.py --threads 1
 	$(PY) bench/bench_hardening.py
+	$(PY) bench/bench_golden.py
+	$(PY) bench/bench_light_models.py --quantize
+	$(PY) bench/bench_npu_compiler.py
+	$(PY) bench/bench_compute.py
 
 fuzz: $(STAMP) ## Longer server fuzz, kill-mid-DMA trials and TLS round trip (bench/bench_hardening.py)
 	$(PY) bench/bench_hardening.py --fuzz 20000 --kills 20 --reads 2000

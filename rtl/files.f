@@ -2,6 +2,7 @@
 // (paths relative to rtl/). C++ DPI sources are listed in tools/../npuemu/sim/build.py.
 generated/npu_config_pkg.sv
 generated/npu_isa_pkg.sv
+compute/npu_cmp_pkg.sv
 generated/npu_csr_pkg.sv
 generated/dma_csr_pkg.sv
 dma/npu_dma_pkg.sv
@@ -10,6 +11,16 @@ sim/npu_regbus_dpi_pkg.sv
 generated/npu_csr.sv
 generated/dma_csr.sv
 common/npu_fifo.sv
+compute/npu_cmp_sram.sv
+compute/npu_cmp_tokens.sv
+compute/npu_cmp_ctl.sv
+compute/npu_cmp_walker.sv
+compute/npu_cmp_fetch.sv
+compute/npu_cmp_decode.sv
+compute/npu_cmp_load.sv
+compute/npu_cmp_compute.sv
+compute/npu_cmp_store.sv
+compute/npu_cmp_core.sv
 dma/npu_dma_burst_plan.sv
 dma/npu_dma_rd.sv
 dma/npu_dma_align.sv
@@ -18,6 +29,7 @@ dma/npu_dma_core.sv
 dma/npu_dma.sv
 bus/npu_axi_decerr.sv
 bus/npu_axi_demux.sv
+bus/npu_axi_mux.sv
 bus/npu_axil_demux.sv
 bus/npu_axil_arb.sv
 bus/npu_axil_checker.sv

@@ -11,7 +11,9 @@ Sources -> generated files:
 - ``rtl/isa/npu_isa.toml`` (+ ``rtl/isa/npu_isa_guide.md``) -> ``rtl/generated/npu_isa_pkg.sv``,
   ``runtime/xrt/_generated/isa.py`` and ``docs/isa.md`` (see `tools.isa_gen`);
 - ``proto/npuemu/v1/*.proto`` -> ``runtime/xrt/_proto/npuemu/v1/*_pb2*.py[i]``
-  (grpcio-tools), imported as ``xrt._proto.npuemu.v1`` by the runtime and the server alike.
+  (grpcio-tools), imported as ``xrt._proto.npuemu.v1`` by the runtime and the server alike;
+- the op registry (``xrt.ops``), the ONNX importer's handlers and limits ->
+  ``docs/onnx-operators.md`` (`tools.gen_operators`).
 
 ``python -m tools.generate --check`` regenerates into a scratch folder and exits 1 listing
 every generated file that differs from what is committed (the staleness test runs this).
@@ -31,6 +33,7 @@ from pathlib import Path
 from systemrdl import RDLCompiler
 from systemrdl.node import AddrmapNode, FieldNode, RegNode
 
+from tools.gen_operators import OPERATORS_DOC, generate_operator_doc
 from tools.isa_gen import generate_isa, isa_outputs
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -276,11 +279,17 @@ def _proto_outputs() -> list[Path]:
     return files
 
 
+def operator_doc_files() -> list[Path]:
+    """The supported-operator page (tools/gen_operators.py)."""
+    return [OPERATORS_DOC]
+
+
 def generated_files() -> list[Path]:
     """Every generated path, relative to the repository root."""
     files = [RTL_OUT / "npu_config_pkg.sv", PY_OUT / "hwconfig.py", PY_OUT / "__init__.py"]
     files += _proto_outputs()
     files += isa_outputs()
+    files += operator_doc_files()
     for block in BLOCKS:
         files += [
             RTL_OUT / f"{block}_csr.sv",
@@ -301,6 +310,7 @@ def generate_all(out_root: Path) -> None:
     generate_config_py(cfg, out_root)
     generate_proto(out_root)
     generate_isa(cfg, out_root)
+    generate_operator_doc(out_root)
     init = out_root / PY_OUT / "__init__.py"
     init.write_text(HEADER_PY.format(src="tools/generate.py") + '"""Generated modules."""\n')
 

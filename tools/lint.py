@@ -1,7 +1,7 @@
 """`make lint`: Verilator's -Wall lint of every RTL top, then ruff on the Python.
 
 RTL tops: `npu_sim` for each target (which holds `npu_top` with that target's parameters)
-and `npu_dma` on its own (the block the DMA block test builds). Waivers live in
+`npu_dma` and `npu_cmp_core` on their own (the blocks the block tests build). Waivers live in
 rtl/lint/npu.vlt, each with its reason. Exit status 1 on any finding.
 """
 
@@ -19,6 +19,7 @@ LINT_TOPS: list[tuple[str, dict[str, int]]] = [
     *(("npu_sim", {"Target": cfg.id}) for cfg in TARGETS.values()),
     ("npu_sim", {"Target": 1, "InternalClock": 1}),
     ("npu_dma", {}),
+    ("npu_cmp_core", {}),
 ]
 
 

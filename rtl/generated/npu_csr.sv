@@ -246,6 +246,75 @@ module npu_csr (
         logic INT_RAW;
         logic CYCLES_LO;
         logic CYCLES_HI;
+        logic CORE_CTRL;
+        logic CORE_STATUS;
+        logic CORE_ERR_PC;
+        logic CORE_ERR_ADDR_LO;
+        logic CORE_ERR_ADDR_HI;
+        logic PROG_ADDR_LO;
+        logic PROG_ADDR_HI;
+        logic PROG_INSNS;
+        logic CORE_CAPS;
+        logic CORE_ROWS0;
+        logic CORE_ROWS1;
+        logic PERF_RUN_CYCLES_LO;
+        logic PERF_RUN_CYCLES_HI;
+        logic PERF_LOAD_BUSY_LO;
+        logic PERF_LOAD_BUSY_HI;
+        logic PERF_COMPUTE_BUSY_LO;
+        logic PERF_COMPUTE_BUSY_HI;
+        logic PERF_STORE_BUSY_LO;
+        logic PERF_STORE_BUSY_HI;
+        logic PERF_LOAD_TOKEN_WAIT_LO;
+        logic PERF_LOAD_TOKEN_WAIT_HI;
+        logic PERF_COMPUTE_TOKEN_WAIT_LO;
+        logic PERF_COMPUTE_TOKEN_WAIT_HI;
+        logic PERF_STORE_TOKEN_WAIT_LO;
+        logic PERF_STORE_TOKEN_WAIT_HI;
+        logic PERF_GEMM_CYCLES_LO;
+        logic PERF_GEMM_CYCLES_HI;
+        logic PERF_BYTES_READ_LO;
+        logic PERF_BYTES_READ_HI;
+        logic PERF_BYTES_WRITTEN_LO;
+        logic PERF_BYTES_WRITTEN_HI;
+        logic PERF_LOAD_RETIRED_LO;
+        logic PERF_LOAD_RETIRED_HI;
+        logic PERF_COMPUTE_RETIRED_LO;
+        logic PERF_COMPUTE_RETIRED_HI;
+        logic PERF_STORE_RETIRED_LO;
+        logic PERF_STORE_RETIRED_HI;
+        logic BASE0_LO;
+        logic BASE0_HI;
+        logic BASE1_LO;
+        logic BASE1_HI;
+        logic BASE2_LO;
+        logic BASE2_HI;
+        logic BASE3_LO;
+        logic BASE3_HI;
+        logic BASE4_LO;
+        logic BASE4_HI;
+        logic BASE5_LO;
+        logic BASE5_HI;
+        logic BASE6_LO;
+        logic BASE6_HI;
+        logic BASE7_LO;
+        logic BASE7_HI;
+        logic BASE8_LO;
+        logic BASE8_HI;
+        logic BASE9_LO;
+        logic BASE9_HI;
+        logic BASE10_LO;
+        logic BASE10_HI;
+        logic BASE11_LO;
+        logic BASE11_HI;
+        logic BASE12_LO;
+        logic BASE12_HI;
+        logic BASE13_LO;
+        logic BASE13_HI;
+        logic BASE14_LO;
+        logic BASE14_HI;
+        logic BASE15_LO;
+        logic BASE15_HI;
     } decoded_reg_strb_t;
     decoded_reg_strb_t decoded_reg_strb;
     logic decoded_err;
@@ -323,6 +392,213 @@ module npu_csr (
         decoded_reg_strb.CYCLES_HI = cpuif_req_masked & (cpuif_addr == 12'h84) & !cpuif_req_is_wr;
         is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h84);
         is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h84) & !cpuif_req_is_wr;
+        decoded_reg_strb.CORE_CTRL = cpuif_req_masked & (cpuif_addr == 12'h100);
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h100);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h100);
+        decoded_reg_strb.CORE_STATUS = cpuif_req_masked & (cpuif_addr == 12'h104) & !cpuif_req_is_wr;
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h104);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h104) & !cpuif_req_is_wr;
+        decoded_reg_strb.CORE_ERR_PC = cpuif_req_masked & (cpuif_addr == 12'h108) & !cpuif_req_is_wr;
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h108);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h108) & !cpuif_req_is_wr;
+        decoded_reg_strb.CORE_ERR_ADDR_LO = cpuif_req_masked & (cpuif_addr == 12'h10c) & !cpuif_req_is_wr;
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h10c);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h10c) & !cpuif_req_is_wr;
+        decoded_reg_strb.CORE_ERR_ADDR_HI = cpuif_req_masked & (cpuif_addr == 12'h110) & !cpuif_req_is_wr;
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h110);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h110) & !cpuif_req_is_wr;
+        decoded_reg_strb.PROG_ADDR_LO = cpuif_req_masked & (cpuif_addr == 12'h118);
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h118);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h118);
+        decoded_reg_strb.PROG_ADDR_HI = cpuif_req_masked & (cpuif_addr == 12'h11c);
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h11c);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h11c);
+        decoded_reg_strb.PROG_INSNS = cpuif_req_masked & (cpuif_addr == 12'h120);
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h120);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h120);
+        decoded_reg_strb.CORE_CAPS = cpuif_req_masked & (cpuif_addr == 12'h124) & !cpuif_req_is_wr;
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h124);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h124) & !cpuif_req_is_wr;
+        decoded_reg_strb.CORE_ROWS0 = cpuif_req_masked & (cpuif_addr == 12'h128) & !cpuif_req_is_wr;
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h128);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h128) & !cpuif_req_is_wr;
+        decoded_reg_strb.CORE_ROWS1 = cpuif_req_masked & (cpuif_addr == 12'h12c) & !cpuif_req_is_wr;
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h12c);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h12c) & !cpuif_req_is_wr;
+        decoded_reg_strb.PERF_RUN_CYCLES_LO = cpuif_req_masked & (cpuif_addr == 12'h140) & !cpuif_req_is_wr;
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h140);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h140) & !cpuif_req_is_wr;
+        decoded_reg_strb.PERF_RUN_CYCLES_HI = cpuif_req_masked & (cpuif_addr == 12'h144) & !cpuif_req_is_wr;
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h144);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h144) & !cpuif_req_is_wr;
+        decoded_reg_strb.PERF_LOAD_BUSY_LO = cpuif_req_masked & (cpuif_addr == 12'h148) & !cpuif_req_is_wr;
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h148);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h148) & !cpuif_req_is_wr;
+        decoded_reg_strb.PERF_LOAD_BUSY_HI = cpuif_req_masked & (cpuif_addr == 12'h14c) & !cpuif_req_is_wr;
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h14c);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h14c) & !cpuif_req_is_wr;
+        decoded_reg_strb.PERF_COMPUTE_BUSY_LO = cpuif_req_masked & (cpuif_addr == 12'h150) & !cpuif_req_is_wr;
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h150);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h150) & !cpuif_req_is_wr;
+        decoded_reg_strb.PERF_COMPUTE_BUSY_HI = cpuif_req_masked & (cpuif_addr == 12'h154) & !cpuif_req_is_wr;
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h154);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h154) & !cpuif_req_is_wr;
+        decoded_reg_strb.PERF_STORE_BUSY_LO = cpuif_req_masked & (cpuif_addr == 12'h158) & !cpuif_req_is_wr;
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h158);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h158) & !cpuif_req_is_wr;
+        decoded_reg_strb.PERF_STORE_BUSY_HI = cpuif_req_masked & (cpuif_addr == 12'h15c) & !cpuif_req_is_wr;
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h15c);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h15c) & !cpuif_req_is_wr;
+        decoded_reg_strb.PERF_LOAD_TOKEN_WAIT_LO = cpuif_req_masked & (cpuif_addr == 12'h160) & !cpuif_req_is_wr;
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h160);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h160) & !cpuif_req_is_wr;
+        decoded_reg_strb.PERF_LOAD_TOKEN_WAIT_HI = cpuif_req_masked & (cpuif_addr == 12'h164) & !cpuif_req_is_wr;
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h164);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h164) & !cpuif_req_is_wr;
+        decoded_reg_strb.PERF_COMPUTE_TOKEN_WAIT_LO = cpuif_req_masked & (cpuif_addr == 12'h168) & !cpuif_req_is_wr;
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h168);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h168) & !cpuif_req_is_wr;
+        decoded_reg_strb.PERF_COMPUTE_TOKEN_WAIT_HI = cpuif_req_masked & (cpuif_addr == 12'h16c) & !cpuif_req_is_wr;
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h16c);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h16c) & !cpuif_req_is_wr;
+        decoded_reg_strb.PERF_STORE_TOKEN_WAIT_LO = cpuif_req_masked & (cpuif_addr == 12'h170) & !cpuif_req_is_wr;
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h170);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h170) & !cpuif_req_is_wr;
+        decoded_reg_strb.PERF_STORE_TOKEN_WAIT_HI = cpuif_req_masked & (cpuif_addr == 12'h174) & !cpuif_req_is_wr;
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h174);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h174) & !cpuif_req_is_wr;
+        decoded_reg_strb.PERF_GEMM_CYCLES_LO = cpuif_req_masked & (cpuif_addr == 12'h178) & !cpuif_req_is_wr;
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h178);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h178) & !cpuif_req_is_wr;
+        decoded_reg_strb.PERF_GEMM_CYCLES_HI = cpuif_req_masked & (cpuif_addr == 12'h17c) & !cpuif_req_is_wr;
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h17c);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h17c) & !cpuif_req_is_wr;
+        decoded_reg_strb.PERF_BYTES_READ_LO = cpuif_req_masked & (cpuif_addr == 12'h180) & !cpuif_req_is_wr;
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h180);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h180) & !cpuif_req_is_wr;
+        decoded_reg_strb.PERF_BYTES_READ_HI = cpuif_req_masked & (cpuif_addr == 12'h184) & !cpuif_req_is_wr;
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h184);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h184) & !cpuif_req_is_wr;
+        decoded_reg_strb.PERF_BYTES_WRITTEN_LO = cpuif_req_masked & (cpuif_addr == 12'h188) & !cpuif_req_is_wr;
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h188);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h188) & !cpuif_req_is_wr;
+        decoded_reg_strb.PERF_BYTES_WRITTEN_HI = cpuif_req_masked & (cpuif_addr == 12'h18c) & !cpuif_req_is_wr;
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h18c);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h18c) & !cpuif_req_is_wr;
+        decoded_reg_strb.PERF_LOAD_RETIRED_LO = cpuif_req_masked & (cpuif_addr == 12'h190) & !cpuif_req_is_wr;
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h190);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h190) & !cpuif_req_is_wr;
+        decoded_reg_strb.PERF_LOAD_RETIRED_HI = cpuif_req_masked & (cpuif_addr == 12'h194) & !cpuif_req_is_wr;
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h194);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h194) & !cpuif_req_is_wr;
+        decoded_reg_strb.PERF_COMPUTE_RETIRED_LO = cpuif_req_masked & (cpuif_addr == 12'h198) & !cpuif_req_is_wr;
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h198);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h198) & !cpuif_req_is_wr;
+        decoded_reg_strb.PERF_COMPUTE_RETIRED_HI = cpuif_req_masked & (cpuif_addr == 12'h19c) & !cpuif_req_is_wr;
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h19c);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h19c) & !cpuif_req_is_wr;
+        decoded_reg_strb.PERF_STORE_RETIRED_LO = cpuif_req_masked & (cpuif_addr == 12'h1a0) & !cpuif_req_is_wr;
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h1a0);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h1a0) & !cpuif_req_is_wr;
+        decoded_reg_strb.PERF_STORE_RETIRED_HI = cpuif_req_masked & (cpuif_addr == 12'h1a4) & !cpuif_req_is_wr;
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h1a4);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h1a4) & !cpuif_req_is_wr;
+        decoded_reg_strb.BASE0_LO = cpuif_req_masked & (cpuif_addr == 12'h200);
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h200);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h200);
+        decoded_reg_strb.BASE0_HI = cpuif_req_masked & (cpuif_addr == 12'h204);
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h204);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h204);
+        decoded_reg_strb.BASE1_LO = cpuif_req_masked & (cpuif_addr == 12'h208);
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h208);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h208);
+        decoded_reg_strb.BASE1_HI = cpuif_req_masked & (cpuif_addr == 12'h20c);
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h20c);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h20c);
+        decoded_reg_strb.BASE2_LO = cpuif_req_masked & (cpuif_addr == 12'h210);
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h210);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h210);
+        decoded_reg_strb.BASE2_HI = cpuif_req_masked & (cpuif_addr == 12'h214);
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h214);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h214);
+        decoded_reg_strb.BASE3_LO = cpuif_req_masked & (cpuif_addr == 12'h218);
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h218);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h218);
+        decoded_reg_strb.BASE3_HI = cpuif_req_masked & (cpuif_addr == 12'h21c);
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h21c);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h21c);
+        decoded_reg_strb.BASE4_LO = cpuif_req_masked & (cpuif_addr == 12'h220);
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h220);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h220);
+        decoded_reg_strb.BASE4_HI = cpuif_req_masked & (cpuif_addr == 12'h224);
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h224);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h224);
+        decoded_reg_strb.BASE5_LO = cpuif_req_masked & (cpuif_addr == 12'h228);
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h228);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h228);
+        decoded_reg_strb.BASE5_HI = cpuif_req_masked & (cpuif_addr == 12'h22c);
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h22c);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h22c);
+        decoded_reg_strb.BASE6_LO = cpuif_req_masked & (cpuif_addr == 12'h230);
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h230);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h230);
+        decoded_reg_strb.BASE6_HI = cpuif_req_masked & (cpuif_addr == 12'h234);
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h234);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h234);
+        decoded_reg_strb.BASE7_LO = cpuif_req_masked & (cpuif_addr == 12'h238);
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h238);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h238);
+        decoded_reg_strb.BASE7_HI = cpuif_req_masked & (cpuif_addr == 12'h23c);
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h23c);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h23c);
+        decoded_reg_strb.BASE8_LO = cpuif_req_masked & (cpuif_addr == 12'h240);
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h240);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h240);
+        decoded_reg_strb.BASE8_HI = cpuif_req_masked & (cpuif_addr == 12'h244);
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h244);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h244);
+        decoded_reg_strb.BASE9_LO = cpuif_req_masked & (cpuif_addr == 12'h248);
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h248);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h248);
+        decoded_reg_strb.BASE9_HI = cpuif_req_masked & (cpuif_addr == 12'h24c);
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h24c);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h24c);
+        decoded_reg_strb.BASE10_LO = cpuif_req_masked & (cpuif_addr == 12'h250);
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h250);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h250);
+        decoded_reg_strb.BASE10_HI = cpuif_req_masked & (cpuif_addr == 12'h254);
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h254);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h254);
+        decoded_reg_strb.BASE11_LO = cpuif_req_masked & (cpuif_addr == 12'h258);
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h258);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h258);
+        decoded_reg_strb.BASE11_HI = cpuif_req_masked & (cpuif_addr == 12'h25c);
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h25c);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h25c);
+        decoded_reg_strb.BASE12_LO = cpuif_req_masked & (cpuif_addr == 12'h260);
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h260);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h260);
+        decoded_reg_strb.BASE12_HI = cpuif_req_masked & (cpuif_addr == 12'h264);
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h264);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h264);
+        decoded_reg_strb.BASE13_LO = cpuif_req_masked & (cpuif_addr == 12'h268);
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h268);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h268);
+        decoded_reg_strb.BASE13_HI = cpuif_req_masked & (cpuif_addr == 12'h26c);
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h26c);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h26c);
+        decoded_reg_strb.BASE14_LO = cpuif_req_masked & (cpuif_addr == 12'h270);
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h270);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h270);
+        decoded_reg_strb.BASE14_HI = cpuif_req_masked & (cpuif_addr == 12'h274);
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h274);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h274);
+        decoded_reg_strb.BASE15_LO = cpuif_req_masked & (cpuif_addr == 12'h278);
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h278);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h278);
+        decoded_reg_strb.BASE15_HI = cpuif_req_masked & (cpuif_addr == 12'h27c);
+        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h27c);
+        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h27c);
         decoded_err = (~is_valid_addr | (is_valid_addr & ~is_valid_rw)) & decoded_req;
     end
 
@@ -354,13 +630,249 @@ module npu_csr (
                 logic next;
                 logic load_next;
             } SW;
+            struct {
+                logic next;
+                logic load_next;
+            } CORE_DONE;
+            struct {
+                logic next;
+                logic load_next;
+            } CORE_ERROR;
         } INT_STATUS;
         struct {
             struct {
                 logic next;
                 logic load_next;
             } SW;
+            struct {
+                logic next;
+                logic load_next;
+            } CORE_DONE;
+            struct {
+                logic next;
+                logic load_next;
+            } CORE_ERROR;
         } INT_ENABLE;
+        struct {
+            struct {
+                logic next;
+                logic load_next;
+            } START;
+            struct {
+                logic next;
+                logic load_next;
+            } ABORT;
+        } CORE_CTRL;
+        struct {
+            struct {
+                logic [31:0] next;
+                logic load_next;
+            } ADDR;
+        } PROG_ADDR_LO;
+        struct {
+            struct {
+                logic [31:0] next;
+                logic load_next;
+            } ADDR;
+        } PROG_ADDR_HI;
+        struct {
+            struct {
+                logic [31:0] next;
+                logic load_next;
+            } COUNT;
+        } PROG_INSNS;
+        struct {
+            struct {
+                logic [31:0] next;
+                logic load_next;
+            } ADDR;
+        } BASE0_LO;
+        struct {
+            struct {
+                logic [31:0] next;
+                logic load_next;
+            } ADDR;
+        } BASE0_HI;
+        struct {
+            struct {
+                logic [31:0] next;
+                logic load_next;
+            } ADDR;
+        } BASE1_LO;
+        struct {
+            struct {
+                logic [31:0] next;
+                logic load_next;
+            } ADDR;
+        } BASE1_HI;
+        struct {
+            struct {
+                logic [31:0] next;
+                logic load_next;
+            } ADDR;
+        } BASE2_LO;
+        struct {
+            struct {
+                logic [31:0] next;
+                logic load_next;
+            } ADDR;
+        } BASE2_HI;
+        struct {
+            struct {
+                logic [31:0] next;
+                logic load_next;
+            } ADDR;
+        } BASE3_LO;
+        struct {
+            struct {
+                logic [31:0] next;
+                logic load_next;
+            } ADDR;
+        } BASE3_HI;
+        struct {
+            struct {
+                logic [31:0] next;
+                logic load_next;
+            } ADDR;
+        } BASE4_LO;
+        struct {
+            struct {
+                logic [31:0] next;
+                logic load_next;
+            } ADDR;
+        } BASE4_HI;
+        struct {
+            struct {
+                logic [31:0] next;
+                logic load_next;
+            } ADDR;
+        } BASE5_LO;
+        struct {
+            struct {
+                logic [31:0] next;
+                logic load_next;
+            } ADDR;
+        } BASE5_HI;
+        struct {
+            struct {
+                logic [31:0] next;
+                logic load_next;
+            } ADDR;
+        } BASE6_LO;
+        struct {
+            struct {
+                logic [31:0] next;
+                logic load_next;
+            } ADDR;
+        } BASE6_HI;
+        struct {
+            struct {
+                logic [31:0] next;
+                logic load_next;
+            } ADDR;
+        } BASE7_LO;
+        struct {
+            struct {
+                logic [31:0] next;
+                logic load_next;
+            } ADDR;
+        } BASE7_HI;
+        struct {
+            struct {
+                logic [31:0] next;
+                logic load_next;
+            } ADDR;
+        } BASE8_LO;
+        struct {
+            struct {
+                logic [31:0] next;
+                logic load_next;
+            } ADDR;
+        } BASE8_HI;
+        struct {
+            struct {
+                logic [31:0] next;
+                logic load_next;
+            } ADDR;
+        } BASE9_LO;
+        struct {
+            struct {
+                logic [31:0] next;
+                logic load_next;
+            } ADDR;
+        } BASE9_HI;
+        struct {
+            struct {
+                logic [31:0] next;
+                logic load_next;
+            } ADDR;
+        } BASE10_LO;
+        struct {
+            struct {
+                logic [31:0] next;
+                logic load_next;
+            } ADDR;
+        } BASE10_HI;
+        struct {
+            struct {
+                logic [31:0] next;
+                logic load_next;
+            } ADDR;
+        } BASE11_LO;
+        struct {
+            struct {
+                logic [31:0] next;
+                logic load_next;
+            } ADDR;
+        } BASE11_HI;
+        struct {
+            struct {
+                logic [31:0] next;
+                logic load_next;
+            } ADDR;
+        } BASE12_LO;
+        struct {
+            struct {
+                logic [31:0] next;
+                logic load_next;
+            } ADDR;
+        } BASE12_HI;
+        struct {
+            struct {
+                logic [31:0] next;
+                logic load_next;
+            } ADDR;
+        } BASE13_LO;
+        struct {
+            struct {
+                logic [31:0] next;
+                logic load_next;
+            } ADDR;
+        } BASE13_HI;
+        struct {
+            struct {
+                logic [31:0] next;
+                logic load_next;
+            } ADDR;
+        } BASE14_LO;
+        struct {
+            struct {
+                logic [31:0] next;
+                logic load_next;
+            } ADDR;
+        } BASE14_HI;
+        struct {
+            struct {
+                logic [31:0] next;
+                logic load_next;
+            } ADDR;
+        } BASE15_LO;
+        struct {
+            struct {
+                logic [31:0] next;
+                logic load_next;
+            } ADDR;
+        } BASE15_HI;
     } field_combo_t;
     field_combo_t field_combo;
 
@@ -379,12 +891,207 @@ module npu_csr (
             struct {
                 logic value;
             } SW;
+            struct {
+                logic value;
+            } CORE_DONE;
+            struct {
+                logic value;
+            } CORE_ERROR;
         } INT_STATUS;
         struct {
             struct {
                 logic value;
             } SW;
+            struct {
+                logic value;
+            } CORE_DONE;
+            struct {
+                logic value;
+            } CORE_ERROR;
         } INT_ENABLE;
+        struct {
+            struct {
+                logic value;
+            } START;
+            struct {
+                logic value;
+            } ABORT;
+        } CORE_CTRL;
+        struct {
+            struct {
+                logic [31:0] value;
+            } ADDR;
+        } PROG_ADDR_LO;
+        struct {
+            struct {
+                logic [31:0] value;
+            } ADDR;
+        } PROG_ADDR_HI;
+        struct {
+            struct {
+                logic [31:0] value;
+            } COUNT;
+        } PROG_INSNS;
+        struct {
+            struct {
+                logic [31:0] value;
+            } ADDR;
+        } BASE0_LO;
+        struct {
+            struct {
+                logic [31:0] value;
+            } ADDR;
+        } BASE0_HI;
+        struct {
+            struct {
+                logic [31:0] value;
+            } ADDR;
+        } BASE1_LO;
+        struct {
+            struct {
+                logic [31:0] value;
+            } ADDR;
+        } BASE1_HI;
+        struct {
+            struct {
+                logic [31:0] value;
+            } ADDR;
+        } BASE2_LO;
+        struct {
+            struct {
+                logic [31:0] value;
+            } ADDR;
+        } BASE2_HI;
+        struct {
+            struct {
+                logic [31:0] value;
+            } ADDR;
+        } BASE3_LO;
+        struct {
+            struct {
+                logic [31:0] value;
+            } ADDR;
+        } BASE3_HI;
+        struct {
+            struct {
+                logic [31:0] value;
+            } ADDR;
+        } BASE4_LO;
+        struct {
+            struct {
+                logic [31:0] value;
+            } ADDR;
+        } BASE4_HI;
+        struct {
+            struct {
+                logic [31:0] value;
+            } ADDR;
+        } BASE5_LO;
+        struct {
+            struct {
+                logic [31:0] value;
+            } ADDR;
+        } BASE5_HI;
+        struct {
+            struct {
+                logic [31:0] value;
+            } ADDR;
+        } BASE6_LO;
+        struct {
+            struct {
+                logic [31:0] value;
+            } ADDR;
+        } BASE6_HI;
+        struct {
+            struct {
+                logic [31:0] value;
+            } ADDR;
+        } BASE7_LO;
+        struct {
+            struct {
+                logic [31:0] value;
+            } ADDR;
+        } BASE7_HI;
+        struct {
+            struct {
+                logic [31:0] value;
+            } ADDR;
+        } BASE8_LO;
+        struct {
+            struct {
+                logic [31:0] value;
+            } ADDR;
+        } BASE8_HI;
+        struct {
+            struct {
+                logic [31:0] value;
+            } ADDR;
+        } BASE9_LO;
+        struct {
+            struct {
+                logic [31:0] value;
+            } ADDR;
+        } BASE9_HI;
+        struct {
+            struct {
+                logic [31:0] value;
+            } ADDR;
+        } BASE10_LO;
+        struct {
+            struct {
+                logic [31:0] value;
+            } ADDR;
+        } BASE10_HI;
+        struct {
+            struct {
+                logic [31:0] value;
+            } ADDR;
+        } BASE11_LO;
+        struct {
+            struct {
+                logic [31:0] value;
+            } ADDR;
+        } BASE11_HI;
+        struct {
+            struct {
+                logic [31:0] value;
+            } ADDR;
+        } BASE12_LO;
+        struct {
+            struct {
+                logic [31:0] value;
+            } ADDR;
+        } BASE12_HI;
+        struct {
+            struct {
+                logic [31:0] value;
+            } ADDR;
+        } BASE13_LO;
+        struct {
+            struct {
+                logic [31:0] value;
+            } ADDR;
+        } BASE13_HI;
+        struct {
+            struct {
+                logic [31:0] value;
+            } ADDR;
+        } BASE14_LO;
+        struct {
+            struct {
+                logic [31:0] value;
+            } ADDR;
+        } BASE14_HI;
+        struct {
+            struct {
+                logic [31:0] value;
+            } ADDR;
+        } BASE15_LO;
+        struct {
+            struct {
+                logic [31:0] value;
+            } ADDR;
+        } BASE15_HI;
     } field_storage_t;
     field_storage_t field_storage;
 
@@ -459,6 +1166,58 @@ module npu_csr (
         end
     end
     assign hwif_out.INT_STATUS.SW.value = field_storage.INT_STATUS.SW.value;
+    // Field: npu_csr.INT_STATUS.CORE_DONE
+    always_comb begin
+        automatic logic [0:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.INT_STATUS.CORE_DONE.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.INT_STATUS && decoded_req_is_wr) begin // SW write 1 clear
+            next_c = field_storage.INT_STATUS.CORE_DONE.value & ~(decoded_wr_data[1:1] & decoded_wr_biten[1:1]);
+            load_next_c = '1;
+        end else if(hwif_in.INT_STATUS.CORE_DONE.hwset) begin // HW Set
+            next_c = '1;
+            load_next_c = '1;
+        end
+        field_combo.INT_STATUS.CORE_DONE.next = next_c;
+        field_combo.INT_STATUS.CORE_DONE.load_next = load_next_c;
+    end
+    always_ff @(posedge clk or negedge arst_n) begin
+        if(~arst_n) begin
+            field_storage.INT_STATUS.CORE_DONE.value <= 1'h0;
+        end else begin
+            if(field_combo.INT_STATUS.CORE_DONE.load_next) begin
+                field_storage.INT_STATUS.CORE_DONE.value <= field_combo.INT_STATUS.CORE_DONE.next;
+            end
+        end
+    end
+    assign hwif_out.INT_STATUS.CORE_DONE.value = field_storage.INT_STATUS.CORE_DONE.value;
+    // Field: npu_csr.INT_STATUS.CORE_ERROR
+    always_comb begin
+        automatic logic [0:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.INT_STATUS.CORE_ERROR.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.INT_STATUS && decoded_req_is_wr) begin // SW write 1 clear
+            next_c = field_storage.INT_STATUS.CORE_ERROR.value & ~(decoded_wr_data[2:2] & decoded_wr_biten[2:2]);
+            load_next_c = '1;
+        end else if(hwif_in.INT_STATUS.CORE_ERROR.hwset) begin // HW Set
+            next_c = '1;
+            load_next_c = '1;
+        end
+        field_combo.INT_STATUS.CORE_ERROR.next = next_c;
+        field_combo.INT_STATUS.CORE_ERROR.load_next = load_next_c;
+    end
+    always_ff @(posedge clk or negedge arst_n) begin
+        if(~arst_n) begin
+            field_storage.INT_STATUS.CORE_ERROR.value <= 1'h0;
+        end else begin
+            if(field_combo.INT_STATUS.CORE_ERROR.load_next) begin
+                field_storage.INT_STATUS.CORE_ERROR.value <= field_combo.INT_STATUS.CORE_ERROR.next;
+            end
+        end
+    end
+    assign hwif_out.INT_STATUS.CORE_ERROR.value = field_storage.INT_STATUS.CORE_ERROR.value;
     // Field: npu_csr.INT_ENABLE.SW
     always_comb begin
         automatic logic [0:0] next_c;
@@ -482,7 +1241,923 @@ module npu_csr (
         end
     end
     assign hwif_out.INT_ENABLE.SW.value = field_storage.INT_ENABLE.SW.value;
+    // Field: npu_csr.INT_ENABLE.CORE_DONE
+    always_comb begin
+        automatic logic [0:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.INT_ENABLE.CORE_DONE.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.INT_ENABLE && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.INT_ENABLE.CORE_DONE.value & ~decoded_wr_biten[1:1]) | (decoded_wr_data[1:1] & decoded_wr_biten[1:1]);
+            load_next_c = '1;
+        end
+        field_combo.INT_ENABLE.CORE_DONE.next = next_c;
+        field_combo.INT_ENABLE.CORE_DONE.load_next = load_next_c;
+    end
+    always_ff @(posedge clk or negedge arst_n) begin
+        if(~arst_n) begin
+            field_storage.INT_ENABLE.CORE_DONE.value <= 1'h0;
+        end else begin
+            if(field_combo.INT_ENABLE.CORE_DONE.load_next) begin
+                field_storage.INT_ENABLE.CORE_DONE.value <= field_combo.INT_ENABLE.CORE_DONE.next;
+            end
+        end
+    end
+    assign hwif_out.INT_ENABLE.CORE_DONE.value = field_storage.INT_ENABLE.CORE_DONE.value;
+    // Field: npu_csr.INT_ENABLE.CORE_ERROR
+    always_comb begin
+        automatic logic [0:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.INT_ENABLE.CORE_ERROR.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.INT_ENABLE && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.INT_ENABLE.CORE_ERROR.value & ~decoded_wr_biten[2:2]) | (decoded_wr_data[2:2] & decoded_wr_biten[2:2]);
+            load_next_c = '1;
+        end
+        field_combo.INT_ENABLE.CORE_ERROR.next = next_c;
+        field_combo.INT_ENABLE.CORE_ERROR.load_next = load_next_c;
+    end
+    always_ff @(posedge clk or negedge arst_n) begin
+        if(~arst_n) begin
+            field_storage.INT_ENABLE.CORE_ERROR.value <= 1'h0;
+        end else begin
+            if(field_combo.INT_ENABLE.CORE_ERROR.load_next) begin
+                field_storage.INT_ENABLE.CORE_ERROR.value <= field_combo.INT_ENABLE.CORE_ERROR.next;
+            end
+        end
+    end
+    assign hwif_out.INT_ENABLE.CORE_ERROR.value = field_storage.INT_ENABLE.CORE_ERROR.value;
     assign hwif_out.CYCLES_LO.COUNT.swacc = decoded_reg_strb.CYCLES_LO;
+    // Field: npu_csr.CORE_CTRL.START
+    always_comb begin
+        automatic logic [0:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.CORE_CTRL.START.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.CORE_CTRL && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.CORE_CTRL.START.value & ~decoded_wr_biten[0:0]) | (decoded_wr_data[0:0] & decoded_wr_biten[0:0]);
+            load_next_c = '1;
+        end else begin // singlepulse clears back to 0
+            next_c = '0;
+            load_next_c = '1;
+        end
+        field_combo.CORE_CTRL.START.next = next_c;
+        field_combo.CORE_CTRL.START.load_next = load_next_c;
+    end
+    always_ff @(posedge clk or negedge arst_n) begin
+        if(~arst_n) begin
+            field_storage.CORE_CTRL.START.value <= 1'h0;
+        end else begin
+            if(field_combo.CORE_CTRL.START.load_next) begin
+                field_storage.CORE_CTRL.START.value <= field_combo.CORE_CTRL.START.next;
+            end
+        end
+    end
+    assign hwif_out.CORE_CTRL.START.value = field_storage.CORE_CTRL.START.value;
+    // Field: npu_csr.CORE_CTRL.ABORT
+    always_comb begin
+        automatic logic [0:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.CORE_CTRL.ABORT.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.CORE_CTRL && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.CORE_CTRL.ABORT.value & ~decoded_wr_biten[1:1]) | (decoded_wr_data[1:1] & decoded_wr_biten[1:1]);
+            load_next_c = '1;
+        end else begin // singlepulse clears back to 0
+            next_c = '0;
+            load_next_c = '1;
+        end
+        field_combo.CORE_CTRL.ABORT.next = next_c;
+        field_combo.CORE_CTRL.ABORT.load_next = load_next_c;
+    end
+    always_ff @(posedge clk or negedge arst_n) begin
+        if(~arst_n) begin
+            field_storage.CORE_CTRL.ABORT.value <= 1'h0;
+        end else begin
+            if(field_combo.CORE_CTRL.ABORT.load_next) begin
+                field_storage.CORE_CTRL.ABORT.value <= field_combo.CORE_CTRL.ABORT.next;
+            end
+        end
+    end
+    assign hwif_out.CORE_CTRL.ABORT.value = field_storage.CORE_CTRL.ABORT.value;
+    // Field: npu_csr.PROG_ADDR_LO.ADDR
+    always_comb begin
+        automatic logic [31:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.PROG_ADDR_LO.ADDR.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.PROG_ADDR_LO && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.PROG_ADDR_LO.ADDR.value & ~decoded_wr_biten[31:0]) | (decoded_wr_data[31:0] & decoded_wr_biten[31:0]);
+            load_next_c = '1;
+        end
+        field_combo.PROG_ADDR_LO.ADDR.next = next_c;
+        field_combo.PROG_ADDR_LO.ADDR.load_next = load_next_c;
+    end
+    always_ff @(posedge clk or negedge arst_n) begin
+        if(~arst_n) begin
+            field_storage.PROG_ADDR_LO.ADDR.value <= 32'h0;
+        end else begin
+            if(field_combo.PROG_ADDR_LO.ADDR.load_next) begin
+                field_storage.PROG_ADDR_LO.ADDR.value <= field_combo.PROG_ADDR_LO.ADDR.next;
+            end
+        end
+    end
+    assign hwif_out.PROG_ADDR_LO.ADDR.value = field_storage.PROG_ADDR_LO.ADDR.value;
+    // Field: npu_csr.PROG_ADDR_HI.ADDR
+    always_comb begin
+        automatic logic [31:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.PROG_ADDR_HI.ADDR.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.PROG_ADDR_HI && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.PROG_ADDR_HI.ADDR.value & ~decoded_wr_biten[31:0]) | (decoded_wr_data[31:0] & decoded_wr_biten[31:0]);
+            load_next_c = '1;
+        end
+        field_combo.PROG_ADDR_HI.ADDR.next = next_c;
+        field_combo.PROG_ADDR_HI.ADDR.load_next = load_next_c;
+    end
+    always_ff @(posedge clk or negedge arst_n) begin
+        if(~arst_n) begin
+            field_storage.PROG_ADDR_HI.ADDR.value <= 32'h0;
+        end else begin
+            if(field_combo.PROG_ADDR_HI.ADDR.load_next) begin
+                field_storage.PROG_ADDR_HI.ADDR.value <= field_combo.PROG_ADDR_HI.ADDR.next;
+            end
+        end
+    end
+    assign hwif_out.PROG_ADDR_HI.ADDR.value = field_storage.PROG_ADDR_HI.ADDR.value;
+    // Field: npu_csr.PROG_INSNS.COUNT
+    always_comb begin
+        automatic logic [31:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.PROG_INSNS.COUNT.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.PROG_INSNS && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.PROG_INSNS.COUNT.value & ~decoded_wr_biten[31:0]) | (decoded_wr_data[31:0] & decoded_wr_biten[31:0]);
+            load_next_c = '1;
+        end
+        field_combo.PROG_INSNS.COUNT.next = next_c;
+        field_combo.PROG_INSNS.COUNT.load_next = load_next_c;
+    end
+    always_ff @(posedge clk or negedge arst_n) begin
+        if(~arst_n) begin
+            field_storage.PROG_INSNS.COUNT.value <= 32'h0;
+        end else begin
+            if(field_combo.PROG_INSNS.COUNT.load_next) begin
+                field_storage.PROG_INSNS.COUNT.value <= field_combo.PROG_INSNS.COUNT.next;
+            end
+        end
+    end
+    assign hwif_out.PROG_INSNS.COUNT.value = field_storage.PROG_INSNS.COUNT.value;
+    assign hwif_out.PERF_RUN_CYCLES_LO.COUNT.swacc = decoded_reg_strb.PERF_RUN_CYCLES_LO;
+    assign hwif_out.PERF_LOAD_BUSY_LO.COUNT.swacc = decoded_reg_strb.PERF_LOAD_BUSY_LO;
+    assign hwif_out.PERF_COMPUTE_BUSY_LO.COUNT.swacc = decoded_reg_strb.PERF_COMPUTE_BUSY_LO;
+    assign hwif_out.PERF_STORE_BUSY_LO.COUNT.swacc = decoded_reg_strb.PERF_STORE_BUSY_LO;
+    assign hwif_out.PERF_LOAD_TOKEN_WAIT_LO.COUNT.swacc = decoded_reg_strb.PERF_LOAD_TOKEN_WAIT_LO;
+    assign hwif_out.PERF_COMPUTE_TOKEN_WAIT_LO.COUNT.swacc = decoded_reg_strb.PERF_COMPUTE_TOKEN_WAIT_LO;
+    assign hwif_out.PERF_STORE_TOKEN_WAIT_LO.COUNT.swacc = decoded_reg_strb.PERF_STORE_TOKEN_WAIT_LO;
+    assign hwif_out.PERF_GEMM_CYCLES_LO.COUNT.swacc = decoded_reg_strb.PERF_GEMM_CYCLES_LO;
+    assign hwif_out.PERF_BYTES_READ_LO.COUNT.swacc = decoded_reg_strb.PERF_BYTES_READ_LO;
+    assign hwif_out.PERF_BYTES_WRITTEN_LO.COUNT.swacc = decoded_reg_strb.PERF_BYTES_WRITTEN_LO;
+    assign hwif_out.PERF_LOAD_RETIRED_LO.COUNT.swacc = decoded_reg_strb.PERF_LOAD_RETIRED_LO;
+    assign hwif_out.PERF_COMPUTE_RETIRED_LO.COUNT.swacc = decoded_reg_strb.PERF_COMPUTE_RETIRED_LO;
+    assign hwif_out.PERF_STORE_RETIRED_LO.COUNT.swacc = decoded_reg_strb.PERF_STORE_RETIRED_LO;
+    // Field: npu_csr.BASE0_LO.ADDR
+    always_comb begin
+        automatic logic [31:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.BASE0_LO.ADDR.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.BASE0_LO && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.BASE0_LO.ADDR.value & ~decoded_wr_biten[31:0]) | (decoded_wr_data[31:0] & decoded_wr_biten[31:0]);
+            load_next_c = '1;
+        end
+        field_combo.BASE0_LO.ADDR.next = next_c;
+        field_combo.BASE0_LO.ADDR.load_next = load_next_c;
+    end
+    always_ff @(posedge clk or negedge arst_n) begin
+        if(~arst_n) begin
+            field_storage.BASE0_LO.ADDR.value <= 32'h0;
+        end else begin
+            if(field_combo.BASE0_LO.ADDR.load_next) begin
+                field_storage.BASE0_LO.ADDR.value <= field_combo.BASE0_LO.ADDR.next;
+            end
+        end
+    end
+    assign hwif_out.BASE0_LO.ADDR.value = field_storage.BASE0_LO.ADDR.value;
+    // Field: npu_csr.BASE0_HI.ADDR
+    always_comb begin
+        automatic logic [31:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.BASE0_HI.ADDR.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.BASE0_HI && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.BASE0_HI.ADDR.value & ~decoded_wr_biten[31:0]) | (decoded_wr_data[31:0] & decoded_wr_biten[31:0]);
+            load_next_c = '1;
+        end
+        field_combo.BASE0_HI.ADDR.next = next_c;
+        field_combo.BASE0_HI.ADDR.load_next = load_next_c;
+    end
+    always_ff @(posedge clk or negedge arst_n) begin
+        if(~arst_n) begin
+            field_storage.BASE0_HI.ADDR.value <= 32'h0;
+        end else begin
+            if(field_combo.BASE0_HI.ADDR.load_next) begin
+                field_storage.BASE0_HI.ADDR.value <= field_combo.BASE0_HI.ADDR.next;
+            end
+        end
+    end
+    assign hwif_out.BASE0_HI.ADDR.value = field_storage.BASE0_HI.ADDR.value;
+    // Field: npu_csr.BASE1_LO.ADDR
+    always_comb begin
+        automatic logic [31:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.BASE1_LO.ADDR.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.BASE1_LO && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.BASE1_LO.ADDR.value & ~decoded_wr_biten[31:0]) | (decoded_wr_data[31:0] & decoded_wr_biten[31:0]);
+            load_next_c = '1;
+        end
+        field_combo.BASE1_LO.ADDR.next = next_c;
+        field_combo.BASE1_LO.ADDR.load_next = load_next_c;
+    end
+    always_ff @(posedge clk or negedge arst_n) begin
+        if(~arst_n) begin
+            field_storage.BASE1_LO.ADDR.value <= 32'h0;
+        end else begin
+            if(field_combo.BASE1_LO.ADDR.load_next) begin
+                field_storage.BASE1_LO.ADDR.value <= field_combo.BASE1_LO.ADDR.next;
+            end
+        end
+    end
+    assign hwif_out.BASE1_LO.ADDR.value = field_storage.BASE1_LO.ADDR.value;
+    // Field: npu_csr.BASE1_HI.ADDR
+    always_comb begin
+        automatic logic [31:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.BASE1_HI.ADDR.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.BASE1_HI && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.BASE1_HI.ADDR.value & ~decoded_wr_biten[31:0]) | (decoded_wr_data[31:0] & decoded_wr_biten[31:0]);
+            load_next_c = '1;
+        end
+        field_combo.BASE1_HI.ADDR.next = next_c;
+        field_combo.BASE1_HI.ADDR.load_next = load_next_c;
+    end
+    always_ff @(posedge clk or negedge arst_n) begin
+        if(~arst_n) begin
+            field_storage.BASE1_HI.ADDR.value <= 32'h0;
+        end else begin
+            if(field_combo.BASE1_HI.ADDR.load_next) begin
+                field_storage.BASE1_HI.ADDR.value <= field_combo.BASE1_HI.ADDR.next;
+            end
+        end
+    end
+    assign hwif_out.BASE1_HI.ADDR.value = field_storage.BASE1_HI.ADDR.value;
+    // Field: npu_csr.BASE2_LO.ADDR
+    always_comb begin
+        automatic logic [31:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.BASE2_LO.ADDR.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.BASE2_LO && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.BASE2_LO.ADDR.value & ~decoded_wr_biten[31:0]) | (decoded_wr_data[31:0] & decoded_wr_biten[31:0]);
+            load_next_c = '1;
+        end
+        field_combo.BASE2_LO.ADDR.next = next_c;
+        field_combo.BASE2_LO.ADDR.load_next = load_next_c;
+    end
+    always_ff @(posedge clk or negedge arst_n) begin
+        if(~arst_n) begin
+            field_storage.BASE2_LO.ADDR.value <= 32'h0;
+        end else begin
+            if(field_combo.BASE2_LO.ADDR.load_next) begin
+                field_storage.BASE2_LO.ADDR.value <= field_combo.BASE2_LO.ADDR.next;
+            end
+        end
+    end
+    assign hwif_out.BASE2_LO.ADDR.value = field_storage.BASE2_LO.ADDR.value;
+    // Field: npu_csr.BASE2_HI.ADDR
+    always_comb begin
+        automatic logic [31:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.BASE2_HI.ADDR.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.BASE2_HI && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.BASE2_HI.ADDR.value & ~decoded_wr_biten[31:0]) | (decoded_wr_data[31:0] & decoded_wr_biten[31:0]);
+            load_next_c = '1;
+        end
+        field_combo.BASE2_HI.ADDR.next = next_c;
+        field_combo.BASE2_HI.ADDR.load_next = load_next_c;
+    end
+    always_ff @(posedge clk or negedge arst_n) begin
+        if(~arst_n) begin
+            field_storage.BASE2_HI.ADDR.value <= 32'h0;
+        end else begin
+            if(field_combo.BASE2_HI.ADDR.load_next) begin
+                field_storage.BASE2_HI.ADDR.value <= field_combo.BASE2_HI.ADDR.next;
+            end
+        end
+    end
+    assign hwif_out.BASE2_HI.ADDR.value = field_storage.BASE2_HI.ADDR.value;
+    // Field: npu_csr.BASE3_LO.ADDR
+    always_comb begin
+        automatic logic [31:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.BASE3_LO.ADDR.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.BASE3_LO && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.BASE3_LO.ADDR.value & ~decoded_wr_biten[31:0]) | (decoded_wr_data[31:0] & decoded_wr_biten[31:0]);
+            load_next_c = '1;
+        end
+        field_combo.BASE3_LO.ADDR.next = next_c;
+        field_combo.BASE3_LO.ADDR.load_next = load_next_c;
+    end
+    always_ff @(posedge clk or negedge arst_n) begin
+        if(~arst_n) begin
+            field_storage.BASE3_LO.ADDR.value <= 32'h0;
+        end else begin
+            if(field_combo.BASE3_LO.ADDR.load_next) begin
+                field_storage.BASE3_LO.ADDR.value <= field_combo.BASE3_LO.ADDR.next;
+            end
+        end
+    end
+    assign hwif_out.BASE3_LO.ADDR.value = field_storage.BASE3_LO.ADDR.value;
+    // Field: npu_csr.BASE3_HI.ADDR
+    always_comb begin
+        automatic logic [31:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.BASE3_HI.ADDR.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.BASE3_HI && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.BASE3_HI.ADDR.value & ~decoded_wr_biten[31:0]) | (decoded_wr_data[31:0] & decoded_wr_biten[31:0]);
+            load_next_c = '1;
+        end
+        field_combo.BASE3_HI.ADDR.next = next_c;
+        field_combo.BASE3_HI.ADDR.load_next = load_next_c;
+    end
+    always_ff @(posedge clk or negedge arst_n) begin
+        if(~arst_n) begin
+            field_storage.BASE3_HI.ADDR.value <= 32'h0;
+        end else begin
+            if(field_combo.BASE3_HI.ADDR.load_next) begin
+                field_storage.BASE3_HI.ADDR.value <= field_combo.BASE3_HI.ADDR.next;
+            end
+        end
+    end
+    assign hwif_out.BASE3_HI.ADDR.value = field_storage.BASE3_HI.ADDR.value;
+    // Field: npu_csr.BASE4_LO.ADDR
+    always_comb begin
+        automatic logic [31:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.BASE4_LO.ADDR.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.BASE4_LO && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.BASE4_LO.ADDR.value & ~decoded_wr_biten[31:0]) | (decoded_wr_data[31:0] & decoded_wr_biten[31:0]);
+            load_next_c = '1;
+        end
+        field_combo.BASE4_LO.ADDR.next = next_c;
+        field_combo.BASE4_LO.ADDR.load_next = load_next_c;
+    end
+    always_ff @(posedge clk or negedge arst_n) begin
+        if(~arst_n) begin
+            field_storage.BASE4_LO.ADDR.value <= 32'h0;
+        end else begin
+            if(field_combo.BASE4_LO.ADDR.load_next) begin
+                field_storage.BASE4_LO.ADDR.value <= field_combo.BASE4_LO.ADDR.next;
+            end
+        end
+    end
+    assign hwif_out.BASE4_LO.ADDR.value = field_storage.BASE4_LO.ADDR.value;
+    // Field: npu_csr.BASE4_HI.ADDR
+    always_comb begin
+        automatic logic [31:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.BASE4_HI.ADDR.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.BASE4_HI && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.BASE4_HI.ADDR.value & ~decoded_wr_biten[31:0]) | (decoded_wr_data[31:0] & decoded_wr_biten[31:0]);
+            load_next_c = '1;
+        end
+        field_combo.BASE4_HI.ADDR.next = next_c;
+        field_combo.BASE4_HI.ADDR.load_next = load_next_c;
+    end
+    always_ff @(posedge clk or negedge arst_n) begin
+        if(~arst_n) begin
+            field_storage.BASE4_HI.ADDR.value <= 32'h0;
+        end else begin
+            if(field_combo.BASE4_HI.ADDR.load_next) begin
+                field_storage.BASE4_HI.ADDR.value <= field_combo.BASE4_HI.ADDR.next;
+            end
+        end
+    end
+    assign hwif_out.BASE4_HI.ADDR.value = field_storage.BASE4_HI.ADDR.value;
+    // Field: npu_csr.BASE5_LO.ADDR
+    always_comb begin
+        automatic logic [31:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.BASE5_LO.ADDR.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.BASE5_LO && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.BASE5_LO.ADDR.value & ~decoded_wr_biten[31:0]) | (decoded_wr_data[31:0] & decoded_wr_biten[31:0]);
+            load_next_c = '1;
+        end
+        field_combo.BASE5_LO.ADDR.next = next_c;
+        field_combo.BASE5_LO.ADDR.load_next = load_next_c;
+    end
+    always_ff @(posedge clk or negedge arst_n) begin
+        if(~arst_n) begin
+            field_storage.BASE5_LO.ADDR.value <= 32'h0;
+        end else begin
+            if(field_combo.BASE5_LO.ADDR.load_next) begin
+                field_storage.BASE5_LO.ADDR.value <= field_combo.BASE5_LO.ADDR.next;
+            end
+        end
+    end
+    assign hwif_out.BASE5_LO.ADDR.value = field_storage.BASE5_LO.ADDR.value;
+    // Field: npu_csr.BASE5_HI.ADDR
+    always_comb begin
+        automatic logic [31:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.BASE5_HI.ADDR.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.BASE5_HI && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.BASE5_HI.ADDR.value & ~decoded_wr_biten[31:0]) | (decoded_wr_data[31:0] & decoded_wr_biten[31:0]);
+            load_next_c = '1;
+        end
+        field_combo.BASE5_HI.ADDR.next = next_c;
+        field_combo.BASE5_HI.ADDR.load_next = load_next_c;
+    end
+    always_ff @(posedge clk or negedge arst_n) begin
+        if(~arst_n) begin
+            field_storage.BASE5_HI.ADDR.value <= 32'h0;
+        end else begin
+            if(field_combo.BASE5_HI.ADDR.load_next) begin
+                field_storage.BASE5_HI.ADDR.value <= field_combo.BASE5_HI.ADDR.next;
+            end
+        end
+    end
+    assign hwif_out.BASE5_HI.ADDR.value = field_storage.BASE5_HI.ADDR.value;
+    // Field: npu_csr.BASE6_LO.ADDR
+    always_comb begin
+        automatic logic [31:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.BASE6_LO.ADDR.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.BASE6_LO && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.BASE6_LO.ADDR.value & ~decoded_wr_biten[31:0]) | (decoded_wr_data[31:0] & decoded_wr_biten[31:0]);
+            load_next_c = '1;
+        end
+        field_combo.BASE6_LO.ADDR.next = next_c;
+        field_combo.BASE6_LO.ADDR.load_next = load_next_c;
+    end
+    always_ff @(posedge clk or negedge arst_n) begin
+        if(~arst_n) begin
+            field_storage.BASE6_LO.ADDR.value <= 32'h0;
+        end else begin
+            if(field_combo.BASE6_LO.ADDR.load_next) begin
+                field_storage.BASE6_LO.ADDR.value <= field_combo.BASE6_LO.ADDR.next;
+            end
+        end
+    end
+    assign hwif_out.BASE6_LO.ADDR.value = field_storage.BASE6_LO.ADDR.value;
+    // Field: npu_csr.BASE6_HI.ADDR
+    always_comb begin
+        automatic logic [31:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.BASE6_HI.ADDR.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.BASE6_HI && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.BASE6_HI.ADDR.value & ~decoded_wr_biten[31:0]) | (decoded_wr_data[31:0] & decoded_wr_biten[31:0]);
+            load_next_c = '1;
+        end
+        field_combo.BASE6_HI.ADDR.next = next_c;
+        field_combo.BASE6_HI.ADDR.load_next = load_next_c;
+    end
+    always_ff @(posedge clk or negedge arst_n) begin
+        if(~arst_n) begin
+            field_storage.BASE6_HI.ADDR.value <= 32'h0;
+        end else begin
+            if(field_combo.BASE6_HI.ADDR.load_next) begin
+                field_storage.BASE6_HI.ADDR.value <= field_combo.BASE6_HI.ADDR.next;
+            end
+        end
+    end
+    assign hwif_out.BASE6_HI.ADDR.value = field_storage.BASE6_HI.ADDR.value;
+    // Field: npu_csr.BASE7_LO.ADDR
+    always_comb begin
+        automatic logic [31:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.BASE7_LO.ADDR.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.BASE7_LO && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.BASE7_LO.ADDR.value & ~decoded_wr_biten[31:0]) | (decoded_wr_data[31:0] & decoded_wr_biten[31:0]);
+            load_next_c = '1;
+        end
+        field_combo.BASE7_LO.ADDR.next = next_c;
+        field_combo.BASE7_LO.ADDR.load_next = load_next_c;
+    end
+    always_ff @(posedge clk or negedge arst_n) begin
+        if(~arst_n) begin
+            field_storage.BASE7_LO.ADDR.value <= 32'h0;
+        end else begin
+            if(field_combo.BASE7_LO.ADDR.load_next) begin
+                field_storage.BASE7_LO.ADDR.value <= field_combo.BASE7_LO.ADDR.next;
+            end
+        end
+    end
+    assign hwif_out.BASE7_LO.ADDR.value = field_storage.BASE7_LO.ADDR.value;
+    // Field: npu_csr.BASE7_HI.ADDR
+    always_comb begin
+        automatic logic [31:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.BASE7_HI.ADDR.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.BASE7_HI && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.BASE7_HI.ADDR.value & ~decoded_wr_biten[31:0]) | (decoded_wr_data[31:0] & decoded_wr_biten[31:0]);
+            load_next_c = '1;
+        end
+        field_combo.BASE7_HI.ADDR.next = next_c;
+        field_combo.BASE7_HI.ADDR.load_next = load_next_c;
+    end
+    always_ff @(posedge clk or negedge arst_n) begin
+        if(~arst_n) begin
+            field_storage.BASE7_HI.ADDR.value <= 32'h0;
+        end else begin
+            if(field_combo.BASE7_HI.ADDR.load_next) begin
+                field_storage.BASE7_HI.ADDR.value <= field_combo.BASE7_HI.ADDR.next;
+            end
+        end
+    end
+    assign hwif_out.BASE7_HI.ADDR.value = field_storage.BASE7_HI.ADDR.value;
+    // Field: npu_csr.BASE8_LO.ADDR
+    always_comb begin
+        automatic logic [31:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.BASE8_LO.ADDR.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.BASE8_LO && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.BASE8_LO.ADDR.value & ~decoded_wr_biten[31:0]) | (decoded_wr_data[31:0] & decoded_wr_biten[31:0]);
+            load_next_c = '1;
+        end
+        field_combo.BASE8_LO.ADDR.next = next_c;
+        field_combo.BASE8_LO.ADDR.load_next = load_next_c;
+    end
+    always_ff @(posedge clk or negedge arst_n) begin
+        if(~arst_n) begin
+            field_storage.BASE8_LO.ADDR.value <= 32'h0;
+        end else begin
+            if(field_combo.BASE8_LO.ADDR.load_next) begin
+                field_storage.BASE8_LO.ADDR.value <= field_combo.BASE8_LO.ADDR.next;
+            end
+        end
+    end
+    assign hwif_out.BASE8_LO.ADDR.value = field_storage.BASE8_LO.ADDR.value;
+    // Field: npu_csr.BASE8_HI.ADDR
+    always_comb begin
+        automatic logic [31:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.BASE8_HI.ADDR.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.BASE8_HI && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.BASE8_HI.ADDR.value & ~decoded_wr_biten[31:0]) | (decoded_wr_data[31:0] & decoded_wr_biten[31:0]);
+            load_next_c = '1;
+        end
+        field_combo.BASE8_HI.ADDR.next = next_c;
+        field_combo.BASE8_HI.ADDR.load_next = load_next_c;
+    end
+    always_ff @(posedge clk or negedge arst_n) begin
+        if(~arst_n) begin
+            field_storage.BASE8_HI.ADDR.value <= 32'h0;
+        end else begin
+            if(field_combo.BASE8_HI.ADDR.load_next) begin
+                field_storage.BASE8_HI.ADDR.value <= field_combo.BASE8_HI.ADDR.next;
+            end
+        end
+    end
+    assign hwif_out.BASE8_HI.ADDR.value = field_storage.BASE8_HI.ADDR.value;
+    // Field: npu_csr.BASE9_LO.ADDR
+    always_comb begin
+        automatic logic [31:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.BASE9_LO.ADDR.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.BASE9_LO && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.BASE9_LO.ADDR.value & ~decoded_wr_biten[31:0]) | (decoded_wr_data[31:0] & decoded_wr_biten[31:0]);
+            load_next_c = '1;
+        end
+        field_combo.BASE9_LO.ADDR.next = next_c;
+        field_combo.BASE9_LO.ADDR.load_next = load_next_c;
+    end
+    always_ff @(posedge clk or negedge arst_n) begin
+        if(~arst_n) begin
+            field_storage.BASE9_LO.ADDR.value <= 32'h0;
+        end else begin
+            if(field_combo.BASE9_LO.ADDR.load_next) begin
+                field_storage.BASE9_LO.ADDR.value <= field_combo.BASE9_LO.ADDR.next;
+            end
+        end
+    end
+    assign hwif_out.BASE9_LO.ADDR.value = field_storage.BASE9_LO.ADDR.value;
+    // Field: npu_csr.BASE9_HI.ADDR
+    always_comb begin
+        automatic logic [31:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.BASE9_HI.ADDR.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.BASE9_HI && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.BASE9_HI.ADDR.value & ~decoded_wr_biten[31:0]) | (decoded_wr_data[31:0] & decoded_wr_biten[31:0]);
+            load_next_c = '1;
+        end
+        field_combo.BASE9_HI.ADDR.next = next_c;
+        field_combo.BASE9_HI.ADDR.load_next = load_next_c;
+    end
+    always_ff @(posedge clk or negedge arst_n) begin
+        if(~arst_n) begin
+            field_storage.BASE9_HI.ADDR.value <= 32'h0;
+        end else begin
+            if(field_combo.BASE9_HI.ADDR.load_next) begin
+                field_storage.BASE9_HI.ADDR.value <= field_combo.BASE9_HI.ADDR.next;
+            end
+        end
+    end
+    assign hwif_out.BASE9_HI.ADDR.value = field_storage.BASE9_HI.ADDR.value;
+    // Field: npu_csr.BASE10_LO.ADDR
+    always_comb begin
+        automatic logic [31:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.BASE10_LO.ADDR.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.BASE10_LO && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.BASE10_LO.ADDR.value & ~decoded_wr_biten[31:0]) | (decoded_wr_data[31:0] & decoded_wr_biten[31:0]);
+            load_next_c = '1;
+        end
+        field_combo.BASE10_LO.ADDR.next = next_c;
+        field_combo.BASE10_LO.ADDR.load_next = load_next_c;
+    end
+    always_ff @(posedge clk or negedge arst_n) begin
+        if(~arst_n) begin
+            field_storage.BASE10_LO.ADDR.value <= 32'h0;
+        end else begin
+            if(field_combo.BASE10_LO.ADDR.load_next) begin
+                field_storage.BASE10_LO.ADDR.value <= field_combo.BASE10_LO.ADDR.next;
+            end
+        end
+    end
+    assign hwif_out.BASE10_LO.ADDR.value = field_storage.BASE10_LO.ADDR.value;
+    // Field: npu_csr.BASE10_HI.ADDR
+    always_comb begin
+        automatic logic [31:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.BASE10_HI.ADDR.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.BASE10_HI && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.BASE10_HI.ADDR.value & ~decoded_wr_biten[31:0]) | (decoded_wr_data[31:0] & decoded_wr_biten[31:0]);
+            load_next_c = '1;
+        end
+        field_combo.BASE10_HI.ADDR.next = next_c;
+        field_combo.BASE10_HI.ADDR.load_next = load_next_c;
+    end
+    always_ff @(posedge clk or negedge arst_n) begin
+        if(~arst_n) begin
+            field_storage.BASE10_HI.ADDR.value <= 32'h0;
+        end else begin
+            if(field_combo.BASE10_HI.ADDR.load_next) begin
+                field_storage.BASE10_HI.ADDR.value <= field_combo.BASE10_HI.ADDR.next;
+            end
+        end
+    end
+    assign hwif_out.BASE10_HI.ADDR.value = field_storage.BASE10_HI.ADDR.value;
+    // Field: npu_csr.BASE11_LO.ADDR
+    always_comb begin
+        automatic logic [31:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.BASE11_LO.ADDR.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.BASE11_LO && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.BASE11_LO.ADDR.value & ~decoded_wr_biten[31:0]) | (decoded_wr_data[31:0] & decoded_wr_biten[31:0]);
+            load_next_c = '1;
+        end
+        field_combo.BASE11_LO.ADDR.next = next_c;
+        field_combo.BASE11_LO.ADDR.load_next = load_next_c;
+    end
+    always_ff @(posedge clk or negedge arst_n) begin
+        if(~arst_n) begin
+            field_storage.BASE11_LO.ADDR.value <= 32'h0;
+        end else begin
+            if(field_combo.BASE11_LO.ADDR.load_next) begin
+                field_storage.BASE11_LO.ADDR.value <= field_combo.BASE11_LO.ADDR.next;
+            end
+        end
+    end
+    assign hwif_out.BASE11_LO.ADDR.value = field_storage.BASE11_LO.ADDR.value;
+    // Field: npu_csr.BASE11_HI.ADDR
+    always_comb begin
+        automatic logic [31:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.BASE11_HI.ADDR.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.BASE11_HI && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.BASE11_HI.ADDR.value & ~decoded_wr_biten[31:0]) | (decoded_wr_data[31:0] & decoded_wr_biten[31:0]);
+            load_next_c = '1;
+        end
+        field_combo.BASE11_HI.ADDR.next = next_c;
+        field_combo.BASE11_HI.ADDR.load_next = load_next_c;
+    end
+    always_ff @(posedge clk or negedge arst_n) begin
+        if(~arst_n) begin
+            field_storage.BASE11_HI.ADDR.value <= 32'h0;
+        end else begin
+            if(field_combo.BASE11_HI.ADDR.load_next) begin
+                field_storage.BASE11_HI.ADDR.value <= field_combo.BASE11_HI.ADDR.next;
+            end
+        end
+    end
+    assign hwif_out.BASE11_HI.ADDR.value = field_storage.BASE11_HI.ADDR.value;
+    // Field: npu_csr.BASE12_LO.ADDR
+    always_comb begin
+        automatic logic [31:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.BASE12_LO.ADDR.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.BASE12_LO && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.BASE12_LO.ADDR.value & ~decoded_wr_biten[31:0]) | (decoded_wr_data[31:0] & decoded_wr_biten[31:0]);
+            load_next_c = '1;
+        end
+        field_combo.BASE12_LO.ADDR.next = next_c;
+        field_combo.BASE12_LO.ADDR.load_next = load_next_c;
+    end
+    always_ff @(posedge clk or negedge arst_n) begin
+        if(~arst_n) begin
+            field_storage.BASE12_LO.ADDR.value <= 32'h0;
+        end else begin
+            if(field_combo.BASE12_LO.ADDR.load_next) begin
+                field_storage.BASE12_LO.ADDR.value <= field_combo.BASE12_LO.ADDR.next;
+            end
+        end
+    end
+    assign hwif_out.BASE12_LO.ADDR.value = field_storage.BASE12_LO.ADDR.value;
+    // Field: npu_csr.BASE12_HI.ADDR
+    always_comb begin
+        automatic logic [31:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.BASE12_HI.ADDR.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.BASE12_HI && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.BASE12_HI.ADDR.value & ~decoded_wr_biten[31:0]) | (decoded_wr_data[31:0] & decoded_wr_biten[31:0]);
+            load_next_c = '1;
+        end
+        field_combo.BASE12_HI.ADDR.next = next_c;
+        field_combo.BASE12_HI.ADDR.load_next = load_next_c;
+    end
+    always_ff @(posedge clk or negedge arst_n) begin
+        if(~arst_n) begin
+            field_storage.BASE12_HI.ADDR.value <= 32'h0;
+        end else begin
+            if(field_combo.BASE12_HI.ADDR.load_next) begin
+                field_storage.BASE12_HI.ADDR.value <= field_combo.BASE12_HI.ADDR.next;
+            end
+        end
+    end
+    assign hwif_out.BASE12_HI.ADDR.value = field_storage.BASE12_HI.ADDR.value;
+    // Field: npu_csr.BASE13_LO.ADDR
+    always_comb begin
+        automatic logic [31:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.BASE13_LO.ADDR.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.BASE13_LO && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.BASE13_LO.ADDR.value & ~decoded_wr_biten[31:0]) | (decoded_wr_data[31:0] & decoded_wr_biten[31:0]);
+            load_next_c = '1;
+        end
+        field_combo.BASE13_LO.ADDR.next = next_c;
+        field_combo.BASE13_LO.ADDR.load_next = load_next_c;
+    end
+    always_ff @(posedge clk or negedge arst_n) begin
+        if(~arst_n) begin
+            field_storage.BASE13_LO.ADDR.value <= 32'h0;
+        end else begin
+            if(field_combo.BASE13_LO.ADDR.load_next) begin
+                field_storage.BASE13_LO.ADDR.value <= field_combo.BASE13_LO.ADDR.next;
+            end
+        end
+    end
+    assign hwif_out.BASE13_LO.ADDR.value = field_storage.BASE13_LO.ADDR.value;
+    // Field: npu_csr.BASE13_HI.ADDR
+    always_comb begin
+        automatic logic [31:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.BASE13_HI.ADDR.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.BASE13_HI && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.BASE13_HI.ADDR.value & ~decoded_wr_biten[31:0]) | (decoded_wr_data[31:0] & decoded_wr_biten[31:0]);
+            load_next_c = '1;
+        end
+        field_combo.BASE13_HI.ADDR.next = next_c;
+        field_combo.BASE13_HI.ADDR.load_next = load_next_c;
+    end
+    always_ff @(posedge clk or negedge arst_n) begin
+        if(~arst_n) begin
+            field_storage.BASE13_HI.ADDR.value <= 32'h0;
+        end else begin
+            if(field_combo.BASE13_HI.ADDR.load_next) begin
+                field_storage.BASE13_HI.ADDR.value <= field_combo.BASE13_HI.ADDR.next;
+            end
+        end
+    end
+    assign hwif_out.BASE13_HI.ADDR.value = field_storage.BASE13_HI.ADDR.value;
+    // Field: npu_csr.BASE14_LO.ADDR
+    always_comb begin
+        automatic logic [31:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.BASE14_LO.ADDR.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.BASE14_LO && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.BASE14_LO.ADDR.value & ~decoded_wr_biten[31:0]) | (decoded_wr_data[31:0] & decoded_wr_biten[31:0]);
+            load_next_c = '1;
+        end
+        field_combo.BASE14_LO.ADDR.next = next_c;
+        field_combo.BASE14_LO.ADDR.load_next = load_next_c;
+    end
+    always_ff @(posedge clk or negedge arst_n) begin
+        if(~arst_n) begin
+            field_storage.BASE14_LO.ADDR.value <= 32'h0;
+        end else begin
+            if(field_combo.BASE14_LO.ADDR.load_next) begin
+                field_storage.BASE14_LO.ADDR.value <= field_combo.BASE14_LO.ADDR.next;
+            end
+        end
+    end
+    assign hwif_out.BASE14_LO.ADDR.value = field_storage.BASE14_LO.ADDR.value;
+    // Field: npu_csr.BASE14_HI.ADDR
+    always_comb begin
+        automatic logic [31:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.BASE14_HI.ADDR.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.BASE14_HI && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.BASE14_HI.ADDR.value & ~decoded_wr_biten[31:0]) | (decoded_wr_data[31:0] & decoded_wr_biten[31:0]);
+            load_next_c = '1;
+        end
+        field_combo.BASE14_HI.ADDR.next = next_c;
+        field_combo.BASE14_HI.ADDR.load_next = load_next_c;
+    end
+    always_ff @(posedge clk or negedge arst_n) begin
+        if(~arst_n) begin
+            field_storage.BASE14_HI.ADDR.value <= 32'h0;
+        end else begin
+            if(field_combo.BASE14_HI.ADDR.load_next) begin
+                field_storage.BASE14_HI.ADDR.value <= field_combo.BASE14_HI.ADDR.next;
+            end
+        end
+    end
+    assign hwif_out.BASE14_HI.ADDR.value = field_storage.BASE14_HI.ADDR.value;
+    // Field: npu_csr.BASE15_LO.ADDR
+    always_comb begin
+        automatic logic [31:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.BASE15_LO.ADDR.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.BASE15_LO && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.BASE15_LO.ADDR.value & ~decoded_wr_biten[31:0]) | (decoded_wr_data[31:0] & decoded_wr_biten[31:0]);
+            load_next_c = '1;
+        end
+        field_combo.BASE15_LO.ADDR.next = next_c;
+        field_combo.BASE15_LO.ADDR.load_next = load_next_c;
+    end
+    always_ff @(posedge clk or negedge arst_n) begin
+        if(~arst_n) begin
+            field_storage.BASE15_LO.ADDR.value <= 32'h0;
+        end else begin
+            if(field_combo.BASE15_LO.ADDR.load_next) begin
+                field_storage.BASE15_LO.ADDR.value <= field_combo.BASE15_LO.ADDR.next;
+            end
+        end
+    end
+    assign hwif_out.BASE15_LO.ADDR.value = field_storage.BASE15_LO.ADDR.value;
+    // Field: npu_csr.BASE15_HI.ADDR
+    always_comb begin
+        automatic logic [31:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.BASE15_HI.ADDR.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.BASE15_HI && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.BASE15_HI.ADDR.value & ~decoded_wr_biten[31:0]) | (decoded_wr_data[31:0] & decoded_wr_biten[31:0]);
+            load_next_c = '1;
+        end
+        field_combo.BASE15_HI.ADDR.next = next_c;
+        field_combo.BASE15_HI.ADDR.load_next = load_next_c;
+    end
+    always_ff @(posedge clk or negedge arst_n) begin
+        if(~arst_n) begin
+            field_storage.BASE15_HI.ADDR.value <= 32'h0;
+        end else begin
+            if(field_combo.BASE15_HI.ADDR.load_next) begin
+                field_storage.BASE15_HI.ADDR.value <= field_combo.BASE15_HI.ADDR.next;
+            end
+        end
+    end
+    assign hwif_out.BASE15_HI.ADDR.value = field_storage.BASE15_HI.ADDR.value;
 
     //--------------------------------------------------------------------------
     // Write response
@@ -559,18 +2234,241 @@ module npu_csr (
         end
         if(rd_mux_addr == 12'h60) begin
             readback_data_var[0] = field_storage.INT_STATUS.SW.value;
+            readback_data_var[1] = field_storage.INT_STATUS.CORE_DONE.value;
+            readback_data_var[2] = field_storage.INT_STATUS.CORE_ERROR.value;
         end
         if(rd_mux_addr == 12'h64) begin
             readback_data_var[0] = field_storage.INT_ENABLE.SW.value;
+            readback_data_var[1] = field_storage.INT_ENABLE.CORE_DONE.value;
+            readback_data_var[2] = field_storage.INT_ENABLE.CORE_ERROR.value;
         end
         if(rd_mux_addr == 12'h68) begin
             readback_data_var[0] = hwif_in.INT_RAW.SW.next;
+            readback_data_var[1] = hwif_in.INT_RAW.CORE_DONE.next;
+            readback_data_var[2] = hwif_in.INT_RAW.CORE_ERROR.next;
         end
         if(rd_mux_addr == 12'h80) begin
             readback_data_var[31:0] = hwif_in.CYCLES_LO.COUNT.next;
         end
         if(rd_mux_addr == 12'h84) begin
             readback_data_var[31:0] = hwif_in.CYCLES_HI.COUNT.next;
+        end
+        if(rd_mux_addr == 12'h100) begin
+            readback_data_var[0] = field_storage.CORE_CTRL.START.value;
+            readback_data_var[1] = field_storage.CORE_CTRL.ABORT.value;
+        end
+        if(rd_mux_addr == 12'h104) begin
+            readback_data_var[0] = hwif_in.CORE_STATUS.BUSY.next;
+            readback_data_var[1] = hwif_in.CORE_STATUS.DONE.next;
+            readback_data_var[2] = hwif_in.CORE_STATUS.ERROR.next;
+            readback_data_var[11:8] = hwif_in.CORE_STATUS.ERR_CODE.next;
+            readback_data_var[13:12] = hwif_in.CORE_STATUS.ERR_UNIT.next;
+        end
+        if(rd_mux_addr == 12'h108) begin
+            readback_data_var[31:0] = hwif_in.CORE_ERR_PC.PC.next;
+        end
+        if(rd_mux_addr == 12'h10c) begin
+            readback_data_var[31:0] = hwif_in.CORE_ERR_ADDR_LO.ADDR.next;
+        end
+        if(rd_mux_addr == 12'h110) begin
+            readback_data_var[31:0] = hwif_in.CORE_ERR_ADDR_HI.ADDR.next;
+        end
+        if(rd_mux_addr == 12'h118) begin
+            readback_data_var[31:0] = field_storage.PROG_ADDR_LO.ADDR.value;
+        end
+        if(rd_mux_addr == 12'h11c) begin
+            readback_data_var[31:0] = field_storage.PROG_ADDR_HI.ADDR.value;
+        end
+        if(rd_mux_addr == 12'h120) begin
+            readback_data_var[31:0] = field_storage.PROG_INSNS.COUNT.value;
+        end
+        if(rd_mux_addr == 12'h124) begin
+            readback_data_var[7:0] = hwif_in.CORE_CAPS.BLOCK.next;
+            readback_data_var[11:8] = hwif_in.CORE_CAPS.LUT_TABLES.next;
+            readback_data_var[20:16] = hwif_in.CORE_CAPS.BASE_REGS.next;
+            readback_data_var[31:24] = hwif_in.CORE_CAPS.TOKEN_DEPTH.next;
+        end
+        if(rd_mux_addr == 12'h128) begin
+            readback_data_var[15:0] = hwif_in.CORE_ROWS0.INP.next;
+            readback_data_var[31:16] = hwif_in.CORE_ROWS0.WGT.next;
+        end
+        if(rd_mux_addr == 12'h12c) begin
+            readback_data_var[15:0] = hwif_in.CORE_ROWS1.ACC.next;
+            readback_data_var[31:16] = hwif_in.CORE_ROWS1.PRM.next;
+        end
+        if(rd_mux_addr == 12'h140) begin
+            readback_data_var[31:0] = hwif_in.PERF_RUN_CYCLES_LO.COUNT.next;
+        end
+        if(rd_mux_addr == 12'h144) begin
+            readback_data_var[31:0] = hwif_in.PERF_RUN_CYCLES_HI.COUNT.next;
+        end
+        if(rd_mux_addr == 12'h148) begin
+            readback_data_var[31:0] = hwif_in.PERF_LOAD_BUSY_LO.COUNT.next;
+        end
+        if(rd_mux_addr == 12'h14c) begin
+            readback_data_var[31:0] = hwif_in.PERF_LOAD_BUSY_HI.COUNT.next;
+        end
+        if(rd_mux_addr == 12'h150) begin
+            readback_data_var[31:0] = hwif_in.PERF_COMPUTE_BUSY_LO.COUNT.next;
+        end
+        if(rd_mux_addr == 12'h154) begin
+            readback_data_var[31:0] = hwif_in.PERF_COMPUTE_BUSY_HI.COUNT.next;
+        end
+        if(rd_mux_addr == 12'h158) begin
+            readback_data_var[31:0] = hwif_in.PERF_STORE_BUSY_LO.COUNT.next;
+        end
+        if(rd_mux_addr == 12'h15c) begin
+            readback_data_var[31:0] = hwif_in.PERF_STORE_BUSY_HI.COUNT.next;
+        end
+        if(rd_mux_addr == 12'h160) begin
+            readback_data_var[31:0] = hwif_in.PERF_LOAD_TOKEN_WAIT_LO.COUNT.next;
+        end
+        if(rd_mux_addr == 12'h164) begin
+            readback_data_var[31:0] = hwif_in.PERF_LOAD_TOKEN_WAIT_HI.COUNT.next;
+        end
+        if(rd_mux_addr == 12'h168) begin
+            readback_data_var[31:0] = hwif_in.PERF_COMPUTE_TOKEN_WAIT_LO.COUNT.next;
+        end
+        if(rd_mux_addr == 12'h16c) begin
+            readback_data_var[31:0] = hwif_in.PERF_COMPUTE_TOKEN_WAIT_HI.COUNT.next;
+        end
+        if(rd_mux_addr == 12'h170) begin
+            readback_data_var[31:0] = hwif_in.PERF_STORE_TOKEN_WAIT_LO.COUNT.next;
+        end
+        if(rd_mux_addr == 12'h174) begin
+            readback_data_var[31:0] = hwif_in.PERF_STORE_TOKEN_WAIT_HI.COUNT.next;
+        end
+        if(rd_mux_addr == 12'h178) begin
+            readback_data_var[31:0] = hwif_in.PERF_GEMM_CYCLES_LO.COUNT.next;
+        end
+        if(rd_mux_addr == 12'h17c) begin
+            readback_data_var[31:0] = hwif_in.PERF_GEMM_CYCLES_HI.COUNT.next;
+        end
+        if(rd_mux_addr == 12'h180) begin
+            readback_data_var[31:0] = hwif_in.PERF_BYTES_READ_LO.COUNT.next;
+        end
+        if(rd_mux_addr == 12'h184) begin
+            readback_data_var[31:0] = hwif_in.PERF_BYTES_READ_HI.COUNT.next;
+        end
+        if(rd_mux_addr == 12'h188) begin
+            readback_data_var[31:0] = hwif_in.PERF_BYTES_WRITTEN_LO.COUNT.next;
+        end
+        if(rd_mux_addr == 12'h18c) begin
+            readback_data_var[31:0] = hwif_in.PERF_BYTES_WRITTEN_HI.COUNT.next;
+        end
+        if(rd_mux_addr == 12'h190) begin
+            readback_data_var[31:0] = hwif_in.PERF_LOAD_RETIRED_LO.COUNT.next;
+        end
+        if(rd_mux_addr == 12'h194) begin
+            readback_data_var[31:0] = hwif_in.PERF_LOAD_RETIRED_HI.COUNT.next;
+        end
+        if(rd_mux_addr == 12'h198) begin
+            readback_data_var[31:0] = hwif_in.PERF_COMPUTE_RETIRED_LO.COUNT.next;
+        end
+        if(rd_mux_addr == 12'h19c) begin
+            readback_data_var[31:0] = hwif_in.PERF_COMPUTE_RETIRED_HI.COUNT.next;
+        end
+        if(rd_mux_addr == 12'h1a0) begin
+            readback_data_var[31:0] = hwif_in.PERF_STORE_RETIRED_LO.COUNT.next;
+        end
+        if(rd_mux_addr == 12'h1a4) begin
+            readback_data_var[31:0] = hwif_in.PERF_STORE_RETIRED_HI.COUNT.next;
+        end
+        if(rd_mux_addr == 12'h200) begin
+            readback_data_var[31:0] = field_storage.BASE0_LO.ADDR.value;
+        end
+        if(rd_mux_addr == 12'h204) begin
+            readback_data_var[31:0] = field_storage.BASE0_HI.ADDR.value;
+        end
+        if(rd_mux_addr == 12'h208) begin
+            readback_data_var[31:0] = field_storage.BASE1_LO.ADDR.value;
+        end
+        if(rd_mux_addr == 12'h20c) begin
+            readback_data_var[31:0] = field_storage.BASE1_HI.ADDR.value;
+        end
+        if(rd_mux_addr == 12'h210) begin
+            readback_data_var[31:0] = field_storage.BASE2_LO.ADDR.value;
+        end
+        if(rd_mux_addr == 12'h214) begin
+            readback_data_var[31:0] = field_storage.BASE2_HI.ADDR.value;
+        end
+        if(rd_mux_addr == 12'h218) begin
+            readback_data_var[31:0] = field_storage.BASE3_LO.ADDR.value;
+        end
+        if(rd_mux_addr == 12'h21c) begin
+            readback_data_var[31:0] = field_storage.BASE3_HI.ADDR.value;
+        end
+        if(rd_mux_addr == 12'h220) begin
+            readback_data_var[31:0] = field_storage.BASE4_LO.ADDR.value;
+        end
+        if(rd_mux_addr == 12'h224) begin
+            readback_data_var[31:0] = field_storage.BASE4_HI.ADDR.value;
+        end
+        if(rd_mux_addr == 12'h228) begin
+            readback_data_var[31:0] = field_storage.BASE5_LO.ADDR.value;
+        end
+        if(rd_mux_addr == 12'h22c) begin
+            readback_data_var[31:0] = field_storage.BASE5_HI.ADDR.value;
+        end
+        if(rd_mux_addr == 12'h230) begin
+            readback_data_var[31:0] = field_storage.BASE6_LO.ADDR.value;
+        end
+        if(rd_mux_addr == 12'h234) begin
+            readback_data_var[31:0] = field_storage.BASE6_HI.ADDR.value;
+        end
+        if(rd_mux_addr == 12'h238) begin
+            readback_data_var[31:0] = field_storage.BASE7_LO.ADDR.value;
+        end
+        if(rd_mux_addr == 12'h23c) begin
+            readback_data_var[31:0] = field_storage.BASE7_HI.ADDR.value;
+        end
+        if(rd_mux_addr == 12'h240) begin
+            readback_data_var[31:0] = field_storage.BASE8_LO.ADDR.value;
+        end
+        if(rd_mux_addr == 12'h244) begin
+            readback_data_var[31:0] = field_storage.BASE8_HI.ADDR.value;
+        end
+        if(rd_mux_addr == 12'h248) begin
+            readback_data_var[31:0] = field_storage.BASE9_LO.ADDR.value;
+        end
+        if(rd_mux_addr == 12'h24c) begin
+            readback_data_var[31:0] = field_storage.BASE9_HI.ADDR.value;
+        end
+        if(rd_mux_addr == 12'h250) begin
+            readback_data_var[31:0] = field_storage.BASE10_LO.ADDR.value;
+        end
+        if(rd_mux_addr == 12'h254) begin
+            readback_data_var[31:0] = field_storage.BASE10_HI.ADDR.value;
+        end
+        if(rd_mux_addr == 12'h258) begin
+            readback_data_var[31:0] = field_storage.BASE11_LO.ADDR.value;
+        end
+        if(rd_mux_addr == 12'h25c) begin
+            readback_data_var[31:0] = field_storage.BASE11_HI.ADDR.value;
+        end
+        if(rd_mux_addr == 12'h260) begin
+            readback_data_var[31:0] = field_storage.BASE12_LO.ADDR.value;
+        end
+        if(rd_mux_addr == 12'h264) begin
+            readback_data_var[31:0] = field_storage.BASE12_HI.ADDR.value;
+        end
+        if(rd_mux_addr == 12'h268) begin
+            readback_data_var[31:0] = field_storage.BASE13_LO.ADDR.value;
+        end
+        if(rd_mux_addr == 12'h26c) begin
+            readback_data_var[31:0] = field_storage.BASE13_HI.ADDR.value;
+        end
+        if(rd_mux_addr == 12'h270) begin
+            readback_data_var[31:0] = field_storage.BASE14_LO.ADDR.value;
+        end
+        if(rd_mux_addr == 12'h274) begin
+            readback_data_var[31:0] = field_storage.BASE14_HI.ADDR.value;
+        end
+        if(rd_mux_addr == 12'h278) begin
+            readback_data_var[31:0] = field_storage.BASE15_LO.ADDR.value;
+        end
+        if(rd_mux_addr == 12'h27c) begin
+            readback_data_var[31:0] = field_storage.BASE15_HI.ADDR.value;
         end
         readback_data = readback_data_var;
         readback_done = decoded_req & ~decoded_req_is_wr;

@@ -5,7 +5,7 @@ package npu_csr_pkg;
 
     localparam NPU_CSR_DATA_WIDTH = 32;
     localparam NPU_CSR_MIN_ADDR_WIDTH = 12;
-    localparam NPU_CSR_SIZE = 'h88;
+    localparam NPU_CSR_SIZE = 'h280;
 
     typedef struct {
         logic [7:0] next;
@@ -141,7 +141,17 @@ package npu_csr_pkg;
     } npu_csr__INT_STATUS__SW__in_t;
 
     typedef struct {
+        logic hwset;
+    } npu_csr__INT_STATUS__CORE_DONE__in_t;
+
+    typedef struct {
+        logic hwset;
+    } npu_csr__INT_STATUS__CORE_ERROR__in_t;
+
+    typedef struct {
         npu_csr__INT_STATUS__SW__in_t SW;
+        npu_csr__INT_STATUS__CORE_DONE__in_t CORE_DONE;
+        npu_csr__INT_STATUS__CORE_ERROR__in_t CORE_ERROR;
     } npu_csr__INT_STATUS__in_t;
 
     typedef struct {
@@ -149,7 +159,17 @@ package npu_csr_pkg;
     } npu_csr__INT_RAW__SW__in_t;
 
     typedef struct {
+        logic next;
+    } npu_csr__INT_RAW__CORE_DONE__in_t;
+
+    typedef struct {
+        logic next;
+    } npu_csr__INT_RAW__CORE_ERROR__in_t;
+
+    typedef struct {
         npu_csr__INT_RAW__SW__in_t SW;
+        npu_csr__INT_RAW__CORE_DONE__in_t CORE_DONE;
+        npu_csr__INT_RAW__CORE_ERROR__in_t CORE_ERROR;
     } npu_csr__INT_RAW__in_t;
 
     typedef struct {
@@ -169,6 +189,315 @@ package npu_csr_pkg;
     } npu_csr__CYCLES_HI__in_t;
 
     typedef struct {
+        logic next;
+    } npu_csr__CORE_STATUS__BUSY__in_t;
+
+    typedef struct {
+        logic next;
+    } npu_csr__CORE_STATUS__DONE__in_t;
+
+    typedef struct {
+        logic next;
+    } npu_csr__CORE_STATUS__ERROR__in_t;
+
+    typedef struct {
+        logic [3:0] next;
+    } npu_csr__CORE_STATUS__ERR_CODE__in_t;
+
+    typedef struct {
+        logic [1:0] next;
+    } npu_csr__CORE_STATUS__ERR_UNIT__in_t;
+
+    typedef struct {
+        npu_csr__CORE_STATUS__BUSY__in_t BUSY;
+        npu_csr__CORE_STATUS__DONE__in_t DONE;
+        npu_csr__CORE_STATUS__ERROR__in_t ERROR;
+        npu_csr__CORE_STATUS__ERR_CODE__in_t ERR_CODE;
+        npu_csr__CORE_STATUS__ERR_UNIT__in_t ERR_UNIT;
+    } npu_csr__CORE_STATUS__in_t;
+
+    typedef struct {
+        logic [31:0] next;
+    } npu_csr__CORE_ERR_PC__PC__in_t;
+
+    typedef struct {
+        npu_csr__CORE_ERR_PC__PC__in_t PC;
+    } npu_csr__CORE_ERR_PC__in_t;
+
+    typedef struct {
+        logic [31:0] next;
+    } npu_csr__CORE_ERR_ADDR_LO__ADDR__in_t;
+
+    typedef struct {
+        npu_csr__CORE_ERR_ADDR_LO__ADDR__in_t ADDR;
+    } npu_csr__CORE_ERR_ADDR_LO__in_t;
+
+    typedef struct {
+        logic [31:0] next;
+    } npu_csr__CORE_ERR_ADDR_HI__ADDR__in_t;
+
+    typedef struct {
+        npu_csr__CORE_ERR_ADDR_HI__ADDR__in_t ADDR;
+    } npu_csr__CORE_ERR_ADDR_HI__in_t;
+
+    typedef struct {
+        logic [7:0] next;
+    } npu_csr__CORE_CAPS__BLOCK__in_t;
+
+    typedef struct {
+        logic [3:0] next;
+    } npu_csr__CORE_CAPS__LUT_TABLES__in_t;
+
+    typedef struct {
+        logic [4:0] next;
+    } npu_csr__CORE_CAPS__BASE_REGS__in_t;
+
+    typedef struct {
+        logic [7:0] next;
+    } npu_csr__CORE_CAPS__TOKEN_DEPTH__in_t;
+
+    typedef struct {
+        npu_csr__CORE_CAPS__BLOCK__in_t BLOCK;
+        npu_csr__CORE_CAPS__LUT_TABLES__in_t LUT_TABLES;
+        npu_csr__CORE_CAPS__BASE_REGS__in_t BASE_REGS;
+        npu_csr__CORE_CAPS__TOKEN_DEPTH__in_t TOKEN_DEPTH;
+    } npu_csr__CORE_CAPS__in_t;
+
+    typedef struct {
+        logic [15:0] next;
+    } npu_csr__CORE_ROWS0__INP__in_t;
+
+    typedef struct {
+        logic [15:0] next;
+    } npu_csr__CORE_ROWS0__WGT__in_t;
+
+    typedef struct {
+        npu_csr__CORE_ROWS0__INP__in_t INP;
+        npu_csr__CORE_ROWS0__WGT__in_t WGT;
+    } npu_csr__CORE_ROWS0__in_t;
+
+    typedef struct {
+        logic [15:0] next;
+    } npu_csr__CORE_ROWS1__ACC__in_t;
+
+    typedef struct {
+        logic [15:0] next;
+    } npu_csr__CORE_ROWS1__PRM__in_t;
+
+    typedef struct {
+        npu_csr__CORE_ROWS1__ACC__in_t ACC;
+        npu_csr__CORE_ROWS1__PRM__in_t PRM;
+    } npu_csr__CORE_ROWS1__in_t;
+
+    typedef struct {
+        logic [31:0] next;
+    } npu_csr__core_count_lo_r_name_72ddeea5__COUNT__in_t;
+
+    typedef struct {
+        npu_csr__core_count_lo_r_name_72ddeea5__COUNT__in_t COUNT;
+    } npu_csr__core_count_lo_r_name_72ddeea5__in_t;
+
+    typedef struct {
+        logic [31:0] next;
+    } npu_csr__core_count_hi_r_name_830cda44__COUNT__in_t;
+
+    typedef struct {
+        npu_csr__core_count_hi_r_name_830cda44__COUNT__in_t COUNT;
+    } npu_csr__core_count_hi_r_name_830cda44__in_t;
+
+    typedef struct {
+        logic [31:0] next;
+    } npu_csr__core_count_lo_r_name_c8e1a5d1__COUNT__in_t;
+
+    typedef struct {
+        npu_csr__core_count_lo_r_name_c8e1a5d1__COUNT__in_t COUNT;
+    } npu_csr__core_count_lo_r_name_c8e1a5d1__in_t;
+
+    typedef struct {
+        logic [31:0] next;
+    } npu_csr__core_count_hi_r_name_bd7483bd__COUNT__in_t;
+
+    typedef struct {
+        npu_csr__core_count_hi_r_name_bd7483bd__COUNT__in_t COUNT;
+    } npu_csr__core_count_hi_r_name_bd7483bd__in_t;
+
+    typedef struct {
+        logic [31:0] next;
+    } npu_csr__core_count_lo_r_name_edf7e7e3__COUNT__in_t;
+
+    typedef struct {
+        npu_csr__core_count_lo_r_name_edf7e7e3__COUNT__in_t COUNT;
+    } npu_csr__core_count_lo_r_name_edf7e7e3__in_t;
+
+    typedef struct {
+        logic [31:0] next;
+    } npu_csr__core_count_hi_r_name_ae7cb743__COUNT__in_t;
+
+    typedef struct {
+        npu_csr__core_count_hi_r_name_ae7cb743__COUNT__in_t COUNT;
+    } npu_csr__core_count_hi_r_name_ae7cb743__in_t;
+
+    typedef struct {
+        logic [31:0] next;
+    } npu_csr__core_count_lo_r_name_fa7e370c__COUNT__in_t;
+
+    typedef struct {
+        npu_csr__core_count_lo_r_name_fa7e370c__COUNT__in_t COUNT;
+    } npu_csr__core_count_lo_r_name_fa7e370c__in_t;
+
+    typedef struct {
+        logic [31:0] next;
+    } npu_csr__core_count_hi_r_name_dc681371__COUNT__in_t;
+
+    typedef struct {
+        npu_csr__core_count_hi_r_name_dc681371__COUNT__in_t COUNT;
+    } npu_csr__core_count_hi_r_name_dc681371__in_t;
+
+    typedef struct {
+        logic [31:0] next;
+    } npu_csr__core_count_lo_r_name_0c2370dd__COUNT__in_t;
+
+    typedef struct {
+        npu_csr__core_count_lo_r_name_0c2370dd__COUNT__in_t COUNT;
+    } npu_csr__core_count_lo_r_name_0c2370dd__in_t;
+
+    typedef struct {
+        logic [31:0] next;
+    } npu_csr__core_count_hi_r_name_c19ea757__COUNT__in_t;
+
+    typedef struct {
+        npu_csr__core_count_hi_r_name_c19ea757__COUNT__in_t COUNT;
+    } npu_csr__core_count_hi_r_name_c19ea757__in_t;
+
+    typedef struct {
+        logic [31:0] next;
+    } npu_csr__core_count_lo_r_name_621a8d67__COUNT__in_t;
+
+    typedef struct {
+        npu_csr__core_count_lo_r_name_621a8d67__COUNT__in_t COUNT;
+    } npu_csr__core_count_lo_r_name_621a8d67__in_t;
+
+    typedef struct {
+        logic [31:0] next;
+    } npu_csr__core_count_hi_r_name_caca7129__COUNT__in_t;
+
+    typedef struct {
+        npu_csr__core_count_hi_r_name_caca7129__COUNT__in_t COUNT;
+    } npu_csr__core_count_hi_r_name_caca7129__in_t;
+
+    typedef struct {
+        logic [31:0] next;
+    } npu_csr__core_count_lo_r_name_78fd06e1__COUNT__in_t;
+
+    typedef struct {
+        npu_csr__core_count_lo_r_name_78fd06e1__COUNT__in_t COUNT;
+    } npu_csr__core_count_lo_r_name_78fd06e1__in_t;
+
+    typedef struct {
+        logic [31:0] next;
+    } npu_csr__core_count_hi_r_name_72abf8f2__COUNT__in_t;
+
+    typedef struct {
+        npu_csr__core_count_hi_r_name_72abf8f2__COUNT__in_t COUNT;
+    } npu_csr__core_count_hi_r_name_72abf8f2__in_t;
+
+    typedef struct {
+        logic [31:0] next;
+    } npu_csr__core_count_lo_r_name_b30aa234__COUNT__in_t;
+
+    typedef struct {
+        npu_csr__core_count_lo_r_name_b30aa234__COUNT__in_t COUNT;
+    } npu_csr__core_count_lo_r_name_b30aa234__in_t;
+
+    typedef struct {
+        logic [31:0] next;
+    } npu_csr__core_count_hi_r_name_25d0e6fe__COUNT__in_t;
+
+    typedef struct {
+        npu_csr__core_count_hi_r_name_25d0e6fe__COUNT__in_t COUNT;
+    } npu_csr__core_count_hi_r_name_25d0e6fe__in_t;
+
+    typedef struct {
+        logic [31:0] next;
+    } npu_csr__core_count_lo_r_name_53ba0ea2__COUNT__in_t;
+
+    typedef struct {
+        npu_csr__core_count_lo_r_name_53ba0ea2__COUNT__in_t COUNT;
+    } npu_csr__core_count_lo_r_name_53ba0ea2__in_t;
+
+    typedef struct {
+        logic [31:0] next;
+    } npu_csr__core_count_hi_r_name_936d9d11__COUNT__in_t;
+
+    typedef struct {
+        npu_csr__core_count_hi_r_name_936d9d11__COUNT__in_t COUNT;
+    } npu_csr__core_count_hi_r_name_936d9d11__in_t;
+
+    typedef struct {
+        logic [31:0] next;
+    } npu_csr__core_count_lo_r_name_124d4517__COUNT__in_t;
+
+    typedef struct {
+        npu_csr__core_count_lo_r_name_124d4517__COUNT__in_t COUNT;
+    } npu_csr__core_count_lo_r_name_124d4517__in_t;
+
+    typedef struct {
+        logic [31:0] next;
+    } npu_csr__core_count_hi_r_name_65040da8__COUNT__in_t;
+
+    typedef struct {
+        npu_csr__core_count_hi_r_name_65040da8__COUNT__in_t COUNT;
+    } npu_csr__core_count_hi_r_name_65040da8__in_t;
+
+    typedef struct {
+        logic [31:0] next;
+    } npu_csr__core_count_lo_r_name_0b6628f4__COUNT__in_t;
+
+    typedef struct {
+        npu_csr__core_count_lo_r_name_0b6628f4__COUNT__in_t COUNT;
+    } npu_csr__core_count_lo_r_name_0b6628f4__in_t;
+
+    typedef struct {
+        logic [31:0] next;
+    } npu_csr__core_count_hi_r_name_464c47d2__COUNT__in_t;
+
+    typedef struct {
+        npu_csr__core_count_hi_r_name_464c47d2__COUNT__in_t COUNT;
+    } npu_csr__core_count_hi_r_name_464c47d2__in_t;
+
+    typedef struct {
+        logic [31:0] next;
+    } npu_csr__core_count_lo_r_name_af596f68__COUNT__in_t;
+
+    typedef struct {
+        npu_csr__core_count_lo_r_name_af596f68__COUNT__in_t COUNT;
+    } npu_csr__core_count_lo_r_name_af596f68__in_t;
+
+    typedef struct {
+        logic [31:0] next;
+    } npu_csr__core_count_hi_r_name_f24fe774__COUNT__in_t;
+
+    typedef struct {
+        npu_csr__core_count_hi_r_name_f24fe774__COUNT__in_t COUNT;
+    } npu_csr__core_count_hi_r_name_f24fe774__in_t;
+
+    typedef struct {
+        logic [31:0] next;
+    } npu_csr__core_count_lo_r_name_ae0aaf3c__COUNT__in_t;
+
+    typedef struct {
+        npu_csr__core_count_lo_r_name_ae0aaf3c__COUNT__in_t COUNT;
+    } npu_csr__core_count_lo_r_name_ae0aaf3c__in_t;
+
+    typedef struct {
+        logic [31:0] next;
+    } npu_csr__core_count_hi_r_name_f011bd66__COUNT__in_t;
+
+    typedef struct {
+        npu_csr__core_count_hi_r_name_f011bd66__COUNT__in_t COUNT;
+    } npu_csr__core_count_hi_r_name_f011bd66__in_t;
+
+    typedef struct {
         npu_csr__HW_VERSION__in_t HW_VERSION;
         npu_csr__TARGET__in_t TARGET;
         npu_csr__CAPS__in_t CAPS;
@@ -186,6 +515,39 @@ package npu_csr_pkg;
         npu_csr__INT_RAW__in_t INT_RAW;
         npu_csr__CYCLES_LO__in_t CYCLES_LO;
         npu_csr__CYCLES_HI__in_t CYCLES_HI;
+        npu_csr__CORE_STATUS__in_t CORE_STATUS;
+        npu_csr__CORE_ERR_PC__in_t CORE_ERR_PC;
+        npu_csr__CORE_ERR_ADDR_LO__in_t CORE_ERR_ADDR_LO;
+        npu_csr__CORE_ERR_ADDR_HI__in_t CORE_ERR_ADDR_HI;
+        npu_csr__CORE_CAPS__in_t CORE_CAPS;
+        npu_csr__CORE_ROWS0__in_t CORE_ROWS0;
+        npu_csr__CORE_ROWS1__in_t CORE_ROWS1;
+        npu_csr__core_count_lo_r_name_72ddeea5__in_t PERF_RUN_CYCLES_LO;
+        npu_csr__core_count_hi_r_name_830cda44__in_t PERF_RUN_CYCLES_HI;
+        npu_csr__core_count_lo_r_name_c8e1a5d1__in_t PERF_LOAD_BUSY_LO;
+        npu_csr__core_count_hi_r_name_bd7483bd__in_t PERF_LOAD_BUSY_HI;
+        npu_csr__core_count_lo_r_name_edf7e7e3__in_t PERF_COMPUTE_BUSY_LO;
+        npu_csr__core_count_hi_r_name_ae7cb743__in_t PERF_COMPUTE_BUSY_HI;
+        npu_csr__core_count_lo_r_name_fa7e370c__in_t PERF_STORE_BUSY_LO;
+        npu_csr__core_count_hi_r_name_dc681371__in_t PERF_STORE_BUSY_HI;
+        npu_csr__core_count_lo_r_name_0c2370dd__in_t PERF_LOAD_TOKEN_WAIT_LO;
+        npu_csr__core_count_hi_r_name_c19ea757__in_t PERF_LOAD_TOKEN_WAIT_HI;
+        npu_csr__core_count_lo_r_name_621a8d67__in_t PERF_COMPUTE_TOKEN_WAIT_LO;
+        npu_csr__core_count_hi_r_name_caca7129__in_t PERF_COMPUTE_TOKEN_WAIT_HI;
+        npu_csr__core_count_lo_r_name_78fd06e1__in_t PERF_STORE_TOKEN_WAIT_LO;
+        npu_csr__core_count_hi_r_name_72abf8f2__in_t PERF_STORE_TOKEN_WAIT_HI;
+        npu_csr__core_count_lo_r_name_b30aa234__in_t PERF_GEMM_CYCLES_LO;
+        npu_csr__core_count_hi_r_name_25d0e6fe__in_t PERF_GEMM_CYCLES_HI;
+        npu_csr__core_count_lo_r_name_53ba0ea2__in_t PERF_BYTES_READ_LO;
+        npu_csr__core_count_hi_r_name_936d9d11__in_t PERF_BYTES_READ_HI;
+        npu_csr__core_count_lo_r_name_124d4517__in_t PERF_BYTES_WRITTEN_LO;
+        npu_csr__core_count_hi_r_name_65040da8__in_t PERF_BYTES_WRITTEN_HI;
+        npu_csr__core_count_lo_r_name_0b6628f4__in_t PERF_LOAD_RETIRED_LO;
+        npu_csr__core_count_hi_r_name_464c47d2__in_t PERF_LOAD_RETIRED_HI;
+        npu_csr__core_count_lo_r_name_af596f68__in_t PERF_COMPUTE_RETIRED_LO;
+        npu_csr__core_count_hi_r_name_f24fe774__in_t PERF_COMPUTE_RETIRED_HI;
+        npu_csr__core_count_lo_r_name_ae0aaf3c__in_t PERF_STORE_RETIRED_LO;
+        npu_csr__core_count_hi_r_name_f011bd66__in_t PERF_STORE_RETIRED_HI;
     } npu_csr__in_t;
 
     typedef struct {
@@ -201,7 +563,17 @@ package npu_csr_pkg;
     } npu_csr__INT_STATUS__SW__out_t;
 
     typedef struct {
+        logic value;
+    } npu_csr__INT_STATUS__CORE_DONE__out_t;
+
+    typedef struct {
+        logic value;
+    } npu_csr__INT_STATUS__CORE_ERROR__out_t;
+
+    typedef struct {
         npu_csr__INT_STATUS__SW__out_t SW;
+        npu_csr__INT_STATUS__CORE_DONE__out_t CORE_DONE;
+        npu_csr__INT_STATUS__CORE_ERROR__out_t CORE_ERROR;
     } npu_csr__INT_STATUS__out_t;
 
     typedef struct {
@@ -209,7 +581,17 @@ package npu_csr_pkg;
     } npu_csr__INT_ENABLE__SW__out_t;
 
     typedef struct {
+        logic value;
+    } npu_csr__INT_ENABLE__CORE_DONE__out_t;
+
+    typedef struct {
+        logic value;
+    } npu_csr__INT_ENABLE__CORE_ERROR__out_t;
+
+    typedef struct {
         npu_csr__INT_ENABLE__SW__out_t SW;
+        npu_csr__INT_ENABLE__CORE_DONE__out_t CORE_DONE;
+        npu_csr__INT_ENABLE__CORE_ERROR__out_t CORE_ERROR;
     } npu_csr__INT_ENABLE__out_t;
 
     typedef struct {
@@ -221,9 +603,455 @@ package npu_csr_pkg;
     } npu_csr__CYCLES_LO__out_t;
 
     typedef struct {
+        logic value;
+    } npu_csr__CORE_CTRL__START__out_t;
+
+    typedef struct {
+        logic value;
+    } npu_csr__CORE_CTRL__ABORT__out_t;
+
+    typedef struct {
+        npu_csr__CORE_CTRL__START__out_t START;
+        npu_csr__CORE_CTRL__ABORT__out_t ABORT;
+    } npu_csr__CORE_CTRL__out_t;
+
+    typedef struct {
+        logic [31:0] value;
+    } npu_csr__core_addr_lo_r_name_0675172c__ADDR__out_t;
+
+    typedef struct {
+        npu_csr__core_addr_lo_r_name_0675172c__ADDR__out_t ADDR;
+    } npu_csr__core_addr_lo_r_name_0675172c__out_t;
+
+    typedef struct {
+        logic [31:0] value;
+    } npu_csr__core_addr_hi_r_name_db019b0a__ADDR__out_t;
+
+    typedef struct {
+        npu_csr__core_addr_hi_r_name_db019b0a__ADDR__out_t ADDR;
+    } npu_csr__core_addr_hi_r_name_db019b0a__out_t;
+
+    typedef struct {
+        logic [31:0] value;
+    } npu_csr__PROG_INSNS__COUNT__out_t;
+
+    typedef struct {
+        npu_csr__PROG_INSNS__COUNT__out_t COUNT;
+    } npu_csr__PROG_INSNS__out_t;
+
+    typedef struct {
+        logic swacc;
+    } npu_csr__core_count_lo_r_name_72ddeea5__COUNT__out_t;
+
+    typedef struct {
+        npu_csr__core_count_lo_r_name_72ddeea5__COUNT__out_t COUNT;
+    } npu_csr__core_count_lo_r_name_72ddeea5__out_t;
+
+    typedef struct {
+        logic swacc;
+    } npu_csr__core_count_lo_r_name_c8e1a5d1__COUNT__out_t;
+
+    typedef struct {
+        npu_csr__core_count_lo_r_name_c8e1a5d1__COUNT__out_t COUNT;
+    } npu_csr__core_count_lo_r_name_c8e1a5d1__out_t;
+
+    typedef struct {
+        logic swacc;
+    } npu_csr__core_count_lo_r_name_edf7e7e3__COUNT__out_t;
+
+    typedef struct {
+        npu_csr__core_count_lo_r_name_edf7e7e3__COUNT__out_t COUNT;
+    } npu_csr__core_count_lo_r_name_edf7e7e3__out_t;
+
+    typedef struct {
+        logic swacc;
+    } npu_csr__core_count_lo_r_name_fa7e370c__COUNT__out_t;
+
+    typedef struct {
+        npu_csr__core_count_lo_r_name_fa7e370c__COUNT__out_t COUNT;
+    } npu_csr__core_count_lo_r_name_fa7e370c__out_t;
+
+    typedef struct {
+        logic swacc;
+    } npu_csr__core_count_lo_r_name_0c2370dd__COUNT__out_t;
+
+    typedef struct {
+        npu_csr__core_count_lo_r_name_0c2370dd__COUNT__out_t COUNT;
+    } npu_csr__core_count_lo_r_name_0c2370dd__out_t;
+
+    typedef struct {
+        logic swacc;
+    } npu_csr__core_count_lo_r_name_621a8d67__COUNT__out_t;
+
+    typedef struct {
+        npu_csr__core_count_lo_r_name_621a8d67__COUNT__out_t COUNT;
+    } npu_csr__core_count_lo_r_name_621a8d67__out_t;
+
+    typedef struct {
+        logic swacc;
+    } npu_csr__core_count_lo_r_name_78fd06e1__COUNT__out_t;
+
+    typedef struct {
+        npu_csr__core_count_lo_r_name_78fd06e1__COUNT__out_t COUNT;
+    } npu_csr__core_count_lo_r_name_78fd06e1__out_t;
+
+    typedef struct {
+        logic swacc;
+    } npu_csr__core_count_lo_r_name_b30aa234__COUNT__out_t;
+
+    typedef struct {
+        npu_csr__core_count_lo_r_name_b30aa234__COUNT__out_t COUNT;
+    } npu_csr__core_count_lo_r_name_b30aa234__out_t;
+
+    typedef struct {
+        logic swacc;
+    } npu_csr__core_count_lo_r_name_53ba0ea2__COUNT__out_t;
+
+    typedef struct {
+        npu_csr__core_count_lo_r_name_53ba0ea2__COUNT__out_t COUNT;
+    } npu_csr__core_count_lo_r_name_53ba0ea2__out_t;
+
+    typedef struct {
+        logic swacc;
+    } npu_csr__core_count_lo_r_name_124d4517__COUNT__out_t;
+
+    typedef struct {
+        npu_csr__core_count_lo_r_name_124d4517__COUNT__out_t COUNT;
+    } npu_csr__core_count_lo_r_name_124d4517__out_t;
+
+    typedef struct {
+        logic swacc;
+    } npu_csr__core_count_lo_r_name_0b6628f4__COUNT__out_t;
+
+    typedef struct {
+        npu_csr__core_count_lo_r_name_0b6628f4__COUNT__out_t COUNT;
+    } npu_csr__core_count_lo_r_name_0b6628f4__out_t;
+
+    typedef struct {
+        logic swacc;
+    } npu_csr__core_count_lo_r_name_af596f68__COUNT__out_t;
+
+    typedef struct {
+        npu_csr__core_count_lo_r_name_af596f68__COUNT__out_t COUNT;
+    } npu_csr__core_count_lo_r_name_af596f68__out_t;
+
+    typedef struct {
+        logic swacc;
+    } npu_csr__core_count_lo_r_name_ae0aaf3c__COUNT__out_t;
+
+    typedef struct {
+        npu_csr__core_count_lo_r_name_ae0aaf3c__COUNT__out_t COUNT;
+    } npu_csr__core_count_lo_r_name_ae0aaf3c__out_t;
+
+    typedef struct {
+        logic [31:0] value;
+    } npu_csr__core_addr_lo_r_name_50aff4e2__ADDR__out_t;
+
+    typedef struct {
+        npu_csr__core_addr_lo_r_name_50aff4e2__ADDR__out_t ADDR;
+    } npu_csr__core_addr_lo_r_name_50aff4e2__out_t;
+
+    typedef struct {
+        logic [31:0] value;
+    } npu_csr__core_addr_hi_r_name_7c73e769__ADDR__out_t;
+
+    typedef struct {
+        npu_csr__core_addr_hi_r_name_7c73e769__ADDR__out_t ADDR;
+    } npu_csr__core_addr_hi_r_name_7c73e769__out_t;
+
+    typedef struct {
+        logic [31:0] value;
+    } npu_csr__core_addr_lo_r_name_6d7673cf__ADDR__out_t;
+
+    typedef struct {
+        npu_csr__core_addr_lo_r_name_6d7673cf__ADDR__out_t ADDR;
+    } npu_csr__core_addr_lo_r_name_6d7673cf__out_t;
+
+    typedef struct {
+        logic [31:0] value;
+    } npu_csr__core_addr_hi_r_name_d3d41ec2__ADDR__out_t;
+
+    typedef struct {
+        npu_csr__core_addr_hi_r_name_d3d41ec2__ADDR__out_t ADDR;
+    } npu_csr__core_addr_hi_r_name_d3d41ec2__out_t;
+
+    typedef struct {
+        logic [31:0] value;
+    } npu_csr__core_addr_lo_r_name_70339873__ADDR__out_t;
+
+    typedef struct {
+        npu_csr__core_addr_lo_r_name_70339873__ADDR__out_t ADDR;
+    } npu_csr__core_addr_lo_r_name_70339873__out_t;
+
+    typedef struct {
+        logic [31:0] value;
+    } npu_csr__core_addr_hi_r_name_aabc7548__ADDR__out_t;
+
+    typedef struct {
+        npu_csr__core_addr_hi_r_name_aabc7548__ADDR__out_t ADDR;
+    } npu_csr__core_addr_hi_r_name_aabc7548__out_t;
+
+    typedef struct {
+        logic [31:0] value;
+    } npu_csr__core_addr_lo_r_name_8bacdb30__ADDR__out_t;
+
+    typedef struct {
+        npu_csr__core_addr_lo_r_name_8bacdb30__ADDR__out_t ADDR;
+    } npu_csr__core_addr_lo_r_name_8bacdb30__out_t;
+
+    typedef struct {
+        logic [31:0] value;
+    } npu_csr__core_addr_hi_r_name_a9d9b011__ADDR__out_t;
+
+    typedef struct {
+        npu_csr__core_addr_hi_r_name_a9d9b011__ADDR__out_t ADDR;
+    } npu_csr__core_addr_hi_r_name_a9d9b011__out_t;
+
+    typedef struct {
+        logic [31:0] value;
+    } npu_csr__core_addr_lo_r_name_70202fdf__ADDR__out_t;
+
+    typedef struct {
+        npu_csr__core_addr_lo_r_name_70202fdf__ADDR__out_t ADDR;
+    } npu_csr__core_addr_lo_r_name_70202fdf__out_t;
+
+    typedef struct {
+        logic [31:0] value;
+    } npu_csr__core_addr_hi_r_name_bb85e304__ADDR__out_t;
+
+    typedef struct {
+        npu_csr__core_addr_hi_r_name_bb85e304__ADDR__out_t ADDR;
+    } npu_csr__core_addr_hi_r_name_bb85e304__out_t;
+
+    typedef struct {
+        logic [31:0] value;
+    } npu_csr__core_addr_lo_r_name_3cda2954__ADDR__out_t;
+
+    typedef struct {
+        npu_csr__core_addr_lo_r_name_3cda2954__ADDR__out_t ADDR;
+    } npu_csr__core_addr_lo_r_name_3cda2954__out_t;
+
+    typedef struct {
+        logic [31:0] value;
+    } npu_csr__core_addr_hi_r_name_06b73fe6__ADDR__out_t;
+
+    typedef struct {
+        npu_csr__core_addr_hi_r_name_06b73fe6__ADDR__out_t ADDR;
+    } npu_csr__core_addr_hi_r_name_06b73fe6__out_t;
+
+    typedef struct {
+        logic [31:0] value;
+    } npu_csr__core_addr_lo_r_name_4e3ca63e__ADDR__out_t;
+
+    typedef struct {
+        npu_csr__core_addr_lo_r_name_4e3ca63e__ADDR__out_t ADDR;
+    } npu_csr__core_addr_lo_r_name_4e3ca63e__out_t;
+
+    typedef struct {
+        logic [31:0] value;
+    } npu_csr__core_addr_hi_r_name_5ad7da1f__ADDR__out_t;
+
+    typedef struct {
+        npu_csr__core_addr_hi_r_name_5ad7da1f__ADDR__out_t ADDR;
+    } npu_csr__core_addr_hi_r_name_5ad7da1f__out_t;
+
+    typedef struct {
+        logic [31:0] value;
+    } npu_csr__core_addr_lo_r_name_681b92e9__ADDR__out_t;
+
+    typedef struct {
+        npu_csr__core_addr_lo_r_name_681b92e9__ADDR__out_t ADDR;
+    } npu_csr__core_addr_lo_r_name_681b92e9__out_t;
+
+    typedef struct {
+        logic [31:0] value;
+    } npu_csr__core_addr_hi_r_name_9100fe43__ADDR__out_t;
+
+    typedef struct {
+        npu_csr__core_addr_hi_r_name_9100fe43__ADDR__out_t ADDR;
+    } npu_csr__core_addr_hi_r_name_9100fe43__out_t;
+
+    typedef struct {
+        logic [31:0] value;
+    } npu_csr__core_addr_lo_r_name_75783642__ADDR__out_t;
+
+    typedef struct {
+        npu_csr__core_addr_lo_r_name_75783642__ADDR__out_t ADDR;
+    } npu_csr__core_addr_lo_r_name_75783642__out_t;
+
+    typedef struct {
+        logic [31:0] value;
+    } npu_csr__core_addr_hi_r_name_fd6e0295__ADDR__out_t;
+
+    typedef struct {
+        npu_csr__core_addr_hi_r_name_fd6e0295__ADDR__out_t ADDR;
+    } npu_csr__core_addr_hi_r_name_fd6e0295__out_t;
+
+    typedef struct {
+        logic [31:0] value;
+    } npu_csr__core_addr_lo_r_name_49c73d22__ADDR__out_t;
+
+    typedef struct {
+        npu_csr__core_addr_lo_r_name_49c73d22__ADDR__out_t ADDR;
+    } npu_csr__core_addr_lo_r_name_49c73d22__out_t;
+
+    typedef struct {
+        logic [31:0] value;
+    } npu_csr__core_addr_hi_r_name_ca2de46b__ADDR__out_t;
+
+    typedef struct {
+        npu_csr__core_addr_hi_r_name_ca2de46b__ADDR__out_t ADDR;
+    } npu_csr__core_addr_hi_r_name_ca2de46b__out_t;
+
+    typedef struct {
+        logic [31:0] value;
+    } npu_csr__core_addr_lo_r_name_bd583ea3__ADDR__out_t;
+
+    typedef struct {
+        npu_csr__core_addr_lo_r_name_bd583ea3__ADDR__out_t ADDR;
+    } npu_csr__core_addr_lo_r_name_bd583ea3__out_t;
+
+    typedef struct {
+        logic [31:0] value;
+    } npu_csr__core_addr_hi_r_name_81be13e3__ADDR__out_t;
+
+    typedef struct {
+        npu_csr__core_addr_hi_r_name_81be13e3__ADDR__out_t ADDR;
+    } npu_csr__core_addr_hi_r_name_81be13e3__out_t;
+
+    typedef struct {
+        logic [31:0] value;
+    } npu_csr__core_addr_lo_r_name_994aa26b__ADDR__out_t;
+
+    typedef struct {
+        npu_csr__core_addr_lo_r_name_994aa26b__ADDR__out_t ADDR;
+    } npu_csr__core_addr_lo_r_name_994aa26b__out_t;
+
+    typedef struct {
+        logic [31:0] value;
+    } npu_csr__core_addr_hi_r_name_ec6d19ed__ADDR__out_t;
+
+    typedef struct {
+        npu_csr__core_addr_hi_r_name_ec6d19ed__ADDR__out_t ADDR;
+    } npu_csr__core_addr_hi_r_name_ec6d19ed__out_t;
+
+    typedef struct {
+        logic [31:0] value;
+    } npu_csr__core_addr_lo_r_name_bcde2247__ADDR__out_t;
+
+    typedef struct {
+        npu_csr__core_addr_lo_r_name_bcde2247__ADDR__out_t ADDR;
+    } npu_csr__core_addr_lo_r_name_bcde2247__out_t;
+
+    typedef struct {
+        logic [31:0] value;
+    } npu_csr__core_addr_hi_r_name_32a888c6__ADDR__out_t;
+
+    typedef struct {
+        npu_csr__core_addr_hi_r_name_32a888c6__ADDR__out_t ADDR;
+    } npu_csr__core_addr_hi_r_name_32a888c6__out_t;
+
+    typedef struct {
+        logic [31:0] value;
+    } npu_csr__core_addr_lo_r_name_fd8f95c1__ADDR__out_t;
+
+    typedef struct {
+        npu_csr__core_addr_lo_r_name_fd8f95c1__ADDR__out_t ADDR;
+    } npu_csr__core_addr_lo_r_name_fd8f95c1__out_t;
+
+    typedef struct {
+        logic [31:0] value;
+    } npu_csr__core_addr_hi_r_name_f2ed0e1f__ADDR__out_t;
+
+    typedef struct {
+        npu_csr__core_addr_hi_r_name_f2ed0e1f__ADDR__out_t ADDR;
+    } npu_csr__core_addr_hi_r_name_f2ed0e1f__out_t;
+
+    typedef struct {
+        logic [31:0] value;
+    } npu_csr__core_addr_lo_r_name_aac269e7__ADDR__out_t;
+
+    typedef struct {
+        npu_csr__core_addr_lo_r_name_aac269e7__ADDR__out_t ADDR;
+    } npu_csr__core_addr_lo_r_name_aac269e7__out_t;
+
+    typedef struct {
+        logic [31:0] value;
+    } npu_csr__core_addr_hi_r_name_38710bfe__ADDR__out_t;
+
+    typedef struct {
+        npu_csr__core_addr_hi_r_name_38710bfe__ADDR__out_t ADDR;
+    } npu_csr__core_addr_hi_r_name_38710bfe__out_t;
+
+    typedef struct {
+        logic [31:0] value;
+    } npu_csr__core_addr_lo_r_name_ed0f770b__ADDR__out_t;
+
+    typedef struct {
+        npu_csr__core_addr_lo_r_name_ed0f770b__ADDR__out_t ADDR;
+    } npu_csr__core_addr_lo_r_name_ed0f770b__out_t;
+
+    typedef struct {
+        logic [31:0] value;
+    } npu_csr__core_addr_hi_r_name_fb04b5db__ADDR__out_t;
+
+    typedef struct {
+        npu_csr__core_addr_hi_r_name_fb04b5db__ADDR__out_t ADDR;
+    } npu_csr__core_addr_hi_r_name_fb04b5db__out_t;
+
+    typedef struct {
         npu_csr__CTRL__out_t CTRL;
         npu_csr__INT_STATUS__out_t INT_STATUS;
         npu_csr__INT_ENABLE__out_t INT_ENABLE;
         npu_csr__CYCLES_LO__out_t CYCLES_LO;
+        npu_csr__CORE_CTRL__out_t CORE_CTRL;
+        npu_csr__core_addr_lo_r_name_0675172c__out_t PROG_ADDR_LO;
+        npu_csr__core_addr_hi_r_name_db019b0a__out_t PROG_ADDR_HI;
+        npu_csr__PROG_INSNS__out_t PROG_INSNS;
+        npu_csr__core_count_lo_r_name_72ddeea5__out_t PERF_RUN_CYCLES_LO;
+        npu_csr__core_count_lo_r_name_c8e1a5d1__out_t PERF_LOAD_BUSY_LO;
+        npu_csr__core_count_lo_r_name_edf7e7e3__out_t PERF_COMPUTE_BUSY_LO;
+        npu_csr__core_count_lo_r_name_fa7e370c__out_t PERF_STORE_BUSY_LO;
+        npu_csr__core_count_lo_r_name_0c2370dd__out_t PERF_LOAD_TOKEN_WAIT_LO;
+        npu_csr__core_count_lo_r_name_621a8d67__out_t PERF_COMPUTE_TOKEN_WAIT_LO;
+        npu_csr__core_count_lo_r_name_78fd06e1__out_t PERF_STORE_TOKEN_WAIT_LO;
+        npu_csr__core_count_lo_r_name_b30aa234__out_t PERF_GEMM_CYCLES_LO;
+        npu_csr__core_count_lo_r_name_53ba0ea2__out_t PERF_BYTES_READ_LO;
+        npu_csr__core_count_lo_r_name_124d4517__out_t PERF_BYTES_WRITTEN_LO;
+        npu_csr__core_count_lo_r_name_0b6628f4__out_t PERF_LOAD_RETIRED_LO;
+        npu_csr__core_count_lo_r_name_af596f68__out_t PERF_COMPUTE_RETIRED_LO;
+        npu_csr__core_count_lo_r_name_ae0aaf3c__out_t PERF_STORE_RETIRED_LO;
+        npu_csr__core_addr_lo_r_name_50aff4e2__out_t BASE0_LO;
+        npu_csr__core_addr_hi_r_name_7c73e769__out_t BASE0_HI;
+        npu_csr__core_addr_lo_r_name_6d7673cf__out_t BASE1_LO;
+        npu_csr__core_addr_hi_r_name_d3d41ec2__out_t BASE1_HI;
+        npu_csr__core_addr_lo_r_name_70339873__out_t BASE2_LO;
+        npu_csr__core_addr_hi_r_name_aabc7548__out_t BASE2_HI;
+        npu_csr__core_addr_lo_r_name_8bacdb30__out_t BASE3_LO;
+        npu_csr__core_addr_hi_r_name_a9d9b011__out_t BASE3_HI;
+        npu_csr__core_addr_lo_r_name_70202fdf__out_t BASE4_LO;
+        npu_csr__core_addr_hi_r_name_bb85e304__out_t BASE4_HI;
+        npu_csr__core_addr_lo_r_name_3cda2954__out_t BASE5_LO;
+        npu_csr__core_addr_hi_r_name_06b73fe6__out_t BASE5_HI;
+        npu_csr__core_addr_lo_r_name_4e3ca63e__out_t BASE6_LO;
+        npu_csr__core_addr_hi_r_name_5ad7da1f__out_t BASE6_HI;
+        npu_csr__core_addr_lo_r_name_681b92e9__out_t BASE7_LO;
+        npu_csr__core_addr_hi_r_name_9100fe43__out_t BASE7_HI;
+        npu_csr__core_addr_lo_r_name_75783642__out_t BASE8_LO;
+        npu_csr__core_addr_hi_r_name_fd6e0295__out_t BASE8_HI;
+        npu_csr__core_addr_lo_r_name_49c73d22__out_t BASE9_LO;
+        npu_csr__core_addr_hi_r_name_ca2de46b__out_t BASE9_HI;
+        npu_csr__core_addr_lo_r_name_bd583ea3__out_t BASE10_LO;
+        npu_csr__core_addr_hi_r_name_81be13e3__out_t BASE10_HI;
+        npu_csr__core_addr_lo_r_name_994aa26b__out_t BASE11_LO;
+        npu_csr__core_addr_hi_r_name_ec6d19ed__out_t BASE11_HI;
+        npu_csr__core_addr_lo_r_name_bcde2247__out_t BASE12_LO;
+        npu_csr__core_addr_hi_r_name_32a888c6__out_t BASE12_HI;
+        npu_csr__core_addr_lo_r_name_fd8f95c1__out_t BASE13_LO;
+        npu_csr__core_addr_hi_r_name_f2ed0e1f__out_t BASE13_HI;
+        npu_csr__core_addr_lo_r_name_aac269e7__out_t BASE14_LO;
+        npu_csr__core_addr_hi_r_name_38710bfe__out_t BASE14_HI;
+        npu_csr__core_addr_lo_r_name_ed0f770b__out_t BASE15_LO;
+        npu_csr__core_addr_hi_r_name_fb04b5db__out_t BASE15_HI;
     } npu_csr__out_t;
 endpackage

@@ -17,6 +17,8 @@ module npu_axi_mem #(
   parameter bit          UseDpi = 1'b1,        /// 1: shared-file storage, 0: on-chip array
   parameter string       Name = "mem",         /// for the plusarg and messages
   parameter int unsigned MaxOutstanding = 8,   /// bursts queued per side
+  /// Cycles from a read request to its first beat, at the least (DDR latency; 0: next cycle).
+  parameter int unsigned ReadLatency = 0,
   localparam int unsigned DataWidth = BusBytes * 8
 ) (
   input  wire                  clk_i,           /// clock
@@ -111,13 +113,32 @@ module npu_axi_mem #(
     .count_o()
   );
 
+  // Read latency: each request carries the cycle it arrived in and starts no earlier than
+  // ReadLatency cycles later (requests queue in order, so bursts still overlap).
+  logic ar_ripe;
+  if (ReadLatency > 0) begin : g_latency
+    logic [31:0] now_q, head_time;
+    always_ff @(posedge clk_i or negedge rst_ni) begin
+      if (!rst_ni) now_q <= '0;
+      else now_q <= now_q + 32'd1;
+    end
+    npu_fifo #(.Width(32), .Depth(MaxOutstanding)) u_time_q (
+      .clk_i, .rst_ni, .clear_i(1'b0),
+      .in_data_i(now_q), .in_valid_i(s_axi_arvalid && s_axi_arready), .in_ready_o(),
+      .out_data_o(head_time), .out_valid_o(), .out_ready_i(ar_pop), .count_o()
+    );
+    assign ar_ripe = now_q - head_time >= 32'(ReadLatency);
+  end else begin : g_no_latency
+    assign ar_ripe = 1'b1;
+  end
+
   logic                 rd_active_q;
   logic [63:0]          rd_off_q;     // offset of the next beat
   logic [7:0]           rd_left_q;    // beats after the next one
   logic [IdWidth-1:0]   rd_id_q;
 
   wire emit = !s_axi_rvalid || s_axi_rready;
-  assign ar_pop = emit && !rd_active_q && ar_head_valid;
+  assign ar_pop = emit && !rd_active_q && ar_head_valid && ar_ripe;
 
   logic [63:0]        beat_off;
   logic [IdWidth-1:0] beat_id;
@@ -147,7 +168,7 @@ module npu_axi_mem #(
       s_axi_rlast  <= 1'b0;
       s_axi_rid    <= '0;
     end else if (emit) begin
-      if (rd_active_q || ar_head_valid) begin
+      if (rd_active_q || (ar_head_valid && ar_ripe)) begin
         s_axi_rvalid <= 1'b1;
         s_axi_rid    <= beat_id;
         s_axi_rlast  <= beat_left == '0;

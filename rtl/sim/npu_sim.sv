@@ -209,7 +209,7 @@ module npu_sim
     npu_axi_mem #(
       .BusBytes(BusBytes), .AddrWidth(AddrWidth), .IdWidth(IdWidth),
       .Base(MemBase[m]), .Size(MemSize[m]), .UseDpi(1'b1), .Name(MemName[m]),
-      .MaxOutstanding(DmaMaxOutstanding)
+      .MaxOutstanding(DmaMaxOutstanding), .ReadLatency(NpuDdrLatency)
     ) u_mem (
       .clk_i(clk), .rst_ni,
       .fault_base_i(fault_base_i), .fault_size_i(is_faulty ? fault_size_i : 64'h0),

@@ -1,8 +1,12 @@
 `default_nettype none
 
 /// NPU register block: the generated CSR block (`npu_csr`) with its hardware side:
-/// identification from parameters, interrupt sources, and the cycle counter.
-module npu_regs #(
+/// identification from parameters, interrupt sources (software, compute engine), the cycle
+/// counter, and the compute engine's launch registers, status and counters
+/// (`npu_cmp_core` is joined here through plain ports).
+module npu_regs
+  import npu_cmp_pkg::NumPerf;
+#(
   parameter int unsigned TargetId = 1,          /// TARGET.ID (1 Buyi, 2 ZG330)
   parameter int unsigned HwVersionMajor = 0,    /// HW_VERSION.MAJOR
   parameter int unsigned HwVersionMinor = 0,    /// HW_VERSION.MINOR
@@ -14,7 +18,15 @@ module npu_regs #(
   parameter logic [63:0] PlddrBase = 64'h0,     /// PLDDR_BASE_*
   parameter logic [63:0] PlddrSize = 64'h0,     /// PLDDR_SIZE
   parameter logic [63:0] OcmBase = 64'h0,       /// OCM_BASE_* (size 0: no OCM)
-  parameter logic [63:0] OcmSize = 64'h0        /// OCM_SIZE
+  parameter logic [63:0] OcmSize = 64'h0,       /// OCM_SIZE
+  parameter int unsigned CoreBlock = 16,        /// CORE_CAPS.BLOCK
+  parameter int unsigned CoreLutTables = 4,     /// CORE_CAPS.LUT_TABLES
+  parameter int unsigned CoreBaseRegs = 16,     /// CORE_CAPS.BASE_REGS
+  parameter int unsigned CoreTokenDepth = 64,   /// CORE_CAPS.TOKEN_DEPTH
+  parameter int unsigned CoreInpRows = 8192,    /// CORE_ROWS0.INP
+  parameter int unsigned CoreWgtRows = 1024,    /// CORE_ROWS0.WGT
+  parameter int unsigned CoreAccRows = 4096,    /// CORE_ROWS1.ACC
+  parameter int unsigned CorePrmRows = 256      /// CORE_ROWS1.PRM
 ) (
   input  wire         clk_i,          /// clock
   input  wire         rst_ni,         /// asynchronous reset, active low
@@ -38,6 +50,22 @@ module npu_regs #(
   output logic [31:0] s_axil_rdata,
   output logic [1:0]  s_axil_rresp,
   input  wire         dma_busy_i,     /// STATUS.DMA_BUSY
+  // Compute engine.
+  output logic        core_start_o,   /// CORE_CTRL.START (one cycle)
+  output logic        core_abort_o,   /// CORE_CTRL.ABORT (one cycle)
+  output logic [63:0] core_prog_addr_o,   /// PROG_ADDR
+  output logic [31:0] core_prog_insns_o,  /// PROG_INSNS
+  output logic [15:0][63:0] core_base_o,  /// BASE0..15
+  input  wire         core_busy_i,    /// CORE_STATUS.BUSY
+  input  wire         core_done_i,    /// CORE_STATUS.DONE
+  input  wire         core_error_i,   /// CORE_STATUS.ERROR
+  input  wire  [3:0]  core_err_code_i,/// CORE_STATUS.ERR_CODE
+  input  wire  [1:0]  core_err_unit_i,/// CORE_STATUS.ERR_UNIT
+  input  wire  [31:0] core_err_pc_i,  /// CORE_ERR_PC
+  input  wire  [63:0] core_err_addr_i,/// CORE_ERR_ADDR
+  input  wire         core_done_event_i,  /// latch INT_STATUS.CORE_DONE
+  input  wire         core_error_event_i, /// latch INT_STATUS.CORE_ERROR
+  input  wire  [NumPerf-1:0][63:0] core_perf_i,  /// PERF_* counters
   output logic        irq_o           /// level interrupt: INT_STATUS & INT_ENABLE
 );
   import npu_csr_pkg::*;
@@ -59,6 +87,8 @@ module npu_regs #(
   logic [63:0] cycles_q;
   logic [31:0] cycles_hi_q;
   logic        sw_irq_q;   // CTRL.SW_IRQ last cycle, to latch its rising edge
+  logic [NumPerf-1:0]       perf_lo_read;  // a PERF_*_LO register is being read
+  logic [NumPerf-1:0][31:0] perf_hi_q;     // PERF_*_HI as latched by that read
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       cycles_q    <= '0;
@@ -89,14 +119,107 @@ module npu_regs #(
     hwif_in.OCM_BASE_HI.ADDR.next    = OcmBase[63:32];
     hwif_in.OCM_SIZE.KIB.next        = 32'(OcmSize >> 10);
     hwif_in.STATUS.DMA_BUSY.next     = dma_busy_i;
-    hwif_in.STATUS.COMPUTE_BUSY.next = 1'b0;
+    hwif_in.STATUS.COMPUTE_BUSY.next = core_busy_i;
     hwif_in.INT_STATUS.SW.hwset      = hwif_out.CTRL.SW_IRQ.value && !sw_irq_q;
     hwif_in.INT_RAW.SW.next          = hwif_out.CTRL.SW_IRQ.value;
     hwif_in.CYCLES_LO.COUNT.next     = cycles_q[31:0];
     hwif_in.CYCLES_HI.COUNT.next     = cycles_hi_q;
+    hwif_in.CORE_STATUS.BUSY.next     = core_busy_i;
+    hwif_in.CORE_STATUS.DONE.next     = core_done_i;
+    hwif_in.CORE_STATUS.ERROR.next    = core_error_i;
+    hwif_in.CORE_STATUS.ERR_CODE.next = core_err_code_i;
+    hwif_in.CORE_STATUS.ERR_UNIT.next = core_err_unit_i;
+    hwif_in.CORE_ERR_PC.PC.next       = core_err_pc_i;
+    hwif_in.CORE_ERR_ADDR_LO.ADDR.next = core_err_addr_i[31:0];
+    hwif_in.CORE_ERR_ADDR_HI.ADDR.next = core_err_addr_i[63:32];
+    hwif_in.CORE_CAPS.BLOCK.next       = 8'(CoreBlock);
+    hwif_in.CORE_CAPS.LUT_TABLES.next  = 4'(CoreLutTables);
+    hwif_in.CORE_CAPS.BASE_REGS.next   = 5'(CoreBaseRegs);
+    hwif_in.CORE_CAPS.TOKEN_DEPTH.next = 8'(CoreTokenDepth);
+    hwif_in.CORE_ROWS0.INP.next = 16'(CoreInpRows);
+    hwif_in.CORE_ROWS0.WGT.next = 16'(CoreWgtRows);
+    hwif_in.CORE_ROWS1.ACC.next = 16'(CoreAccRows);
+    hwif_in.CORE_ROWS1.PRM.next = 16'(CorePrmRows);
+    hwif_in.INT_STATUS.CORE_DONE.hwset  = core_done_event_i;
+    hwif_in.INT_STATUS.CORE_ERROR.hwset = core_error_event_i;
+    hwif_in.INT_RAW.CORE_DONE.next  = core_done_i;
+    hwif_in.INT_RAW.CORE_ERROR.next = core_error_i;
+    hwif_in.PERF_RUN_CYCLES_LO.COUNT.next         = core_perf_i[0][31:0];
+    hwif_in.PERF_RUN_CYCLES_HI.COUNT.next         = perf_hi_q[0];
+    hwif_in.PERF_LOAD_BUSY_LO.COUNT.next          = core_perf_i[1][31:0];
+    hwif_in.PERF_LOAD_BUSY_HI.COUNT.next          = perf_hi_q[1];
+    hwif_in.PERF_COMPUTE_BUSY_LO.COUNT.next       = core_perf_i[2][31:0];
+    hwif_in.PERF_COMPUTE_BUSY_HI.COUNT.next       = perf_hi_q[2];
+    hwif_in.PERF_STORE_BUSY_LO.COUNT.next         = core_perf_i[3][31:0];
+    hwif_in.PERF_STORE_BUSY_HI.COUNT.next         = perf_hi_q[3];
+    hwif_in.PERF_LOAD_TOKEN_WAIT_LO.COUNT.next    = core_perf_i[4][31:0];
+    hwif_in.PERF_LOAD_TOKEN_WAIT_HI.COUNT.next    = perf_hi_q[4];
+    hwif_in.PERF_COMPUTE_TOKEN_WAIT_LO.COUNT.next = core_perf_i[5][31:0];
+    hwif_in.PERF_COMPUTE_TOKEN_WAIT_HI.COUNT.next = perf_hi_q[5];
+    hwif_in.PERF_STORE_TOKEN_WAIT_LO.COUNT.next   = core_perf_i[6][31:0];
+    hwif_in.PERF_STORE_TOKEN_WAIT_HI.COUNT.next   = perf_hi_q[6];
+    hwif_in.PERF_GEMM_CYCLES_LO.COUNT.next        = core_perf_i[7][31:0];
+    hwif_in.PERF_GEMM_CYCLES_HI.COUNT.next        = perf_hi_q[7];
+    hwif_in.PERF_BYTES_READ_LO.COUNT.next         = core_perf_i[8][31:0];
+    hwif_in.PERF_BYTES_READ_HI.COUNT.next         = perf_hi_q[8];
+    hwif_in.PERF_BYTES_WRITTEN_LO.COUNT.next      = core_perf_i[9][31:0];
+    hwif_in.PERF_BYTES_WRITTEN_HI.COUNT.next      = perf_hi_q[9];
+    hwif_in.PERF_LOAD_RETIRED_LO.COUNT.next       = core_perf_i[10][31:0];
+    hwif_in.PERF_LOAD_RETIRED_HI.COUNT.next       = perf_hi_q[10];
+    hwif_in.PERF_COMPUTE_RETIRED_LO.COUNT.next    = core_perf_i[11][31:0];
+    hwif_in.PERF_COMPUTE_RETIRED_HI.COUNT.next    = perf_hi_q[11];
+    hwif_in.PERF_STORE_RETIRED_LO.COUNT.next      = core_perf_i[12][31:0];
+    hwif_in.PERF_STORE_RETIRED_HI.COUNT.next      = perf_hi_q[12];
   end
 
-  assign irq_o = hwif_out.INT_STATUS.SW.value && hwif_out.INT_ENABLE.SW.value;
+  // ---------------------------------------------------------------- compute engine
+  assign core_start_o      = hwif_out.CORE_CTRL.START.value;
+  assign core_abort_o      = hwif_out.CORE_CTRL.ABORT.value;
+  assign core_prog_addr_o  = {hwif_out.PROG_ADDR_HI.ADDR.value, hwif_out.PROG_ADDR_LO.ADDR.value};
+  assign core_prog_insns_o = hwif_out.PROG_INSNS.COUNT.value;
+  assign core_base_o = {
+    {hwif_out.BASE15_HI.ADDR.value, hwif_out.BASE15_LO.ADDR.value},
+    {hwif_out.BASE14_HI.ADDR.value, hwif_out.BASE14_LO.ADDR.value},
+    {hwif_out.BASE13_HI.ADDR.value, hwif_out.BASE13_LO.ADDR.value},
+    {hwif_out.BASE12_HI.ADDR.value, hwif_out.BASE12_LO.ADDR.value},
+    {hwif_out.BASE11_HI.ADDR.value, hwif_out.BASE11_LO.ADDR.value},
+    {hwif_out.BASE10_HI.ADDR.value, hwif_out.BASE10_LO.ADDR.value},
+    {hwif_out.BASE9_HI.ADDR.value, hwif_out.BASE9_LO.ADDR.value},
+    {hwif_out.BASE8_HI.ADDR.value, hwif_out.BASE8_LO.ADDR.value},
+    {hwif_out.BASE7_HI.ADDR.value, hwif_out.BASE7_LO.ADDR.value},
+    {hwif_out.BASE6_HI.ADDR.value, hwif_out.BASE6_LO.ADDR.value},
+    {hwif_out.BASE5_HI.ADDR.value, hwif_out.BASE5_LO.ADDR.value},
+    {hwif_out.BASE4_HI.ADDR.value, hwif_out.BASE4_LO.ADDR.value},
+    {hwif_out.BASE3_HI.ADDR.value, hwif_out.BASE3_LO.ADDR.value},
+    {hwif_out.BASE2_HI.ADDR.value, hwif_out.BASE2_LO.ADDR.value},
+    {hwif_out.BASE1_HI.ADDR.value, hwif_out.BASE1_LO.ADDR.value},
+    {hwif_out.BASE0_HI.ADDR.value, hwif_out.BASE0_LO.ADDR.value}
+  };
+
+  // 64-bit counters: reading LO latches HI (one register per counter, as the DMA's).
+  assign perf_lo_read = {
+    hwif_out.PERF_STORE_RETIRED_LO.COUNT.swacc, hwif_out.PERF_COMPUTE_RETIRED_LO.COUNT.swacc,
+    hwif_out.PERF_LOAD_RETIRED_LO.COUNT.swacc, hwif_out.PERF_BYTES_WRITTEN_LO.COUNT.swacc,
+    hwif_out.PERF_BYTES_READ_LO.COUNT.swacc, hwif_out.PERF_GEMM_CYCLES_LO.COUNT.swacc,
+    hwif_out.PERF_STORE_TOKEN_WAIT_LO.COUNT.swacc, hwif_out.PERF_COMPUTE_TOKEN_WAIT_LO.COUNT.swacc,
+    hwif_out.PERF_LOAD_TOKEN_WAIT_LO.COUNT.swacc, hwif_out.PERF_STORE_BUSY_LO.COUNT.swacc,
+    hwif_out.PERF_COMPUTE_BUSY_LO.COUNT.swacc, hwif_out.PERF_LOAD_BUSY_LO.COUNT.swacc,
+    hwif_out.PERF_RUN_CYCLES_LO.COUNT.swacc
+  };
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      perf_hi_q <= '0;
+    end else begin
+      for (int k = 0; k < NumPerf; k++) begin
+        if (perf_lo_read[k]) perf_hi_q[k] <= core_perf_i[k][63:32];
+      end
+    end
+  end
+
+
+  assign irq_o = (hwif_out.INT_STATUS.SW.value && hwif_out.INT_ENABLE.SW.value)
+              || (hwif_out.INT_STATUS.CORE_DONE.value && hwif_out.INT_ENABLE.CORE_DONE.value)
+              || (hwif_out.INT_STATUS.CORE_ERROR.value && hwif_out.INT_ENABLE.CORE_ERROR.value);
 endmodule
 
 `default_nettype wire

@@ -4,13 +4,14 @@
 ///
 ///   s_axil (CPU, 32-bit addresses) -> npu_axil_demux -+-> npu_regs  (NpuBase, 4 KiB)
 ///                                                     +-> npu_dma   (DmaBase, 4 KiB)
-///   npu_dma AXI4 master -> npu_axi_demux -+-> m_axi_ps_*  PS DDR window (udma)
-///                                         +-> m_axi_pl_*  PL DDR (plddr)
-///                                         +-> OCM         on-chip SRAM (when HasOcm)
-///                                         +-> DECERR      anything else
+///   npu_dma      AXI4 master -+
+///                              +-> npu_axi_mux -> npu_axi_demux -+-> m_axi_[0]  PS DDR (udma)
+///   npu_cmp_core AXI4 master -+                                  +-> m_axi_[1]  PL DDR (plddr)
+///                                                                +-> OCM  on-chip SRAM (HasOcm)
+///                                                                +-> DECERR   anything else
 ///
-/// The compute engine (a later issue) becomes a second AXI master beside the DMA, in front
-/// of the same memories, and a third interrupt source in npu_regs.
+/// The compute engine (`npu_cmp_core`) is controlled through npu_regs (launch registers,
+/// status, counters) and is the CORE_DONE/CORE_ERROR interrupt source there.
 module npu_top
   import npu_config_pkg::*;
 #(
@@ -116,11 +117,23 @@ module npu_top
 
   logic dma_busy, dma_irq, npu_irq;
 
+  // Compute engine control and status (through npu_regs).
+  logic        c_start, c_abort, c_busy, c_done, c_error, c_done_ev, c_error_ev;
+  logic [63:0] c_prog_addr, c_err_addr;
+  logic [31:0] c_prog_insns, c_err_pc;
+  logic [15:0][63:0] c_base;
+  npu_isa_pkg::err_e c_err_code;
+  logic [1:0]  c_err_unit;
+  logic [npu_cmp_pkg::NumPerf-1:0][63:0] c_perf;
+
   npu_regs #(
     .TargetId(TargetId), .HwVersionMajor(HwVersionMajor), .HwVersionMinor(HwVersionMinor),
-    .HwVersionPatch(HwVersionPatch), .DmaBusBytes(BusBytes), .HasCompute(1'b0),
+    .HwVersionPatch(HwVersionPatch), .DmaBusBytes(BusBytes), .HasCompute(1'b1),
     .UdmaBase(UdmaBase), .UdmaSize(UdmaSize), .PlddrBase(PlddrBase), .PlddrSize(PlddrSize),
-    .OcmBase(HasOcm ? OcmBase : 64'h0), .OcmSize(OcmSizeEff)
+    .OcmBase(HasOcm ? OcmBase : 64'h0), .OcmSize(OcmSizeEff),
+    .CoreBlock(NpuBlock), .CoreLutTables(NpuLutTables), .CoreBaseRegs(NpuBaseRegs),
+    .CoreTokenDepth(NpuTokenDepth), .CoreInpRows(NpuInpRows), .CoreWgtRows(NpuWgtRows),
+    .CoreAccRows(NpuAccRows), .CorePrmRows(NpuPrmRows)
   ) u_regs (
     .clk_i, .rst_ni,
     .s_axil_awready(r_awready[0]), .s_axil_awvalid(r_awvalid[0]), .s_axil_awaddr(r_awaddr),
@@ -130,7 +143,14 @@ module npu_top
     .s_axil_arvalid(r_arvalid[0]), .s_axil_araddr(r_araddr), .s_axil_arprot(r_arprot),
     .s_axil_rready(r_rready[0]), .s_axil_rvalid(r_rvalid[0]), .s_axil_rdata(r_rdata[0]),
     .s_axil_rresp(r_rresp[0]),
-    .dma_busy_i(dma_busy), .irq_o(npu_irq)
+    .dma_busy_i(dma_busy),
+    .core_start_o(c_start), .core_abort_o(c_abort), .core_prog_addr_o(c_prog_addr),
+    .core_prog_insns_o(c_prog_insns), .core_base_o(c_base),
+    .core_busy_i(c_busy), .core_done_i(c_done), .core_error_i(c_error),
+    .core_err_code_i(c_err_code), .core_err_unit_i(c_err_unit), .core_err_pc_i(c_err_pc),
+    .core_err_addr_i(c_err_addr), .core_done_event_i(c_done_ev),
+    .core_error_event_i(c_error_ev), .core_perf_i(c_perf),
+    .irq_o(npu_irq)
   );
 
   // ---------------------------------------------------------------- DMA
@@ -176,8 +196,100 @@ module npu_top
     .irq_o(dma_irq), .busy_o(dma_busy)
   );
 
+  // ---------------------------------------------------------------- compute engine
+  logic [IdWidth-1:0]   e_arid, e_rid, e_awid, e_bid;
+  logic [AddrWidth-1:0] e_araddr, e_awaddr;
+  logic [7:0]           e_arlen, e_awlen;
+  logic [2:0]           e_arsize, e_awsize;
+  logic [1:0]           e_arburst, e_awburst, e_rresp, e_bresp;
+  logic                 e_arvalid, e_arready, e_rlast, e_rvalid, e_rready;
+  logic                 e_awvalid, e_awready, e_wlast, e_wvalid, e_wready;
+  logic                 e_bvalid, e_bready;
+  logic [DataWidth-1:0] e_rdata, e_wdata;
+  logic [BusBytes-1:0]  e_wstrb;
+
+  npu_cmp_core #(
+    .BusBytes(BusBytes), .AddrWidth(AddrWidth), .IdWidth(IdWidth),
+    .MaxBurstBeats(DmaMaxBurstBeats), .MaxOutstanding(DmaMaxOutstanding),
+    .Block(NpuBlock), .InpRows(NpuInpRows), .WgtRows(NpuWgtRows), .AccRows(NpuAccRows),
+    .PrmRows(NpuPrmRows), .LutTables(NpuLutTables), .QueueDepth(NpuInsnQueueDepth),
+    .TokenDepth(NpuTokenDepth), .WatchdogCycles(NpuWatchdogCycles),
+    .Mem0Base(UdmaBase), .Mem0Size(UdmaSize), .Mem1Base(PlddrBase), .Mem1Size(PlddrSize),
+    .Mem2Base(OcmBase), .Mem2Size(OcmSizeEff)
+  ) u_core (
+    .clk_i, .rst_ni,
+    .start_i(c_start), .abort_i(c_abort), .prog_addr_i(c_prog_addr),
+    .prog_insns_i(c_prog_insns), .base_i(c_base),
+    .busy_o(c_busy), .done_o(c_done), .error_o(c_error), .err_code_o(c_err_code),
+    .err_unit_o(c_err_unit), .err_pc_o(c_err_pc), .err_addr_o(c_err_addr),
+    .done_event_o(c_done_ev), .error_event_o(c_error_ev), .perf_o(c_perf),
+    .m_axi_arid(e_arid), .m_axi_araddr(e_araddr), .m_axi_arlen(e_arlen),
+    .m_axi_arsize(e_arsize), .m_axi_arburst(e_arburst), .m_axi_arvalid(e_arvalid),
+    .m_axi_arready(e_arready),
+    .m_axi_rid(e_rid), .m_axi_rdata(e_rdata), .m_axi_rresp(e_rresp), .m_axi_rlast(e_rlast),
+    .m_axi_rvalid(e_rvalid), .m_axi_rready(e_rready),
+    .m_axi_awid(e_awid), .m_axi_awaddr(e_awaddr), .m_axi_awlen(e_awlen),
+    .m_axi_awsize(e_awsize), .m_axi_awburst(e_awburst), .m_axi_awvalid(e_awvalid),
+    .m_axi_awready(e_awready),
+    .m_axi_wdata(e_wdata), .m_axi_wstrb(e_wstrb), .m_axi_wlast(e_wlast),
+    .m_axi_wvalid(e_wvalid), .m_axi_wready(e_wready),
+    .m_axi_bid(e_bid), .m_axi_bresp(e_bresp), .m_axi_bvalid(e_bvalid), .m_axi_bready(e_bready)
+  );
+
   assign irq_o = npu_irq || dma_irq;
-  assign busy_o = dma_busy;
+  assign busy_o = dma_busy || c_busy;
+
+  // ---------------------------------------------------------------- masters -> one path
+  logic [IdWidth-1:0]   a_arid, a_rid, a_awid, a_bid;
+  logic [AddrWidth-1:0] a_araddr, a_awaddr;
+  logic [7:0]           a_arlen, a_awlen;
+  logic [2:0]           a_arsize, a_awsize;
+  logic [1:0]           a_arburst, a_awburst, a_rresp, a_bresp;
+  logic                 a_arvalid, a_arready, a_rlast, a_rvalid, a_rready;
+  logic                 a_awvalid, a_awready, a_wlast, a_wvalid, a_wready;
+  logic                 a_bvalid, a_bready;
+  logic [DataWidth-1:0] a_rdata, a_wdata;
+  logic [BusBytes-1:0]  a_wstrb;
+  logic [1:0]           mx_rvalid, mx_bvalid;
+  logic [IdWidth-1:0]   mx_rid, mx_bid;
+  logic [DataWidth-1:0] mx_rdata;
+  logic [1:0]           mx_rresp, mx_bresp;
+  logic                 mx_rlast;
+
+  npu_axi_mux #(
+    .BusBytes(BusBytes), .AddrWidth(AddrWidth), .IdWidth(IdWidth),
+    .MaxOutstanding(DmaMaxOutstanding)
+  ) u_axi_mux (
+    .clk_i, .rst_ni,
+    .s_arid({e_arid, d_arid}), .s_araddr({e_araddr, d_araddr}), .s_arlen({e_arlen, d_arlen}),
+    .s_arsize({e_arsize, d_arsize}), .s_arburst({e_arburst, d_arburst}),
+    .s_arvalid({e_arvalid, d_arvalid}), .s_arready({e_arready, d_arready}),
+    .s_rid(mx_rid), .s_rdata(mx_rdata), .s_rresp(mx_rresp), .s_rlast(mx_rlast),
+    .s_rvalid(mx_rvalid), .s_rready({e_rready, d_rready}),
+    .s_awid({e_awid, d_awid}), .s_awaddr({e_awaddr, d_awaddr}), .s_awlen({e_awlen, d_awlen}),
+    .s_awsize({e_awsize, d_awsize}), .s_awburst({e_awburst, d_awburst}),
+    .s_awvalid({e_awvalid, d_awvalid}), .s_awready({e_awready, d_awready}),
+    .s_wdata({e_wdata, d_wdata}), .s_wstrb({e_wstrb, d_wstrb}), .s_wlast({e_wlast, d_wlast}),
+    .s_wvalid({e_wvalid, d_wvalid}), .s_wready({e_wready, d_wready}),
+    .s_bid(mx_bid), .s_bresp(mx_bresp), .s_bvalid(mx_bvalid), .s_bready({e_bready, d_bready}),
+    .m_arid(a_arid), .m_araddr(a_araddr), .m_arlen(a_arlen), .m_arsize(a_arsize),
+    .m_arburst(a_arburst), .m_arvalid(a_arvalid), .m_arready(a_arready),
+    .m_rid(a_rid), .m_rdata(a_rdata), .m_rresp(a_rresp), .m_rlast(a_rlast),
+    .m_rvalid(a_rvalid), .m_rready(a_rready),
+    .m_awid(a_awid), .m_awaddr(a_awaddr), .m_awlen(a_awlen), .m_awsize(a_awsize),
+    .m_awburst(a_awburst), .m_awvalid(a_awvalid), .m_awready(a_awready),
+    .m_wdata(a_wdata), .m_wstrb(a_wstrb), .m_wlast(a_wlast), .m_wvalid(a_wvalid),
+    .m_wready(a_wready),
+    .m_bid(a_bid), .m_bresp(a_bresp), .m_bvalid(a_bvalid), .m_bready(a_bready)
+  );
+  assign {d_rid, e_rid}     = {mx_rid, mx_rid};
+  assign {d_rdata, e_rdata} = {mx_rdata, mx_rdata};
+  assign {d_rresp, e_rresp} = {mx_rresp, mx_rresp};
+  assign {d_rlast, e_rlast} = {mx_rlast, mx_rlast};
+  assign {e_rvalid, d_rvalid} = mx_rvalid;
+  assign {d_bid, e_bid}     = {mx_bid, mx_bid};
+  assign {d_bresp, e_bresp} = {mx_bresp, mx_bresp};
+  assign {e_bvalid, d_bvalid} = mx_bvalid;
 
   // ---------------------------------------------------------------- memory interconnect
   logic [NumMem-1:0]                x_arvalid, x_arready, x_rlast, x_rvalid, x_rready;
@@ -193,15 +305,15 @@ module npu_top
     .SlaveSize({OcmSizeEff, PlddrSize, UdmaSize})
   ) u_axi_demux (
     .clk_i, .rst_ni,
-    .s_arid(d_arid), .s_araddr(d_araddr), .s_arlen(d_arlen), .s_arsize(d_arsize),
-    .s_arburst(d_arburst), .s_arvalid(d_arvalid), .s_arready(d_arready),
-    .s_rid(d_rid), .s_rdata(d_rdata), .s_rresp(d_rresp), .s_rlast(d_rlast),
-    .s_rvalid(d_rvalid), .s_rready(d_rready),
-    .s_awid(d_awid), .s_awaddr(d_awaddr), .s_awlen(d_awlen), .s_awsize(d_awsize),
-    .s_awburst(d_awburst), .s_awvalid(d_awvalid), .s_awready(d_awready),
-    .s_wdata(d_wdata), .s_wstrb(d_wstrb), .s_wlast(d_wlast), .s_wvalid(d_wvalid),
-    .s_wready(d_wready),
-    .s_bid(d_bid), .s_bresp(d_bresp), .s_bvalid(d_bvalid), .s_bready(d_bready),
+    .s_arid(a_arid), .s_araddr(a_araddr), .s_arlen(a_arlen), .s_arsize(a_arsize),
+    .s_arburst(a_arburst), .s_arvalid(a_arvalid), .s_arready(a_arready),
+    .s_rid(a_rid), .s_rdata(a_rdata), .s_rresp(a_rresp), .s_rlast(a_rlast),
+    .s_rvalid(a_rvalid), .s_rready(a_rready),
+    .s_awid(a_awid), .s_awaddr(a_awaddr), .s_awlen(a_awlen), .s_awsize(a_awsize),
+    .s_awburst(a_awburst), .s_awvalid(a_awvalid), .s_awready(a_awready),
+    .s_wdata(a_wdata), .s_wstrb(a_wstrb), .s_wlast(a_wlast), .s_wvalid(a_wvalid),
+    .s_wready(a_wready),
+    .s_bid(a_bid), .s_bresp(a_bresp), .s_bvalid(a_bvalid), .s_bready(a_bready),
     .m_arid(m_axi_arid), .m_araddr(m_axi_araddr), .m_arlen(m_axi_arlen),
     .m_arsize(m_axi_arsize), .m_arburst(m_axi_arburst), .m_arvalid(x_arvalid),
     .m_arready(x_arready),

@@ -87,6 +87,13 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--calib", type=int, default=8, help="calibration input sets for --quantize (default 8)"
     )
+    run.add_argument(
+        "--calib-dir",
+        default=None,
+        metavar="DIR",
+        help="calibrate --quantize on the .npy files in DIR (one per input set, sorted by "
+        "name; a single-input network) instead of random data",
+    )
     run.add_argument("--values", type=int, default=8, help="values printed per output (default 8)")
     return parser
 
@@ -163,6 +170,39 @@ def _inputs(net: Network, specs: list[str], seed: int) -> tuple[dict[str, np.nda
     return feed, [where[n] for n in names]
 
 
+def _calibration_dir(net: Network, folder: str) -> list[dict[str, np.ndarray]]:
+    path = Path(folder)
+    if not path.is_dir():
+        raise XrtError(ErrorCode.FILE_NOT_FOUND, f"calibration folder {folder!r} does not exist")
+    files = sorted(path.glob("*.npy"))
+    if not files:
+        raise XrtError(ErrorCode.FILE_NOT_FOUND, f"calibration folder {folder!r} has no .npy files")
+    if len(net.inputs) != 1:
+        raise XrtError(
+            ErrorCode.OUT_OF_RANGE,
+            f"--calib-dir feeds single-input networks; this one has inputs {list(net.inputs)}",
+        )
+    return [{net.inputs[0]: _load_npy(str(f))} for f in files]
+
+
+def _print_placement(sess: Session) -> None:
+    """Where each operator ran, and what the NPU backends did."""
+    bindings = sess.backend_bindings()
+    for unit in sess.execution_units():
+        text = unit.describe()
+        if not text.endswith(type(bindings[unit.op_id]).__name__):
+            text += f" on {type(bindings[unit.op_id]).__name__}"
+        print(f"  {text}")
+    for b in sess.backends:
+        stats = getattr(b, "last_stats", None)
+        if stats is None:
+            continue
+        print(
+            f"{type(b).__name__}: {len(b.launches)} launch(es); last: {stats.busy_cycles} "
+            f"cycles, MAC array busy {100.0 * stats.mac_utilisation:.1f}% of them"
+        )
+
+
 def _devices(types: list[type[Backend]], device: Device | None) -> list[Device | None]:
     """The device of each backend: `device` for NPU backends; host backends take it only
     when it is a host device (``host://?capacity=...``), else the default host device."""
@@ -199,7 +239,10 @@ def _run(args: argparse.Namespace) -> int:
 
         if args.calib < 1:
             raise XrtError(ErrorCode.OUT_OF_RANGE, f"--calib must be >= 1, got {args.calib}")
-        samples = [_inputs(net, [], args.seed + 1000 + i)[0] for i in range(args.calib)]
+        if args.calib_dir is not None:
+            samples = _calibration_dir(net, args.calib_dir)
+        else:
+            samples = [_inputs(net, [], args.seed + 1000 + i)[0] for i in range(args.calib)]
         net = quantize_network(net, ranges=calibrate(net, samples))
     names = [n.strip() for n in args.backends.split(",") if n.strip()]
     if not names:
@@ -240,6 +283,9 @@ def _forward(
             print(f"input {n!r}: {t.dtype.manual_name}{list(t.shape)} from {src}")
         for name, t in zip(sess.outputs, outs, strict=True):
             _print_output(name, t.numpy(), net.values[name], max(args.values, 0))
+        if any(not b.is_host for b in sess.backends):
+            print("placement:")
+            _print_placement(sess)
         print(f"forward: {sess.total_time() * 1e3:.3f} ms")
         if args.profile:
             print(sess.profile_table())

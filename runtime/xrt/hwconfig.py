@@ -63,6 +63,7 @@ class NpuConfig:
     token_depth: int
     watchdog_cycles: int
     base_regs: int
+    ddr_latency: int = 0  # read latency of the DDR models in cycles (the OCM answers at once)
 
     @property
     def macs_per_cycle(self) -> int:

@@ -240,3 +240,48 @@ COMPOSITES = {
     "fpn": fpn_model,
     "small_cnn": small_cnn_model,
 }
+
+
+# -- full-size architectures (shapes as torchvision's; small inputs in tests) -----------
+
+
+def fire(g: Graph, x: str, cin: int, squeeze: int, expand: int) -> str:
+    """SqueezeNet fire module: 1x1 squeeze, then 1x1 and 3x3 expands concatenated."""
+    s = g.conv(x, cin, squeeze, 1, bn=False, bias=True)
+    e1 = g.conv(s, squeeze, expand, 1, bn=False, bias=True)
+    e3 = g.conv(s, squeeze, expand, 3, bn=False, bias=True)
+    return g.node("Concat", [e1, e3], axis=1)
+
+
+def squeezenet11_model(hw: int = 224, classes: int = 1000, seed: int = 0) -> onnx.ModelProto:
+    """SqueezeNet 1.1 (torchvision layout: ceil-mode max pools, conv10 + global average)."""
+    g = Graph(seed)
+    y = g.conv("x", 3, 64, 3, 2, bn=False, bias=True, pad=0)
+    pool = {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1}
+    y = g.node("MaxPool", [y], **pool)
+    y = fire(g, y, 64, 16, 64)
+    y = fire(g, y, 128, 16, 64)
+    y = g.node("MaxPool", [y], **pool)
+    y = fire(g, y, 128, 32, 128)
+    y = fire(g, y, 256, 32, 128)
+    y = g.node("MaxPool", [y], **pool)
+    y = fire(g, y, 256, 48, 192)
+    y = fire(g, y, 384, 48, 192)
+    y = fire(g, y, 384, 64, 256)
+    y = fire(g, y, 512, 64, 256)
+    y = g.conv(y, 512, classes, 1, bn=False, bias=True)
+    y = g.node("GlobalAveragePool", [y])
+    return g.model({"x": (1, 3, hw, hw)}, [g.node("Flatten", [y], axis=1)])
+
+
+def resnet18_model(hw: int = 224, classes: int = 1000, seed: int = 0) -> onnx.ModelProto:
+    """ResNet-18: 7x7/2 stem, 3x3/2 max pool, four stages of two basic blocks, FC."""
+    g = Graph(seed)
+    y = g.conv("x", 3, 64, 7, 2)
+    y = g.node("MaxPool", [y], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    c = 64
+    for width, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
+        y = basic_block(g, y, c, width, stride)
+        y = basic_block(g, y, width, width)
+        c = width
+    return g.model({"x": (1, 3, hw, hw)}, [classifier_head(g, y, c, classes, softmax=False)])

@@ -90,6 +90,41 @@ def ref_qadd(op: Any, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     )
 
 
+def ref_qsub(op: Any, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    t = op.attrs
+    return _elementwise(
+        lambda u, v: min(
+            max(shift_round(u * t["mult_a"] - v * t["mult_b"], t["shift"]), t["lo"]), t["hi"]
+        ),
+        a,
+        b,
+    )
+
+
+def ref_qreduce_mean(op: Any, x: np.ndarray) -> np.ndarray:
+    """Sum every group of values that share the kept coordinates, one requantize each."""
+    t = op.attrs
+    axes = sorted(a % x.ndim for a in t["axes"])
+    kept = [d for i, d in enumerate(x.shape) if i not in axes]
+    out = np.zeros(kept, dtype=np.int8)
+    for idx in np.ndindex(*kept) if kept else [()]:
+        total = 0
+        for red in np.ndindex(*[x.shape[a] for a in axes]):
+            full, k, r = [], 0, 0
+            for i in range(x.ndim):
+                if i in axes:
+                    full.append(red[r])
+                    r += 1
+                else:
+                    full.append(idx[k])
+                    k += 1
+            total += int(x[tuple(full)])
+        out[idx] = requant(total, t["multiplier"], t["shift"], t["lo"], t["hi"])
+    if t["keepdims"]:
+        out = out.reshape([1 if i in axes else d for i, d in enumerate(x.shape)])
+    return out
+
+
 def ref_qmul(op: Any, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     t = op.attrs
     return _elementwise(
@@ -181,8 +216,12 @@ def reference(
         return ref_qgemm(op, inputs[0], params)
     if t == "QAdd":
         return ref_qadd(op, *inputs)
+    if t == "QSub":
+        return ref_qsub(op, *inputs)
     if t == "QMul":
         return ref_qmul(op, *inputs)
+    if t == "QReduceMean":
+        return ref_qreduce_mean(op, inputs[0])
     if t == "QConcat":
         return ref_qconcat(op, *inputs)
     if t == "QAvgPool2d":
@@ -304,6 +343,14 @@ def test_qadd_qmul_exact(seed: int, ma: int, mb: int, shift: int, relu: bool) ->
     )
     assert check_every_op(net, feed) == 1
     net, feed = _single(
+        "QSub",
+        [a, b],
+        {"mult_a": ma, "mult_b": mb, "shift": shift, "lo": lo, "hi": 127, "out_scale": 1.0},
+        {},
+        [1.0, 1.0],
+    )
+    assert check_every_op(net, feed) == 1
+    net, feed = _single(
         "QMul",
         [a, b],
         {"multiplier": ma, "shift": shift + 4, "lo": lo, "hi": 127, "out_scale": 1.0},
@@ -311,6 +358,23 @@ def test_qadd_qmul_exact(seed: int, ma: int, mb: int, shift: int, relu: bool) ->
         [1.0, 1.0],
     )
     assert check_every_op(net, feed) == 1
+
+
+@pytest.mark.parametrize(
+    ("axes", "keepdims"), [([1], True), ([2, 3], False), ([-1], True), ([0, 1, 2, 3], False)]
+)
+def test_qreduce_mean_exact(axes: list[int], keepdims: bool) -> None:
+    rng = np.random.default_rng(7)
+    x = _i8(rng, 2, 3, 4, 5)
+    for m, s in ((29127, 18), (16384, 14), (32767, 20)):
+        net, feed = _single(
+            "QReduceMean",
+            [x],
+            {"axes": axes, "keepdims": keepdims, "multiplier": m, "shift": s, "out_scale": 1.0},
+            {},
+            [1.0],
+        )
+        assert check_every_op(net, feed) == 1
 
 
 def test_qconcat_exact() -> None:

@@ -29,6 +29,7 @@ from npuemu.sim.harness import (
 )
 from xrt._generated.hwconfig import CLOCK_PERIOD_PS, HW_VERSION
 from xrt._generated.hwconfig import DMA as DMA_CFG
+from xrt._generated.hwconfig import NPU as NPU_CFG
 from xrt._generated.regmap_dma import DMA
 from xrt._generated.regmap_npu import NPU
 from xrt.hwconfig import target
@@ -122,7 +123,15 @@ def expected_hw_fields(cfg) -> dict[str, int]:
         "TARGET.ID": cfg.id,
         "CAPS.DMA_BUS_BYTES": DMA_CFG.bus_bytes,
         "CAPS.HAS_OCM": int(ocm is not None),
-        "CAPS.HAS_COMPUTE": 0,
+        "CAPS.HAS_COMPUTE": 1,
+        "CORE_CAPS.BLOCK": NPU_CFG.block,
+        "CORE_CAPS.LUT_TABLES": NPU_CFG.lut_tables,
+        "CORE_CAPS.BASE_REGS": NPU_CFG.base_regs,
+        "CORE_CAPS.TOKEN_DEPTH": NPU_CFG.token_depth,
+        "CORE_ROWS0.INP": NPU_CFG.inp_rows,
+        "CORE_ROWS0.WGT": NPU_CFG.wgt_rows,
+        "CORE_ROWS1.ACC": NPU_CFG.acc_rows,
+        "CORE_ROWS1.PRM": NPU_CFG.prm_rows,
         "OCM_BASE_LO.ADDR": (ocm.base if ocm else 0) & 0xFFFF_FFFF,
         "OCM_BASE_HI.ADDR": (ocm.base if ocm else 0) >> 32,
         "OCM_SIZE.KIB": (ocm.size if ocm else 0) >> 10,
@@ -173,8 +182,8 @@ async def access_types_match_the_register_map(dut):
     env = await start(dut)
     for block in (NPU, DMA):
         for reg in block:
-            if reg.name in ("CTRL", "PERF_CTRL"):
-                continue  # side effects: covered by the interrupt, DMA and counter tests
+            if reg.name in ("CTRL", "PERF_CTRL", "CORE_CTRL"):
+                continue  # side effects: covered by the interrupt, DMA, engine and counter tests
             before = await env.read(block, reg.name)
             if not reg.writable:
                 with_error = None

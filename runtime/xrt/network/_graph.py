@@ -426,11 +426,18 @@ class Network(_Graph):
         *,
         name: str | None = None,
         fold_batchnorm: bool = True,
+        input_values: Mapping[str, np.ndarray] | None = None,
     ) -> Network:
-        """Import a float ONNX model (opset >= 11); see `xrt.network.onnx_import.import_onnx`."""
+        """Import an ONNX model (opset >= 7); see `xrt.network.onnx_import.import_onnx`."""
         from xrt.network.onnx_import import import_onnx
 
-        return import_onnx(model, input_shapes, name=name, fold_batchnorm=fold_batchnorm)
+        return import_onnx(
+            model,
+            input_shapes,
+            name=name,
+            fold_batchnorm=fold_batchnorm,
+            input_values=input_values,
+        )
 
     def __repr__(self) -> str:
         return (
@@ -525,7 +532,8 @@ class NetworkBuilder:
             name = self.unique(name)
         elif name in self.params:
             raise XrtError(ErrorCode.OUT_OF_RANGE, f"parameter {name!r} already exists")
-        self.params[name] = _check_param(name, np.ascontiguousarray(array))
+        # np.asarray(order="C") keeps a 0-d array 0-d (np.ascontiguousarray makes it [1]).
+        self.params[name] = _check_param(name, np.asarray(array, order="C"))
         return name
 
     def add(

@@ -121,6 +121,7 @@ def run_network_reference(
             raise XrtError(
                 ErrorCode.BACKEND_INTERNAL, f"{op.describe()}: kernel returned {len(outs)} outputs"
             )
+        outs = [np.asarray(a) if isinstance(a, np.generic) else a for a in outs]
         for v, arr in zip(op.outputs, outs, strict=True):
             want = graph.values[v]
             if arr.dtype != want.dtype.numpy or arr.shape != want.shape:

@@ -8,13 +8,18 @@ module          op types
 ==============  ==============================================================
 conv            Conv2d, QConv2d
 pool            MaxPool2d, AvgPool2d, GlobalAvgPool, QAvgPool2d, QGlobalAvgPool
+convtranspose   ConvTranspose2d
 activation      Relu, Clip, LeakyRelu, Sigmoid, HardSwish, HardSigmoid, QClip, QLut
 elementwise     Add, Mul, Concat, QAdd, QMul, QConcat
+mathops         unary math (Sqrt, Exp, Erf, Gelu...), Sub, Div, Pow, comparisons, Sum,
+                Max, Min, Mean, Where
+reduce          ReduceMean, ReduceSum, ReduceMax... ArgMax, ArgMin
+index           Slice, Split, Gather, Expand, Tile, DepthToSpace, SpaceToDepth
 shape           Reshape, Flatten, Transpose, Identity, Constant
 gemm            Gemm, MatMul, QGemm
-norm            BatchNorm
+norm            BatchNorm, LRN, LayerNorm, InstanceNorm
 softmax         Softmax
-resize          Resize (nearest)
+resize          Resize (nearest, linear, cubic)
 pad             Pad
 cast            Cast (also quantize / dequantize)
 hardop          HardOp (NPU program placeholder)
@@ -28,13 +33,17 @@ from xrt.ops import (  # noqa: F401  (importing registers the op types)
     activation,
     cast,
     conv,
+    convtranspose,
     elementwise,
     gemm,
     hardop,
+    index,
     intmath,
+    mathops,
     norm,
     pad,
     pool,
+    reduce,
     resize,
     shape,
     softmax,

@@ -67,20 +67,28 @@ def relu_forward(
 def _infer_clip(
     op: OpLike, ins: list[TensorType], params: Mapping[str, np.ndarray]
 ) -> list[TensorType]:
-    need_float(op, ins[0])
-    if op.attrs["min"] > op.attrs["max"]:
-        raise fail(op, f"min {op.attrs['min']} > max {op.attrs['max']}")
-    return [ins[0]]
+    x = ins[0]
+    if not x.dtype.is_float and (x.dtype is DataType.BOOL or x.quant is not None):
+        raise fail(
+            op,
+            f"input must be float or plain integer, got {x.dtype.manual_name}",
+            ErrorCode.WRONG_TYPE,
+        )
+    return [x]
 
 
 def clip_forward(
     op: OpLike, inputs: list[np.ndarray], params: Mapping[str, np.ndarray]
 ) -> list[np.ndarray]:
-    """``min(max(x, min), max)``."""
+    """``min(max(x, min), max)``: with min > max every output is max, as ONNX defines."""
     x = inputs[0]
-    lo = x.dtype.type(op.attrs["min"])
-    hi = x.dtype.type(op.attrs["max"])
-    return [np.minimum(np.maximum(x, lo), hi)]
+    lo, hi = op.attrs["min"], op.attrs["max"]
+    if x.dtype.kind in "iu":  # integer input: bounds saturate to its range
+        info = np.iinfo(x.dtype)
+        lo = int(min(max(lo, info.min), info.max))
+        hi = int(min(max(hi, info.min), info.max))
+    t = x.dtype.type
+    return [np.minimum(np.maximum(x, t(lo)), t(hi))]
 
 
 def leaky_relu_forward(

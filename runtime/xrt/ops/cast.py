@@ -3,8 +3,9 @@
 * float -> int8 with ``scale``: quantize, ``q = clamp(rint(x / scale) + zero_point)`` in
   float64, ties to even (`xrt.ops.intmath.quantize`).
 * int8 -> float with ``scale``: dequantize, ``float32(q - zero_point) * float32(scale)``.
-* without ``scale``: float -> float converts; float -> int rounds half to even and saturates;
-  int -> int saturates; int -> float converts.
+* without ``scale``: float -> float converts; float -> int rounds half to even
+  (``rounding="truncate"``: towards zero, as ONNX Cast) and saturates; int -> int
+  saturates; int -> float converts; Bool -> number gives 0 / 1, number -> Bool is ``x != 0``.
 """
 
 from __future__ import annotations
@@ -48,8 +49,10 @@ def _infer(op: OpLike, ins: list[TensorType], params: Mapping[str, np.ndarray]) 
     to = _target(op)
     scale = _scale(op)
     zp = op.attrs["zero_point"]
-    if to is DataType.BOOL or x.dtype is DataType.BOOL:
-        raise fail(op, "Cast does not handle Bool", ErrorCode.WRONG_TYPE)
+    if op.attrs["rounding"] not in ("nearest_even", "truncate"):
+        raise fail(op, f"rounding must be nearest_even or truncate, got {op.attrs['rounding']!r}")
+    if (to is DataType.BOOL or x.dtype is DataType.BOOL) and (scale is not None or x.quant):
+        raise fail(op, "a quantizing Cast does not handle Bool", ErrorCode.WRONG_TYPE)
     if scale is None:
         if x.quant is not None:
             raise fail(
@@ -84,13 +87,18 @@ def cast_forward(
     to = _target(op)
     scale = _scale(op)
     zp = op.attrs["zero_point"]
+    if to is DataType.BOOL:
+        return [np.asarray(x != 0)]
+    if x.dtype == np.bool_:
+        return [x.astype(to.numpy)]
     if to.is_integer:
         info = np.iinfo(to.numpy)
         if x.dtype.kind == "f":
             q = np.asarray(x, dtype=np.float64)
             if scale is not None:
                 q = q / scale
-            q = np.nan_to_num(np.rint(q), nan=0.0, posinf=info.max, neginf=info.min)
+            rounded = np.trunc(q) if op.attrs["rounding"] == "truncate" else np.rint(q)
+            q = np.nan_to_num(rounded, nan=0.0, posinf=info.max, neginf=info.min)
             if scale is not None:
                 q = q + zp
             return [np.clip(q, info.min, info.max).astype(to.numpy)]
@@ -109,6 +117,9 @@ register_op(
             "to": AttrSpec("str", doc="target DataType name (FP32, SInt8...)"),
             "scale": AttrSpec("json", None, None, "quantization scale, or null for a plain cast"),
             "zero_point": AttrSpec("int", 0, None, "quantization zero point"),
+            "rounding": AttrSpec(
+                "str", "nearest_even", None, "float -> int without scale: or 'truncate'"
+            ),
         },
         _infer,
         cast_forward,

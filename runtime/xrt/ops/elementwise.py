@@ -1,5 +1,5 @@
 """Binary elementwise ops and concatenation: ``Add``, ``Mul``, ``Concat`` and the int8
-``QAdd``, ``QMul``, ``QConcat``.
+``QAdd``, ``QSub``, ``QMul``, ``QConcat``.
 
 Broadcasting follows numpy (= ONNX multidirectional broadcasting). ``Concat`` is
 dtype-generic; on int8 its inputs must share one scale, otherwise the quantizer emits
@@ -26,6 +26,7 @@ __all__ = [
     "qadd_forward",
     "qconcat_forward",
     "qmul_forward",
+    "qsub_forward",
 ]
 
 
@@ -40,8 +41,10 @@ def _infer_binary(
     op: OpLike, ins: list[TensorType], params: Mapping[str, np.ndarray]
 ) -> list[TensorType]:
     a, b = ins
-    need_float(op, a, "input 0")
-    need_float(op, b, "input 1")
+    if a.dtype is DataType.BOOL or b.dtype is DataType.BOOL:
+        raise fail(op, "inputs must be numeric, got Bool", ErrorCode.WRONG_TYPE)
+    if a.quant is not None or b.quant is not None:
+        need_float(op, a if a.quant is not None else b, "a quantized input")
     if a.dtype is not b.dtype:
         raise fail(
             op,
@@ -56,15 +59,15 @@ def _infer_binary(
 def add_forward(
     op: OpLike, inputs: list[np.ndarray], params: Mapping[str, np.ndarray]
 ) -> list[np.ndarray]:
-    """``a + b`` with broadcasting."""
-    return [np.add(inputs[0], inputs[1])]
+    """``a + b`` with broadcasting (integers wrap as in C)."""
+    return [np.asarray(np.add(inputs[0], inputs[1]))]
 
 
 def mul_forward(
     op: OpLike, inputs: list[np.ndarray], params: Mapping[str, np.ndarray]
 ) -> list[np.ndarray]:
-    """``a * b`` with broadcasting."""
-    return [np.multiply(inputs[0], inputs[1])]
+    """``a * b`` with broadcasting (integers wrap as in C)."""
+    return [np.asarray(np.multiply(inputs[0], inputs[1]))]
 
 
 def _infer_qbinary(
@@ -73,7 +76,7 @@ def _infer_qbinary(
     a, b = ins
     need_dtype(op, a, DataType.SINT8, "input 0")
     need_dtype(op, b, DataType.SINT8, "input 1")
-    if op.op_type == "QAdd":
+    if op.op_type in ("QAdd", "QSub"):
         check_scalar_requant(op, ("mult_a", "shift"), ("mult_b", "shift"))
     else:
         check_scalar_requant(op, ("multiplier", "shift"))
@@ -89,6 +92,21 @@ def qadd_forward(
     a = inputs[0].astype(np.int64)
     b = inputs[1].astype(np.int64)
     total = a * at["mult_a"] + b * at["mult_b"]
+    return [
+        np.clip(intmath.rounding_shift_right(total, at["shift"]), at["lo"], at["hi"]).astype(
+            np.int8
+        )
+    ]
+
+
+def qsub_forward(
+    op: OpLike, inputs: list[np.ndarray], params: Mapping[str, np.ndarray]
+) -> list[np.ndarray]:
+    """``QSub``: ``clamp((a * M_a - b * M_b + 2**(S-1)) >> S, lo, hi)``, one rounding."""
+    at = op.attrs
+    a = inputs[0].astype(np.int64)
+    b = inputs[1].astype(np.int64)
+    total = a * at["mult_a"] - b * at["mult_b"]
     return [
         np.clip(intmath.rounding_shift_right(total, at["shift"]), at["lo"], at["hi"]).astype(
             np.int8
@@ -206,6 +224,23 @@ register_op(
         qadd_forward,
         quantized=True,
         doc="int8 add with two multipliers, one shift, saturation (ReLU folds in)",
+    )
+)
+register_op(
+    OpDef(
+        "QSub",
+        (2, 2),
+        1,
+        {
+            **SAT_ATTRS,
+            "mult_a": AttrSpec("int", doc="M_a ~= s_a / s_out * 2**S"),
+            "mult_b": AttrSpec("int", doc="M_b ~= s_b / s_out * 2**S"),
+            "shift": AttrSpec("int", doc="common right shift S"),
+        },
+        _infer_qbinary,
+        qsub_forward,
+        quantized=True,
+        doc="int8 subtract (a - b) with two multipliers, one shift, saturation",
     )
 )
 register_op(

@@ -1,4 +1,6 @@
-"""``BatchNorm`` (inference form). The ONNX importer folds it into the preceding convolution
+"""Normalisations: ``BatchNorm`` (inference form), ``LRN``, ``LayerNorm``, ``InstanceNorm``.
+
+The ONNX importer folds BatchNorm into the preceding convolution
 when that convolution's output feeds nothing else (`fold_batchnorm`); what remains runs here.
 """
 
@@ -12,7 +14,13 @@ from xrt.dtypes import TensorType
 from xrt.ops._common import fail, need_float
 from xrt.ops._registry import AttrSpec, OpDef, OpLike, register_op
 
-__all__ = ["batchnorm_forward", "batchnorm_scale_shift"]
+__all__ = [
+    "batchnorm_forward",
+    "batchnorm_scale_shift",
+    "instnorm_forward",
+    "layernorm_forward",
+    "lrn_forward",
+]
 
 _ROLES = ("scale", "bias", "mean", "var")
 
@@ -66,5 +74,153 @@ register_op(
         batchnorm_forward,
         params=_ROLES,
         doc="batch normalisation with running statistics (ONNX BatchNormalization, inference)",
+    )
+)
+
+
+# -- LRN, LayerNorm, InstanceNorm --------------------------------------------------------------
+
+
+def _infer_lrn(
+    op: OpLike, ins: list[TensorType], params: Mapping[str, np.ndarray]
+) -> list[TensorType]:
+    x = ins[0]
+    need_float(op, x)
+    if x.ndim < 3:
+        raise fail(op, f"input must have rank >= 3 (N, C, ...), got {list(x.shape)}")
+    if op.attrs["size"] <= 0:
+        raise fail(op, f"size must be > 0, got {op.attrs['size']}")
+    return [x]
+
+
+def lrn_forward(
+    op: OpLike, inputs: list[np.ndarray], params: Mapping[str, np.ndarray]
+) -> list[np.ndarray]:
+    """``x / (bias + alpha / size * sum_{window over C} x**2) ** beta`` (ONNX LRN).
+
+    The window of channel c is ``[c - floor((size-1)/2), c + ceil((size-1)/2)]``; the sums
+    are differences of a cumulative sum over channels (float64), one pass for any size.
+    """
+    a = op.attrs
+    x = inputs[0]
+    size = a["size"]
+    c = x.shape[1]
+    lo, hi = (size - 1) // 2, -(-(size - 1) // 2)
+    sq = x.astype(np.float64) ** 2
+    csum = np.cumsum(sq, axis=1)
+    csum = np.concatenate([np.zeros_like(csum[:, :1]), csum], axis=1)
+    ch = np.arange(c)
+    top = np.minimum(ch + hi + 1, c)
+    bottom = np.maximum(ch - lo, 0)
+    window = np.take(csum, top, axis=1) - np.take(csum, bottom, axis=1)
+    denom = (a["bias"] + a["alpha"] / size * window) ** a["beta"]
+    return [(x / denom).astype(x.dtype)]
+
+
+def _infer_layernorm(
+    op: OpLike, ins: list[TensorType], params: Mapping[str, np.ndarray]
+) -> list[TensorType]:
+    x = ins[0]
+    need_float(op, x)
+    axis = op.attrs["axis"]
+    if not -x.ndim <= axis < x.ndim:
+        raise fail(op, f"axis {axis} is out of range for rank {x.ndim}")
+    axis %= x.ndim
+    for role in ("scale", "bias"):
+        p = params.get(role)
+        if p is not None:
+            try:
+                np.broadcast_shapes(p.shape, x.shape[axis:])
+            except ValueError:
+                raise fail(
+                    op, f"{role} shape {list(p.shape)} does not fit {list(x.shape[axis:])}"
+                ) from None
+    return [x]
+
+
+def layernorm_forward(
+    op: OpLike, inputs: list[np.ndarray], params: Mapping[str, np.ndarray]
+) -> list[np.ndarray]:
+    """Normalise over the axes from ``axis`` on (float64 statistics), then scale and bias."""
+    x = inputs[0]
+    axis = op.attrs["axis"] % x.ndim
+    axes = tuple(range(axis, x.ndim))
+    x64 = x.astype(np.float64)
+    mean = x64.mean(axis=axes, keepdims=True)
+    var = ((x64 - mean) ** 2).mean(axis=axes, keepdims=True)
+    y = (x64 - mean) / np.sqrt(var + op.attrs["epsilon"]) * params["scale"].astype(np.float64)
+    if params.get("bias") is not None:
+        y = y + params["bias"].astype(np.float64)
+    return [y.astype(x.dtype)]
+
+
+def _infer_instnorm(
+    op: OpLike, ins: list[TensorType], params: Mapping[str, np.ndarray]
+) -> list[TensorType]:
+    x = ins[0]
+    need_float(op, x)
+    if x.ndim < 3:
+        raise fail(op, f"input must have rank >= 3 (N, C, ...), got {list(x.shape)}")
+    for role in ("scale", "bias"):
+        if params[role].shape != (x.shape[1],):
+            raise fail(op, f"{role} must have shape [{x.shape[1]}], got {list(params[role].shape)}")
+    return [x]
+
+
+def instnorm_forward(
+    op: OpLike, inputs: list[np.ndarray], params: Mapping[str, np.ndarray]
+) -> list[np.ndarray]:
+    """Normalise each (sample, channel) over its spatial axes, then per-channel scale/bias."""
+    x = inputs[0]
+    axes = tuple(range(2, x.ndim))
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    x64 = x.astype(np.float64)
+    mean = x64.mean(axis=axes, keepdims=True)
+    var = ((x64 - mean) ** 2).mean(axis=axes, keepdims=True)
+    y = (x64 - mean) / np.sqrt(var + op.attrs["epsilon"])
+    y = y * params["scale"].astype(np.float64).reshape(shape)
+    y = y + params["bias"].astype(np.float64).reshape(shape)
+    return [y.astype(x.dtype)]
+
+
+register_op(
+    OpDef(
+        "LRN",
+        (1, 1),
+        1,
+        {
+            "size": AttrSpec("int", doc="channels in the window"),
+            "alpha": AttrSpec("float", 1e-4),
+            "beta": AttrSpec("float", 0.75),
+            "bias": AttrSpec("float", 1.0),
+        },
+        _infer_lrn,
+        lrn_forward,
+        doc="local response normalisation across channels (AlexNet, GoogLeNet)",
+    )
+)
+register_op(
+    OpDef(
+        "LayerNorm",
+        (1, 1),
+        1,
+        {"axis": AttrSpec("int", -1), "epsilon": AttrSpec("float", 1e-5)},
+        _infer_layernorm,
+        layernorm_forward,
+        params=("scale",),
+        optional_params=("bias",),
+        doc="layer normalisation over the axes from axis on (ONNX LayerNormalization)",
+    )
+)
+register_op(
+    OpDef(
+        "InstanceNorm",
+        (1, 1),
+        1,
+        {"epsilon": AttrSpec("float", 1e-5)},
+        _infer_instnorm,
+        instnorm_forward,
+        params=("scale", "bias"),
+        doc="instance normalisation per sample and channel",
     )
 )

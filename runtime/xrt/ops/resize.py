@@ -1,8 +1,10 @@
-"""``Resize`` with nearest-neighbour interpolation (covers ONNX Resize and old Upsample).
+"""``Resize`` (ONNX Resize and old Upsample): nearest, linear and cubic interpolation.
 
-Dtype-generic: on int8 it copies values and keeps the scale. The source index of output
-position ``o`` along an axis of input length ``n`` and scale ``r`` follows the ONNX
-coordinate transformation and nearest rounding modes.
+Nearest is dtype-generic: on int8 it copies values and keeps the scale. Linear and cubic
+are separable: one pass per resized axis gathering 2 (linear) or 4 (cubic) source
+positions and blending them with per-position weights (float64, rounded once per pass).
+The source coordinate of output position ``o`` along an axis of input length ``n`` and
+scale ``r`` follows the ONNX coordinate transformation (and nearest rounding) modes.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from xrt.dtypes import TensorType
 from xrt.ops._common import fail
 from xrt.ops._registry import AttrSpec, OpDef, OpLike, register_op
 
-__all__ = ["COORD_MODES", "NEAREST_MODES", "nearest_indices", "resize_forward"]
+__all__ = ["COORD_MODES", "MODES", "NEAREST_MODES", "nearest_indices", "resize_forward"]
 
 COORD_MODES = (
     "half_pixel",
@@ -24,16 +26,17 @@ COORD_MODES = (
     "align_corners",
     "pytorch_half_pixel",
     "tf_half_pixel_for_nn",
+    "half_pixel_symmetric",
 )
 """Supported ``coordinate_transformation_mode`` values."""
+MODES = ("nearest", "linear", "cubic")
+"""Supported interpolation modes."""
 NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 """Supported ``nearest_mode`` values."""
 
 
-def nearest_indices(
-    n_in: int, n_out: int, scale: float, coord_mode: str, nearest_mode: str
-) -> np.ndarray:
-    """Source index of each output position along one axis (int64, clamped to the input)."""
+def source_coords(n_in: int, n_out: int, scale: float, coord_mode: str) -> np.ndarray:
+    """Source coordinate of each output position along one axis (float64, not clamped)."""
     o = np.arange(n_out, dtype=np.float64)
     if coord_mode == "half_pixel":
         x = (o + 0.5) / scale - 0.5
@@ -44,9 +47,22 @@ def nearest_indices(
     elif coord_mode == "tf_half_pixel_for_nn":
         x = (o + 0.5) / scale
     elif coord_mode == "align_corners":
+        # Divides by the rounded output length, as onnxruntime and PyTorch do (the ONNX
+        # reference takes the unrounded scale * n_in; the two agree whenever sizes are given).
         x = o * (n_in - 1) / (n_out - 1) if n_out > 1 else np.zeros_like(o)
+    elif coord_mode == "half_pixel_symmetric":
+        offset = n_in / 2 * (1 - n_out / (scale * n_in))
+        x = offset + (o + 0.5) / scale - 0.5
     else:
         raise ValueError(coord_mode)
+    return x
+
+
+def nearest_indices(
+    n_in: int, n_out: int, scale: float, coord_mode: str, nearest_mode: str
+) -> np.ndarray:
+    """Source index of each output position along one axis (int64, clamped to the input)."""
+    x = source_coords(n_in, n_out, scale, coord_mode)
     if nearest_mode == "round_prefer_floor":
         idx = np.where(x == np.floor(x) + 0.5, np.floor(x), np.round(x))
     elif nearest_mode == "round_prefer_ceil":
@@ -69,6 +85,12 @@ def _check(op: OpLike, x: TensorType) -> tuple[int, ...]:
         raise fail(op, f"sizes {sizes} and scales {scales} must be > 0")
     if a["coordinate_transformation_mode"] not in COORD_MODES:
         raise fail(op, f"coordinate_transformation_mode must be one of {COORD_MODES}")
+    if a["mode"] not in MODES:
+        raise fail(op, f"mode must be one of {MODES}, got {a['mode']!r}")
+    if a["mode"] != "nearest" and x.quant is not None:
+        raise fail(op, f"{a['mode']} resize of a quantized tensor is not supported")
+    if a["mode"] != "nearest" and not x.dtype.is_float:
+        raise fail(op, f"{a['mode']} resize needs a float input, got {x.dtype.manual_name}")
     if a["nearest_mode"] not in NEAREST_MODES:
         raise fail(op, f"nearest_mode must be one of {NEAREST_MODES}")
     return tuple(sizes)
@@ -79,20 +101,58 @@ def _infer(op: OpLike, ins: list[TensorType], params: Mapping[str, np.ndarray]) 
     return [TensorType(x.dtype, _check(op, x), x.layout, x.quant)]
 
 
+def _cubic_weights(t: np.ndarray, a: float) -> np.ndarray:
+    """Keys' cubic convolution weights of the taps at offsets -1, 0, 1, 2 (shape (n, 4))."""
+    d = np.stack([t + 1, t, 1 - t, 2 - t], axis=1)
+    near = ((a + 2) * d - (a + 3)) * d * d + 1
+    far = ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
+    return np.where(d <= 1, near, far)
+
+
+def _taps(op: OpLike, n_in: int, n_out: int, r: float) -> tuple[np.ndarray, np.ndarray]:
+    """Source indices and weights (each (n_out, taps)) of linear / cubic interpolation."""
+    a = op.attrs
+    x = source_coords(n_in, n_out, r, a["coordinate_transformation_mode"])
+    if a["mode"] == "linear":
+        x = np.clip(x, 0, n_in - 1)
+        i0 = np.floor(x)
+        t = x - i0
+        idx = np.stack([i0, i0 + 1], axis=1)
+        weights = np.stack([1 - t, t], axis=1)
+    else:
+        i0 = np.floor(x)
+        idx = i0[:, None] + np.arange(-1, 3)
+        weights = _cubic_weights(x - i0, a["cubic_coeff_a"])
+        if a["exclude_outside"]:
+            weights = np.where((idx < 0) | (idx > n_in - 1), 0.0, weights)
+            weights = weights / weights.sum(axis=1, keepdims=True)
+    return np.clip(idx, 0, n_in - 1).astype(np.int64), weights
+
+
 def resize_forward(
     op: OpLike, inputs: list[np.ndarray], params: Mapping[str, np.ndarray]
 ) -> list[np.ndarray]:
-    """Nearest resize: one ``take`` per resized axis."""
+    """One pass per resized axis: ``take`` (nearest) or a weighted sum of 2 / 4 taps."""
     a = op.attrs
     x = inputs[0]
+    dtype = x.dtype
     for axis, (n_out, r) in enumerate(zip(a["sizes"], a["scales"], strict=True)):
         n_in = x.shape[axis]
         if n_out == n_in and r == 1.0:
             continue
-        idx = nearest_indices(
-            n_in, n_out, r, a["coordinate_transformation_mode"], a["nearest_mode"]
-        )
-        x = np.take(x, idx, axis=axis)
+        if a["mode"] == "nearest":
+            idx = nearest_indices(
+                n_in, n_out, r, a["coordinate_transformation_mode"], a["nearest_mode"]
+            )
+            x = np.take(x, idx, axis=axis)
+            continue
+        idx, weights = _taps(op, n_in, n_out, r)
+        shape = [1] * x.ndim
+        shape[axis] = n_out
+        acc = np.zeros((*x.shape[:axis], n_out, *x.shape[axis + 1 :]), np.float64)
+        for k in range(idx.shape[1]):
+            acc += np.take(x, idx[:, k], axis=axis) * weights[:, k].reshape(shape)
+        x = acc.astype(dtype)
     return [x]
 
 
@@ -106,9 +166,12 @@ register_op(
             "scales": AttrSpec("floats", doc="scale per axis used by the coordinate transform"),
             "coordinate_transformation_mode": AttrSpec("str", "half_pixel"),
             "nearest_mode": AttrSpec("str", "round_prefer_floor"),
+            "mode": AttrSpec("str", "nearest", None, "nearest, linear or cubic"),
+            "cubic_coeff_a": AttrSpec("float", -0.75),
+            "exclude_outside": AttrSpec("bool", False),
         },
         _infer,
         resize_forward,
-        doc="nearest-neighbour resize (ONNX Resize mode=nearest, Upsample)",
+        doc="resize, nearest / (bi)linear / (bi)cubic (ONNX Resize, Upsample)",
     )
 )

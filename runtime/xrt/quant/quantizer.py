@@ -3,8 +3,8 @@
 Activations: symmetric per-tensor int8 (zero point 0), scale ``amax / 127`` from
 calibration. Weights: symmetric per-output-channel int8 in ``[-127, 127]``. Biases: int32 at
 scale ``s_in * s_w[c]``. Every rescale is an integer multiplier and a rounding right shift
-(`xrt.ops.intmath`). ReLU / Clip after Conv, Gemm, Add or Mul fold into the saturation
-bounds. Sigmoid, HardSwish, HardSigmoid and LeakyRelu become 256-entry lookup tables.
+(`xrt.ops.intmath`). ReLU / Clip after Conv, Gemm, Add, Sub or Mul fold into the
+saturation bounds. Sigmoid, HardSwish, HardSigmoid and LeakyRelu become 256-entry lookup tables.
 Ops without an integer kernel (Softmax, BatchNorm left unfolded, MatMul of two values,
 Cast) run in float between a dequantize and a quantize ``Cast``.
 """
@@ -20,7 +20,9 @@ import numpy as np
 from xrt.errors import ErrorCode, XrtError
 from xrt.network import Network, NetworkBuilder, Operator
 from xrt.ops import intmath
+from xrt.ops.mathops import UNARY_FLOAT_OPS
 from xrt.ops.pool import pool_counts
+from xrt.ops.reduce import reduce_axes
 from xrt.quant.calibrate import Samples, ValueRange, calibrate
 
 __all__ = [
@@ -35,13 +37,26 @@ __all__ = [
 INT_SUFFIX = ":q"
 """An int8 value of the quantized network is named after its float value plus this suffix."""
 
-PASSTHROUGH_OPS = ("MaxPool2d", "Reshape", "Flatten", "Transpose", "Resize", "Identity", "Relu")
-"""Ops that run unchanged on int8 and keep their input's scale."""
-LUT_OPS = ("LeakyRelu", "Sigmoid", "HardSwish", "HardSigmoid")
+PASSTHROUGH_OPS = (
+    "MaxPool2d",
+    "Reshape",
+    "Flatten",
+    "Transpose",
+    "Resize",
+    "Identity",
+    "Relu",
+    "Slice",
+    "Expand",
+    "Tile",
+    "DepthToSpace",
+    "SpaceToDepth",
+)
+"""Ops that run unchanged on int8 and keep their input's scale (Resize: nearest only)."""
+LUT_OPS = ("LeakyRelu", "Sigmoid", "HardSwish", "HardSigmoid", *UNARY_FLOAT_OPS)
 """Elementwise ops that become a ``QLut`` table."""
 FALLBACK_OPS = ("Softmax", "BatchNorm", "MatMul", "Cast", "HardOp")
 """Ops that stay float (dequantize before, quantize after when needed)."""
-_FUSABLE = ("Conv2d", "Gemm", "Add", "Mul")
+_FUSABLE = ("Conv2d", "Gemm", "Add", "Sub", "Mul")
 
 
 def quantize_weight_per_channel(weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -164,7 +179,7 @@ class _Quantizer:
                 return result, s, 0, intmath.INT8_MAX
             lo = intmath.quantize_scalar(act.attrs["min"], s)
             hi = intmath.quantize_scalar(act.attrs["max"], s)
-            return result, s, lo, hi
+            return result, s, min(lo, hi), hi  # min > max: every output is max (ONNX)
         return out, self.range_scale(out), intmath.INT8_MIN, intmath.INT8_MAX
 
     # -- op handlers -------------------------------------------------------------------
@@ -199,10 +214,10 @@ class _Quantizer:
         result, s_out, lo, hi = self.fused_activation(op)
         out = self.set_int(result, s_out)
         attrs: dict[str, Any] = {"lo": lo, "hi": hi, "out_scale": s_out}
-        if op.op_type == "Add":
+        if op.op_type in ("Add", "Sub"):
             ma, mb, sh = intmath.quantize_multiplier_pair(sa / s_out, sb / s_out)
             attrs.update(mult_a=ma, mult_b=mb, shift=sh)
-            self.b.add("QAdd", [aq, bq], attrs, outputs=[out], name=op.name)
+            self.b.add("Q" + op.op_type, [aq, bq], attrs, outputs=[out], name=op.name)
         else:
             m, sh = intmath.quantize_multiplier(sa * sb / s_out)
             attrs.update(multiplier=m, shift=sh)
@@ -233,6 +248,12 @@ class _Quantizer:
         out = self.set_int(op.outputs[0], self.scale[x])
         self.b.add(op.op_type, [xq], dict(op.attrs), outputs=[out], name=op.name)
 
+    def split(self, op: Operator) -> None:
+        x = op.inputs[0]
+        xq = self.as_int(x)
+        outs = [self.set_int(v, self.scale[x]) for v in op.outputs]
+        self.b.add("Split", [xq], dict(op.attrs), outputs=outs, name=op.name)
+
     def pad(self, op: Operator) -> None:
         x = op.inputs[0]
         xq = self.as_int(x)
@@ -248,7 +269,7 @@ class _Quantizer:
         lo = intmath.quantize_scalar(op.attrs["min"], s)
         hi = intmath.quantize_scalar(op.attrs["max"], s)
         out = self.set_int(op.outputs[0], s)
-        self.b.add("QClip", [xq], {"lo": lo, "hi": hi}, outputs=[out], name=op.name)
+        self.b.add("QClip", [xq], {"lo": min(lo, hi), "hi": hi}, outputs=[out], name=op.name)
 
     def avgpool(self, op: Operator) -> None:
         x = op.inputs[0]
@@ -275,6 +296,28 @@ class _Quantizer:
         attrs = {"multiplier": m, "shift": sh, "out_scale": s_out}
         out = self.set_int(out_v, s_out)
         self.b.add("QGlobalAvgPool", [xq], attrs, outputs=[out], name=op.name)
+
+    def reduce_mean(self, op: Operator) -> None:
+        x = op.inputs[0]
+        shape = self.net.values[x].shape
+        axes = reduce_axes(op, len(shape))
+        if axes is None:
+            self.fallback(op)
+            return
+        xq = self.as_int(x)
+        out_v = op.outputs[0]
+        s_out = self.range_scale(out_v)
+        count = math.prod(shape[a] for a in axes)
+        m, sh = intmath.quantize_multiplier(self.scale[x] / (s_out * count))
+        attrs = {
+            "axes": list(axes),
+            "keepdims": op.attrs["keepdims"],
+            "multiplier": m,
+            "shift": sh,
+            "out_scale": s_out,
+        }
+        out = self.set_int(out_v, s_out)
+        self.b.add("QReduceMean", [xq], attrs, outputs=[out], name=op.name)
 
     def lut(self, op: Operator) -> None:
         x = op.inputs[0]
@@ -305,8 +348,11 @@ class _Quantizer:
             "Conv2d": self.conv_or_gemm,
             "Gemm": self.conv_or_gemm,
             "Add": self.add_mul,
+            "Sub": self.add_mul,
             "Mul": self.add_mul,
+            "ReduceMean": self.reduce_mean,
             "Concat": self.concat,
+            "Split": self.split,
             "Pad": self.pad,
             "Clip": self.clip,
             "AvgPool2d": self.avgpool,
@@ -326,8 +372,10 @@ class _Quantizer:
                     ErrorCode.WRONG_TYPE, f"{op.describe()}: the network is already quantized"
                 )
             handler = handlers.get(op.op_type, self.fallback)
-            if handler is not self.fallback and any(
-                not self.net.values[v].dtype.is_float for v in op.inputs
+            if handler is not self.fallback and (
+                any(not self.net.values[v].dtype.is_float for v in op.inputs)
+                or any(not self.net.values[v].dtype.is_float for v in op.outputs)
+                or (op.op_type == "Resize" and op.attrs["mode"] != "nearest")
             ):
                 handler = self.fallback
             handler(op)

@@ -930,6 +930,15 @@ class Session:
                 11013 when a backend or a callback fails (naming the op).
         """
         self._check_ready("forward")
+        if outputs is not None:
+            for b in self._used_backends():
+                if not b.supports_output_placement:
+                    raise XrtError(
+                        ErrorCode.WRONG_ORDER,
+                        f"forward(inputs, outputs): {type(b).__name__} does not support "
+                        "caller-placed output tensors (manual 1.3.2: ZG330 only); call "
+                        "forward(inputs)",
+                    )
         out_tensors = None if outputs is None else self._check_outputs(outputs)
         with self._busy():
             t0 = time.perf_counter()

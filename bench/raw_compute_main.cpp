@@ -1,0 +1,108 @@
+// Minimal raw Verilator harness for `npu_sim` running a compute-engine program: the speed
+// reference for the cocotb harness (bench/bench_compute.py).
+//
+//   npu_sim_raw_compute WRITES_FILE [+npu_mem_udma=PATH +npu_mem_plddr=PATH]
+// WRITES_FILE holds the launch sequence, one "ADDR VALUE" register write per line (the
+// last one is CORE_CTRL.START). The program and its data are already in the memory files.
+// Prints: "cycles=<n> seconds=<s> cycles_per_second=<r>" (from START to the interrupt).
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "Vnpu_sim.h"
+#include "verilated.h"
+
+namespace {
+
+struct Sim {
+    std::unique_ptr<VerilatedContext> ctx{new VerilatedContext};
+    std::unique_ptr<Vnpu_sim> top;
+    uint64_t cycles = 0;
+
+    explicit Sim(int argc, char** argv) {
+        ctx->commandArgs(argc, argv);
+        top.reset(new Vnpu_sim{ctx.get()});
+    }
+
+    void tick() {
+        top->clk_i = 0;
+        top->eval();
+        top->clk_i = 1;
+        top->eval();
+        ++cycles;
+    }
+
+    void write_reg(uint32_t addr, uint32_t value) {
+        top->s_axil_awaddr = addr;
+        top->s_axil_awvalid = 1;
+        top->s_axil_wdata = value;
+        top->s_axil_wstrb = 0xF;
+        top->s_axil_wvalid = 1;
+        top->s_axil_bready = 1;
+        bool aw = false, w = false;
+        while (!(aw && w)) {
+            top->eval();
+            bool aw_fire = top->s_axil_awvalid && top->s_axil_awready;
+            bool w_fire = top->s_axil_wvalid && top->s_axil_wready;
+            tick();
+            if (aw_fire) { aw = true; top->s_axil_awvalid = 0; }
+            if (w_fire) { w = true; top->s_axil_wvalid = 0; }
+        }
+        while (true) {
+            top->eval();
+            bool b_fire = top->s_axil_bvalid;
+            tick();
+            if (b_fire) break;
+        }
+        top->s_axil_bready = 0;
+    }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2) {
+        std::fprintf(stderr, "usage: %s WRITES_FILE [plusargs]\n", argv[0]);
+        return 1;
+    }
+    std::vector<std::pair<uint32_t, uint32_t>> writes;
+    if (FILE* f = std::fopen(argv[1], "r")) {
+        unsigned long a, v;
+        while (std::fscanf(f, "%lu %lu", &a, &v) == 2) writes.emplace_back(a, v);
+        std::fclose(f);
+    }
+    if (writes.empty()) {
+        std::fprintf(stderr, "no register writes in %s\n", argv[1]);
+        return 1;
+    }
+    Sim sim(argc, argv);
+    auto& t = *sim.top;
+    t.fault_mem_i = 0;
+    t.fault_size_i = 0;
+    t.rst_ni = 0;
+    for (int i = 0; i < 8; ++i) sim.tick();
+    t.rst_ni = 1;
+    sim.tick();
+    for (size_t i = 0; i + 1 < writes.size(); ++i) sim.write_reg(writes[i].first, writes[i].second);
+    auto start = std::chrono::steady_clock::now();
+    uint64_t start_cycles = sim.cycles;
+    sim.write_reg(writes.back().first, writes.back().second);  // START
+    while (!t.irq_o) {
+        if (sim.cycles - start_cycles > 100000000ull) {
+            std::fprintf(stderr, "no interrupt after %llu cycles\n",
+                         static_cast<unsigned long long>(sim.cycles - start_cycles));
+            return 2;
+        }
+        sim.tick();
+    }
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    uint64_t cycles = sim.cycles - start_cycles;
+    std::printf("cycles=%llu seconds=%.4f cycles_per_second=%.0f\n",
+                static_cast<unsigned long long>(cycles), seconds, cycles / seconds);
+    t.final();
+    return 0;
+}

@@ -1,0 +1,52 @@
+"""The NPU backends: `BuyiBackend` and `ZG330Backend` (docs/session.md, "NPU backends").
+
+Both compile runs of quantized operators into programs for the compute engine at
+``apply`` and launch them at ``forward`` through the device's register and memory regions,
+the same on the emulator (``grpc://``) and on a board (``axi://``). Buyi keeps every
+tensor in external memory (``plddr``); ZG330 keeps a program's intermediates in its
+on-chip memory (``ocm``) when they fit.
+"""
+
+from __future__ import annotations
+
+from xrt.backend._base import register_backend_type
+from xrt.backend.npu._backend import NpuBackend, Segment
+from xrt.backend.npu._cache import PROGRAM_CACHE, ProgramCache, program_key
+from xrt.backend.npu._driver import EngineDriver, LaunchStats
+from xrt.backend.npu._serialize import program_from_bytes, program_to_bytes
+from xrt.devices.npu import BuyiDevice, Zg330Device
+
+__all__ = [
+    "PROGRAM_CACHE",
+    "BuyiBackend",
+    "EngineDriver",
+    "LaunchStats",
+    "NpuBackend",
+    "ProgramCache",
+    "Segment",
+    "ZG330Backend",
+    "program_from_bytes",
+    "program_key",
+    "program_to_bytes",
+]
+
+
+@register_backend_type("buyi")
+class BuyiBackend(NpuBackend):
+    """Buyi: every tensor in external memory (ETM: ``plddr``). Caller-placed outputs
+    (``forward(inputs, outputs)``) are not supported, as in the manual."""
+
+    TARGET = "buyi"
+    DEVICE_CLASS = BuyiDevice
+    SCRATCH_REGIONS = ("plddr",)
+    supports_output_placement = False
+
+
+@register_backend_type("zg330")
+class ZG330Backend(NpuBackend):
+    """ZG330: a program's intermediates live in the on-chip memory (``ocm``) when they
+    fit, else in ``plddr``; ``forward(inputs, outputs)`` writes into caller-placed tensors."""
+
+    TARGET = "zg330"
+    DEVICE_CLASS = Zg330Device
+    SCRATCH_REGIONS = ("ocm", "plddr")

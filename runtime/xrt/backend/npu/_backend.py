@@ -1,0 +1,393 @@
+"""`NpuBackend`: quantized operators on the NPU's compute engine, compiled at apply.
+
+How it runs a network (docs/session.md, "NPU backends"):
+
+* **Binding.** Every op type the compiler lowers is registered with a constraint that asks
+  the compiler (`xrt.npu.compiler.refusal`): an operator it cannot prove exact (the int32
+  accumulator bound, a shape the tiler cannot fit) stays on the host. A ``HardOp`` whose
+  ``target`` is this backend's runs its precompiled program; a dequantizing ``Cast`` whose
+  input this backend produces runs here too (the manual's example), on the host CPU as the
+  driver's output conversion.
+* **Compile at apply.** With `auto_merge` on, the session hands each run of consecutive
+  operators bound here to `partition`, which cuts it into segments (one program per run of
+  compiled operators, one per HardOp, one per Cast) and compiles and uploads each program
+  once: instructions and constants (weights, biases, requantization and lookup rows) go to
+  device memory, the input/output/scratch buffers are allocated there. Programs are cached
+  by a hash of the operators and the hardware configuration (`ProgramCache`), so a second
+  session on the same network does not compile again. With `auto_merge` off every operator
+  is its own program (step_to and per-layer dumps work on NPU layers).
+* **Launch at forward.** Inputs are converted to the channel-tiled layout and written to
+  their device buffers (through ``udma`` and the DMA engine for ``plddr``); the program is
+  launched with register writes and one interrupt wait (`EngineDriver`); outputs come back
+  the same way. The profile splits the time into memory (transfers) and hardware (the
+  engine's busy cycles at the configured clock); the timeline shows the transfers and the
+  engine's run with its counters.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from xrt._generated.hwconfig import NPU
+from xrt.backend._base import Backend, BindContext, Subgraph, read_array, write_array
+from xrt.backend.npu._cache import PROGRAM_CACHE, program_key
+from xrt.backend.npu._driver import EngineDriver, LaunchStats
+from xrt.backend.npu._serialize import program_from_bytes, program_to_bytes
+from xrt.device import Device
+from xrt.devices.npu import NpuDevice
+from xrt.errors import ErrorCode, XrtError
+from xrt.hwconfig import NpuConfig
+from xrt.memory import MemChunk, MemRegion
+from xrt.network import NetworkView, Operator
+from xrt.npu.compiler import NPU_OP_TYPES, NpuProgram, compile_run, from_tiled, refusal, to_tiled
+from xrt.ops import get_op_def
+from xrt.tensor import Tensor
+
+__all__ = ["NpuBackend", "Segment"]
+
+_PROGRAM_ALIGN = 4096
+
+
+@dataclass
+class _Loaded:
+    """A program uploaded to the device, with its buffers."""
+
+    program: NpuProgram
+    chunks: list[MemChunk]
+    prog_addr: int
+    bases: dict[int, int]
+    buffers: dict[str, MemChunk]  # input/output value -> its device buffer
+    placement: dict[str, str] = field(default_factory=dict)  # role -> region name
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A piece of a run bound to an NPU backend: one program, a HardOp, or a Cast."""
+
+    kind: str  # "program" | "hardop" | "cast"
+    ops: tuple[Operator, ...]
+
+
+def _dequantize_ok(op: Operator, backend: Backend, ctx: BindContext) -> bool:
+    t_in = ctx.graph.values[op.inputs[0]]
+    return (
+        op.attrs.get("scale") is not None
+        and t_in.dtype.manual_name == "SInt8"
+        and ctx.graph.values[op.outputs[0]].dtype.manual_name == "FP32"
+        and ctx.producer_backend(op.inputs[0]) is backend
+    )
+
+
+class NpuBackend(Backend):
+    """The shared code of `BuyiBackend` and `ZG330Backend` (see the module docstring).
+
+    Attributes:
+        config: The compute engine's sizes the programs are compiled for.
+        timeout_s: Wall seconds a launch may take before it is aborted (11015).
+        launches: Op-id tuples of every program launched (tests, benches).
+        last_stats: The engine's counters of the last launch.
+    """
+
+    TARGET: ClassVar[str] = ""
+    DEVICE_CLASS: ClassVar[type[NpuDevice]] = NpuDevice
+    SCRATCH_REGIONS: ClassVar[tuple[str, ...]] = ("plddr",)
+    merged_label = "HardOp (Merged)"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.config: NpuConfig = NPU
+        self.timeout_s = 600.0
+        self.launches: list[tuple[int, ...]] = []
+        self.last_stats: LaunchStats | None = None
+        self._loaded: dict[tuple[int, ...], _Loaded] = {}
+        self._driver: EngineDriver | None = None
+
+    # -- devices ------------------------------------------------------------------------------
+
+    def default_device(self) -> Device:
+        raise XrtError(
+            ErrorCode.WRONG_TYPE,
+            f"{type(self).__name__} needs a {self.TARGET} device: "
+            f"Device.open('grpc://HOST:PORT') (the emulator) or Device.open('axi://...')",
+        )
+
+    def check_device(self, device: Device) -> None:
+        if not isinstance(device, self.DEVICE_CLASS):
+            raise XrtError(
+                ErrorCode.WRONG_TYPE,
+                f"{type(self).__name__} runs on a {self.DEVICE_CLASS.__name__}, not {device!r}",
+            )
+
+    def _init(self) -> None:
+        assert isinstance(self.device, NpuDevice)
+        self._driver = EngineDriver(self.device)
+
+    def _deinit(self) -> None:
+        self._release()
+        self._driver = None
+
+    def _fork_from(self, parent: Backend) -> None:
+        self.launches = []
+
+    def _release(self) -> None:
+        for loaded in self._loaded.values():
+            for chunk in loaded.chunks:
+                if not chunk.is_freed:
+                    chunk.free()
+        self._loaded = {}
+
+    # -- compile and upload -------------------------------------------------------------------
+
+    def segments(self, ops: Sequence[Operator]) -> list[Segment]:
+        """Cut consecutive operators into programs, HardOps and Casts (in order)."""
+        out: list[Segment] = []
+        for op in ops:
+            kind = {"HardOp": "hardop", "Cast": "cast"}.get(op.op_type, "program")
+            if kind == "program" and out and out[-1].kind == "program" and self.auto_merge:
+                out[-1] = Segment("program", (*out[-1].ops, op))
+            else:
+                out.append(Segment(kind, (op,)))
+        return out
+
+    def subgraph_label(self, ops: Sequence[Operator]) -> str:
+        """``HardOp (Merged)`` for a program; a Cast the backend converts is a plain subgraph."""
+        return "subgraph" if all(op.op_type == "Cast" for op in ops) else self.merged_label
+
+    def partition(self, ops: Sequence[Operator]) -> list[tuple[Operator, ...]]:
+        """The session's run -> one subgraph per segment; compiles and uploads each program."""
+        segs = self.segments(ops)
+        for seg in segs:
+            if seg.kind != "cast":
+                self._prepare(seg)
+        return [seg.ops for seg in segs]
+
+    def _apply(self) -> None:
+        self._release()
+        if not self.auto_merge:
+            view = self.network_view
+            assert view is not None
+            for op in view.ops:
+                if op.op_type != "Cast":
+                    self._prepare(Segment("hardop" if op.op_type == "HardOp" else "program", (op,)))
+
+    def _program_for(self, seg: Segment) -> NpuProgram:
+        view = self.network_view
+        assert view is not None
+        if seg.kind == "hardop":
+            (op,) = seg.ops
+            blob = view.params[op.params["program"]]
+            return program_from_bytes(np.asarray(blob, np.uint8).tobytes(), op.describe())
+        sub = NetworkView(view.network, list(seg.ops))
+        key = program_key(sub, self.config, self.TARGET)
+        prog = PROGRAM_CACHE.get(key)
+        if prog is None:
+            prog = compile_run(sub, self.config)
+            PROGRAM_CACHE.put(key, prog)
+        return prog
+
+    def _region(self, names: Sequence[str], size: int) -> MemRegion:
+        assert self.device is not None
+        for name in names:
+            try:
+                region = self.device.get_mem_region(name)
+            except XrtError:
+                continue
+            if region.mem_manager.largest_free_block >= size + _PROGRAM_ALIGN:
+                return region
+        return self.device.get_mem_region("plddr")
+
+    def _prepare(self, seg: Segment) -> _Loaded:
+        ids = tuple(op.op_id for op in seg.ops)
+        loaded = self._loaded.get(ids)
+        if loaded is not None:
+            return loaded
+        prog = self._program_for(seg)
+        assert self.device is not None
+        plddr = self.device.get_mem_region("plddr")
+        chunks: list[MemChunk] = []
+
+        def alloc(region: MemRegion, size: int) -> MemChunk:
+            chunk = region.malloc(max(size, 1), True, _PROGRAM_ALIGN)
+            chunks.append(chunk)
+            return chunk
+
+        code = prog.encode()
+        prog_chunk = alloc(plddr, len(code) + len(prog.constants))
+        prog_chunk.write(code)
+        const_addr = prog_chunk.begin.addr + len(code)
+        if prog.constants:
+            # Constants follow the code; the constant base must be B-aligned.
+            pad = -const_addr % 64
+            if pad:
+                prog_chunk.free()
+                chunks.remove(prog_chunk)
+                prog_chunk = alloc(plddr, len(code) + pad + len(prog.constants))
+                prog_chunk.write(code)
+                const_addr = prog_chunk.begin.addr + len(code) + pad
+            prog_chunk.write(prog.constants, offset=const_addr - prog_chunk.begin.addr)
+        bases: dict[int, int] = {}
+        buffers: dict[str, MemChunk] = {}
+        placement: dict[str, str] = {}
+        for role in prog.bases:
+            if role.kind == "const":
+                bases[role.index] = const_addr
+                placement["constants"] = "plddr"
+            elif role.kind == "scratch":
+                region = self._region(self.SCRATCH_REGIONS, role.size)
+                bases[role.index] = alloc(region, role.size).begin.addr
+                placement["scratch"] = region.name
+            else:
+                chunk = alloc(plddr, role.size)
+                bases[role.index] = chunk.begin.addr
+                buffers[role.name] = chunk
+                placement[f"{role.kind}:{role.name}"] = "plddr"
+        loaded = _Loaded(prog, chunks, prog_chunk.begin.addr, bases, buffers, placement)
+        self._loaded[ids] = loaded
+        return loaded
+
+    def program(self, op_ids: Sequence[int]) -> NpuProgram:
+        """The compiled program of the segment with these op ids (after `apply`)."""
+        loaded = self._loaded.get(tuple(op_ids))
+        if loaded is None:
+            raise XrtError(ErrorCode.WRONG_ORDER, f"no program for ops {list(op_ids)}: apply first")
+        return loaded.program
+
+    def placement(self, op_ids: Sequence[int]) -> dict[str, str]:
+        """Where the segment's constants, scratch, inputs and outputs live (region names)."""
+        loaded = self._loaded.get(tuple(op_ids))
+        if loaded is None:
+            raise XrtError(ErrorCode.WRONG_ORDER, f"no program for ops {list(op_ids)}: apply first")
+        return dict(loaded.placement)
+
+    # -- run ------------------------------------------------------------------------------------
+
+    def forward_subgraph(
+        self, subgraph: Subgraph, inputs: Mapping[str, Tensor], outputs: Mapping[str, Tensor]
+    ) -> None:
+        segs = self.segments(subgraph.ops)
+        if len(segs) != 1 or segs[0].kind == "cast":
+            super().forward_subgraph(subgraph, inputs, outputs)  # op by op
+            return
+        self._run(segs[0], inputs, outputs, subgraph.describe())
+
+    def _run(
+        self, seg: Segment, inputs: Mapping[str, Tensor], outputs: Mapping[str, Tensor], what: str
+    ) -> None:
+        if not self._applied:
+            raise XrtError(ErrorCode.WRONG_ORDER, f"{type(self).__name__}: apply() before forward")
+        loaded = self._prepare(seg)
+        prog = loaded.program
+        assert self._driver is not None
+        t0 = time.perf_counter()
+        for b in prog.inputs:
+            arr = read_array(inputs[b.name])
+            loaded.buffers[b.name].write(to_tiled(np.asarray(arr).reshape(b.shape), prog.block))
+        t1 = time.perf_counter()
+        stats = self._driver.launch(
+            loaded.prog_addr,
+            len(prog.instructions),
+            loaded.bases,
+            what=what,
+            timeout_s=self.timeout_s,
+        )
+        t2 = time.perf_counter()
+        for b in prog.outputs:
+            raw = loaded.buffers[b.name].tobytes(0, b.nbytes)
+            out = from_tiled(raw, b.shape, prog.block)
+            write_array(outputs[b.name], out.reshape(outputs[b.name].shape))
+        t3 = time.perf_counter()
+        self.launches.append(tuple(prog.op_ids))
+        self.last_stats = stats
+        if self.time_profile:
+            self.add_time(memory=(t1 - t0) + (t3 - t2), hardware=stats.seconds)
+        self.trace("inputs to device", t0, t1 - t0, lane="npu.dma", category="dma")
+        self.trace(
+            what,
+            t1,
+            t2 - t1,
+            lane="npu.engine",
+            category="device",
+            **{k.lower(): v for k, v in stats.counters.items()},
+            simulated_cycles=stats.cycles,
+        )
+        self.trace("outputs from device", t2, t3 - t2, lane="npu.dma", category="dma")
+
+    # -- snapshots ------------------------------------------------------------------------------
+
+    def snapshot_options(self) -> dict[str, Any]:
+        out = super().snapshot_options()
+        out["target"] = self.TARGET
+        out["block"] = self.config.block
+        out["config"] = {k: getattr(self.config, k) for k in self.config.__dataclass_fields__}
+        return out
+
+    def snapshot_state(self) -> dict[str, bytes]:
+        return {
+            "program_" + "_".join(map(str, ids)): program_to_bytes(loaded.program)
+            for ids, loaded in self._loaded.items()
+        }
+
+    def restore_snapshot(self, options: Mapping[str, Any], state: Mapping[str, bytes]) -> None:
+        super().restore_snapshot({"auto_merge": options.get("auto_merge", True)}, {})
+        mine = {k: getattr(self.config, k) for k in self.config.__dataclass_fields__}
+        if options.get("target") != self.TARGET:
+            raise XrtError(
+                ErrorCode.LOAD_FAILED,
+                f"the snapshot is for target {options.get('target')!r}, "
+                f"this is {type(self).__name__} ({self.TARGET})",
+            )
+        if options.get("config") != mine:
+            raise XrtError(
+                ErrorCode.LOAD_FAILED,
+                f"the snapshot was compiled for NPU hardware {options.get('config')}, "
+                f"this device's is {mine}",
+            )
+        view = self.network_view
+        assert view is not None
+        for key, blob in state.items():
+            prog = program_from_bytes(blob, key)
+            sub = NetworkView(view.network, [view.network.op(i) for i in prog.op_ids])
+            PROGRAM_CACHE.put(program_key(sub, self.config, self.TARGET), prog)
+
+
+def _npu_constraint(op: Operator, backend: Backend, ctx: BindContext) -> bool:
+    assert isinstance(backend, NpuBackend)
+    return refusal(op, ctx.graph.values, ctx.graph.op_params(op), backend.config) is None
+
+
+def _hardop_constraint(op: Operator, backend: Backend, ctx: BindContext) -> bool:
+    assert isinstance(backend, NpuBackend)
+    return op.attrs.get("target") == backend.TARGET
+
+
+def _forward_one(
+    op: Operator, inputs: list[Tensor], outputs: list[Tensor], backend: Backend
+) -> None:
+    assert isinstance(backend, NpuBackend)
+    kind = "hardop" if op.op_type == "HardOp" else "program"
+    backend._run(
+        Segment(kind, (op,)),
+        dict(zip(op.inputs, inputs, strict=True)),
+        dict(zip(op.outputs, outputs, strict=True)),
+        f"{op.describe()} on {type(backend).__name__}",
+    )
+
+
+def _dequantize(
+    op: Operator, inputs: list[Tensor], outputs: list[Tensor], backend: Backend
+) -> Sequence[np.ndarray]:
+    """The driver's output conversion: the host's Cast kernel, so the result is bit-exact."""
+    view = backend.network_view
+    assert view is not None
+    return get_op_def("Cast").forward(op, [read_array(inputs[0])], view.op_params(op))
+
+
+for _t in sorted(NPU_OP_TYPES):
+    NpuBackend.add_op(_t, _forward_one, constraint=_npu_constraint)
+NpuBackend.add_op("HardOp", _forward_one, constraint=_hardop_constraint)
+NpuBackend.add_op("Cast", _dequantize, constraint=_dequantize_ok)

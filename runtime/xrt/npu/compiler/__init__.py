@@ -1,0 +1,49 @@
+"""The NPU compiler: runs of quantized operators -> programs for the compute engine.
+
+Passes as small functions over plain data (each testable alone):
+
+* `refusal` (legalize): None, or why an operator must stay on the host;
+* `conv_blocks`, `bias_rows`, `prm_rows`, `lut_rows` (pack) into one `ConstBlob`;
+* placement (in `compile_run`): base register per input, output, constants, scratch;
+* `plan_conv` (tile): the printable tiling of a convolution or dense layer;
+* the emitters (`xrt.npu.compiler._conv`, `._vector`) and `insert_tokens`.
+
+`compile_run` runs them all over a `NetworkView` and returns an `NpuProgram`; `to_tiled` /
+`from_tiled` convert host tensors to and from the channel-tiled layout of its inputs and
+outputs.
+"""
+
+from xrt.npu.compiler._compile import compile_run
+from xrt.npu.compiler._layout import View, as_nchw, from_tiled, tiled_bytes, to_tiled, view_of
+from xrt.npu.compiler._legalize import NPU_OP_TYPES, accumulator_bound, refusal
+from xrt.npu.compiler._pack import ConstBlob, bias_rows, conv_blocks, lut_rows, prm_rows
+from xrt.npu.compiler._program import BaseRole, LayerReport, NpuProgram, TensorBinding
+from xrt.npu.compiler._tiler import ConvGeom, ConvPlan, plan_conv
+from xrt.npu.compiler._tokens import Step, insert_tokens
+
+__all__ = [
+    "NPU_OP_TYPES",
+    "BaseRole",
+    "ConstBlob",
+    "ConvGeom",
+    "ConvPlan",
+    "LayerReport",
+    "NpuProgram",
+    "Step",
+    "TensorBinding",
+    "View",
+    "accumulator_bound",
+    "as_nchw",
+    "bias_rows",
+    "compile_run",
+    "conv_blocks",
+    "from_tiled",
+    "insert_tokens",
+    "lut_rows",
+    "plan_conv",
+    "prm_rows",
+    "refusal",
+    "tiled_bytes",
+    "to_tiled",
+    "view_of",
+]

@@ -1,0 +1,215 @@
+"""Legalize: which operators the compute engine runs exactly, and why not the others.
+
+`refusal` returns None when the compiler can lower an operator bit-exactly within the
+buffers and instruction fields, else a sentence naming the reason. A backend's constraint
+binds a refused operator to the host: the NPU never gives a silently wrong answer. In
+particular a convolution or dense layer is refused unless its int32 accumulator provably
+cannot overflow: ``|bias| + 128 * sum|w|`` per output channel must stay below 2**31 (the
+engine wraps, the host kernel raises).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from xrt.dtypes import DataType, TensorType
+from xrt.hwconfig import NpuConfig
+from xrt.network import Operator
+from xrt.npu.compiler._emit import MAX_COUNT
+from xrt.npu.compiler._layout import as_nchw
+
+__all__ = ["NPU_OP_TYPES", "accumulator_bound", "refusal"]
+
+NPU_OP_TYPES = frozenset(
+    {
+        "QConv2d", "QGemm", "QAdd", "QMul", "MaxPool2d", "QAvgPool2d", "QGlobalAvgPool",
+        "QClip", "Relu", "QLut", "Concat", "QConcat", "Pad", "Resize", "Transpose",
+        "Reshape", "Flatten", "Identity",
+    }
+)  # fmt: skip
+"""Operator types with a lowering (each still subject to `refusal`)."""
+
+ALIAS_OP_TYPES = frozenset({"Reshape", "Flatten", "Identity"})
+"""Operators that only rename bytes (when `refusal` accepts them)."""
+
+_PAD_MAX = 15
+
+
+def accumulator_bound(weight: np.ndarray, bias: np.ndarray) -> int:
+    """Largest ``|acc|`` any int8 input can produce: ``max_o |b[o]| + 128 * sum|w[o]|``."""
+    w = np.abs(weight.astype(np.int64)).reshape(weight.shape[0], -1).sum(axis=1)
+    return int((np.abs(bias.astype(np.int64)) + 128 * w).max(initial=0))
+
+
+def _rank_ok(t: TensorType) -> bool:
+    return len(t.shape) in (2, 4)
+
+
+def refusal(
+    op: Operator,
+    types: Mapping[str, TensorType],
+    params: Mapping[str, np.ndarray],
+    cfg: NpuConfig,
+) -> str | None:
+    """None if the compiler lowers `op` exactly, else why not (see the module docstring)."""
+    if op.op_type not in NPU_OP_TYPES:
+        return f"op type {op.op_type} has no NPU lowering"
+    ins = [types[v] for v in op.inputs]
+    outs = [types[v] for v in op.outputs]
+    for t in ins + outs:
+        if t.dtype is not DataType.SINT8:
+            return f"operates on {t.dtype.manual_name}, the NPU only on int8"
+        if not _rank_ok(t):
+            return f"rank {len(t.shape)} tensors have no channel-tiled layout"
+    for t in ins + outs:
+        n, _, _, w = as_nchw(t.shape)
+        cols = w if len(t.shape) == 4 else n
+        if cols > MAX_COUNT or 2 * cols > cfg.inp_rows // 2 or cols > cfg.acc_rows // 2:
+            return f"rows of {cols} pixels exceed what a loop counts or a buffer half holds"
+        if len(t.shape) == 2 and -(-t.shape[1] // cfg.block) * cfg.block >= 2**16:
+            return f"{t.shape[1]} features: a pixel stride beyond a LOAD's 16-bit field"
+    a = op.attrs
+    fn = _CHECKS.get(op.op_type)
+    return fn(op, a, ins, outs, params, cfg) if fn else None
+
+
+def _conv(op, a, ins, outs, params, cfg):  # type: ignore[no-untyped-def]
+    from xrt.npu.compiler._compile import conv_geom
+    from xrt.npu.compiler._tiler import plan_conv
+
+    if len(ins[0].shape) != 4:
+        return "QConv2d needs a rank-4 input"
+    if max(a["pads"]) > _PAD_MAX:
+        return f"pads {a['pads']} exceed the {_PAD_MAX} a LOAD can insert"
+    bound = accumulator_bound(params["weight"], params["bias"])
+    if bound >= 2**31:
+        return f"int32 accumulator bound {bound} cannot be proven (>= 2**31)"
+    zo = -(-outs[0].shape[1] // cfg.block)
+    if zo > cfg.prm_rows // 2:
+        return f"{outs[0].shape[1]} output channels need more PRM rows than half the buffer"
+    plan = plan_conv(conv_geom(op, ins[0], params, cfg), cfg)
+    return plan if isinstance(plan, str) else None
+
+
+def _gemm(op, a, ins, outs, params, cfg):  # type: ignore[no-untyped-def]
+    from xrt.npu.compiler._compile import gemm_geom
+    from xrt.npu.compiler._tiler import plan_conv
+
+    bound = accumulator_bound(params["weight"], params["bias"])
+    if bound >= 2**31:
+        return f"int32 accumulator bound {bound} cannot be proven (>= 2**31)"
+    zo = -(-outs[0].shape[1] // cfg.block)
+    if zo > cfg.prm_rows // 2:
+        return f"{outs[0].shape[1]} outputs need more PRM rows than half the buffer"
+    plan = plan_conv(gemm_geom(ins[0], params, cfg), cfg)
+    return plan if isinstance(plan, str) else None
+
+
+def _binary(op, a, ins, outs, params, cfg):  # type: ignore[no-untyped-def]
+    sa, sb = ins[0].shape, ins[1].shape
+    if sa == sb:
+        return None
+    if len(sa) == 4 and len(sb) == 4:
+        big, small = (sa, sb) if sa == outs[0].shape else (sb, sa)
+        if (
+            big == outs[0].shape
+            and small[1] == big[1]
+            and small[2:] == (1, 1)
+            and small[0] in (1, big[0])
+        ):
+            return None
+    return f"broadcast {list(sa)} with {list(sb)} is not per-channel over pixels"
+
+
+def _window(op, a, ins, outs, params, cfg):  # type: ignore[no-untyped-def]
+    from xrt.npu.compiler._compile import window_of
+    from xrt.npu.compiler._vector import pool_tile_rows
+
+    if len(ins[0].shape) != 4:
+        return "pooling needs a rank-4 input"
+    kh, kw, sh, sw, dh, dw, pt, pl, pb, pr = window_of(a)
+    _, _, h, w = ins[0].shape
+    ho, wo = outs[0].shape[2:]
+    extra_b = (ho - 1) * sh + (kh - 1) * dh - pt - (h - 1)
+    extra_r = (wo - 1) * sw + (kw - 1) * dw - pl - (w - 1)
+    if max(pt, pl, extra_b, extra_r) > _PAD_MAX:
+        return f"padding beyond {_PAD_MAX} rows/columns"
+    from xrt.npu.compiler._emit import Emitter
+    from xrt.npu.compiler._layout import view_of
+
+    xv = view_of(ins[0].shape, 1, 0, 0, cfg.block)
+    if pool_tile_rows(Emitter(cfg), xv, ho, wo, (kh, kw, sh, sw, dh, dw, pt, pl, pb, pr)) < 1:
+        return "one output row of the window does not fit the buffers"
+    return None
+
+
+def _concat(op, a, ins, outs, params, cfg):  # type: ignore[no-untyped-def]
+    rank = len(outs[0].shape)
+    axis = a["axis"] % rank
+    if axis != 1:
+        return f"concatenation along axis {a['axis']} (only channels are supported)"
+    planes = sum(-(-t.shape[1] // cfg.block) for t in ins)
+    if 2 * planes > cfg.wgt_rows // 2:
+        return f"{len(ins)} inputs of {planes} channel blocks need too many selection blocks"
+    _, c, _, w = as_nchw(outs[0].shape)
+    if planes * w > cfg.inp_rows // 2 or -(-c // cfg.block) * w > cfg.acc_rows // 2:
+        return "one row of all inputs does not fit the buffers"
+    return None
+
+
+def _pad(op, a, ins, outs, params, cfg):  # type: ignore[no-untyped-def]
+    if a["mode"] != "constant":
+        return f"pad mode {a['mode']} (only constant)"
+    if int(a["value"]) not in (0, -128):
+        return f"pad value {a['value']} (only 0 and -128 come from a LOAD)"
+    pads = a["pads"]
+    r = len(ins[0].shape)
+    if r != 4 or any(pads[i] or pads[i + 4] for i in (0, 1)):
+        return "only spatial padding of rank-4 tensors"
+    if max(pads) > _PAD_MAX:
+        return f"pads {pads} exceed {_PAD_MAX}"
+    return None
+
+
+def _resize(op, a, ins, outs, params, cfg):  # type: ignore[no-untyped-def]
+    si, so = ins[0].shape, outs[0].shape
+    if len(si) != 4 or si[:2] != so[:2]:
+        return "only spatial resizing of rank-4 tensors"
+    if si[3] > cfg.inp_rows // 2 or so[3] > cfg.acc_rows // 2:
+        return "rows too wide"
+    return None
+
+
+def _transpose(op, a, ins, outs, params, cfg):  # type: ignore[no-untyped-def]
+    if len(ins[0].shape) == 4 and list(a["perm"]) == [0, 1, 3, 2]:
+        return None
+    return f"transpose {a['perm']} moves channels (only H <-> W is data movement)"
+
+
+def _alias(op, a, ins, outs, params, cfg):  # type: ignore[no-untyped-def]
+    ni, ci, hi, wi = as_nchw(ins[0].shape)
+    no, co, ho, wo = as_nchw(outs[0].shape)
+    if (ni, ci, hi, wi) == (no, co, ho, wo) or ((ni, ci) == (no, co) and hi * wi == ho * wo == 1):
+        return None
+    return f"reshape {list(ins[0].shape)} -> {list(outs[0].shape)} reorders channel-tiled bytes"
+
+
+_CHECKS: dict[str, Any] = {
+    "QConv2d": _conv,
+    "QGemm": _gemm,
+    "QAdd": _binary,
+    "QMul": _binary,
+    "MaxPool2d": _window,
+    "QAvgPool2d": _window,
+    "Concat": _concat,
+    "QConcat": _concat,
+    "Pad": _pad,
+    "Resize": _resize,
+    "Transpose": _transpose,
+    "Reshape": _alias,
+    "Flatten": _alias,
+    "Identity": _alias,
+}

@@ -1,0 +1,117 @@
+"""The analytic cost model (docs/isa.md, "The cost model of the golden model").
+
+Each instruction gets a duration; the executor places it in a list schedule (each unit in
+program order, a pop waiting for the completion of its matching push, the fetch unit
+dispatching one instruction per `fetch_cycles` into per-unit queues of
+``insn_queue_depth``). Durations:
+
+* LOAD / STORE: ``issue + max(beats, ceil(bursts / outstanding) * latency) + latency``
+  (+ one cycle per padding row a LOAD writes), where a burst is a contiguous run of
+  at most ``min(max_burst_beats * bus_bytes, 4096)`` bytes;
+* GEMM: ``issue + n0*n1*n2``; VEC: ``issue + n0*n1``; SYNC: ``issue``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xrt._generated.hwconfig import DMA
+from xrt.hwconfig import NpuConfig
+from xrt.npu.isa import Finish, Gemm, Instruction, Load, Store, Sync, Unit, Vec
+
+from . import footprint as fp
+
+__all__ = ["CostModel", "CycleEstimate", "transfer_shape"]
+
+
+def transfer_shape(
+    sizes: tuple[int, int, int], strides: tuple[int, int, int], elem: int
+) -> tuple[int, int]:
+    """(contiguous runs, bytes per run) of a (z, y, x) tile of ``elem``-byte elements."""
+    (zn, yn, xn), (zs, ys, xs) = sizes, strides
+    run, runs = elem, zn * yn * xn
+    for n, s in ((xn, xs), (yn, ys), (zn, zs)):
+        if n == 1:
+            continue
+        if s != run:
+            break
+        run *= n
+        runs //= n
+    return runs, run
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """Parameters of the cost model (cycles of the engine's clock)."""
+
+    bus_bytes: int = DMA.bus_bytes
+    max_burst_beats: int = DMA.max_burst_beats
+    max_outstanding: int = DMA.max_outstanding
+    burst_latency: int = 32
+    """Cycles from a read burst's address to its first beat (or a write's last beat to its
+    response)."""
+    issue_cycles: int = 2
+    """Fixed overhead of every instruction (decode, loop setup, pipeline fill)."""
+    fetch_cycles: int = 2
+    """Cycles to fetch one 256-bit instruction over the bus."""
+
+    def _transfer(self, runs: int, run_bytes: int) -> tuple[int, int]:
+        burst_bytes = min(self.max_burst_beats * self.bus_bytes, 4096)
+        bursts = runs * -(-run_bytes // burst_bytes)
+        beats = runs * -(-run_bytes // self.bus_bytes)
+        waves = -(-bursts // self.max_outstanding)
+        return beats, max(beats, waves * self.burst_latency) + self.burst_latency
+
+    def duration(self, insn: Instruction, config: NpuConfig) -> int:
+        """Cycles ``insn`` keeps its unit busy."""
+        if isinstance(insn, Load):
+            e = fp.elem_bytes(insn.buffer, config.block)
+            sizes = (insn.z_size, insn.y_size, insn.x_size)
+            runs, run = transfer_shape(sizes, (insn.z_stride, insn.y_stride, insn.x_stride), e)
+            _, cycles = self._transfer(runs, run)
+            _, _, rows = fp.load_geometry(insn)
+            return self.issue_cycles + cycles + rows - insn.z_size * insn.y_size * insn.x_size
+        if isinstance(insn, Store):
+            e = fp.store_elem_bytes(insn, config.block)
+            sizes = (insn.z_size, insn.y_size, insn.x_size)
+            runs, run = transfer_shape(sizes, (insn.z_stride, insn.y_stride, insn.x_stride), e)
+            return self.issue_cycles + self._transfer(runs, run)[1]
+        if isinstance(insn, Gemm):
+            return self.issue_cycles + insn.n0 * insn.n1 * insn.n2
+        if isinstance(insn, Vec):
+            return self.issue_cycles + insn.n0 * insn.n1
+        if isinstance(insn, Sync):
+            return self.issue_cycles
+        if isinstance(insn, Finish):
+            return 0
+        raise TypeError(f"not an instruction: {insn!r}")
+
+
+@dataclass
+class CycleEstimate:
+    """The cost model's verdict on one run.
+
+    Attributes:
+        total: Cycles from START to the completion of FINISH (or of the last instruction
+            before an error).
+        busy: Cycles each unit spent executing instructions.
+        gemm_cycles: Compute-unit cycles spent in GEMM instructions (issue overhead included).
+        macs: Multiply-accumulates of every GEMM (B*B per iteration).
+        block: The array block B.
+    """
+
+    total: int = 0
+    busy: dict[Unit, int] = field(default_factory=lambda: {u: 0 for u in Unit})
+    gemm_cycles: int = 0
+    macs: int = 0
+    block: int = 16
+
+    @property
+    def mac_utilisation_gemm(self) -> float:
+        """MACs / (B*B * GEMM cycles): how well the GEMMs themselves use the array."""
+        return self.macs / (self.block**2 * self.gemm_cycles) if self.gemm_cycles else 0.0
+
+    @property
+    def mac_utilisation(self) -> float:
+        """MACs / (B*B * total cycles): how well the whole program uses the array."""
+        return self.macs / (self.block**2 * self.total) if self.total else 0.0

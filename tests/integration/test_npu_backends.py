@@ -1,0 +1,311 @@
+"""BuyiBackend and ZG330Backend against a real ``npu-emu serve`` (real processes, RTL engine).
+
+Every result is compared bit for bit with `HostBackend` on the same quantized network: the
+host integer kernels are the specification (docs/quantization.md).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "network"))
+
+from netutil import random_feeds
+from onnx_zoo import COMPOSITES
+
+from npuemu.server.launch import ServerProcess
+from xrt import Device, HostDevice, Tensor, TensorType
+from xrt.backend import BuyiBackend, HostBackend
+from xrt.backend.npu.hardop import to_hardop
+from xrt.devices import NpuDevice
+from xrt.network import Network, NetworkBuilder
+from xrt.quant import quantize_network
+from xrt.session import Session
+
+pytestmark = pytest.mark.sim
+
+
+def _quantized(model, seeds: int = 2) -> Network:  # type: ignore[no-untyped-def]
+    net = Network.from_onnx(model)
+    return quantize_network(net, [random_feeds(model, seed=s) for s in range(seeds)])
+
+
+def _host(net: Network, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    with Session.create([HostBackend], net).apply() as sess:
+        return [t.numpy() for t in sess.forward(feeds)]
+
+
+def _assert_same(got: list[Tensor], want: list[np.ndarray]) -> None:
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g.numpy(), w)
+
+
+@pytest.fixture
+def buyi(open_buyi: Callable[..., NpuDevice]) -> NpuDevice:
+    return open_buyi()
+
+
+@pytest.fixture
+def zg330(zg330_server: ServerProcess) -> Iterator[NpuDevice]:
+    dev = Device.open(zg330_server.url)
+    assert isinstance(dev, NpuDevice)
+    yield dev
+    dev.close()
+
+
+def manual_float(seed: int = 0) -> Network:
+    """The manual's network before compiling: a float convolution on the host, a quantize,
+    an int8 convolution, a dequantize, ReLU and pooling. Op ids 1..6 as in the manual."""
+    rng = np.random.default_rng(seed)
+    b = NetworkBuilder("manual", first_id=1)
+    x = b.input("x", TensorType("FP32", [1, 3, 12, 12]))
+    w = b.param("w", (rng.standard_normal((8, 3, 3, 3)) * 0.3).astype(np.float32))
+    (c,) = b.add("Conv2d", [x], {"pads": [1, 1, 1, 1]}, {"weight": w}, name="conv")
+    (q,) = b.add("Cast", [c], {"to": "SInt8", "scale": 0.05}, name="quantize")
+    qw = b.param("qw", rng.integers(-60, 60, (16, 8, 3, 3)).astype(np.int8))
+    qb = b.param("qb", rng.integers(-500, 500, 16).astype(np.int32))
+    qm = b.param("qm", rng.integers(1 << 14, 1 << 15, 16).astype(np.int32))
+    qs = b.param("qs", np.full(16, 20, np.int32))
+    (h,) = b.add(
+        "QConv2d",
+        [q],
+        {"pads": [1, 1, 1, 1], "lo": -128, "hi": 127, "out_scale": 0.04},
+        {"weight": qw, "bias": qb, "multiplier": qm, "shift": qs},
+        name="npu_conv",
+    )
+    (f,) = b.add("Cast", [h], {"to": "FP32", "scale": 0.04}, name="dequantize")
+    (r,) = b.add("Relu", [f], name="relu")
+    (m,) = b.add("MaxPool2d", [r], {"kernel": [2, 2], "strides": [2, 2]}, name="pool")
+    return b.build([m])
+
+
+def manual_network(seed: int = 0) -> Network:
+    """The manual's ``Input -> Conv2d -> Cast -> HardOp -> Cast -> ReLU -> MaxPool2d``: op 3
+    compiled ahead of time into a Buyi HardOp."""
+    return to_hardop(manual_float(seed), [3], "buyi")
+
+
+MANUAL_BINDINGS = {1: HostBackend, 2: HostBackend, 3: BuyiBackend, 4: BuyiBackend,
+                   5: HostBackend, 6: HostBackend}  # fmt: skip
+
+
+def _x(seed: int = 1) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal((1, 3, 12, 12)).astype(np.float32)
+
+
+def _assert_manual_bindings(sess: Session) -> None:
+    bindings = sess.backend_bindings()
+    assert sorted(bindings) == sorted(MANUAL_BINDINGS)
+    for op_id, cls in MANUAL_BINDINGS.items():
+        assert bindings[op_id].is_type(cls), (op_id, bindings[op_id])
+
+
+def test_manual_1_1_1_create_by_priority(buyi: NpuDevice) -> None:
+    network = manual_network()
+    assert network.op(3).op_type == "HardOp"
+    want = _host(manual_float(), {"x": _x()})
+    sess = Session.create([BuyiBackend, HostBackend], network, [buyi, HostDevice.default()])
+    sess.apply()
+    _assert_manual_bindings(sess)
+    _assert_same(sess.forward([_x()]), want)
+    sess.close()
+    sess2 = Session.create_by_order(
+        network, [BuyiBackend(), HostBackend()], [buyi, HostDevice.default()]
+    ).apply()
+    _assert_manual_bindings(sess2)
+    _assert_same(sess2.forward([_x()]), want)
+    sess2.close()
+
+
+def test_manual_1_1_2_create_with_backends(buyi: NpuDevice) -> None:
+    network = manual_network()
+    host_backend = HostBackend.create(network.view([1, 2, 5, 6]), HostDevice.default())
+    buyi_backend = BuyiBackend.create(network.view([3, 4]), buyi)
+    sess = Session.create_with_backends(network, [host_backend, buyi_backend]).apply()
+    _assert_manual_bindings(sess)
+    _assert_same(sess.forward([_x()]), _host(manual_float(), {"x": _x()}))
+    sess.close()
+
+
+@pytest.mark.parametrize("name", sorted(COMPOSITES))
+def test_composite_networks_bit_exact_on_buyi(name: str, buyi: NpuDevice) -> None:
+    model = COMPOSITES[name]()
+    qnet = _quantized(model)
+    feeds = random_feeds(model, seed=42)
+    sess = Session.create([BuyiBackend, HostBackend], qnet, [buyi, None]).apply()
+    npu_ops = [i for i, b in sess.backend_bindings().items() if b.is_type(BuyiBackend)]
+    assert any(qnet.op(i).op_type in ("QConv2d", "QGemm") for i in npu_ops)
+    _assert_same(sess.forward(feeds), _host(qnet, feeds))
+    launched = {i for ids in sess.backends[0].launches for i in ids}
+    assert launched >= {i for i in npu_ops if qnet.op(i).op_type == "QConv2d"}
+    sess.close()
+
+
+def test_each_program_is_compiled_once_per_network(buyi: NpuDevice) -> None:
+    """The second session on the same network finds its programs in the cache."""
+    from xrt.backend.npu import PROGRAM_CACHE
+
+    qnet = _quantized(COMPOSITES["small_cnn"]())
+    PROGRAM_CACHE.clear()
+    with Session.create([BuyiBackend, HostBackend], qnet, [buyi, None]).apply():
+        misses = PROGRAM_CACHE.misses
+    assert misses > 0
+    with Session.create([BuyiBackend, HostBackend], qnet, [buyi, None]).apply():
+        assert PROGRAM_CACHE.misses == misses and PROGRAM_CACHE.hits >= misses
+
+
+def test_step_to_and_dumps_on_npu_layers_with_merging_off(buyi: NpuDevice, tmp_path: Path) -> None:
+    model = COMPOSITES["small_cnn"]()
+    qnet = _quantized(model)
+    feeds = random_feeds(model, seed=5)
+    sess = Session.create([BuyiBackend, HostBackend], qnet, [buyi, None])
+    sess.backends[0].auto_merge = False
+    sess.apply()
+    sess.set_dump_outputs(True, str(tmp_path), "SQB")
+    everything = run_reference(qnet, feeds)
+    for op in qnet.ops:
+        got = sess.step_to(op.op_id, feeds)
+        for name, t in zip(op.outputs, got, strict=True):
+            np.testing.assert_array_equal(t.numpy(), everything[name], err_msg=op.describe())
+    npu_ops = [i for i, b in sess.backend_bindings().items() if b.is_type(BuyiBackend)]
+    assert npu_ops and all(list(tmp_path.glob(f"{i}_*")) for i in npu_ops)
+    sess.close()
+
+
+def run_reference(net: Network, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    from xrt.network import run_network_reference
+
+    out = run_network_reference(net, feeds, return_all=True)
+    assert isinstance(out, dict)
+    return out
+
+
+def test_snapshot_round_trip_is_bit_identical_without_compiling(
+    buyi: NpuDevice, tmp_path: Path
+) -> None:
+    from xrt.backend.npu import PROGRAM_CACHE
+
+    model = COMPOSITES["small_cnn"]()
+    qnet = _quantized(model)
+    feeds = random_feeds(model, seed=3)
+    sess = Session.create([BuyiBackend, HostBackend], qnet, [buyi, None]).apply()
+    want = sess.forward(feeds)
+    sess.dump_snapshot(tmp_path / "small_cnn.snapshot")
+    sess.close()
+    PROGRAM_CACHE.clear()
+    again = Session.create_with_snapshot(
+        tmp_path / "small_cnn.snapshot", [BuyiBackend, HostBackend], [buyi, None]
+    )
+    assert PROGRAM_CACHE.misses == 0, "the snapshot's programs were not compiled again"
+    _assert_same(again.forward(feeds), [t.numpy() for t in want])
+    again.close()
+
+
+def test_snapshot_for_another_target_is_refused(
+    buyi: NpuDevice, zg330: NpuDevice, tmp_path: Path
+) -> None:
+    from xrt import ErrorCode, XrtError
+    from xrt.backend import ZG330Backend
+
+    qnet = _quantized(COMPOSITES["small_cnn"]())
+    with Session.create([BuyiBackend, HostBackend], qnet, [buyi, None]).apply() as sess:
+        sess.dump_snapshot(tmp_path / "buyi.snapshot")
+    with pytest.raises(XrtError) as e:
+        Session.create_with_snapshot(
+            tmp_path / "buyi.snapshot", [ZG330Backend, HostBackend], [zg330, None]
+        )
+    assert e.value.code == ErrorCode.LOAD_FAILED and "made with backends" in e.value.message
+
+
+def test_buyi_refuses_caller_placed_outputs(buyi: NpuDevice) -> None:
+    from xrt import ErrorCode, XrtError
+
+    model = COMPOSITES["small_cnn"]()
+    qnet = _quantized(model)
+    feeds = random_feeds(model, seed=1)
+    with Session.create([BuyiBackend, HostBackend], qnet, [buyi, None]).apply() as sess:
+        outs = [Tensor(qnet.values[v]).malloc_on(buyi.default_mem_region()) for v in sess.outputs]
+        with pytest.raises(XrtError) as e:
+            sess.forward(feeds, outs)
+        assert e.value.code == ErrorCode.WRONG_ORDER and "BuyiBackend" in e.value.message
+        sess.forward(feeds)  # still fine without
+
+
+def test_zg330_keeps_intermediates_on_chip_and_fills_caller_placed_outputs(
+    zg330: NpuDevice,
+) -> None:
+    from xrt.backend import ZG330Backend
+
+    model = COMPOSITES["small_cnn"]()
+    qnet = _quantized(model)
+    feeds = random_feeds(model, seed=8)
+    want = _host(qnet, feeds)
+    with Session.create([ZG330Backend, HostBackend], qnet, [zg330, None]).apply() as sess:
+        npu = sess.backends[0]
+        run = next(u for u in sess.execution_units() if getattr(u, "op_ids", None))
+        where = npu.placement(run.op_ids)
+        if npu.program(run.op_ids).scratch_bytes:
+            assert where["scratch"] == "ocm", where
+        # Manual 1.3.2: outputs into tensors the caller placed (PL: plddr, PS: udma).
+        for region in ("plddr", "udma"):
+            outs = [
+                Tensor(qnet.values[v]).malloc_on(zg330.get_mem_region(region)) for v in sess.outputs
+            ]
+            got = sess.forward(feeds, outs)
+            for t, w in zip(outs, want, strict=True):
+                np.testing.assert_array_equal(t.numpy(), w)
+            assert [g.chunk for g in got] == [t.chunk for t in outs]
+
+
+def test_a_faulting_program_is_11014_and_the_device_stays_usable(buyi: NpuDevice) -> None:
+    """A HardOp whose program reads outside every memory: ADDR_RANGE, then a good run."""
+    import dataclasses
+
+    from xrt import ErrorCode, XrtError
+    from xrt.backend.npu import program_from_bytes, program_to_bytes
+    from xrt.npu import isa
+
+    good = manual_network()
+    hard = good.op(3)
+    prog = program_from_bytes(np.asarray(good.params[hard.params["program"]]).tobytes())
+    k = next(i for i, insn in enumerate(prog.instructions) if isinstance(insn, isa.Load))
+    broken = list(prog.instructions)
+    broken[k] = broken[k].replace(offset=0xFFFF_FF00)
+    bad_prog = dataclasses.replace(prog, instructions=broken)
+    params = dict(good.params)
+    params[hard.params["program"]] = np.frombuffer(program_to_bytes(bad_prog), np.uint8).copy()
+    bad = Network(list(good.ops), dict(good.values), good.inputs, good.outputs, params, "bad")
+    with Session.create([BuyiBackend, HostBackend], bad, [buyi, None]).apply() as sess:
+        with pytest.raises(XrtError) as e:
+            sess.forward([_x()])
+    err = e.value
+    assert err.code == ErrorCode.DEVICE_INTERNAL
+    assert "ADDR_RANGE" in err.message and f"instruction {k}" in err.message
+    assert "load unit" in err.message and "HardOp" in err.message
+    with Session.create([BuyiBackend, HostBackend], good, [buyi, None]).apply() as sess:
+        _assert_same(sess.forward([_x()]), _host(manual_float(), {"x": _x()}))
+
+
+def test_log_io_and_time_mark_merged_programs(
+    buyi: NpuDevice, caplog: pytest.LogCaptureFixture
+) -> None:
+    model = COMPOSITES["small_cnn"]()
+    qnet = _quantized(model)
+    with Session.create([BuyiBackend, HostBackend], qnet, [buyi, None]).apply() as sess:
+        sess.set_log_io(True)
+        sess.set_log_time(True)
+        sess.enable_time_profile(True)
+        with caplog.at_level("INFO", logger="xrt.session"):
+            sess.forward(random_feeds(model, seed=2))
+        merged = [r.getMessage() for r in caplog.records if "HardOp (Merged)" in r.getMessage()]
+        assert merged and any("wall" in m for m in merged)
+        results = sess.time_profile_results().values()
+        programs = [t for t in results if t.backend == "BuyiBackend" and t.op_type == "Subgraph"]
+        compiled = [t for t in programs if any(qnet.op(i).op_type != "Cast" for i in t.op_ids)]
+        assert compiled and all(t.hardware > 0 for t in compiled)

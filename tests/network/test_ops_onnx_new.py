@@ -1,0 +1,185 @@
+"""The operators added for real models against onnxruntime on random data (ONNX's node
+tests cover them too, on fixed small examples; these vary shapes and attributes)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from netutil import check_model, make_model, rand
+from onnx import helper
+
+N = helper.make_node
+
+CONVT_CASES = {
+    "plain": ({}, (3, 4, 3, 3), (1, 3, 5, 5)),
+    "stride2": ({"strides": [2, 2]}, (3, 4, 3, 3), (1, 3, 5, 6)),
+    "stride2_pads": ({"strides": [2, 2], "pads": [1, 1, 1, 1]}, (4, 2, 4, 4), (2, 4, 6, 6)),
+    "output_padding": (
+        {"strides": [2, 2], "pads": [1, 1, 1, 1], "output_padding": [1, 1]},
+        (3, 2, 3, 3),
+        (1, 3, 5, 5),
+    ),
+    "dilation": ({"dilations": [2, 2]}, (2, 3, 3, 3), (1, 2, 5, 5)),
+    "groups": ({"group": 2, "strides": [2, 2]}, (4, 3, 3, 3), (1, 4, 5, 5)),
+    "same_upper": ({"auto_pad": "SAME_UPPER", "strides": [2, 2]}, (3, 2, 3, 3), (1, 3, 4, 4)),
+    "output_shape": ({"strides": [3, 2], "output_shape": [10, 8]}, (1, 2, 3, 3), (1, 1, 3, 3)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CONVT_CASES))
+def test_conv_transpose(case: str) -> None:
+    attrs, wshape, xshape = CONVT_CASES[case]
+    inits = {"w": rand(*wshape, seed=4), "b": rand(wshape[1] * attrs.get("group", 1), seed=5)}
+    model = make_model(
+        [N("ConvTranspose", ["x", "w", "b"], ["y"], **attrs)], {"x": xshape}, ["y"], inits
+    )
+    check_model(model)
+
+
+@pytest.mark.parametrize(
+    ("op", "attrs"),
+    [
+        ("Conv", {"pads": [2, 1], "strides": [2], "dilations": [2]}),
+        ("Conv", {"group": 4, "pads": [1, 1]}),
+        ("ConvTranspose", {"strides": [2]}),
+        ("MaxPool", {"kernel_shape": [3], "strides": [2], "pads": [1, 1]}),
+        ("AveragePool", {"kernel_shape": [4], "strides": [3], "ceil_mode": 1}),
+    ],
+)
+def test_one_dimensional_layers(op: str, attrs: dict) -> None:
+    inits = {}
+    ins = ["x"]
+    if op == "Conv":
+        inits["w"] = rand(8, 8 // attrs.get("group", 1), 3, seed=6)
+        ins.append("w")
+    if op == "ConvTranspose":
+        inits["w"] = rand(8, 4, 3, seed=6)
+        ins.append("w")
+    model = make_model([N(op, ins, ["y"], **attrs)], {"x": (2, 8, 19)}, ["y"], inits)
+    check_model(model)
+
+
+@pytest.mark.parametrize("size", [1, 3, 5])  # onnxruntime refuses even sizes
+def test_lrn(size: int) -> None:
+    model = make_model(
+        [N("LRN", ["x"], ["y"], size=size, alpha=1e-3, beta=0.6, bias=2.0)],
+        {"x": (2, 7, 4, 5)},
+        ["y"],
+    )
+    check_model(model)
+
+
+RESIZE_CASES = [
+    ("linear", "half_pixel", [1, 1, 2, 2]),
+    ("linear", "align_corners", [1, 1, 1.7, 0.6]),
+    ("linear", "asymmetric", [1, 1, 3, 3]),
+    ("linear", "pytorch_half_pixel", [1, 1, 0.5, 2.5]),
+    ("cubic", "half_pixel", [1, 1, 2, 2]),
+    ("cubic", "align_corners", [1, 1, 1.5, 1.5]),
+    ("cubic", "asymmetric", [1, 1, 0.75, 2]),
+]
+
+
+@pytest.mark.parametrize(("mode", "ctm", "scales"), RESIZE_CASES)
+def test_resize_linear_cubic(mode: str, ctm: str, scales: list[float]) -> None:
+    model = make_model(
+        [
+            N(
+                "Resize",
+                ["x", "", "scales"],
+                ["y"],
+                mode=mode,
+                coordinate_transformation_mode=ctm,
+            )
+        ],
+        {"x": (1, 3, 6, 7)},
+        ["y"],
+        {"scales": np.array(scales, np.float32)},
+    )
+    check_model(model)
+
+
+@pytest.mark.parametrize(
+    ("op", "attrs", "inits"),
+    [
+        ("LayerNormalization", {"axis": -1}, {"s": rand(6, seed=2), "b": rand(6, seed=3)}),
+        ("LayerNormalization", {"axis": 1}, {"s": rand(4, 5, 6, seed=2)}),
+        ("InstanceNormalization", {}, {"s": rand(4, seed=2), "b": rand(4, seed=3)}),
+    ],
+)
+def test_normalisations(op: str, attrs: dict, inits: dict) -> None:
+    model = make_model([N(op, ["x", *inits], ["y"], **attrs)], {"x": (2, 4, 5, 6)}, ["y"], inits)
+    check_model(model)
+
+
+def test_slice_split_gather_tile_expand_depth_space() -> None:
+    inits = {
+        "st": np.array([5, -1], np.int64),
+        "en": np.array([0, -100], np.int64),
+        "ax": np.array([2, 3], np.int64),
+        "sp": np.array([-2, -3], np.int64),
+        "idx": np.array([[2, -1], [0, 1]], np.int64),
+        "rep": np.array([1, 2, 1, 1], np.int64),
+        "shp": np.array([2, 1, 1, 1], np.int64),
+        "split": np.array([1, 3], np.int64),
+    }
+    nodes = [
+        N("Slice", ["x", "st", "en", "ax", "sp"], ["s"]),
+        N("Gather", ["x", "idx"], ["g"], axis=1),
+        N("Tile", ["x", "rep"], ["t"]),
+        N("Expand", ["x", "shp"], ["e"]),
+        N("Split", ["x", "split"], ["p0", "p1"], axis=1),
+        N("DepthToSpace", ["x"], ["d"], blocksize=2, mode="CRD"),
+        N("SpaceToDepth", ["x"], ["z"], blocksize=2),
+        N("Squeeze", ["p0", "ax0"], ["q"]),
+        N("Unsqueeze", ["q", "ax0"], ["u"]),
+    ]
+    inits["ax0"] = np.array([1], np.int64)
+    model = make_model(nodes, {"x": (1, 4, 6, 8)}, ["s", "g", "t", "e", "p1", "d", "z", "u"], inits)
+    check_model(model)
+
+
+def test_math_comparisons_and_reductions() -> None:
+    inits = {"axes": np.array([1, 3], np.int64)}
+    nodes = [
+        N("Abs", ["x"], ["a"]),
+        N("Sqrt", ["a"], ["sq"]),
+        N("Exp", ["y"], ["ex"]),
+        N("Log", ["sq"], ["lg"]),
+        N("Tanh", ["x"], ["th"]),
+        N("Erf", ["x"], ["ef"]),
+        N("Gelu", ["x"], ["ge"]),
+        N("Div", ["x", "ex"], ["dv"]),
+        N("Pow", ["a", "y"], ["pw"]),
+        N("Max", ["x", "y", "th"], ["mx"]),
+        N("Min", ["x", "y"], ["mn"]),
+        N("Mean", ["x", "y"], ["me"]),
+        N("Sum", ["x", "y", "th"], ["sm"]),
+        N("Less", ["x", "y"], ["ls"]),
+        N("Where", ["ls", "x", "y"], ["wh"]),
+        N("ReduceMean", ["x", "axes"], ["rm"]),
+        N("ReduceSum", ["x", "axes"], ["rs"], keepdims=0),
+        N("ReduceMax", ["x", "axes"], ["rx"]),
+        N("Neg", ["x"], ["ng"]),
+    ]
+    outs = [
+        "sq",
+        "ex",
+        "lg",
+        "th",
+        "ef",
+        "ge",
+        "dv",
+        "pw",
+        "mx",
+        "mn",
+        "me",
+        "sm",
+        "wh",
+        "rm",
+        "rs",
+        "rx",
+        "ng",
+    ]
+    model = make_model(nodes, {"x": (2, 3, 4, 5), "y": (1, 3, 1, 5)}, outs, inits, opset=20)
+    check_model(model)
