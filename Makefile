@@ -50,15 +50,16 @@ bench: $(STAMP) ## Print the performance figures (docs/performance.md keeps the 
 	$(PY) bench/bench_server.py
 	$(PY) bench/bench_runtime.py
 	$(PY) bench/bench_runtime_grpc.py
+	$(PY) bench/bench_registers.py
 	$(PY) bench/bench_session.py --threads 1
 	$(PY) bench/bench_waves.py
-
 	$(PY) bench/bench_farm.py --repeat 3
 	$(PY) bench/bench_hardening.py
 	$(PY) bench/bench_golden.py
 	$(PY) bench/bench_light_models.py --quantize
 	$(PY) bench/bench_npu_compiler.py
 	$(PY) bench/bench_compute.py
+	$(PY) bench/bench_npu_backend.py --repeat 1
 
 fuzz: $(STAMP) ## Longer server fuzz, kill-mid-DMA trials and TLS round trip (bench/bench_hardening.py)
 	$(PY) bench/bench_hardening.py --fuzz 20000 --kills 20 --reads 2000

@@ -23,6 +23,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 
 from npuemu.sim.build import (  # noqa: E402
+    DPI_SOURCES,
     RTL_DIR,
     VERILATOR_ARGS,
     build_npu_sim,
@@ -75,7 +76,7 @@ def build_raw(target_name: str, out_dir: Path) -> Path:
         cflags,
         str(RTL_DIR / "lint" / "npu.vlt"),
         *map(str, rtl_sources()),
-        str(RTL_DIR / "mem" / "npu_mem_dpi.cpp"),
+        *map(str, DPI_SOURCES),
         str(REPO / "bench" / "raw_sim_main.cpp"),
     ]
     subprocess.run(cmd, env=verilator_env(), check=True, capture_output=True, text=True)

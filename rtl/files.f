@@ -7,6 +7,7 @@ generated/npu_csr_pkg.sv
 generated/dma_csr_pkg.sv
 dma/npu_dma_pkg.sv
 mem/npu_mem_dpi_pkg.sv
+sim/npu_regbus_dpi_pkg.sv
 generated/npu_csr.sv
 generated/dma_csr.sv
 common/npu_fifo.sv
@@ -30,7 +31,10 @@ bus/npu_axi_decerr.sv
 bus/npu_axi_demux.sv
 bus/npu_axi_mux.sv
 bus/npu_axil_demux.sv
+bus/npu_axil_arb.sv
+bus/npu_axil_checker.sv
 mem/npu_axi_mem.sv
 top/npu_regs.sv
 top/npu_top.sv
+sim/npu_regbus_master.sv
 sim/npu_sim.sv

@@ -41,6 +41,10 @@ module npu_sim
   output logic        s_axil_rvalid,
   output logic [31:0] s_axil_rdata,
   output logic [1:0]  s_axil_rresp,
+  input  wire         rbm_kick_i,           /// register bus master: a batch is queued (toggle)
+  output logic        rbm_busy_o,           /// register bus master: a batch runs
+  output logic [15:0] rbm_violations_o,     /// AXI4-Lite rules the register bus master broke
+  output logic [15:0] axil_violations_o,    /// AXI4-Lite rules broken on the NPU's register port
   output logic        irq_o,                /// the NPU's interrupt line
   output logic        busy_o,               /// an engine is running: time must advance
   input  wire  [1:0]  fault_mem_i,          /// 0: none, 1: udma, 2: plddr
@@ -92,6 +96,78 @@ module npu_sim
   logic [BusBytes-1:0]         wstrb;
   logic                        wlast;
 
+  // ---------------------------------------------------------------- register bus
+  // The register bus master (port 0) and the toplevel's AXI4-Lite port (port 1) share the
+  // NPU's register port through an arbiter.
+  logic        rbm_awvalid, rbm_awready, rbm_wvalid, rbm_wready, rbm_bvalid, rbm_bready;
+  logic        rbm_arvalid, rbm_arready, rbm_rvalid, rbm_rready, rbm_lock;
+  logic [31:0] rbm_awaddr, rbm_wdata, rbm_araddr, rbm_rdata;
+  logic [2:0]  rbm_awprot, rbm_arprot;
+  logic [3:0]  rbm_wstrb;
+  logic [1:0]  rbm_bresp, rbm_rresp;
+  logic        axil_awvalid, axil_awready, axil_wvalid, axil_wready, axil_bvalid, axil_bready;
+  logic        axil_arvalid, axil_arready, axil_rvalid, axil_rready;
+  logic [31:0] axil_awaddr, axil_wdata, axil_araddr, axil_rdata;
+  logic [2:0]  axil_awprot, axil_arprot;
+  logic [3:0]  axil_wstrb;
+  logic [1:0]  axil_bresp, axil_rresp;
+
+  npu_regbus_master u_regbus (
+    .clk_i(clk), .rst_ni, .kick_i(rbm_kick_i), .busy_o(rbm_busy_o), .lock_o(rbm_lock),
+    .m_awvalid(rbm_awvalid), .m_awready(rbm_awready), .m_awaddr(rbm_awaddr),
+    .m_awprot(rbm_awprot), .m_wvalid(rbm_wvalid), .m_wready(rbm_wready),
+    .m_wdata(rbm_wdata), .m_wstrb(rbm_wstrb), .m_bvalid(rbm_bvalid), .m_bready(rbm_bready),
+    .m_bresp(rbm_bresp), .m_arvalid(rbm_arvalid), .m_arready(rbm_arready),
+    .m_araddr(rbm_araddr), .m_arprot(rbm_arprot), .m_rvalid(rbm_rvalid),
+    .m_rready(rbm_rready), .m_rdata(rbm_rdata), .m_rresp(rbm_rresp)
+  );
+
+  npu_axil_arb u_axil_arb (
+    .clk_i(clk), .rst_ni, .lock0_i(rbm_lock),
+    .s0_awvalid(rbm_awvalid), .s0_awready(rbm_awready), .s0_awaddr(rbm_awaddr),
+    .s0_awprot(rbm_awprot), .s0_wvalid(rbm_wvalid), .s0_wready(rbm_wready),
+    .s0_wdata(rbm_wdata), .s0_wstrb(rbm_wstrb), .s0_bvalid(rbm_bvalid),
+    .s0_bready(rbm_bready), .s0_bresp(rbm_bresp), .s0_arvalid(rbm_arvalid),
+    .s0_arready(rbm_arready), .s0_araddr(rbm_araddr), .s0_arprot(rbm_arprot),
+    .s0_rvalid(rbm_rvalid), .s0_rready(rbm_rready), .s0_rdata(rbm_rdata),
+    .s0_rresp(rbm_rresp),
+    .s1_awvalid(s_axil_awvalid), .s1_awready(s_axil_awready), .s1_awaddr(s_axil_awaddr),
+    .s1_awprot(s_axil_awprot), .s1_wvalid(s_axil_wvalid), .s1_wready(s_axil_wready),
+    .s1_wdata(s_axil_wdata), .s1_wstrb(s_axil_wstrb), .s1_bvalid(s_axil_bvalid),
+    .s1_bready(s_axil_bready), .s1_bresp(s_axil_bresp), .s1_arvalid(s_axil_arvalid),
+    .s1_arready(s_axil_arready), .s1_araddr(s_axil_araddr), .s1_arprot(s_axil_arprot),
+    .s1_rvalid(s_axil_rvalid), .s1_rready(s_axil_rready), .s1_rdata(s_axil_rdata),
+    .s1_rresp(s_axil_rresp),
+    .m_awvalid(axil_awvalid), .m_awready(axil_awready), .m_awaddr(axil_awaddr),
+    .m_awprot(axil_awprot), .m_wvalid(axil_wvalid), .m_wready(axil_wready),
+    .m_wdata(axil_wdata), .m_wstrb(axil_wstrb), .m_bvalid(axil_bvalid),
+    .m_bready(axil_bready), .m_bresp(axil_bresp), .m_arvalid(axil_arvalid),
+    .m_arready(axil_arready), .m_araddr(axil_araddr), .m_arprot(axil_arprot),
+    .m_rvalid(axil_rvalid), .m_rready(axil_rready), .m_rdata(axil_rdata),
+    .m_rresp(axil_rresp)
+  );
+
+  npu_axil_checker #(.Name("regbus master")) u_check_regbus (
+    .clk_i(clk), .rst_ni,
+    .awvalid(rbm_awvalid), .awready(rbm_awready), .awaddr(rbm_awaddr), .awprot(rbm_awprot),
+    .wvalid(rbm_wvalid), .wready(rbm_wready), .wdata(rbm_wdata), .wstrb(rbm_wstrb),
+    .bvalid(rbm_bvalid), .bready(rbm_bready), .bresp(rbm_bresp),
+    .arvalid(rbm_arvalid), .arready(rbm_arready), .araddr(rbm_araddr), .arprot(rbm_arprot),
+    .rvalid(rbm_rvalid), .rready(rbm_rready), .rdata(rbm_rdata), .rresp(rbm_rresp),
+    .violations_o(rbm_violations_o)
+  );
+
+  npu_axil_checker #(.Name("npu register port")) u_check_axil (
+    .clk_i(clk), .rst_ni,
+    .awvalid(axil_awvalid), .awready(axil_awready), .awaddr(axil_awaddr),
+    .awprot(axil_awprot), .wvalid(axil_wvalid), .wready(axil_wready), .wdata(axil_wdata),
+    .wstrb(axil_wstrb), .bvalid(axil_bvalid), .bready(axil_bready), .bresp(axil_bresp),
+    .arvalid(axil_arvalid), .arready(axil_arready), .araddr(axil_araddr),
+    .arprot(axil_arprot), .rvalid(axil_rvalid), .rready(axil_rready), .rdata(axil_rdata),
+    .rresp(axil_rresp), .violations_o(axil_violations_o)
+  );
+
+  // ---------------------------------------------------------------- the NPU
   npu_top #(
     .TargetId(IsZg330 ? Zg330TargetId : BuyiTargetId),
     .NpuBase(32'(IsZg330 ? Zg330NpuBase : BuyiNpuBase)),
@@ -103,11 +179,14 @@ module npu_sim
     .BusBytes(BusBytes), .AddrWidth(AddrWidth), .IdWidth(IdWidth)
   ) u_npu (
     .clk_i(clk), .rst_ni,
-    .s_axil_awready, .s_axil_awvalid, .s_axil_awaddr, .s_axil_awprot,
-    .s_axil_wready, .s_axil_wvalid, .s_axil_wdata, .s_axil_wstrb,
-    .s_axil_bready, .s_axil_bvalid, .s_axil_bresp,
-    .s_axil_arready, .s_axil_arvalid, .s_axil_araddr, .s_axil_arprot,
-    .s_axil_rready, .s_axil_rvalid, .s_axil_rdata, .s_axil_rresp,
+    .s_axil_awready(axil_awready), .s_axil_awvalid(axil_awvalid),
+    .s_axil_awaddr(axil_awaddr), .s_axil_awprot(axil_awprot),
+    .s_axil_wready(axil_wready), .s_axil_wvalid(axil_wvalid), .s_axil_wdata(axil_wdata),
+    .s_axil_wstrb(axil_wstrb), .s_axil_bready(axil_bready), .s_axil_bvalid(axil_bvalid),
+    .s_axil_bresp(axil_bresp), .s_axil_arready(axil_arready),
+    .s_axil_arvalid(axil_arvalid), .s_axil_araddr(axil_araddr),
+    .s_axil_arprot(axil_arprot), .s_axil_rready(axil_rready), .s_axil_rvalid(axil_rvalid),
+    .s_axil_rdata(axil_rdata), .s_axil_rresp(axil_rresp),
     .m_axi_arid(arid), .m_axi_araddr(araddr), .m_axi_arlen(arlen), .m_axi_arsize(arsize),
     .m_axi_arburst(arburst), .m_axi_arvalid(arvalid), .m_axi_arready(arready),
     .m_axi_rid(rid), .m_axi_rdata(rdata), .m_axi_rresp(rresp), .m_axi_rlast(rlast),

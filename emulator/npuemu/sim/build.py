@@ -54,7 +54,7 @@ BUILD_ROOT = Path(
         REPO_ROOT / "build" / "sim" if IN_CHECKOUT else _CACHE_HOME / "npu-emu" / "sim",
     )
 )
-DPI_SOURCES = (RTL_DIR / "mem" / "npu_mem_dpi.cpp",)
+DPI_SOURCES = (RTL_DIR / "mem" / "npu_mem_dpi.cpp", RTL_DIR / "sim" / "npu_regbus_dpi.cpp")
 LINT_CONFIG = RTL_DIR / "lint" / "npu.vlt"
 COCOTB_CONFIG = RTL_DIR / "sim" / "cocotb.vlt"
 # Compiled into traced models only: waveform windows on demand (npuemu.sim.waves).
@@ -73,11 +73,17 @@ def _lz4_args() -> list[str]:
         return []
     return ["-CFLAGS", f"-I{LZ4_SHIM}", "-LDFLAGS", f"-L{LZ4_SHIM}"]
 
+
 # Verilator options beyond what cocotb's runner adds. --timing (for npu_sim's internal
 # clock) needs -fcoroutines with g++ 12. --no-public-flat-rw undoes the runner's blanket
 # --public-flat-rw (a 4x slower model); rtl/sim/cocotb.vlt makes the toplevel ports
-# public instead.
-COCOTB_ARGS = ("--no-public-flat-rw",)
+# public instead. The register bus master's queue is filled from Python through ctypes in
+# the simulator's own process: its entry points must be in the dynamic symbol table.
+COCOTB_ARGS = (
+    "--no-public-flat-rw",
+    "-LDFLAGS",
+    "-Wl,--export-dynamic-symbol=npu_regbus_*",
+)
 TIMING_ARGS = ("--timing", "-CFLAGS", "-fcoroutines")
 VERILATOR_ARGS = (
     "-O3",

@@ -1,10 +1,13 @@
 """The cocotb harness around the simulated NPU (`npu_sim`).
 
-It runs inside the simulator process. It resets the device, reads and writes registers over
-AXI4-Lite (cocotbext-axi's `AxiLiteMaster`), runs batches of register operations, waits for
-the interrupt under a simulated-cycle limit and a wall-clock limit, and reports the cycle
-count. Data never passes through it: the DMA engine moves bytes between the DPI-C memories
-at one beat per cycle with no Python involved.
+It runs inside the simulator process. It resets the device, reads and writes registers,
+runs batches of register operations, waits for the interrupt under a simulated-cycle limit
+and a wall-clock limit, and reports the cycle count. Register batches go to the register
+bus master inside the simulation (`npu_regbus_master`, fed from a DPI-C queue: one call
+and one trigger per batch, no Python per bus transaction; see `npuemu.sim.regbus`);
+cocotbext-axi's `AxiLiteMaster` is the reference master (and the only one of tops
+without the RTL master). Data never passes through the harness: the DMA engine moves
+bytes between the DPI-C memories at one beat per cycle with no Python involved.
 
 Simulated time only advances while one of these coroutines awaits a trigger. A request
 loop (the emulator's worker) calls them per request and, between requests, blocks on its
@@ -14,7 +17,6 @@ IPC channel outside any trigger: the simulation then stands still and costs no C
 from __future__ import annotations
 
 import enum
-import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,27 +26,34 @@ from cocotb.clock import Clock
 from cocotb.handle import SimHandleBase
 from cocotb.triggers import First, RisingEdge, Timer
 from cocotb.utils import get_sim_time
-from cocotbext.axi import AxiLiteBus, AxiLiteMaster, AxiResp
+from cocotbext.axi import AxiResp
+
+from npuemu.sim.regbus import (
+    POLL_FIRST_INTERVAL,
+    POLL_MAX_INTERVAL,
+    CocotbextMaster,
+    RegbusMaster,
+    RegStatus,
+    Row,
+)
 
 __all__ = [
+    "POLL_FIRST_INTERVAL",
+    "POLL_MAX_INTERVAL",
     "BusError",
     "IrqWait",
     "NpuHarness",
     "PollTimeoutError",
     "RegOp",
     "RegOpKind",
+    "RegResult",
+    "RegStatus",
     "WaitOutcome",
 ]
-
-log = logging.getLogger("npuemu.harness")
 
 # Longest stretch of simulated time awaited in one trigger while waiting for the
 # interrupt: between stretches the wall-clock limit is checked.
 WAIT_CHUNK_CYCLES = 1 << 16
-# Poll-until reads back off from the first to the last interval (cycles between reads), so
-# a long wait costs few reads while a short one is seen quickly.
-POLL_FIRST_INTERVAL = 8
-POLL_MAX_INTERVAL = 1024
 
 
 class BusError(Exception):
@@ -95,6 +104,23 @@ class RegOp:
     expected: int = 0
     max_cycles: int = 1_000_000
 
+    def row(self) -> Row:
+        """The operation as a row of `npuemu.sim.regbus`."""
+        return (self.kind.value, self.addr, self.value, self.mask, self.expected, self.max_cycles)
+
+
+@dataclass(frozen=True)
+class RegResult:
+    """What one register operation gave: its status, value and simulated cycles."""
+
+    status: RegStatus
+    value: int
+    cycles: int
+
+    @property
+    def ok(self) -> bool:
+        return self.status is RegStatus.OKAY
+
 
 class WaitOutcome(enum.Enum):
     IRQ = "irq"  # the interrupt line is high
@@ -124,19 +150,33 @@ class NpuHarness:
     Args:
         dut: The cocotb handle of the toplevel.
         clock_period_ps: Simulated clock period (rtl/config/npu.toml ``clock.period_ps``).
+        master: "regbus" (the RTL master inside `npu_sim`), "cocotbext" (cocotbext-axi on
+            the ``s_axil_*`` port, the reference) or "auto" (regbus when the top has it).
     """
 
-    def __init__(self, dut: SimHandleBase, clock_period_ps: int = 10_000) -> None:
+    def __init__(
+        self, dut: SimHandleBase, clock_period_ps: int = 10_000, *, master: str = "auto"
+    ) -> None:
         self.dut = dut
         self.period_ps = clock_period_ps
         self.internal_clock = hasattr(dut, "clk_o")
         self.clock = dut.clk_o if self.internal_clock else dut.clk_i
         self._clock_started = self.internal_clock
-        self.axil = AxiLiteMaster(
-            AxiLiteBus.from_prefix(dut, "s_axil"), self.clock, dut.rst_ni, reset_active_level=False
-        )
-        self.axil.write_if.log.setLevel(logging.WARNING)
-        self.axil.read_if.log.setLevel(logging.WARNING)
+        has_regbus = hasattr(dut, "rbm_kick_i")
+        if master == "auto":
+            master = "regbus" if has_regbus else "cocotbext"
+        if master == "regbus" and not has_regbus:
+            raise ValueError(f"toplevel {dut._name} has no register bus master (rbm_kick_i)")
+        if master not in ("regbus", "cocotbext"):
+            raise ValueError(f"master must be regbus, cocotbext or auto, not {master!r}")
+        self.master_name = master
+        self.master: RegbusMaster | CocotbextMaster
+        if master == "regbus":
+            self.master = RegbusMaster(dut, clock_period_ps)
+            for name in ("awvalid", "wvalid", "arvalid", "bready", "rready"):
+                getattr(dut, f"s_axil_{name}").value = 0  # the other port stays quiet
+        else:
+            self.master = CocotbextMaster(dut, self.clock, clock_period_ps)
         self.has_fault_injection = hasattr(dut, "fault_mem_i")
         if self.has_fault_injection:
             self.clear_fault()
@@ -163,24 +203,32 @@ class NpuHarness:
             cocotb.start_soon(Clock(self.dut.clk_i, self.period_ps, unit="ps").start())
             self._clock_started = True
         self.dut.rst_ni.value = 0
+        self.master.reset()
         await self.run_cycles(cycles)
         self.dut.rst_ni.value = 1
         await RisingEdge(self.clock)
         await RisingEdge(self.clock)
 
     # ------------------------------------------------------------------ registers
+    async def run_rows(self, rows: Sequence[Row]) -> list[tuple[int, int, int]]:
+        """Run rows ``(kind, addr, value, mask, expected, max_cycles)`` in order and stop
+        after the first that fails; one ``(status, value, cycles)`` per op run. The raw
+        form the worker uses (semantics in `npuemu.sim.regbus`)."""
+        return await self.master.run(rows)
+
+    async def execute(self, ops: Sequence[RegOp]) -> list[RegResult]:
+        """Run `ops` in order and stop after the first that fails (bus error, poll
+        timeout); one result per op run, with its status, value and cycles."""
+        raw = await self.master.run([op.row() for op in ops])
+        return [RegResult(RegStatus(s), v, c) for s, v, c in raw]
+
     async def read_reg(self, addr: int) -> int:
         """Read the 32-bit register at physical address `addr`."""
-        resp = await self.axil.read(addr, 4)
-        if resp.resp != AxiResp.OKAY:
-            raise BusError("read", addr, resp.resp)
-        return int.from_bytes(resp.data, "little")
+        return (await self.run_batch([RegOp(RegOpKind.READ, addr)]))[0]  # type: ignore[return-value]
 
     async def write_reg(self, addr: int, value: int) -> None:
         """Write the 32-bit register at physical address `addr`."""
-        resp = await self.axil.write(addr, (value & 0xFFFF_FFFF).to_bytes(4, "little"))
-        if resp.resp != AxiResp.OKAY:
-            raise BusError("write", addr, resp.resp)
+        await self.run_batch([RegOp(RegOpKind.WRITE, addr, value)])
 
     async def poll(self, addr: int, mask: int, expected: int, max_cycles: int) -> int:
         """Read `addr` until ``value & mask == expected``; return the matching value.
@@ -188,17 +236,8 @@ class NpuHarness:
         Raises:
             PollTimeoutError: the condition did not hold within `max_cycles` cycles.
         """
-        start = self.cycles
-        interval = POLL_FIRST_INTERVAL
-        while True:
-            value = await self.read_reg(addr)
-            if value & mask == expected:
-                return value
-            spent = self.cycles - start
-            if spent >= max_cycles:
-                raise PollTimeoutError(addr, mask, expected, value, spent)
-            await self.run_cycles(min(interval, max_cycles - spent))
-            interval = min(interval * 2, POLL_MAX_INTERVAL)
+        op = RegOp(RegOpKind.POLL, addr, mask=mask, expected=expected, max_cycles=max_cycles)
+        return (await self.run_batch([op]))[0]  # type: ignore[return-value]
 
     async def run_batch(self, ops: Sequence[RegOp]) -> list[int | None]:
         """Run register operations in order; return one result per op.
@@ -207,25 +246,33 @@ class NpuHarness:
         written. The first failure (bus error, poll timeout) raises and stops the batch;
         the exception carries `index`, the position of the failing op.
         """
-        results: list[int | None] = []
-        for index, op in enumerate(ops):
-            try:
-                if op.kind is RegOpKind.READ:
-                    results.append(await self.read_reg(op.addr))
-                elif op.kind is RegOpKind.WRITE:
-                    await self.write_reg(op.addr, op.value)
-                    results.append(None)
-                elif op.kind is RegOpKind.MASKED_WRITE:
-                    old = await self.read_reg(op.addr)
-                    new = (old & ~op.mask) | (op.value & op.mask)
-                    await self.write_reg(op.addr, new)
-                    results.append(new & 0xFFFF_FFFF)
-                else:
-                    results.append(await self.poll(op.addr, op.mask, op.expected, op.max_cycles))
-            except (BusError, PollTimeoutError) as exc:
-                exc.index = index  # type: ignore[attr-defined]
-                raise
-        return results
+        results = await self.execute(ops)
+        if results and not results[-1].ok:
+            index = len(results) - 1
+            op, r = ops[index], results[-1]
+            exc: BusError | PollTimeoutError
+            if r.status is RegStatus.POLL_TIMEOUT:
+                exc = PollTimeoutError(op.addr, op.mask, op.expected, r.value, r.cycles)
+            else:
+                failed = {RegOpKind.WRITE: "write", RegOpKind.MASKED_WRITE: "masked write"}.get(
+                    op.kind, "read"
+                )
+                exc = BusError(failed, op.addr, AxiResp(int(r.status)))
+            exc.index = index  # type: ignore[attr-defined]
+            raise exc
+        return [
+            None if op.kind is RegOpKind.WRITE else r.value
+            for op, r in zip(ops, results, strict=True)
+        ]
+
+    @property
+    def axil_violations(self) -> tuple[int, int]:
+        """AXI4-Lite rules broken since reset, counted by `npu_sim`'s checkers: (on the
+        register bus master's own link, on the NPU's register port); (0, 0) for tops
+        without them."""
+        if not hasattr(self.dut, "axil_violations_o"):
+            return 0, 0
+        return int(self.dut.rbm_violations_o.value), int(self.dut.axil_violations_o.value)
 
     # ------------------------------------------------------------------ interrupt
     @property

@@ -28,15 +28,8 @@ from typing import Any
 
 import cocotb
 from cocotb.triggers import FallingEdge, First, Timer
-from cocotbext.axi import AxiResp
 
-from npuemu.sim.harness import (
-    BusError,
-    NpuHarness,
-    PollTimeoutError,
-    RegOp,
-    RegOpKind,
-)
+from npuemu.sim.harness import NpuHarness
 from npuemu.sim.waves import WaveRecorder, WavesUnavailableError
 from npuemu.worker.protocol import BlockingChannel, ChannelClosedError
 from xrt._generated.hwconfig import CLOCK_PERIOD_PS
@@ -48,12 +41,9 @@ WATCH_SLICE_CYCLES = 4096  # while a request runs: cycles between looks for a ca
 WATCHED_OPS = ("batch", "wait_irq")  # requests that may run long: cancellable
 _PR_SET_PDEATHSIG = 1
 _MAP_FIXED = 0x10
-
-
-def _status(exc: BusError | PollTimeoutError) -> str:
-    if isinstance(exc, PollTimeoutError):
-        return "POLL_TIMEOUT"
-    return "DECERR" if exc.resp == AxiResp.DECERR else "SLVERR"
+# Status names of the IPC protocol, by the harness's status codes (npuemu.sim.regbus).
+STATUS_NAMES = {0: "OK", 2: "SLVERR", 3: "DECERR", 4: "POLL_TIMEOUT"}
+ALL_BITS = 0xFFFF_FFFF
 
 
 def remap_file(old: str, new: str) -> None:
@@ -97,11 +87,16 @@ def remap_file(old: str, new: str) -> None:
 
 
 class Worker:
-    """Request handlers over one harness."""
+    """Request handlers over one harness.
+
+    The register master is the RTL one inside the simulation; NPU_EMU_REG_MASTER=cocotbext
+    selects cocotbext-axi's instead (the reference, for comparisons in benches).
+    """
 
     def __init__(self, dut: Any) -> None:
         self.dut = dut
-        self.h = NpuHarness(dut, CLOCK_PERIOD_PS)
+        master = os.environ.get("NPU_EMU_REG_MASTER", "auto")
+        self.h = NpuHarness(dut, CLOCK_PERIOD_PS, master=master)
         self._waves: WaveRecorder | None = None
 
     def waves(self) -> WaveRecorder:
@@ -135,16 +130,12 @@ class Worker:
             await h.reset()
             return {}
         if op == "read_reg":
-            try:
-                return {"status": "OK", "value": await h.read_reg(req["addr"])}
-            except BusError as exc:
-                return {"status": _status(exc), "value": 0}
+            ((status, value, _),) = await h.run_rows([("read", req["addr"], 0, ALL_BITS, 0, 0)])
+            return {"status": STATUS_NAMES[status], "value": value}
         if op == "write_reg":
-            try:
-                await h.write_reg(req["addr"], req["value"])
-                return {"status": "OK"}
-            except BusError as exc:
-                return {"status": _status(exc)}
+            row = ("write", req["addr"], req["value"], ALL_BITS, 0, 0)
+            ((status, _, _),) = await h.run_rows([row])
+            return {"status": STATUS_NAMES[status]}
         if op == "batch":
             return {"results": await self.batch(req["ops"])}
         if op == "remap":
@@ -161,20 +152,11 @@ class Worker:
         raise ValueError(f"unknown worker request {op!r}")
 
     async def batch(self, ops: list[tuple]) -> list[tuple[str, int]]:
-        """Run (kind, addr, value, mask, expected, max_cycles) ops; stop at the first failure."""
-        results: list[tuple[str, int]] = []
-        for kind, addr, value, mask, expected, max_cycles in ops:
-            op = RegOp(RegOpKind(kind), addr, value, mask, expected, max_cycles)
-            try:
-                (got,) = await self.h.run_batch([op])
-            except PollTimeoutError as exc:
-                results.append(("POLL_TIMEOUT", exc.last))
-                break
-            except BusError as exc:
-                results.append((_status(exc), 0))
-                break
-            results.append(("OK", 0 if got is None else got))
-        return results
+        """Run (kind, addr, value, mask, expected, max_cycles) ops; stop at the first failure.
+
+        The whole batch is one hand-over to the register bus master in the simulation.
+        """
+        return [(STATUS_NAMES[s], v) for s, v, _ in await self.h.run_rows(ops)]
 
     async def idle_or_busy(self, chan: BlockingChannel) -> None:
         """Advance time while an engine is busy and nobody is asking; else return."""

@@ -1,0 +1,179 @@
+"""Register access figures, runtime -> gRPC -> server -> worker -> RTL, with a bare gRPC
+unary echo on the same machine as the yardstick, all in one run.
+
+    .venv/bin/python bench/bench_registers.py [--quick]
+
+Prints medians of:
+
+- a bare Python gRPC unary echo (grpc.aio server in its own process, sync client: the
+  shapes the device server and the runtime use), round trip p50/p99;
+- one register read (ReadRegister) round trip p50/p99, measured interleaved with the echo
+  so both see the same load, and their ratio;
+- the cost per op of batches of 64 and 1024 reads (RegisterBatch);
+- a poll loop of 10,000 reads: the driver's loop (one ReadRegister each), and the same
+  reads in batches of 1024;
+- the simulated cycles per access (from the cycle counts the server reports);
+- the same register figures with the worker's cocotbext-axi master (the path before the
+  RTL master; NPU_EMU_REG_MASTER=cocotbext), in the same run, for the ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+
+import grpc
+
+from npuemu.server.launch import ServerProcess
+from xrt import RegRead
+from xrt._generated.regmap_npu import NPU
+from xrt.transport.grpc import GrpcTransport
+
+ECHO_METHOD = "/bench.Echo/Echo"
+
+
+def echo_server() -> None:
+    """Serve the echo on a free loopback port; print the port; run until killed."""
+    import asyncio
+
+    async def serve() -> None:
+        server = grpc.aio.server()
+        handler = grpc.method_handlers_generic_handler(
+            "bench.Echo",
+            {"Echo": grpc.unary_unary_rpc_method_handler(_echo)},
+        )
+        server.add_generic_rpc_handlers((handler,))
+        port = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        print(port, flush=True)
+        await server.wait_for_termination()
+
+    asyncio.run(serve())
+
+
+async def _echo(request: bytes, context: object) -> bytes:
+    return request
+
+
+def percentiles(samples: list[float]) -> tuple[float, float]:
+    s = sorted(samples)
+    return s[len(s) // 2], s[min(len(s) - 1, int(len(s) * 0.99))]
+
+
+def median_s(fn: Callable[[], object], runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def measure(address: str, echo: Callable[[bytes], bytes], n: int, label: str) -> dict:
+    t = GrpcTransport(address)
+    try:
+        npu = t.reg_region("npu", NPU)
+        addr = npu.base + NPU.register("SCRATCH").offset
+        for _ in range(50):  # warm up both paths
+            npu.read(addr)
+            echo(b"x" * 16)
+        lat, lat_echo = [], []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            echo(b"x" * 16)
+            t1 = time.perf_counter()
+            npu.read(addr)
+            t2 = time.perf_counter()
+            lat_echo.append(t1 - t0)
+            lat.append(t2 - t1)
+        out: dict = {"read": percentiles(lat), "echo": percentiles(lat_echo)}
+        runs = max(10, n // 20)
+        for size in (64, 1024):
+            ops = [RegRead(addr)] * size
+            out[f"batch{size}"] = median_s(lambda ops=ops: npu.execute(ops), runs) / size
+        # Simulated cycles per access: two batches, the difference of the reported counts.
+        ops = [RegRead(addr)] * 1024
+        npu.execute(ops)
+        c0 = t.cycles
+        npu.execute(ops)
+        out["cycles_per_read"] = (t.cycles - c0) / 1024
+        t0 = time.perf_counter()
+        for _ in range(10_000):
+            npu.read(addr)
+        out["poll_loop"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        for _ in range(10_000 // 1024):
+            npu.execute(ops)
+        npu.execute(ops[: 10_000 % 1024])
+        out["poll_batched"] = time.perf_counter() - t0
+    finally:
+        t.close()
+    print(f"[{label}] done", flush=True)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer samples")
+    parser.add_argument("--echo-server", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.echo_server:
+        echo_server()
+        return
+    n = 300 if args.quick else 2000
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--echo-server"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        port = int(proc.stdout.readline())
+        channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+        echo = channel.unary_unary(ECHO_METHOD)
+        results = {}
+        for master in ("regbus", "cocotbext"):
+            os.environ["NPU_EMU_REG_MASTER"] = master
+            srv = ServerProcess.start(target="buyi", devices=1)
+            try:
+                results[master] = measure(srv.address, echo, n, master)
+            finally:
+                srv.stop()
+                os.environ.pop("NPU_EMU_REG_MASTER", None)
+        channel.close()
+    finally:
+        proc.kill()
+        proc.wait()
+
+    new, old = results["regbus"], results["cocotbext"]
+    us = 1e6
+    e50, e99 = new["echo"]
+    print(f"\nbare gRPC unary echo:            p50 {e50 * us:6.0f} us   p99 {e99 * us:6.0f} us")
+    for name, r in (("RTL master", new), ("cocotbext-axi", old)):
+        p50, p99 = r["read"]
+        print(
+            f"register read, one RPC ({name:13s}): p50 {p50 * us:6.0f} us   "
+            f"p99 {p99 * us:6.0f} us   = {p50 / r['echo'][0]:.2f}x the echo (p50, same loop)"
+        )
+    for size in (64, 1024):
+        key = f"batch{size}"
+        print(
+            f"batch of {size:4d} reads, per op:   RTL master {new[key] * us:6.1f} us   "
+            f"cocotbext-axi {old[key] * us:6.1f} us   ({old[key] / new[key]:.1f}x)"
+        )
+    print(
+        f"poll loop of 10,000 reads:       one RPC each {new['poll_loop']:.2f} s "
+        f"({10_000 / new['poll_loop']:.0f}/s), in batches of 1024 {new['poll_batched']:.2f} s "
+        f"(cocotbext-axi: {old['poll_loop']:.2f} s, {old['poll_batched']:.2f} s)"
+    )
+    print(
+        f"simulated cycles per read:       RTL master {new['cycles_per_read']:.1f}   "
+        f"cocotbext-axi {old['cycles_per_read']:.1f}"
+    )
+
+
+if __name__ == "__main__":
+    main()

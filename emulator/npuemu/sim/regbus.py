@@ -1,0 +1,248 @@
+"""Register bus masters of the harness: how a batch of register operations reaches the RTL.
+
+Two masters with one interface (`run(rows)`):
+
+- `RegbusMaster`, the one the emulator uses: the batch goes in one ctypes call into the
+  DPI-C queue of `npu_regbus_master` (rtl/sim/), an AXI4-Lite master inside the
+  simulation; the harness toggles its kick input and awaits the fall of its busy line (one
+  trigger). No Python runs between bus transactions.
+- `CocotbextMaster`: cocotbext-axi's `AxiLiteMaster` on the toplevel's `s_axil_*` port,
+  one Python coroutine per transaction. It is the independent reference the tests compare
+  the RTL master against, and the only master of tops without `npu_regbus_master` (the
+  DMA block test's `npu_dma`).
+
+A row is ``(kind, addr, value, mask, expected, max_cycles)`` with kind one of "read",
+"write", "masked_write", "poll" (the worker's wire form); a result is ``(status, value,
+cycles)`` with status a `RegStatus` code. A batch stops after the first result that is
+not OKAY. Semantics, shared by both masters:
+
+- read: the value read (0 when the bus answers SLVERR/DECERR);
+- write: value 0;
+- masked write: read, then write ``(old & ~mask) | (value & mask)``, nothing else on the
+  bus in between; the value written;
+- poll: read until ``value & mask == expected``; between reads wait `POLL_FIRST_INTERVAL`
+  cycles, doubling up to `POLL_MAX_INTERVAL`, never past `max_cycles` after the start; a
+  read that does not match `max_cycles` or more after the start gives POLL_TIMEOUT with
+  the value last read.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import enum
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from cocotb.handle import SimHandleBase
+from cocotb.triggers import FallingEdge, First, Timer
+from cocotb.utils import get_sim_time
+from cocotbext.axi import AxiLiteBus, AxiLiteMaster
+
+__all__ = [
+    "OP_DTYPE",
+    "POLL_FIRST_INTERVAL",
+    "POLL_MAX_INTERVAL",
+    "RESULT_DTYPE",
+    "CocotbextMaster",
+    "RegStatus",
+    "RegbusError",
+    "RegbusMaster",
+    "Row",
+    "encode_rows",
+]
+
+# Poll-until reads back off from the first to the last interval (cycles between reads), so
+# a long wait costs few reads while a short one is seen quickly (npu_regbus_master's
+# parameters have the same defaults).
+POLL_FIRST_INTERVAL = 8
+POLL_MAX_INTERVAL = 1024
+
+Row = tuple[str, int, int, int, int, int]
+Result = tuple[int, int, int]
+
+KIND_CODES = {"read": 0, "write": 1, "masked_write": 2, "poll": 3}
+
+# The layouts of RegbusOp and RegbusResult in rtl/sim/npu_regbus_dpi.cpp.
+OP_DTYPE = np.dtype(
+    [
+        ("kind", "<u4"),
+        ("addr", "<u4"),
+        ("value", "<u4"),
+        ("mask", "<u4"),
+        ("expected", "<u4"),
+        ("reserved", "<u4"),
+        ("max_cycles", "<u8"),
+    ]
+)
+RESULT_DTYPE = np.dtype([("status", "<u4"), ("value", "<u4"), ("cycles", "<u8")])
+
+_M32 = 0xFFFF_FFFF
+
+
+class RegStatus(enum.IntEnum):
+    """Outcome of one register operation: the AXI response, or a poll that gave up."""
+
+    OKAY = 0
+    SLVERR = 2
+    DECERR = 3
+    POLL_TIMEOUT = 4
+
+
+class RegbusError(RuntimeError):
+    """The register bus master misbehaved (a bug in the simulation, not a bus answer)."""
+
+
+def encode_rows(rows: Sequence[Row]) -> np.ndarray:
+    """Rows -> the queue's packed layout (values and masks taken modulo 2**32).
+
+    Raises:
+        ValueError: an unknown kind, an address outside 32 bits or a negative cycle limit.
+    """
+    try:
+        packed = [
+            (KIND_CODES[k], a, v & _M32, m & _M32, e & _M32, 0, c) for k, a, v, m, e, c in rows
+        ]
+        return np.array(packed, dtype=OP_DTYPE)
+    except KeyError as exc:
+        raise ValueError(f"unknown register operation {exc.args[0]!r}") from None
+    except OverflowError as exc:
+        raise ValueError(f"register operation out of range: {exc}") from None
+
+
+class RegbusMaster:
+    """Batches through `npu_regbus_master` inside the simulation (see the module doc).
+
+    Args:
+        dut: The toplevel (`npu_sim`): ports ``rbm_kick_i`` and ``rbm_busy_o``.
+        period_ps: Clock period, for the guard timer.
+    """
+
+    def __init__(self, dut: SimHandleBase, period_ps: int) -> None:
+        self.dut = dut
+        self.period_ps = period_ps
+        self._kick = 0
+        self._running = False  # a batch was handed over and its end not yet seen
+        lib = ctypes.CDLL(None)  # the simulator executable itself
+        try:
+            self._submit = lib.npu_regbus_submit
+            self._collect = lib.npu_regbus_collect
+            self._cancel = lib.npu_regbus_cancel
+        except AttributeError:
+            raise RegbusError(
+                "the simulator does not export npu_regbus_submit: it was built without "
+                "-Wl,--export-dynamic-symbol=npu_regbus_* (rebuild it with npuemu.sim.build)"
+            ) from None
+        self._submit.argtypes = (ctypes.c_void_p, ctypes.c_uint32)
+        self._submit.restype = ctypes.c_int
+        self._collect.argtypes = (ctypes.c_void_p, ctypes.c_uint32)
+        self._collect.restype = ctypes.c_uint32
+        self._cancel.argtypes = ()
+        self._cancel.restype = None
+
+    def reset(self) -> None:
+        """Drive the kick input to its reset value (call while the NPU is in reset)."""
+        self._kick = 0
+        self._running = False
+        self.dut.rbm_kick_i.value = 0
+
+    async def run(self, rows: Sequence[Row]) -> list[Result]:
+        """Run the batch in the simulation; one `(status, value, cycles)` per op run."""
+        if not rows:
+            return []
+        ops = encode_rows(rows)
+        if self._running and self.dut.rbm_busy_o.value:
+            # The last batch was cancelled: the master ends it at its next op boundary.
+            await FallingEdge(self.dut.rbm_busy_o)
+        if self._submit(ops.ctypes.data, len(ops)) != 0:
+            raise RegbusError("the register bus master is still running a batch")
+        self._kick ^= 1
+        self.dut.rbm_kick_i.value = self._kick
+        self._running = True
+        # A bound no correct batch reaches: each poll's limit plus its last read and
+        # interval, and a generous number of cycles per access. (Plain Python: numpy's
+        # fixed costs showed in the profile of single reads.)
+        polls = [row[5] + POLL_MAX_INTERVAL for row in rows if row[0] == "poll"]
+        bound = sum(polls) + 256 * len(rows) + 4096
+        done = FallingEdge(self.dut.rbm_busy_o)
+        try:
+            fired = await First(done, Timer(bound * self.period_ps, unit="ps"))
+        except BaseException:  # cancelled (the worker's caller went away)
+            self._cancel()
+            raise
+        if fired is not done:
+            raise RegbusError(f"the register bus master did not finish a batch in {bound} cycles")
+        self._running = False
+        out = np.empty(len(ops), RESULT_DTYPE)
+        n = self._collect(out.ctypes.data, len(ops))
+        return out[:n].tolist()
+
+
+class CocotbextMaster:
+    """Batches through cocotbext-axi's `AxiLiteMaster` on the ``s_axil_*`` port: one Python
+    coroutine per transaction (the reference master of the tests)."""
+
+    def __init__(self, dut: SimHandleBase, clock: Any, period_ps: int) -> None:
+        from cocotbext.axi import AxiResp
+
+        self._okay = AxiResp.OKAY
+        self.period_ps = period_ps
+        self.axil = AxiLiteMaster(
+            AxiLiteBus.from_prefix(dut, "s_axil"), clock, dut.rst_ni, reset_active_level=False
+        )
+        self.axil.write_if.log.setLevel(logging.WARNING)
+        self.axil.read_if.log.setLevel(logging.WARNING)
+
+    def reset(self) -> None:
+        """Nothing to do: cocotbext-axi follows the reset line itself."""
+
+    def _cycles(self) -> int:
+        return int(get_sim_time("ps")) // self.period_ps
+
+    async def _read(self, addr: int) -> tuple[int, int]:
+        resp = await self.axil.read(addr, 4)
+        if resp.resp != self._okay:
+            return int(resp.resp), 0
+        return 0, int.from_bytes(resp.data, "little")
+
+    async def _write(self, addr: int, value: int) -> int:
+        resp = await self.axil.write(addr, (value & _M32).to_bytes(4, "little"))
+        return int(resp.resp)
+
+    async def _poll(self, addr: int, mask: int, expected: int, max_cycles: int) -> tuple[int, int]:
+        start = self._cycles()
+        interval = POLL_FIRST_INTERVAL
+        while True:
+            status, value = await self._read(addr)
+            if status or value & mask == expected:
+                return status, value
+            spent = self._cycles() - start
+            if spent >= max_cycles:
+                return int(RegStatus.POLL_TIMEOUT), value
+            await Timer(min(interval, max_cycles - spent) * self.period_ps, unit="ps")
+            interval = min(interval * 2, POLL_MAX_INTERVAL)
+
+    async def run(self, rows: Sequence[Row]) -> list[Result]:
+        """Run the batch op by op; one `(status, value, cycles)` per op run."""
+        encode_rows(rows)  # the same checks as the RTL master
+        results: list[Result] = []
+        for kind, addr, value, mask, expected, max_cycles in rows:
+            start = self._cycles()
+            if kind == "read":
+                status, got = await self._read(addr)
+            elif kind == "write":
+                status, got = await self._write(addr, value), 0
+            elif kind == "masked_write":
+                status, old = await self._read(addr)
+                got = 0
+                if not status:
+                    new = ((old & ~mask) | (value & mask)) & _M32
+                    status = await self._write(addr, new)
+                    got = 0 if status else new
+            else:
+                status, got = await self._poll(addr, mask & _M32, expected & _M32, max_cycles)
+            results.append((status, got, self._cycles() - start))
+            if status:
+                break
+        return results

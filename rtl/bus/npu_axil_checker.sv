@@ -1,0 +1,122 @@
+`default_nettype none
+
+/// AXI4-Lite protocol checker for one link (simulation only; it drives nothing).
+///
+/// Checks, each clock edge after reset:
+/// - handshake stability: while `valid && !ready` on any channel, `valid` stays high and
+///   the payload (address, prot, data, strobes, response) does not change;
+/// - one transaction at a time on the link: no address or data handshake while a
+///   transaction waits for its response, no write channel accepted twice;
+/// - responses: none without a request, and never EXOKAY (illegal in AXI4-Lite).
+///
+/// Each violation prints a warning naming the rule and `Name`, and counts in
+/// `violations_o` (saturating), which the tests read; a violation never stops the
+/// simulation of the device server.
+module npu_axil_checker #(
+  parameter string Name = "axil"  /// printed with each violation
+) (
+  input  wire         clk_i,        /// clock
+  input  wire         rst_ni,       /// asynchronous reset, active low
+  input  wire         awvalid,      /// the link's signals
+  input  wire         awready,
+  input  wire  [31:0] awaddr,
+  input  wire  [2:0]  awprot,
+  input  wire         wvalid,
+  input  wire         wready,
+  input  wire  [31:0] wdata,
+  input  wire  [3:0]  wstrb,
+  input  wire         bvalid,
+  input  wire         bready,
+  input  wire  [1:0]  bresp,
+  input  wire         arvalid,
+  input  wire         arready,
+  input  wire  [31:0] araddr,
+  input  wire  [2:0]  arprot,
+  input  wire         rvalid,
+  input  wire         rready,
+  input  wire  [31:0] rdata,
+  input  wire  [1:0]  rresp,
+  output logic [15:0] violations_o  /// rules broken so far (saturates)
+);
+  localparam logic [1:0] RespExokay = 2'b01;
+
+  // The previous cycle's view of each channel.
+  logic        aw_wait_q, w_wait_q, b_wait_q, ar_wait_q, r_wait_q;
+  logic [34:0] aw_q, ar_q;
+  logic [35:0] w_q;
+  logic [1:0]  b_q;
+  logic [33:0] r_q;
+  // Transaction state: a read or a write address / data has been accepted.
+  logic        rd_open_q, aw_open_q, w_open_q;
+
+  wire aw_fire = awvalid && awready;
+  wire w_fire  = wvalid && wready;
+  wire b_fire  = bvalid && bready;
+  wire ar_fire = arvalid && arready;
+  wire r_fire  = rvalid && rready;
+
+  // Rules broken this cycle, one bit each.
+  typedef enum int unsigned {
+    RuleAwStable, RuleWStable, RuleBStable, RuleArStable, RuleRStable,
+    RuleOneOutstanding, RuleRespWithoutRequest, RuleExokay, RuleCount
+  } rule_e;
+  logic [RuleCount-1:0] broken;
+
+  always_comb begin
+    broken = '0;
+    broken[RuleAwStable] = aw_wait_q && !(awvalid && {awaddr, awprot} == aw_q);
+    broken[RuleWStable]  = w_wait_q && !(wvalid && {wdata, wstrb} == w_q);
+    broken[RuleBStable]  = b_wait_q && !(bvalid && bresp == b_q);
+    broken[RuleArStable] = ar_wait_q && !(arvalid && {araddr, arprot} == ar_q);
+    broken[RuleRStable]  = r_wait_q && !(rvalid && {rdata, rresp} == r_q);
+    broken[RuleOneOutstanding] =
+        (ar_fire && (rd_open_q || aw_open_q || w_open_q || aw_fire || w_fire))
+      || (aw_fire && (rd_open_q || aw_open_q)) || (w_fire && (rd_open_q || w_open_q));
+    broken[RuleRespWithoutRequest] =
+        (rvalid && !rd_open_q) || (bvalid && !(aw_open_q && w_open_q));
+    broken[RuleExokay] = (rvalid && rresp == RespExokay) || (bvalid && bresp == RespExokay);
+  end
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      aw_wait_q    <= 1'b0;
+      w_wait_q     <= 1'b0;
+      b_wait_q     <= 1'b0;
+      ar_wait_q    <= 1'b0;
+      r_wait_q     <= 1'b0;
+      aw_q         <= '0;
+      w_q          <= '0;
+      b_q          <= '0;
+      ar_q         <= '0;
+      r_q          <= '0;
+      rd_open_q    <= 1'b0;
+      aw_open_q    <= 1'b0;
+      w_open_q     <= 1'b0;
+      violations_o <= '0;
+    end else begin
+      aw_wait_q <= awvalid && !awready;
+      w_wait_q  <= wvalid && !wready;
+      b_wait_q  <= bvalid && !bready;
+      ar_wait_q <= arvalid && !arready;
+      r_wait_q  <= rvalid && !rready;
+      aw_q      <= {awaddr, awprot};
+      w_q       <= {wdata, wstrb};
+      b_q       <= bresp;
+      ar_q      <= {araddr, arprot};
+      r_q       <= {rdata, rresp};
+      if (ar_fire) rd_open_q <= 1'b1;
+      else if (r_fire) rd_open_q <= 1'b0;
+      if (aw_fire) aw_open_q <= 1'b1;
+      else if (b_fire) aw_open_q <= 1'b0;
+      if (w_fire) w_open_q <= 1'b1;
+      else if (b_fire) w_open_q <= 1'b0;
+      if (broken != '0) begin
+        $warning("npu_axil_checker(%s): AXI4-Lite rule broken (bits %b: EXOKAY, response without request, one outstanding, R/AR/B/W/AW unstable)",
+                 Name, broken);
+        if (violations_o != '1) violations_o <= violations_o + 16'd1;
+      end
+    end
+  end
+endmodule
+
+`default_nettype wire
