@@ -217,19 +217,13 @@ class NpuBackend(Backend):
             return chunk
 
         code = prog.encode()
-        prog_chunk = alloc(plddr, len(code) + len(prog.constants))
+        # Constants follow the code at a 64-byte boundary (chunks are page aligned).
+        const_off = -(-len(code) // 64) * 64
+        prog_chunk = alloc(plddr, const_off + len(prog.constants))
         prog_chunk.write(code)
-        const_addr = prog_chunk.begin.addr + len(code)
         if prog.constants:
-            # Constants follow the code; the constant base must be B-aligned.
-            pad = -const_addr % 64
-            if pad:
-                prog_chunk.free()
-                chunks.remove(prog_chunk)
-                prog_chunk = alloc(plddr, len(code) + pad + len(prog.constants))
-                prog_chunk.write(code)
-                const_addr = prog_chunk.begin.addr + len(code) + pad
-            prog_chunk.write(prog.constants, offset=const_addr - prog_chunk.begin.addr)
+            prog_chunk.write(prog.constants, offset=const_off)
+        const_addr = prog_chunk.begin.addr + const_off
         bases: dict[int, int] = {}
         buffers: dict[str, MemChunk] = {}
         placement: dict[str, str] = {}
