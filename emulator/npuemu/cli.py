@@ -2,6 +2,7 @@
 
 npu-emu serve [--host 127.0.0.1] [--port 50051] [--target buyi|zg330] [--devices N]
               [--token-file PATH] [--lease-ttl SECONDS] [--watchdog SECONDS]
+              [--drain SECONDS] [--shutdown-grace SECONDS]
               [--tls-cert PEM --tls-key PEM [--tls-client-ca PEM]] [--allow-insecure-remote]
               (token: $NPU_EMU_TOKEN or --token-file; --token on argv is readable by all users)
               [--memory-dir DIR] [--log-dir DIR] [--log-level LEVEL]
@@ -25,14 +26,15 @@ from xrt._generated.hwconfig import TARGETS
 __all__ = ["main"]
 
 
-def _positive(kind: type, name: str):
+def _positive(kind: type, name: str, *, zero: bool = False):
     def parse(text: str):
         try:
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{name} must be a number, not {text!r}") from None
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"{name} must be positive, not {text}")
+        if not (value >= 0 if zero else value > 0) or value != value:
+            what = "zero or more" if zero else "positive"
+            raise argparse.ArgumentTypeError(f"{name} must be {what}, not {text}")
         return value
 
     return parse
@@ -86,6 +88,20 @@ def _parser() -> argparse.ArgumentParser:
         default=30.0,
         help="seconds a simulation worker may take beyond a request's own time before it is "
         "declared hung and restarted",
+    )
+    s.add_argument(
+        "--drain",
+        type=_positive(float, "--drain", zero=True),
+        default=1.0,
+        help="seconds between health turning NOT_SERVING at SIGTERM/SIGINT and new calls "
+        "being refused (calls are still served meanwhile; a second signal ends it)",
+    )
+    s.add_argument(
+        "--shutdown-grace",
+        type=_positive(float, "--shutdown-grace", zero=True),
+        default=5.0,
+        help="seconds calls in flight at shutdown may take to finish; then they are stopped "
+        "and fail with UNAVAILABLE (a third signal ends it)",
     )
     sec = s.add_argument_group("security (token, TLS)")
     sec.add_argument(
@@ -212,6 +228,8 @@ def main(argv: list[str] | None = None) -> int:
             log_level=args.log_level,
             waves_dir=args.waves,
             register_trace=args.trace_registers,
+            drain_s=args.drain,
+            grace_s=args.shutdown_grace,
         )
     )
 

@@ -101,3 +101,106 @@ def test_sigterm_shuts_down_cleanly():
         assert "stopped" in srv.log
     finally:
         srv.stop()
+
+
+# ------------------------------------------------------------------ drain and bounded shutdown
+SERVING = health_pb2.HealthCheckResponse.SERVING
+NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
+ENDLESS_POLL = pb.RegisterOp(  # the ID register never reads 0: a poll of days
+    poll=pb.RegisterPoll(address=NPU_BASE, mask=0xFFFF_FFFF, expected=0, max_cycles=1 << 40)
+)
+
+
+def requests_of(c, device: str = "npu0") -> int:
+    """How many lease calls the server has taken for `device` (counted on arrival)."""
+    return c.stub.GetCounters(pb.GetCountersRequest(device=device)).requests
+
+
+def wait_for(cond, what: str, timeout_s: float = 120.0) -> None:
+    end = time.monotonic() + timeout_s
+    while not cond():
+        assert time.monotonic() < end, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def test_drain_window_serves_calls_after_not_serving_then_refuses():
+    """Defect: NOT_SERVING was set milliseconds before calls were refused (no drain window).
+    With --drain, health turns NOT_SERVING first and calls (a new lease too) are still
+    served; the next signal ends the window, then new calls are refused while the call in
+    flight keeps its grace; the third ends the grace: the call fails with a clear status."""
+    srv = ServerProcess.start(devices=1, extra_args=("--drain", "600", "--shutdown-grace", "600"))
+    try:
+        c = connect(srv)
+        c.open()
+        watch = health_pb2_grpc.HealthStub(c.channel).Watch(
+            health_pb2.HealthCheckRequest(service=""), timeout=300
+        )
+        assert next(watch).status == SERVING
+        srv.proc.send_signal(signal.SIGTERM)
+        assert next(watch).status == NOT_SERVING  # the update, whenever it comes
+        watch.cancel()
+        # The drain window: everything is still served.
+        assert c.read(NPU_BASE) == 0x4E50_5530
+        c.write_mem(0x1000_0000, b"drain")
+        assert c.read_mem(0x1000_0000, 5) == b"drain"
+        c.close()
+        c.open()
+        before = requests_of(c)
+        wait = c.stub.WaitInterrupt.future(
+            pb.WaitInterruptRequest(lease_id=c.lease, timeout_ms=600_000)
+        )
+        wait_for(lambda: requests_of(c) > before, "the wait to reach the server")
+        srv.proc.send_signal(signal.SIGTERM)  # ends the window
+        fresh = connect(srv)
+
+        def refused() -> bool:
+            try:
+                fresh.stub.ListDevices(pb.ListDevicesRequest(), timeout=30)
+            except grpc.RpcError as exc:  # refused; one racing the start of it: cancelled
+                assert exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
+                return True
+            return False
+
+        wait_for(refused, "new calls to be refused")
+        assert srv.proc.poll() is None and not wait.done(), "the call in flight keeps its grace"
+        srv.proc.send_signal(signal.SIGTERM)  # ends the grace
+        exc = wait.exception(timeout=120)
+        assert exc is not None and exc.code() == grpc.StatusCode.UNAVAILABLE, srv.log[-3000:]
+        assert "shutting down" in exc.details(), exc.details()
+        assert srv.proc.wait(120) == 0
+        assert "drain window over" in srv.log and "stopping 1 call(s)" in srv.log
+        fresh.channel.close()
+        c.channel.close()
+    finally:
+        srv.stop()
+
+
+def test_shutdown_with_a_long_call_in_flight_is_bounded():
+    """Defect: a call longer than the grace period held the shutdown up (grace + 10 s: the
+    worker was killed when it did not quit) and its client got a bare CANCELLED. Now the
+    call (a poll of 2**40 cycles: days) is stopped in its worker when the grace ends, the
+    client gets UNAVAILABLE saying the server is shutting down, the worker quits by itself
+    and the server exits cleanly."""
+    srv = ServerProcess.start(devices=1, extra_args=("--drain", "0", "--shutdown-grace", "1"))
+    try:
+        (folder,) = Path("/dev/shm").glob(f"npu-emu-{srv.proc.pid}-*")
+        workers = [int(p) for p in re.findall(r"ready \(pid (\d+)\)", srv.log)]
+        c = connect(srv)
+        c.open()
+        before = requests_of(c)
+        poll = c.stub.RegisterBatch.future(
+            pb.RegisterBatchRequest(lease_id=c.lease, ops=[ENDLESS_POLL])
+        )
+        wait_for(lambda: requests_of(c) > before, "the poll to reach the server")
+        srv.proc.send_signal(signal.SIGTERM)
+        exc = poll.exception(timeout=120)
+        assert exc is not None and exc.code() == grpc.StatusCode.UNAVAILABLE, exc
+        assert "shutting down" in exc.details(), exc.details()
+        assert srv.proc.wait(120) == 0
+        assert "stopping 1 call(s)" in srv.log
+        assert "did not answer" not in srv.log and "killing it" not in srv.log, srv.log[-2000:]
+        wait_for(lambda: not any(alive(p) for p in workers), "the worker to exit")
+        assert not folder.exists()
+        c.channel.close()
+    finally:
+        srv.stop()

@@ -4,15 +4,17 @@ Start-up: the verilated model is built (or found in the cache), the gRPC server 
 (health NOT_SERVING), the device workers start in parallel, then health turns SERVING and
 one line on stdout says where: ``npu-emu: serving 1 buyi device(s) on 127.0.0.1:50051``.
 
-Shut-down (SIGTERM or SIGINT): health NOT_SERVING first, then the server stops accepting
-calls and gives in-flight ones a grace period, the workers quit (or are killed), and the
-shared-memory files are removed: nothing is left behind.
+Shut-down (SIGTERM or SIGINT): health NOT_SERVING first while calls are still served (the
+drain window, `--drain`), then the server refuses new calls and gives those in flight a grace
+period (`--shutdown-grace`); calls still running then are stopped in their workers and end
+with UNAVAILABLE "the server is shutting down". The workers quit (or are killed), and the
+shared-memory files are removed: nothing is left behind. Each further signal skips the
+current wait (the second ends the drain window, the third the grace period).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import shutil
 import signal
@@ -43,8 +45,9 @@ __all__ = ["ServeOptions", "serve"]
 log = logging.getLogger("npuemu.server")
 
 SERVICE_NAME = device_pb2.DESCRIPTOR.services_by_name["DeviceService"].full_name
-GRACE_S = 5.0  # calls in flight at shutdown get this long, then they are cancelled
+GRACE_S = 5.0  # calls in flight at shutdown get this long, then they are stopped
 DRAIN_S = 1.0  # health NOT_SERVING this long before calls are refused
+FINAL_S = 5.0  # after the grace: for stopped calls to send their status, then cancelled
 
 
 def device_health_name(device: str) -> str:
@@ -68,6 +71,9 @@ class ServeOptions:
     log_level: str = "INFO"
     waves_dir: Path | None = None
     register_trace: Path | None = None
+    # Shutdown (see the module docstring).
+    drain_s: float = DRAIN_S
+    grace_s: float = GRACE_S
 
 
 async def serve(opts: ServeOptions) -> int:
@@ -196,20 +202,7 @@ async def serve(opts: ServeOptions) -> int:
     )
 
     await stop.wait()
-    log.info(
-        "shutting down: health NOT_SERVING, %.0f s drain, then %.0f s grace for calls in flight",
-        DRAIN_S,
-        GRACE_S,
-    )
-    for name in ("", SERVICE_NAME):
-        await health_servicer.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
-    # Drain: load balancers and clients watching health see NOT_SERVING while calls are
-    # still served; a second signal skips the wait.
-    stop.clear()
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(stop.wait(), DRAIN_S)
-    manager.closing.set()
-    await server.stop(GRACE_S)  # then in-flight calls are cancelled (and so their requests)
+    await _shut_down(server, manager, health_servicer, stop, opts)
     await manager.stop()
     shutil.rmtree(folder, ignore_errors=True)
     crashed = any(d.counters.worker_restarts for d in manager.devices.values())
@@ -217,6 +210,54 @@ async def serve(opts: ServeOptions) -> int:
         log.info("worker logs kept in %s", logs.path)
     log.info("stopped")
     return 0
+
+
+async def _wait_or_signal(
+    stop: asyncio.Event, seconds: float, task: asyncio.Future[None] | None = None
+) -> None:
+    """Wait `seconds`, or less when `stop` is set (another signal) or `task` ends."""
+    stop.clear()
+    waits = [asyncio.ensure_future(stop.wait())]
+    if task is not None:
+        waits.append(task)
+    try:
+        await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waits[0].cancel()
+
+
+async def _shut_down(
+    server: grpc.aio.Server,
+    manager: DeviceManager,
+    health_servicer: health.aio.HealthServicer,
+    stop: asyncio.Event,
+    opts: ServeOptions,
+) -> None:
+    """Drain window, then refuse new calls, then the grace for calls in flight; then the
+    calls still running are stopped in their workers and end with a clear status."""
+    log.info(
+        "shutting down: health NOT_SERVING, %.0f s drain, then %.0f s grace for calls in flight",
+        opts.drain_s,
+        opts.grace_s,
+    )
+    for name in ("", SERVICE_NAME):
+        await health_servicer.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
+    # Drain: load balancers and clients watching health see NOT_SERVING while calls are
+    # still served; a second signal ends the window.
+    if opts.drain_s > 0:
+        await _wait_or_signal(stop, opts.drain_s)
+    log.info("drain window over: refusing new calls")
+    manager.closing.set()  # HoldLease streams end now
+    # New calls are refused from here on; grpc cancels whatever still runs at the end.
+    stopped = asyncio.ensure_future(server.stop(opts.grace_s + FINAL_S))
+    await _wait_or_signal(stop, opts.grace_s, stopped)
+    if not stopped.done():
+        busy = manager.stop_calls()
+        log.info("grace period over: stopping %d call(s) still running in the workers", busy)
+        # Their statuses go out at once; streams still open (a health Watch, a stalled
+        # upload) are cancelled after FINAL_S (the smaller grace of two stop() calls wins).
+        await server.stop(FINAL_S)
+        await stopped
 
 
 def run(opts: ServeOptions) -> int:

@@ -31,6 +31,7 @@ from npuemu.sim.build import BuiltModel
 from xrt._generated.regmap_dma import DMA
 from xrt.hwconfig import TargetConfig
 from xrt.regtrace import RegisterTraceLog, record_worker_request
+from xrt.transport._grpc_retry import REASON_BUSY, REASON_RESETTING, REASON_RESTARTING
 
 __all__ = ["PROTOCOL_VERSION", "DeviceManager", "DeviceState", "SimDevice"]
 
@@ -40,6 +41,8 @@ PROTOCOL_VERSION = 1
 DEFAULT_CALL_TIMEOUT_S = 30.0  # watchdog on any worker request
 DMA_STATUS_OFFSET = DMA.register("STATUS").offset
 RESTART_BACKOFF_S = (0.5, 1.0, 2.0, 5.0, 15.0, 30.0)  # then every 30 s, for ever
+RETRY_AFTER_S = 0.5  # the retry hint of a refusal that will likely work soon
+SHUTTING_DOWN = "the npu-emu server is shutting down"
 
 
 class DeviceState(enum.IntEnum):
@@ -103,6 +106,7 @@ class SimDevice:
         self.register_trace: RegisterTraceLog | None = None  # --trace-registers
         self._restart_task: asyncio.Task[None] | None = None
         self._stopping = False
+        self._calls_stopped = False  # server shutdown: no more requests to the worker
 
     def _new_worker(self) -> WorkerProcess:
         worker = WorkerProcess(
@@ -127,6 +131,25 @@ class SimDevice:
             text += f" (the last {self.failed_restarts} restart(s) failed: {self.fault})"
         return text
 
+    def restarting_error(self) -> ServiceError:
+        """UNAVAILABLE for a call refused because the worker restarts: nothing was done,
+        so the client may retry (the trailing metadata says so)."""
+        return ServiceError(
+            grpc.StatusCode.UNAVAILABLE,
+            self.unavailable_message(),
+            retry_reason=REASON_RESTARTING,
+            retry_after_s=RETRY_AFTER_S,
+        )
+
+    def stop_calls(self) -> bool:
+        """Server shutdown: stop the request in flight (its call ends with UNAVAILABLE
+        saying so) and refuse the next ones. True when a request was in flight."""
+        self._calls_stopped = True
+        busy = self.in_call
+        if self.worker is not None:
+            self.worker.cancel_current()
+        return busy
+
     async def call(self, op: str, lease: Lease, extra_s: float = 0.0, **args: Any) -> dict:
         """One worker request on behalf of `lease`; UNAVAILABLE while the worker restarts or
         when it fails, ABORTED when the lease ends before or while it runs.
@@ -135,11 +158,20 @@ class SimDevice:
         such as a wait for the interrupt) before it declares the worker hung.
         """
         timeout_s = self.watchdog_s + extra_s
+        if self._calls_stopped:
+            raise ServiceError(grpc.StatusCode.UNAVAILABLE, f"{SHUTTING_DOWN}: {op} not started")
         if self.worker is None or self.state in (DeviceState.STARTING, DeviceState.RESTARTING):
-            raise ServiceError(grpc.StatusCode.UNAVAILABLE, self.unavailable_message())
+            raise self.restarting_error()
         try:
-            reply = await self.worker.call(op, timeout_s, guard=lambda: self.lease is lease, **args)
+            reply = await self.worker.call(
+                op, timeout_s, guard=lambda: self.lease is lease and not self._calls_stopped, **args
+            )
         except WorkerCancelledError:
+            if self._calls_stopped:
+                raise ServiceError(
+                    grpc.StatusCode.UNAVAILABLE,
+                    f"{SHUTTING_DOWN}: {op} on {self.name} was stopped before it ended",
+                ) from None
             raise ServiceError(
                 grpc.StatusCode.ABORTED, f"the lease on {self.name} ended before {op} did"
             ) from None
@@ -350,13 +382,17 @@ class DeviceManager:
                 raise ServiceError(
                     grpc.StatusCode.FAILED_PRECONDITION,
                     f"device {name} is leased by {device.lease.holder}",
+                    retry_reason=REASON_BUSY,
+                    retry_after_s=RETRY_AFTER_S,
                 )
             if device.state == DeviceState.RESTARTING:
-                raise ServiceError(grpc.StatusCode.UNAVAILABLE, device.unavailable_message())
+                raise device.restarting_error()
             if device.state != DeviceState.FREE:
                 raise ServiceError(
                     grpc.StatusCode.UNAVAILABLE,
                     f"device {name} is {device.state.name.lower()}; retry shortly",
+                    retry_reason=REASON_RESETTING,
+                    retry_after_s=RETRY_AFTER_S / 5,
                 )
         else:
             device = next(
@@ -370,7 +406,12 @@ class DeviceManager:
                     else f"{d.name} {d.state.name.lower()}"
                     for d in self.devices.values()
                 )
-                raise ServiceError(grpc.StatusCode.FAILED_PRECONDITION, f"no free device: {busy}")
+                raise ServiceError(
+                    grpc.StatusCode.FAILED_PRECONDITION,
+                    f"no free device: {busy}",
+                    retry_reason=REASON_BUSY,
+                    retry_after_s=RETRY_AFTER_S,
+                )
         lease = Lease(device.name, holder, ttl_s or self.default_ttl_s)
         self.leases.add(lease)
         device.lease = lease
@@ -435,6 +476,11 @@ class DeviceManager:
                 lease.touch()
                 continue
             self.spawn(self.end(lease, f"no keep-alive for {lease.ttl_s:.0f} s"))
+
+    def stop_calls(self) -> int:
+        """Server shutdown, grace period over: stop every request still running in the
+        workers (their calls end with UNAVAILABLE saying why); return how many ran."""
+        return sum(d.stop_calls() for d in self.devices.values())
 
     async def stop(self) -> None:
         if self._expiry_task is not None:

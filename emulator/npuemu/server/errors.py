@@ -9,6 +9,7 @@ from __future__ import annotations
 import grpc
 
 from xrt.hwconfig import TargetConfig
+from xrt.transport._grpc_retry import NO_PUSHBACK, RETRY_AFTER_KEY, RETRY_REASON_KEY
 
 __all__ = [
     "MAX_BATCH_OPS",
@@ -34,12 +35,37 @@ def clip(text: str, limit: int = MAX_ECHO) -> str:
 
 
 class ServiceError(Exception):
-    """A request the service refuses: `code` is the gRPC status, `message` says why."""
+    """A request the service refuses: `code` is the gRPC status, `message` says why.
 
-    def __init__(self, code: grpc.StatusCode, message: str) -> None:
+    `retry_reason` (``xrt.transport._grpc_retry``: REASON_RESTARTING, REASON_BUSY) marks a
+    refusal that changed nothing and will likely succeed after `retry_after_s`: it goes to
+    the client in trailing metadata, which the runtime's bounded retry keys on.
+    """
+
+    def __init__(
+        self,
+        code: grpc.StatusCode,
+        message: str,
+        *,
+        retry_reason: str = "",
+        retry_after_s: float = 0.0,
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.retry_reason = retry_reason
+        self.retry_after_s = retry_after_s
+
+    def trailing_metadata(self) -> tuple[tuple[str, str], ...]:
+        """What goes with the status: gRPC's "do not retry" (the server's answers are
+        never repeated blindly) and, when safe, the retry hint."""
+        md: tuple[tuple[str, str], ...] = (NO_PUSHBACK,)
+        if self.retry_reason:
+            md += (
+                (RETRY_REASON_KEY, self.retry_reason),
+                (RETRY_AFTER_KEY, str(round(self.retry_after_s * 1000))),
+            )
+        return md
 
 
 def check_register(target: TargetConfig, address: int) -> None:

@@ -31,6 +31,7 @@ from npuemu.server.errors import (
 from xrt._generated.hwconfig import CLOCK_PERIOD_PS, DMA, HW_VERSION
 from xrt._proto.npuemu.v1 import device_pb2 as pb
 from xrt._proto.npuemu.v1 import device_pb2_grpc as pb_grpc
+from xrt.transport._grpc_retry import NO_PUSHBACK
 
 __all__ = ["DeviceService", "boot_id"]
 
@@ -81,14 +82,16 @@ def _unary(
             log.warning(
                 "%s from %s: %s %s", method.__name__, context.peer(), exc.code.name, exc.message
             )
-            await context.abort(exc.code, exc.message)
+            await context.abort(exc.code, exc.message, exc.trailing_metadata())
         except asyncio.CancelledError:
             raise
         except grpc.aio.AbortError:
             raise
         except Exception as exc:
             log.exception("%s from %s failed", method.__name__, context.peer())
-            await context.abort(grpc.StatusCode.INTERNAL, f"{type(exc).__name__}: {exc}")
+            await context.abort(
+                grpc.StatusCode.INTERNAL, f"{type(exc).__name__}: {exc}", (NO_PUSHBACK,)
+            )
         raise AssertionError("unreachable")  # abort raises
 
     return wrapper
@@ -186,7 +189,7 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
         try:
             lease = self.m.leases.get(request.lease_id)
         except ServiceError as exc:
-            await context.abort(exc.code, exc.message)
+            await context.abort(exc.code, exc.message, exc.trailing_metadata())
         lease.holds += 1
         beat = 0
         try:
@@ -338,7 +341,7 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
                 )
         except ServiceError as exc:
             log.warning("ReadMemory from %s: %s %s", context.peer(), exc.code.name, exc.message)
-            await context.abort(exc.code, exc.message)
+            await context.abort(exc.code, exc.message, exc.trailing_metadata())
         end = offset + request.length
         for pos in range(offset, end, chunk):
             # Checked per message: a stream outliving its lease reads nothing of the next
@@ -348,6 +351,7 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
                     grpc.StatusCode.ABORTED,
                     f"the lease on {d.name} ended during this read "
                     f"({pos - offset} of {request.length} bytes were sent)",
+                    (NO_PUSHBACK,),
                 )
             piece = bytes(d.memory.udma_view[pos : min(pos + chunk, end)])
             d.counters.memory_bytes_read += len(piece)

@@ -11,10 +11,12 @@ the lease lives as long as the transport and ends with the process. It makes:
   hands out the shared-memory file behind the region and the client maps it (the region
   then has a host map: BOTH pointers, zero-copy views, no RPC per access).
 
-URL: ``grpc://HOST:PORT[/DEVICE][?token=...&local=0|1&client=NAME&ttl=SECONDS&wait=SECONDS]``;
-no device name: the first free one. ``token`` (default: ``$NPU_EMU_TOKEN``) goes to the server
-as ``authorization: Bearer <token>``; ``local=0`` turns the fast path off; ``wait`` waits that
-long for the device (or any device) to be free instead of failing at once.
+URL: ``grpc://HOST:PORT[/DEVICE][?token=...&local=0|1&client=NAME&ttl=SECONDS&wait=SECONDS
+&retry=SECONDS]``; no device name: the first free one. ``token`` (default:
+``$NPU_EMU_TOKEN``) goes to the server as ``authorization: Bearer <token>``; ``local=0`` turns
+the fast path off; ``wait`` waits that long for the device (or any device) to be free instead
+of failing at once; ``retry`` (default 30) bounds how long a call that meets a restart of the
+device's simulation worker is retried (`xrt.transport._grpc_retry` says what is retried).
 
 ``grpcs://HOST:PORT[...]`` is the same over TLS. The server's certificate is checked against
 ``ca=PATH`` (default ``$NPU_EMU_TLS_CA``; neither: the system's roots); mutual TLS adds the
@@ -61,6 +63,14 @@ from xrt.registers import RegMaskedWrite, RegOp, RegPoll, RegRead, RegRegion, Re
 from xrt.regmap import RegisterBlockInfo
 from xrt.transport import HostRegion, MemoryInfo, NpuInfo, NpuTransport, RegisterBlock
 from xrt.transport._grpc_errors import register_status_error, rpc_error
+from xrt.transport._grpc_retry import (
+    DEFAULT_RETRY_S,
+    REASON_BUSY,
+    REASON_RESETTING,
+    REASON_RESTARTING,
+    SERVICE_CONFIG,
+    retry_hint,
+)
 
 __all__ = [
     "POLL_CYCLES_PER_S",
@@ -79,7 +89,7 @@ PROTOCOL_VERSION = 1
 POLL_CYCLES_PER_S = 1_000_000
 """Simulated cycles per second of a poll's `timeout_s` (see the module docstring)."""
 
-URL_PARAMS = ("token", "local", "client", "ttl", "wait", "ca", "cert", "key")
+URL_PARAMS = ("token", "local", "client", "ttl", "wait", "retry", "ca", "cert", "key")
 """Query parameters of ``grpc://`` URLs that the transport reads."""
 
 MAX_CHUNK = 1 << 20  # bytes per memory stream message (the server's limit)
@@ -117,7 +127,7 @@ def poll_max_cycles(op: RegPoll) -> int:
 
 
 TLS_ENV = {"ca": "NPU_EMU_TLS_CA", "cert": "NPU_EMU_TLS_CERT", "key": "NPU_EMU_TLS_KEY"}
-RETRY_UNAVAILABLE_S = 30.0  # calls retry UNAVAILABLE (a worker restarting) this long
+RETRY_UNAVAILABLE_S = DEFAULT_RETRY_S  # a call meeting a worker restart is retried this long
 
 
 def tls_credentials(
@@ -144,6 +154,14 @@ def tls_credentials(
     if (data["cert"] is None) != (data["key"] is None):
         raise XrtError(ErrorCode.OUT_OF_RANGE, "mutual TLS needs both a client cert and its key")
     return grpc.ssl_channel_credentials(data["ca"], data["key"], data["cert"])
+
+
+def _trailers(exc: grpc.RpcError) -> tuple[tuple[str, str], ...]:
+    fn = getattr(exc, "trailing_metadata", None)
+    try:
+        return tuple(fn() or ()) if callable(fn) else ()
+    except Exception:  # a failure without a call behind it has none
+        return ()
 
 
 def _boot_id() -> str:
@@ -224,6 +242,8 @@ class GrpcTransport(NpuTransport):
         connect_timeout_s: How long to wait for the server to answer at all.
         tls: Channel credentials (`tls_credentials`): ``grpcs://``; None: plain.
         wait_s: How long to wait for the device (or a free one) when it is leased.
+        retry_s: How long a call that meets a restart of the device's simulation worker is
+            retried (the server marks such refusals; see `xrt.transport._grpc_retry`).
 
     Raises:
         XrtError: 11014 when the server cannot be reached or speaks another protocol
@@ -243,10 +263,12 @@ class GrpcTransport(NpuTransport):
         connect_timeout_s: float = 10.0,
         tls: grpc.ChannelCredentials | None = None,
         wait_s: float = 0.0,
+        retry_s: float = RETRY_UNAVAILABLE_S,
     ) -> None:
         super().__init__()
         self.address = address
         self._wait_s = wait_s
+        self._retry_s = retry_s
         if token is None:
             token = os.environ.get("NPU_EMU_TOKEN") or None
         self._metadata: tuple[tuple[str, str], ...] = (
@@ -260,6 +282,8 @@ class GrpcTransport(NpuTransport):
         options = [
             ("grpc.max_receive_message_length", MAX_CHUNK + (64 << 10)),
             ("grpc.max_send_message_length", MAX_CHUNK + (64 << 10)),
+            # Transport failures of idempotent calls are retried by gRPC (_grpc_retry).
+            ("grpc.service_config", SERVICE_CONFIG),
         ]
         self._channel = (
             grpc.insecure_channel(address, options=options)
@@ -312,15 +336,18 @@ class GrpcTransport(NpuTransport):
                 raise XrtError(
                     ErrorCode.WRONG_TYPE, f"device URL {u.raw!r}: ttl={ttl!r} is no number"
                 ) from None
-        wait = raw.get("wait")
-        try:
-            wait_s = float(wait) if wait else 0.0
-            if not 0 <= wait_s <= 86_400:
-                raise ValueError
-        except ValueError:
-            raise XrtError(
-                ErrorCode.WRONG_TYPE, f"device URL {u.raw!r}: wait={wait!r} is no number of seconds"
-            ) from None
+        seconds = {}
+        for key, default in (("wait", 0.0), ("retry", RETRY_UNAVAILABLE_S)):
+            text = raw.get(key)
+            try:
+                seconds[key] = float(text) if text else default
+                if not 0 <= seconds[key] <= 86_400:
+                    raise ValueError
+            except ValueError:
+                raise XrtError(
+                    ErrorCode.WRONG_TYPE,
+                    f"device URL {u.raw!r}: {key}={text!r} is no number of seconds in [0, 86400]",
+                ) from None
         tls = None
         if u.scheme == "grpcs":
             tls = tls_credentials(raw.get("ca"), raw.get("cert"), raw.get("key"))
@@ -335,7 +362,8 @@ class GrpcTransport(NpuTransport):
             client=raw.get("client") or None,
             lease_ttl_s=ttl,
             tls=tls,
-            wait_s=wait_s,
+            wait_s=seconds["wait"],
+            retry_s=seconds["retry"],
         )
 
     def _open(
@@ -465,30 +493,35 @@ class GrpcTransport(NpuTransport):
     ) -> Any:
         """One unary call; failures become XrtError (in `_grpc_errors`).
 
-        UNAVAILABLE because the device's worker is restarting (not the call during which it
-        died: that one fails, its effect is unknown) is retried for up to
-        `RETRY_UNAVAILABLE_S`; `wait_s` > 0 also retries a busy device (OpenDevice).
+        A refusal the server marks as safe to retry (trailing metadata, see
+        `xrt.transport._grpc_retry`) is retried: a worker restart or a device being reset
+        for up to `retry_s`, a leased device (OpenDevice) for up to `wait_s`. Anything
+        else (among it the call during which a worker died: its effect is unknown) fails
+        at once; transport failures of idempotent methods are gRPC's own retries.
         """
-        retry_until = time.monotonic() + max(RETRY_UNAVAILABLE_S, wait_s)
-        busy_until = time.monotonic() + wait_s
-        pause = 0.1
+        start = time.monotonic()
+        attempts = 0
         while True:
+            attempts += 1
             try:
                 resp = getattr(self._stub, method)(
                     request, timeout=timeout, metadata=self._metadata
                 )
                 break
             except grpc.RpcError as exc:
-                code, details = exc.code(), exc.details() or ""
-                now = time.monotonic()
-                restarting = code == grpc.StatusCode.UNAVAILABLE and "retry shortly" in details
-                busy = code == grpc.StatusCode.FAILED_PRECONDITION and (
-                    "leased by" in details or "no free device" in details
-                )
-                if not ((restarting and now < retry_until) or (busy and now < busy_until)):
+                reason, after_s = retry_hint(_trailers(exc))
+                spent = time.monotonic() - start
+                if reason in (REASON_RESTARTING, REASON_RESETTING):
+                    budget = max(self._retry_s, wait_s)
+                elif reason == REASON_BUSY:
+                    budget = wait_s
+                else:
                     raise rpc_error(exc, what) from None
-                time.sleep(pause)
-                pause = min(pause * 2, 1.0)
+                if spent + after_s > budget:
+                    gave_up = f"{what} (gave up after {attempts} attempt(s) in {spent:.1f} s"
+                    gave_up += f" of a {budget:.0f} s retry budget)"
+                    raise rpc_error(exc, gave_up) from None
+                time.sleep(max(after_s, 0.05))
         cycles = getattr(resp, "cycles", None)
         if cycles:
             self._cycles = int(cycles)
