@@ -268,7 +268,7 @@ class GrpcTransport(NpuTransport):
         super().__init__()
         self.address = address
         self._wait_s = wait_s
-        self._retry_s = retry_s
+        self.retry_s = retry_s  # may be changed at any time
         if token is None:
             token = os.environ.get("NPU_EMU_TOKEN") or None
         self._metadata: tuple[tuple[str, str], ...] = (
@@ -512,7 +512,7 @@ class GrpcTransport(NpuTransport):
                 reason, after_s = retry_hint(_trailers(exc))
                 spent = time.monotonic() - start
                 if reason in (REASON_RESTARTING, REASON_RESETTING):
-                    budget = max(self._retry_s, wait_s)
+                    budget = max(self.retry_s, wait_s)
                 elif reason == REASON_BUSY:
                     budget = wait_s
                 else:
