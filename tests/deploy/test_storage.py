@@ -70,7 +70,7 @@ def test_worker_log_is_printed_and_kept_after_a_crash():
         assert (folder / "npu0" / "worker.log").is_file()
         os.kill(pid, signal.SIGKILL)  # a crash
         # The server notices the dead worker and restarts it; the client rides out the
-        # restart (it retries UNAVAILABLE "retry shortly" for a bounded time), so the next
+        # restart (it retries refusals marked retryable for a bounded time), so the next
         # call answers from the new worker.
         read = run_cli(["regs", "read", "npu0", "npu.MAGIC", "--server", srv.address])
         assert read.returncode == 0 and "0x4e505530" in read.stdout, read

@@ -217,7 +217,7 @@ def test_open_can_wait_for_a_leased_device():
 
 
 def test_the_runtime_rides_out_a_worker_restart():
-    """A call that meets a worker restart (UNAVAILABLE 'retry shortly') is retried by the
+    """A call that meets a worker restart (UNAVAILABLE, marked retryable) is retried by the
     runtime within a bounded budget instead of failing: the register answers once the new
     worker is up."""
     with ServerProcess.start() as srv:
