@@ -4,9 +4,14 @@
   were accepted on a valid lease, crashes, hangs, changes to the bystander device;
 - kill: clients SIGKILLed in the middle of a 4 MiB DMA into plddr; trials whose next holder
   found all of plddr[0, 4 MiB) and udma zero; seconds until the device was leasable again;
-- tls: register round trip (ReadRegister) over plain gRPC and over TLS, same run (median).
+- tls: register round trip (ReadRegister) over plain gRPC and over TLS, same run (median);
+- retry: the same round trip on a channel with the runtime's gRPC retry policy
+  (xrt.transport._grpc_retry.SERVICE_CONFIG) and without, same server, interleaved;
+- shutdown: seconds from SIGTERM to the server's exit with a poll of 2**40 cycles in flight
+  (--drain 0 --shutdown-grace 1), and the status the poll's client got.
 
 Usage: python bench/bench_hardening.py [--fuzz 5000] [--kills 20] [--reads 2000]
+                                       [--only tls,retry,shutdown,kill,fuzz]
 """
 
 from __future__ import annotations
@@ -164,17 +169,87 @@ def tls(reads: int) -> None:
     )
 
 
+def retry(reads: int) -> None:
+    from xrt.transport._grpc_retry import SERVICE_CONFIG
+
+    with ServerProcess.start(devices=2) as srv:
+        channels = {
+            "plain": grpc.insecure_channel(srv.address),
+            "policy": grpc.insecure_channel(
+                srv.address, options=[("grpc.service_config", SERVICE_CONFIG)]
+            ),
+        }
+        stubs = {k: pb_grpc.DeviceServiceStub(c) for k, c in channels.items()}
+        leases = {
+            k: s.OpenDevice(pb.OpenDeviceRequest(client="bench", protocol_version=1)).lease_id
+            for k, s in stubs.items()
+        }
+        times: dict[str, list[float]] = {k: [] for k in channels}
+        for i in range(reads * 2):
+            k = "plain" if i % 2 == 0 else "policy"
+            t0 = time.perf_counter()
+            stubs[k].ReadRegister(pb.ReadRegisterRequest(lease_id=leases[k], address=NPU_BASE))
+            times[k].append(time.perf_counter() - t0)
+        for c in channels.values():
+            c.close()
+    p, r = statistics.median(times["plain"]), statistics.median(times["policy"])
+    print(
+        f"retry: register round trip median without retry policy {p * 1e6:.0f} us, "
+        f"with {r * 1e6:.0f} us, ratio {r / p:.2f}"
+    )
+
+
+def shutdown(trials: int = 3) -> None:
+    poll = pb.RegisterOp(
+        poll=pb.RegisterPoll(address=NPU_BASE, mask=0xFFFF_FFFF, expected=0, max_cycles=1 << 40)
+    )
+    took, codes = [], set()
+    for _ in range(trials):
+        srv = ServerProcess.start(extra_args=("--drain", "0", "--shutdown-grace", "1"))
+        try:
+            c = connect(srv)
+            c.open()
+            before = c.stub.GetCounters(pb.GetCountersRequest(device="npu0")).requests
+            call = c.stub.RegisterBatch.future(
+                pb.RegisterBatchRequest(lease_id=c.lease, ops=[poll])
+            )
+            while c.stub.GetCounters(pb.GetCountersRequest(device="npu0")).requests == before:
+                time.sleep(0.01)
+            t0 = time.monotonic()
+            srv.proc.send_signal(signal.SIGTERM)
+            srv.proc.wait(300)
+            took.append(time.monotonic() - t0)
+            exc = call.exception(60)
+            codes.add(f"{exc.code().name}: {exc.details()[:60]}" if exc else "OK")
+            c.channel.close()
+        finally:
+            srv.stop()
+    print(
+        f"shutdown: SIGTERM to exit with a 2**40-cycle poll in flight (drain 0, grace 1 s): "
+        f"median {statistics.median(took):.1f} s of {trials}; the poll got {sorted(codes)}"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--fuzz", type=int, default=5000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--kills", type=int, default=20)
     ap.add_argument("--reads", type=int, default=2000)
+    ap.add_argument("--only", default="tls,retry,shutdown,kill,fuzz")
     a = ap.parse_args()
     os.environ.pop("NPU_EMU_TOKEN", None)
-    tls(a.reads)
-    kills(a.kills)
-    fuzz(a.fuzz, a.seed)
+    parts = a.only.split(",")
+    if "tls" in parts:
+        tls(a.reads)
+    if "retry" in parts:
+        retry(a.reads)
+    if "shutdown" in parts:
+        shutdown()
+    if "kill" in parts:
+        kills(a.kills)
+    if "fuzz" in parts:
+        fuzz(a.fuzz, a.seed)
 
 
 if __name__ == "__main__":
