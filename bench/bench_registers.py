@@ -12,7 +12,12 @@ Prints medians of:
 - the cost per op of batches of 64 and 1024 reads (RegisterBatch);
 - a poll loop of 10,000 reads: the driver's loop (one ReadRegister each), and the same
   reads in batches of 1024;
-- the simulated cycles per access (from the cycle counts the server reports);
+- the simulated cycles per access (from the cycle counts the server reports), and the
+  model's idle speed two ways: the cycles of a 1024-read batch over its wall time (what
+  a batch gets), and a poll that never matches for 2 million cycles (the simulation
+  alone: one trigger, no Python while it runs);
+- the load average before and after (the machine is shared: ratios from one loop are the
+  figures to read);
 - the same register figures with the worker's cocotbext-axi master (the path before the
   RTL master; NPU_EMU_REG_MASTER=cocotbext), in the same run, for the ratio.
 """
@@ -32,9 +37,11 @@ import grpc
 from npuemu.server.launch import ServerProcess
 from xrt import RegRead
 from xrt._generated.regmap_npu import NPU
+from xrt._proto.npuemu.v1 import device_pb2 as pb
 from xrt.transport.grpc import GrpcTransport
 
 ECHO_METHOD = "/bench.Echo/Echo"
+IDLE_CYCLES = 2_000_000
 
 
 def echo_server() -> None:
@@ -100,8 +107,24 @@ def measure(address: str, echo: Callable[[bytes], bytes], n: int, label: str) ->
         ops = [RegRead(addr)] * 1024
         npu.execute(ops)
         c0 = t.cycles
+        t0 = time.perf_counter()
         npu.execute(ops)
+        wall = time.perf_counter() - t0
         out["cycles_per_read"] = (t.cycles - c0) / 1024
+        out["batch_cycles_per_s"] = (t.cycles - c0) / wall
+        # The model alone: a poll of SCRATCH (0 after reset) for a bit that never comes.
+        poll = pb.RegisterOp(
+            poll=pb.RegisterPoll(address=addr, mask=1, expected=1, max_cycles=IDLE_CYCLES)
+        )
+        request = pb.RegisterBatchRequest(lease_id=t.lease_id, ops=[poll])
+        speeds = []
+        for _ in range(3 if label == "regbus" else 0):  # the RTL model's figure
+            c0 = t.cycles
+            t0 = time.perf_counter()
+            reply = t._stub.RegisterBatch(request, timeout=600)
+            speeds.append((reply.cycles - c0) / (time.perf_counter() - t0))
+            assert reply.results[-1].status == pb.REGISTER_STATUS_POLL_TIMEOUT, reply
+        out["idle_cycles_per_s"] = statistics.median(speeds) if speeds else 0.0
         t0 = time.perf_counter()
         for _ in range(10_000):
             npu.read(addr)
@@ -126,6 +149,7 @@ def main() -> None:
         echo_server()
         return
     n = 300 if args.quick else 2000
+    load_before = os.getloadavg()
     proc = subprocess.Popen(
         [sys.executable, __file__, "--echo-server"], stdout=subprocess.PIPE, text=True
     )
@@ -150,6 +174,11 @@ def main() -> None:
 
     new, old = results["regbus"], results["cocotbext"]
     us = 1e6
+    load_after = os.getloadavg()
+    print(
+        f"\nload average (1, 5, 15 min): before {' '.join(f'{x:.1f}' for x in load_before)}, "
+        f"after {' '.join(f'{x:.1f}' for x in load_after)} ({os.cpu_count()} cores)"
+    )
     e50, e99 = new["echo"]
     print(f"\nbare gRPC unary echo:            p50 {e50 * us:6.0f} us   p99 {e99 * us:6.0f} us")
     for name, r in (("RTL master", new), ("cocotbext-axi", old)):
@@ -172,6 +201,11 @@ def main() -> None:
     print(
         f"simulated cycles per read:       RTL master {new['cycles_per_read']:.1f}   "
         f"cocotbext-axi {old['cycles_per_read']:.1f}"
+    )
+    print(
+        f"idle model speed:                {new['batch_cycles_per_s'] / 1e3:.0f} kcycles/s over "
+        f"a 1024-read batch (cycles / its wall time), {new['idle_cycles_per_s'] / 1e3:.0f} "
+        f"kcycles/s in a {IDLE_CYCLES:,}-cycle poll (the simulation alone)"
     )
 
 

@@ -25,7 +25,7 @@ from xrt.transport.grpc import GrpcTransport
 # Leaf frames that are a process waiting for the next message, not working on one.
 IDLE = (
     "EpollSelector.select",
-    "BlockingChannel._recv_exact",
+    "BlockingChannel._fill",
     "_worker (thread.py)",
     "wait (threading.py)",
 )

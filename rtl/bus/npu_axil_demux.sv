@@ -3,9 +3,15 @@
 /// AXI4-Lite 1-to-2 demultiplexer for the register blocks, one access at a time per side.
 ///
 /// Port 0 decodes [Base0, Base0 + BlockSize), port 1 [Base1, Base1 + BlockSize); slaves
-/// see the 12-bit offset inside their block. Any other address answers DECERR. Register
-/// accesses are rare and slow (a CPU or the emulator's harness), so one outstanding access
-/// per side keeps this small.
+/// see the 12-bit offset inside their block. Any other address answers DECERR. One
+/// outstanding access per side keeps this small.
+///
+/// No register stage: while a side is idle its address (and write data) handshakes go
+/// straight through to the block the address selects, and the block's response comes
+/// straight back, so a demux costs no cycle (a read or write through a PeakRDL block takes
+/// 3 cycles back to back; with registered stages here it took 5). The selected block is
+/// remembered from the address handshake to the response handshake; `ready` stays low in
+/// between, which holds a second request back.
 module npu_axil_demux #(
   parameter logic [31:0] Base0 = 32'h4000_0000,  /// first block (NPU CSRs)
   parameter logic [31:0] Base1 = 32'h8000_0000,  /// second block (DMA CSRs)
@@ -64,146 +70,101 @@ module npu_axil_demux #(
   endfunction
 
   // ---------------------------------------------------------------- writes
-  typedef enum logic [1:0] {WrCollect, WrIssue, WrWait, WrRespond} wr_state_e;
+  typedef enum logic [1:0] {WrAddr, WrResp, WrDecerr} wr_state_e;
   wr_state_e   wr_state_q;
-  logic        aw_got_q, w_got_q, aw_sent_q, w_sent_q;
-  logic [31:0] awaddr_q, wdata_q;
-  logic [2:0]  awprot_q;
-  logic [3:0]  wstrb_q;
-  logic [1:0]  wr_sel_q, bresp_q;
+  logic        aw_got_q, w_got_q;  // handshakes of the current write already made
+  logic [1:0]  wr_sel_q;           // its block, once AW went through
+  logic [1:0]  wr_sel;
+  logic        wr_known, aw_take, w_take;
 
-  assign s_awready = wr_state_q == WrCollect && !aw_got_q;
-  assign s_wready  = wr_state_q == WrCollect && !w_got_q;
-  assign s_bvalid  = wr_state_q == WrRespond;
-  assign s_bresp   = bresp_q;
-  assign m_awaddr  = awaddr_q[11:0];
-  assign m_awprot  = awprot_q;
-  assign m_wdata   = wdata_q;
-  assign m_wstrb   = wstrb_q;
+  // The block of the write: known once AW is offered (W waits for it: a slave may hold
+  // WREADY until it sees the address).
+  assign wr_sel    = aw_got_q ? wr_sel_q : decode(s_awaddr);
+  assign wr_known  = aw_got_q || s_awvalid;
+  assign s_awready = wr_state_q == WrAddr && !aw_got_q
+                  && (wr_sel == 2'd2 || m_awready[wr_sel[0]]);
+  assign s_wready  = wr_state_q == WrAddr && !w_got_q && wr_known
+                  && (wr_sel == 2'd2 || m_wready[wr_sel[0]]);
+  assign aw_take   = s_awvalid && s_awready;
+  assign w_take    = s_wvalid && s_wready;
+  assign s_bvalid  = wr_state_q == WrDecerr || (wr_state_q == WrResp && m_bvalid[wr_sel_q[0]]);
+  assign s_bresp   = wr_state_q == WrDecerr ? RespDecerr : m_bresp[wr_sel_q[0]];
+  assign m_awaddr  = s_awaddr[11:0];
+  assign m_awprot  = s_awprot;
+  assign m_wdata   = s_wdata;
+  assign m_wstrb   = s_wstrb;
 
   always_comb begin
     m_awvalid = '0;
     m_wvalid  = '0;
     m_bready  = '0;
-    if (wr_state_q == WrIssue && wr_sel_q != 2'd2) begin
-      m_awvalid[wr_sel_q[0]] = !aw_sent_q;
-      m_wvalid[wr_sel_q[0]]  = !w_sent_q;
+    if (wr_state_q == WrAddr && wr_sel != 2'd2) begin
+      m_awvalid[wr_sel[0]] = s_awvalid && !aw_got_q;
+      m_wvalid[wr_sel[0]]  = s_wvalid && !w_got_q && wr_known;
     end
-    if (wr_state_q == WrWait) m_bready[wr_sel_q[0]] = 1'b1;
+    if (wr_state_q == WrResp) m_bready[wr_sel_q[0]] = s_bready;
   end
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
-      wr_state_q <= WrCollect;
+      wr_state_q <= WrAddr;
       aw_got_q   <= 1'b0;
       w_got_q    <= 1'b0;
-      aw_sent_q  <= 1'b0;
-      w_sent_q   <= 1'b0;
-      awaddr_q   <= '0;
-      awprot_q   <= '0;
-      wdata_q    <= '0;
-      wstrb_q    <= '0;
       wr_sel_q   <= '0;
-      bresp_q    <= '0;
     end else begin
       unique case (wr_state_q)
-        WrCollect: begin
-          if (s_awvalid && s_awready) begin
+        WrAddr: begin
+          if (aw_take) begin
             aw_got_q <= 1'b1;
-            awaddr_q <= s_awaddr;
-            awprot_q <= s_awprot;
+            wr_sel_q <= wr_sel;
           end
-          if (s_wvalid && s_wready) begin
-            w_got_q <= 1'b1;
-            wdata_q <= s_wdata;
-            wstrb_q <= s_wstrb;
-          end
-          if ((aw_got_q || s_awvalid) && (w_got_q || s_wvalid)) begin
-            wr_sel_q   <= decode(aw_got_q ? awaddr_q : s_awaddr);
-            aw_sent_q  <= 1'b0;
-            w_sent_q   <= 1'b0;
-            wr_state_q <= WrIssue;
+          if (w_take) w_got_q <= 1'b1;
+          if ((aw_got_q || aw_take) && (w_got_q || w_take)) begin
+            aw_got_q   <= 1'b0;
+            w_got_q    <= 1'b0;
+            wr_sel_q   <= wr_sel;
+            wr_state_q <= wr_sel == 2'd2 ? WrDecerr : WrResp;
           end
         end
-        WrIssue: begin
-          if (wr_sel_q == 2'd2) begin
-            bresp_q    <= RespDecerr;
-            wr_state_q <= WrRespond;
-          end else begin
-            if (m_awvalid[wr_sel_q[0]] && m_awready[wr_sel_q[0]]) aw_sent_q <= 1'b1;
-            if (m_wvalid[wr_sel_q[0]] && m_wready[wr_sel_q[0]]) w_sent_q <= 1'b1;
-            if ((aw_sent_q || m_awready[wr_sel_q[0]]) && (w_sent_q || m_wready[wr_sel_q[0]]))
-              wr_state_q <= WrWait;
-          end
-        end
-        WrWait: if (m_bvalid[wr_sel_q[0]]) begin
-          bresp_q    <= m_bresp[wr_sel_q[0]];
-          wr_state_q <= WrRespond;
-        end
-        WrRespond: if (s_bready) begin
-          aw_got_q   <= 1'b0;
-          w_got_q    <= 1'b0;
-          wr_state_q <= WrCollect;
-        end
-        default: wr_state_q <= WrCollect;
+        WrResp, WrDecerr: if (s_bvalid && s_bready) wr_state_q <= WrAddr;
+        default: wr_state_q <= WrAddr;
       endcase
     end
   end
 
   // ---------------------------------------------------------------- reads
-  typedef enum logic [1:0] {RdIdle, RdIssue, RdWait, RdRespond} rd_state_e;
+  typedef enum logic [1:0] {RdAddr, RdResp, RdDecerr} rd_state_e;
   rd_state_e   rd_state_q;
-  logic [11:0] araddr_q;
-  logic [31:0] rdata_q;
-  logic [2:0]  arprot_q;
-  logic [1:0]  rd_sel_q, rresp_q;
+  logic        rd_sel_q;  // the block of the read in flight
+  logic [1:0]  rd_sel;
 
-  assign s_arready = rd_state_q == RdIdle;
-  assign s_rvalid  = rd_state_q == RdRespond;
-  assign s_rdata   = rdata_q;
-  assign s_rresp   = rresp_q;
-  assign m_araddr  = araddr_q;
-  assign m_arprot  = arprot_q;
+  assign rd_sel    = decode(s_araddr);
+  assign s_arready = rd_state_q == RdAddr && (rd_sel == 2'd2 || m_arready[rd_sel[0]]);
+  assign s_rvalid  = rd_state_q == RdDecerr || (rd_state_q == RdResp && m_rvalid[rd_sel_q]);
+  assign s_rdata   = rd_state_q == RdResp ? m_rdata[rd_sel_q] : '0;
+  assign s_rresp   = rd_state_q == RdDecerr ? RespDecerr : m_rresp[rd_sel_q];
+  assign m_araddr  = s_araddr[11:0];
+  assign m_arprot  = s_arprot;
 
   always_comb begin
     m_arvalid = '0;
     m_rready  = '0;
-    if (rd_state_q == RdIssue && rd_sel_q != 2'd2) m_arvalid[rd_sel_q[0]] = 1'b1;
-    if (rd_state_q == RdWait) m_rready[rd_sel_q[0]] = 1'b1;
+    if (rd_state_q == RdAddr && rd_sel != 2'd2) m_arvalid[rd_sel[0]] = s_arvalid;
+    if (rd_state_q == RdResp) m_rready[rd_sel_q] = s_rready;
   end
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
-      rd_state_q <= RdIdle;
-      araddr_q   <= '0;
-      arprot_q   <= '0;
+      rd_state_q <= RdAddr;
       rd_sel_q   <= '0;
-      rdata_q    <= '0;
-      rresp_q    <= '0;
     end else begin
       unique case (rd_state_q)
-        RdIdle: if (s_arvalid) begin
-          araddr_q   <= s_araddr[11:0];
-          arprot_q   <= s_arprot;
-          rd_sel_q   <= decode(s_araddr);
-          rd_state_q <= RdIssue;
+        RdAddr: if (s_arvalid && s_arready) begin
+          rd_sel_q   <= rd_sel[0];
+          rd_state_q <= rd_sel == 2'd2 ? RdDecerr : RdResp;
         end
-        RdIssue: begin
-          if (rd_sel_q == 2'd2) begin
-            rdata_q    <= '0;
-            rresp_q    <= RespDecerr;
-            rd_state_q <= RdRespond;
-          end else if (m_arready[rd_sel_q[0]]) begin
-            rd_state_q <= RdWait;
-          end
-        end
-        RdWait: if (m_rvalid[rd_sel_q[0]]) begin
-          rdata_q    <= m_rdata[rd_sel_q[0]];
-          rresp_q    <= m_rresp[rd_sel_q[0]];
-          rd_state_q <= RdRespond;
-        end
-        RdRespond: if (s_rready) rd_state_q <= RdIdle;
-        default: rd_state_q <= RdIdle;
+        RdResp, RdDecerr: if (s_rvalid && s_rready) rd_state_q <= RdAddr;
+        default: rd_state_q <= RdAddr;
       endcase
     end
   end

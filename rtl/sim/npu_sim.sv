@@ -43,6 +43,8 @@ module npu_sim
   output logic [1:0]  s_axil_rresp,
   input  wire         rbm_kick_i,           /// register bus master: a batch is queued (toggle)
   output logic        rbm_busy_o,           /// register bus master: a batch runs
+  input  wire  [63:0] rbm_guard_i,          /// register bus master: cycles a batch may run
+  output logic        rbm_wait_o,           /// busy and within the guard: its fall ends a wait
   output logic [15:0] rbm_violations_o,     /// AXI4-Lite rules the register bus master broke
   output logic [15:0] axil_violations_o,    /// AXI4-Lite rules broken on the NPU's register port
   output logic        irq_o,                /// the NPU's interrupt line
@@ -121,6 +123,16 @@ module npu_sim
     .m_araddr(rbm_araddr), .m_arprot(rbm_arprot), .m_rvalid(rbm_rvalid),
     .m_rready(rbm_rready), .m_rdata(rbm_rdata), .m_rresp(rbm_rresp)
   );
+
+  // The harness waits for a batch with one trigger, the fall of `rbm_wait_o`: the batch
+  // ended, or it ran `rbm_guard_i` cycles (a master that hangs; the harness tells the two
+  // apart by `rbm_busy_o`). One trigger, not a race of two (`First` costs Python tasks).
+  logic [63:0] rbm_busy_cycles_q;
+  always_ff @(posedge clk or negedge rst_ni) begin
+    if (!rst_ni) rbm_busy_cycles_q <= '0;
+    else rbm_busy_cycles_q <= rbm_busy_o ? rbm_busy_cycles_q + 64'd1 : '0;
+  end
+  assign rbm_wait_o = rbm_busy_o && rbm_busy_cycles_q < rbm_guard_i;
 
   npu_axil_arb u_axil_arb (
     .clk_i(clk), .rst_ni, .lock0_i(rbm_lock),

@@ -21,7 +21,7 @@ from typing import Any
 
 from npuemu.sim.build import BuiltModel
 from npuemu.sim.cocotb_run import simulator_env
-from npuemu.worker.protocol import ChannelClosedError, frame, read_frame, write_frame
+from npuemu.worker.protocol import ChannelClosedError, FrameProtocol, frame
 
 __all__ = ["WorkerCancelledError", "WorkerError", "WorkerProcess", "WorkerUnavailableError"]
 
@@ -67,13 +67,12 @@ class WorkerProcess:
         self.plusargs = plusargs
         self.workdir = workdir
         self.proc: asyncio.subprocess.Process | None = None
-        self._reader: asyncio.StreamReader | None = None
-        self._writer: asyncio.StreamWriter | None = None
+        self._transport: asyncio.Transport | None = None
+        self._hello: asyncio.Future[dict[str, Any]] | None = None
         self._ids = itertools.count(1)
         self._lock = asyncio.Lock()
         self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self._current: int | None = None
-        self._reply_task: asyncio.Task[None] | None = None
         self._drain_task: asyncio.Task[None] | None = None
         self._channel_closed = False
         self.on_exit: Callable[[str], None] | None = None  # told when the worker goes away
@@ -127,16 +126,19 @@ class WorkerProcess:
                 start_new_session=True,  # its own process group: killed as a whole
             )
         child.close()
-        self._reader, self._writer = await asyncio.open_unix_connection(sock=parent)
+        loop = asyncio.get_running_loop()
+        self._hello = loop.create_future()
+        self._transport, _ = await loop.create_unix_connection(
+            lambda: FrameProtocol(self._on_frame, self._on_lost), sock=parent
+        )
         try:
-            hello = await asyncio.wait_for(read_frame(self._reader), timeout_s)
+            hello = await asyncio.wait_for(self._hello, timeout_s)
         except (TimeoutError, ChannelClosedError) as exc:
             await self.kill()
             raise WorkerUnavailableError(
                 f"simulation worker of {self.name} did not start:\n{self.log_tail()}"
             ) from exc
         self.cycles = int(hello.get("cycles", 0))
-        self._reply_task = asyncio.get_running_loop().create_task(self._read_replies())
         log.info("worker %s ready (pid %d)", self.name, self.proc.pid)
 
     async def call(
@@ -164,30 +166,40 @@ class WorkerProcess:
         await self._lock.acquire()
         release = True
         try:
+            transport = self._transport
             if (
                 self.proc is None
                 or self.proc.returncode is not None
-                or self._writer is None
+                or transport is None
+                or transport.is_closing()
                 or self._channel_closed
             ):
                 raise WorkerUnavailableError(f"simulation worker of {self.name} is not running")
             if guard is not None and not guard():  # e.g. its lease ended while it queued
                 raise WorkerCancelledError(f"{op} on {self.name} was no longer wanted")
             req_id = next(self._ids)
-            fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+            loop = asyncio.get_running_loop()
+            fut: asyncio.Future[dict[str, Any]] = loop.create_future()
             self._pending[req_id] = fut
             self._current = req_id
+            # The answer's future is awaited directly, its watchdog a timer on the loop: no
+            # wait_for/shield, which add event-loop iterations to every request.
+            timer = loop.call_later(timeout_s, _expire, fut)
             try:
-                await write_frame(self._writer, {"id": req_id, "op": op, **args})
-                reply = await asyncio.wait_for(asyncio.shield(fut), timeout_s)
+                # One request at a time, at most a few hundred KiB (4096 ops): the transport
+                # sends it at once or buffers the rest; nothing to drain.
+                transport.write(frame({"id": req_id, "op": op, **args}))
+                reply = await fut
             except asyncio.CancelledError:
+                if fut.done() and not fut.cancelled():
+                    raise  # the answer is in: nothing left in the worker to stop
                 # The caller went away: stop the request in the worker; a task keeps the
                 # lock until its (dropped) answer is in, or kills a worker that never answers.
                 self._send_cancel(req_id)
                 release = False
-                self._drain_task = asyncio.get_running_loop().create_task(
-                    self._drain(fut, req_id, timeout_s)
-                )
+                stale: asyncio.Future[dict[str, Any]] = loop.create_future()
+                self._pending[req_id] = stale
+                self._drain_task = loop.create_task(self._drain(stale, req_id, timeout_s))
                 raise
             except TimeoutError:
                 await self.kill()
@@ -202,6 +214,7 @@ class WorkerProcess:
                     "it is being restarted"
                 ) from None
             finally:
+                timer.cancel()
                 self._current = None
                 if release:
                     self._pending.pop(req_id, None)
@@ -222,9 +235,8 @@ class WorkerProcess:
             self._send_cancel(self._current)
 
     def _send_cancel(self, req_id: int) -> None:
-        if self._writer is not None and not self._writer.is_closing():
-            payload = frame({"id": req_id, "op": "cancel"})
-            self._writer.write(payload)  # no drain: a few bytes, must not be awaited here
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.write(frame({"id": req_id, "op": "cancel"}))
 
     async def _drain(
         self, fut: asyncio.Future[dict[str, Any]], req_id: int, timeout_s: float
@@ -242,28 +254,35 @@ class WorkerProcess:
             self._pending.pop(req_id, None)
             self._lock.release()
 
-    async def _read_replies(self) -> None:
-        """The only reader of the channel: hands each answer to the request it answers
-        (by id) and drops answers nobody waits for any more."""
-        assert self._reader is not None
-        try:
-            while True:
-                reply = await read_frame(self._reader)
-                fut = self._pending.pop(reply.get("id", -1), None)
-                if fut is None or fut.done():
-                    log.debug(
-                        "worker %s: dropped a stale answer (id %s)", self.name, reply.get("id")
-                    )
-                    continue
-                fut.set_result(reply)
-        except Exception as exc:  # EOF, a broken frame: every waiter learns the worker is gone
-            for fut in self._pending.values():
-                if not fut.done():
-                    fut.set_exception(ChannelClosedError(str(exc) or "worker closed the channel"))
-            self._pending.clear()
-            self._channel_closed = True
-            if self.on_exit is not None:  # an idle worker's death is noticed too
-                self.on_exit(f"simulation worker of {self.name} exited")
+    def _on_frame(self, reply: dict[str, Any]) -> None:
+        """Every message from the worker, in the loop's reader callback: the first is its
+        hello; each later one answers the request of its id (a stale answer nobody waits
+        for any more is dropped)."""
+        if self._hello is not None and not self._hello.done():
+            self._hello.set_result(reply)
+            return
+        fut = self._pending.pop(reply.get("id", -1), None)
+        if fut is None or fut.done():
+            log.debug("worker %s: dropped a stale answer (id %s)", self.name, reply.get("id"))
+            return
+        fut.set_result(reply)
+
+    def _on_lost(self, exc: Exception | None) -> None:
+        """The channel closed (EOF, a broken frame): every waiter learns the worker is gone."""
+        if self._channel_closed:
+            return
+        self._channel_closed = True
+        gone = ChannelClosedError(str(exc) if exc else "worker closed the channel")
+        if self._hello is not None and not self._hello.done():
+            self._hello.set_exception(gone)  # start() reports it
+            return
+        for fut in self._pending.values():
+            if not fut.done():
+                fut.set_exception(gone)
+        self._pending.clear()
+        if self.on_exit is not None and self._transport is not None:
+            # an idle worker's death is noticed too (not a channel closed on purpose)
+            self.on_exit(f"simulation worker of {self.name} exited")
 
     async def _reap(self, timeout_s: float = 5.0) -> int | None:
         if self.proc is None:
@@ -284,12 +303,9 @@ class WorkerProcess:
         self._close_channel()
 
     def _close_channel(self) -> None:
-        if self._reply_task is not None:
-            self._reply_task.cancel()
-            self._reply_task = None
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
+        transport, self._transport = self._transport, None
+        if transport is not None:
+            transport.close()
 
     async def stop(self, timeout_s: float = 10.0) -> None:
         """Ask the worker loop to quit; kill it if it does not."""
@@ -302,3 +318,9 @@ class WorkerProcess:
         except (WorkerUnavailableError, WorkerError, TimeoutError):
             pass
         await self.kill()
+
+
+def _expire(fut: asyncio.Future[dict[str, Any]]) -> None:
+    """The watchdog of one request: its answer did not come in time."""
+    if not fut.done():
+        fut.set_exception(TimeoutError())

@@ -4,8 +4,9 @@ Two masters with one interface (`run(rows)`):
 
 - `RegbusMaster`, the one the emulator uses: the batch goes in one ctypes call into the
   DPI-C queue of `npu_regbus_master` (rtl/sim/), an AXI4-Lite master inside the
-  simulation; the harness toggles its kick input and awaits the fall of its busy line (one
-  trigger). No Python runs between bus transactions.
+  simulation; the harness toggles its kick input and awaits the fall of `rbm_wait_o` (one
+  trigger: the batch ended, or it overran its guard). No Python runs between bus
+  transactions.
 - `CocotbextMaster`: cocotbext-axi's `AxiLiteMaster` on the toplevel's `s_axil_*` port,
   one Python coroutine per transaction. It is the independent reference the tests compare
   the RTL master against, and the only master of tops without `npu_regbus_master` (the
@@ -31,20 +32,20 @@ from __future__ import annotations
 import ctypes
 import enum
 import logging
+import struct
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-from cocotb.handle import SimHandleBase
-from cocotb.triggers import FallingEdge, First, Timer
+from cocotb.handle import Immediate, SimHandleBase
+from cocotb.triggers import FallingEdge, Timer
 from cocotb.utils import get_sim_time
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster
 
 __all__ = [
-    "OP_DTYPE",
+    "OP_LAYOUT",
     "POLL_FIRST_INTERVAL",
     "POLL_MAX_INTERVAL",
-    "RESULT_DTYPE",
+    "RESULT_LAYOUT",
     "CocotbextMaster",
     "RegStatus",
     "RegbusError",
@@ -64,19 +65,10 @@ Result = tuple[int, int, int]
 
 KIND_CODES = {"read": 0, "write": 1, "masked_write": 2, "poll": 3}
 
-# The layouts of RegbusOp and RegbusResult in rtl/sim/npu_regbus_dpi.cpp.
-OP_DTYPE = np.dtype(
-    [
-        ("kind", "<u4"),
-        ("addr", "<u4"),
-        ("value", "<u4"),
-        ("mask", "<u4"),
-        ("expected", "<u4"),
-        ("reserved", "<u4"),
-        ("max_cycles", "<u8"),
-    ]
-)
-RESULT_DTYPE = np.dtype([("status", "<u4"), ("value", "<u4"), ("cycles", "<u8")])
+# The layouts of RegbusOp and RegbusResult in rtl/sim/npu_regbus_dpi.cpp: kind, addr, value,
+# mask, expected, reserved (u32 each), max_cycles (u64); status, value (u32), cycles (u64).
+OP_LAYOUT = struct.Struct("<6IQ")
+RESULT_LAYOUT = struct.Struct("<2IQ")
 
 _M32 = 0xFFFF_FFFF
 
@@ -94,20 +86,26 @@ class RegbusError(RuntimeError):
     """The register bus master misbehaved (a bug in the simulation, not a bus answer)."""
 
 
-def encode_rows(rows: Sequence[Row]) -> np.ndarray:
-    """Rows -> the queue's packed layout (values and masks taken modulo 2**32).
+def encode_rows(rows: Sequence[Row]) -> bytes:
+    """Rows -> the queue's packed layout `OP_LAYOUT` (values and masks taken modulo 2**32).
+
+    Plain `struct`: for one row it costs a thirtieth of building a numpy record array, and
+    half for a thousand (measured; single reads are the path that must be cheap).
 
     Raises:
         ValueError: an unknown kind, an address outside 32 bits or a negative cycle limit.
     """
+    pack = OP_LAYOUT.pack
     try:
-        packed = [
-            (KIND_CODES[k], a, v & _M32, m & _M32, e & _M32, 0, c) for k, a, v, m, e, c in rows
-        ]
-        return np.array(packed, dtype=OP_DTYPE)
+        return b"".join(
+            [
+                pack(KIND_CODES[k], a, v & _M32, m & _M32, e & _M32, 0, c)
+                for k, a, v, m, e, c in rows
+            ]
+        )
     except KeyError as exc:
         raise ValueError(f"unknown register operation {exc.args[0]!r}") from None
-    except OverflowError as exc:
+    except struct.error as exc:
         raise ValueError(f"register operation out of range: {exc}") from None
 
 
@@ -115,15 +113,25 @@ class RegbusMaster:
     """Batches through `npu_regbus_master` inside the simulation (see the module doc).
 
     Args:
-        dut: The toplevel (`npu_sim`): ports ``rbm_kick_i`` and ``rbm_busy_o``.
+        dut: The toplevel (`npu_sim`): ports ``rbm_kick_i``, ``rbm_guard_i``, ``rbm_busy_o``
+            and ``rbm_wait_o``.
         period_ps: Clock period, for the guard timer.
     """
 
     def __init__(self, dut: SimHandleBase, period_ps: int) -> None:
         self.dut = dut
         self.period_ps = period_ps
+        # Handles looked up once (each lookup is Python in cocotb), written without delay:
+        # a deposit (cocotb's default) costs a ReadWrite callback per batch, and the master
+        # samples its inputs at the next clock edge either way.
+        self._kick_h = dut.rbm_kick_i
+        self._guard_h = dut.rbm_guard_i
+        self._busy_h = dut.rbm_busy_o
+        self._wait_h = dut.rbm_wait_o
         self._kick = 0
+        self._guard = -1  # the value last written to rbm_guard_i
         self._running = False  # a batch was handed over and its end not yet seen
+        self._results = (ctypes.c_char * (RESULT_LAYOUT.size * 4096))()  # grows if need be
         lib = ctypes.CDLL(None)  # the simulator executable itself
         try:
             self._submit = lib.npu_regbus_submit
@@ -134,7 +142,7 @@ class RegbusMaster:
                 "the simulator does not export npu_regbus_submit: it was built without "
                 "-Wl,--export-dynamic-symbol=npu_regbus_* (rebuild it with npuemu.sim.build)"
             ) from None
-        self._submit.argtypes = (ctypes.c_void_p, ctypes.c_uint32)
+        self._submit.argtypes = (ctypes.c_char_p, ctypes.c_uint32)  # bytes: passed, not copied
         self._submit.restype = ctypes.c_int
         self._collect.argtypes = (ctypes.c_void_p, ctypes.c_uint32)
         self._collect.restype = ctypes.c_uint32
@@ -145,38 +153,49 @@ class RegbusMaster:
         """Drive the kick input to its reset value (call while the NPU is in reset)."""
         self._kick = 0
         self._running = False
-        self.dut.rbm_kick_i.value = 0
+        self._kick_h.value = 0
 
     async def run(self, rows: Sequence[Row]) -> list[Result]:
-        """Run the batch in the simulation; one `(status, value, cycles)` per op run."""
+        """Run the batch in the simulation; one `(status, value, cycles)` per op run.
+
+        Raises:
+            ValueError: a row `encode_rows` refuses.
+            RegbusError: the master did not finish the batch within its guard.
+        """
         if not rows:
             return []
         ops = encode_rows(rows)
-        if self._running and self.dut.rbm_busy_o.value:
+        size = RESULT_LAYOUT.size
+        if len(rows) * size > len(self._results):  # more than the server's batches
+            self._results = (ctypes.c_char * (len(rows) * size))()
+        if self._running and self._busy_h.value:
             # The last batch was cancelled: the master ends it at its next op boundary.
-            await FallingEdge(self.dut.rbm_busy_o)
-        if self._submit(ops.ctypes.data, len(ops)) != 0:
+            await FallingEdge(self._busy_h)
+        if self._submit(ops, len(rows)) != 0:
             raise RegbusError("the register bus master is still running a batch")
-        self._kick ^= 1
-        self.dut.rbm_kick_i.value = self._kick
-        self._running = True
         # A bound no correct batch reaches: each poll's limit plus its last read and
-        # interval, and a generous number of cycles per access. (Plain Python: numpy's
-        # fixed costs showed in the profile of single reads.)
-        polls = [row[5] + POLL_MAX_INTERVAL for row in rows if row[0] == "poll"]
-        bound = sum(polls) + 256 * len(rows) + 4096
-        done = FallingEdge(self.dut.rbm_busy_o)
+        # interval, and a generous number of cycles per access. npu_sim drops rbm_wait_o
+        # when the batch ends or when it has run that long: one trigger either way.
+        bound = 256 * len(rows) + 4096
+        for row in rows:
+            if row[0] == "poll":
+                bound += row[5] + POLL_MAX_INTERVAL
+        if bound != self._guard:
+            self._guard_h.value = Immediate(bound)
+            self._guard = bound
+        self._kick ^= 1
+        self._kick_h.value = Immediate(self._kick)
+        self._running = True
         try:
-            fired = await First(done, Timer(bound * self.period_ps, unit="ps"))
+            await FallingEdge(self._wait_h)
         except BaseException:  # cancelled (the worker's caller went away)
             self._cancel()
             raise
-        if fired is not done:
+        if self._busy_h.value:
             raise RegbusError(f"the register bus master did not finish a batch in {bound} cycles")
         self._running = False
-        out = np.empty(len(ops), RESULT_DTYPE)
-        n = self._collect(out.ctypes.data, len(ops))
-        return out[:n].tolist()
+        n = self._collect(self._results, len(rows))
+        return list(RESULT_LAYOUT.iter_unpack(memoryview(self._results).cast("B")[: n * size]))
 
 
 class CocotbextMaster:

@@ -790,39 +790,39 @@ class GrpcRegRegion(RegRegion):
 
     def _run(self, ops: Sequence[RegOp], first_index: int) -> list[int | None]:
         t = self._t
-        wire: list[pb.RegisterOp] = []
+        request = pb.RegisterBatchRequest(lease_id=t._lease)
+        # Fields set on added messages: a fifth of the cost of building each op with
+        # RegisterOp(read=RegisterRead(...)) (measured: that was several us per op).
+        add = request.ops.add
         poll_cycles = 0
         limits: dict[int, int] = {}
         for i, op in enumerate(ops):
             kind = type(op)
             if kind is RegRead:
-                wire.append(pb.RegisterOp(read=pb.RegisterRead(address=op.addr)))
+                add().read.address = op.addr
             elif kind is RegWrite:
-                wire.append(pb.RegisterOp(write=pb.RegisterWrite(address=op.addr, value=op.value)))
+                body = add().write
+                body.address = op.addr
+                body.value = op.value
             elif kind is RegMaskedWrite:
-                wire.append(
-                    pb.RegisterOp(
-                        masked_write=pb.RegisterMaskedWrite(
-                            address=op.addr, value=op.value, mask=op.mask
-                        )
-                    )
-                )
+                body = add().masked_write
+                body.address = op.addr
+                body.value = op.value
+                body.mask = op.mask
             elif kind is RegPoll:
                 cycles = poll_max_cycles(op)
                 limits[i] = cycles
                 poll_cycles += cycles
-                wire.append(
-                    pb.RegisterOp(
-                        poll=pb.RegisterPoll(
-                            address=op.addr, mask=op.mask, expected=op.expected, max_cycles=cycles
-                        )
-                    )
-                )
+                body = add().poll
+                body.address = op.addr
+                body.mask = op.mask
+                body.expected = op.expected
+                body.max_cycles = cycles
             else:  # pragma: no cover - execute() passes only the four op types
                 raise XrtError(ErrorCode.WRONG_TYPE, f"unknown register op {op!r}")
         resp = t._call(
             "RegisterBatch",
-            pb.RegisterBatchRequest(lease_id=t._lease, ops=wire),
+            request,
             f"batch of {len(ops)} register ops in region {self.name!r}",
             timeout=RPC_SLACK_S + poll_cycles / SIM_MIN_CYCLES_PER_S,
         )
