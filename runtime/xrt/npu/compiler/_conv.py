@@ -77,7 +77,14 @@ def emit_conv(
     prm_base = em.slot("PRM")
     em.load_run(isa.Buffer.PRM, prm_base, k.prm, zo)
     wgt_rows: dict[tuple[int, int], int] = {}  # (ob, ib) -> WGT row of its tap (0, 0)
-    wgt_pending = plan.wgt_resident  # resident weights load after the first input tile
+    # Resident weights: output blocks [0, 1), [1, 2), [2, 4), [4, 8), ... one LOAD each, the
+    # first before the first input tile (it may overlap the previous layer's tail), the
+    # others after it: the first GEMMs wait for one block's weights and that tile, and each
+    # later LOAD is no longer than the GEMMs of the blocks before it (it arrives in time).
+    groups = [(o, min(zo, max(1, 2 * o))) for o in [0, *(1 << i for i in range(zo.bit_length()))]]
+    wgt_pending = [(o0, o1) for o0, o1 in groups if o0 < zo] if plan.wgt_resident else []
+    if wgt_pending:
+        _load_weights(em, k, taps, *wgt_pending.pop(0))
     if plan.wgt_resident:
         for ob in range(zo):
             for ib in range(pk.ib_lo[ob], pk.ib_lo[ob] + pk.ib_n[ob]):
@@ -122,14 +129,9 @@ def emit_conv(
                         inp_base, xv, p0, p1 - p0, rl, rh - rl + 1, (0, 0, g.pl, g.pad_right)
                     )
                     inp_geom = (rl, rh - rl + 1)
-                if wgt_pending:
-                    # One LOAD per output block: its GEMMs wait for its own weights only.
-                    wgt_pending = False
-                    for ob in range(zo):
-                        first = pk.first[ob]
-                        em.load_run(
-                            isa.Buffer.WGT, first, k.wgt + first * b * b, pk.ib_n[ob] * taps
-                        )
+                for o0, o1 in wgt_pending:
+                    _load_weights(em, k, taps, o0, o1)
+                wgt_pending = []
                 rl, nr = inp_geom
                 if not plan.wgt_resident and (c, p0) != wgt_key:
                     wgt_key = (c, p0)
@@ -201,6 +203,13 @@ def emit_conv(
     if bounds:
         _prefetch(em, bounds)
     return cycles
+
+
+def _load_weights(em: Emitter, k: ConvConsts, taps: int, o0: int, o1: int) -> None:
+    """One LOAD of the resident weight blocks of output blocks ``[o0, o1)``."""
+    pk = k.packed
+    first, end = pk.first[o0], pk.first[o1 - 1] + pk.ib_n[o1 - 1] * taps
+    em.load_run(isa.Buffer.WGT, first, k.wgt + first * em.B * em.B, end - first)
 
 
 def _conflict(a: Step, b: Step) -> bool:
