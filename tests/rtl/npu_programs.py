@@ -9,7 +9,8 @@
 * `real_layers`: small networks of one real layer each (a conv, a depthwise conv, a
   residual add, max and average pooling) for the compiler;
 * `place_compiled` / `read_outputs`: the memory images and base registers of a program
-  the compiler (`xrt.npu.compiler.compile_run`) made, as `run_on_golden` lays them out.
+  the compiler (`xrt.npu.compiler.compile_run`) made: the program, then one 4 KiB-aligned
+  region per base register (as `run_on_golden` places them).
 """
 
 from __future__ import annotations
