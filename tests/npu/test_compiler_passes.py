@@ -206,3 +206,10 @@ def test_legalize_names_its_reasons() -> None:
     assert why is not None and "moves channels" in why
     with pytest.raises(Exception, match="not for the NPU"):
         compile_run(tnet)
+    # QConcat's per-lane (M, S) rows: 9 output planes exceed half of SMALL's 16 PRM rows.
+    xs = [i8(rng, 1, 9, 2, 2), *(i8(rng, 1, 40, 2, 2) for _ in range(3))]
+    attrs = {"axis": 1, "multipliers": [16384] * 4, "shifts": [14] * 4, "lo": -128, "hi": 127,
+             "out_scale": 1.0}  # fmt: skip
+    cnet, _ = single("QConcat", xs, attrs)
+    assert refusal(cnet.ops[0], cnet.values, {}, NPU) is None
+    assert "PRM rows" in refusal(cnet.ops[0], cnet.values, {}, SMALL)
