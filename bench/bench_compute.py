@@ -1,8 +1,8 @@
 """Figures of the compute engine (issue 10), measured in one run.
 
 - simulation speed while the MAC array is busy (a 3x3 and a 1x1 convolution, 64 channels,
-  16x16), in the cocotb harness and in a minimal raw Verilator C++ loop on the same RTL,
-  and their ratio;
+  16x16, each hand-compiled and compiler-made: bench/compute_cases.py), in the cocotb
+  harness and in a minimal raw Verilator C++ loop on the same RTL, and their ratio;
 - MAC utilisation from the engine's counters (GEMM_CYCLES / RUN_CYCLES) and the golden
   model's cycle estimate for the same programs;
 - time to build the verilated model from scratch, and with the cache warm.
@@ -24,12 +24,12 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 
 from bench_dma import timed_build  # noqa: E402
-from conv_programs import CASES, OFFSETS  # noqa: E402
+from compute_cases import Case, cases  # noqa: E402
 
 from npuemu.sim.build import RTL_DIR, VERILATOR_ARGS, build_npu_sim, rtl_sources, verilator_env  # noqa: E402
 from npuemu.sim.cocotb_run import run_cocotb  # noqa: E402
 from xrt.hwconfig import target  # noqa: E402
-from xrt.npu import golden, isa  # noqa: E402
+from xrt.npu import golden  # noqa: E402
 
 
 def build_raw(target_name: str, out_dir: Path) -> Path:
@@ -52,18 +52,20 @@ def build_raw(target_name: str, out_dir: Path) -> Path:
         str(RTL_DIR / "mem" / "npu_mem_dpi.cpp"),
         str(REPO / "bench" / "raw_compute_main.cpp"),
     ]
-    subprocess.run(cmd, env=verilator_env(), check=True, capture_output=True, text=True)
+    done = subprocess.run(cmd, env=verilator_env(), capture_output=True, text=True)
+    if done.returncode:
+        sys.exit(f"the raw Verilator build failed (--no-raw skips it):\n{done.stderr[-3000:]}")
     return out_dir / "Vnpu_sim"
 
 
-def golden_cycles(case, cfg) -> int:
+def golden_cycles(case: Case, cfg) -> int:
     mem = golden.Memory(cfg.memories)
     plddr = cfg.memory("plddr")
-    for name, blob in case.data().items():
-        mem.write(plddr.base + OFFSETS[name], blob)
-    bases = {i: plddr.base + OFFSETS[n] for i, n in enumerate(("act", "wgt", "bias", "prm", "out"))}
-    res = golden.run(case.program(), mem, bases)
+    for off, blob in case.images.items():
+        mem.write(plddr.base + off, blob)
+    res = golden.run(case.program, mem, {r: plddr.base + off for r, off in case.bases.items()})
     assert res.ok, res
+    assert case.check(lambda off, k: mem.read(plddr.base + off, k)), case.name
     return res.cycles.total
 
 
@@ -72,6 +74,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--target", default="buyi")
     parser.add_argument("--no-cold-build", action="store_true", help="skip the scratch builds")
+    parser.add_argument("--no-raw", action="store_true", help="skip the raw Verilator loop")
     args = parser.parse_args()
     cfg = target(args.target)
 
@@ -102,18 +105,19 @@ def main() -> None:
             },
         )
         rows = [json.loads(line) for line in results.read_text().splitlines()]
-        print("building and running the raw Verilator loop ...", flush=True)
-        exe = build_raw(args.target, tmp_path / "raw")
         raw: dict[str, list[float]] = {}
-        for row in rows:  # the memory files still hold the last case's data: rewrite each
-            case = next(c for c in CASES if c.name == row["case"])
-            mem = files["plddr"]
-            with mem.open("r+b") as f:
-                for name, blob in case.data().items():
-                    f.seek(OFFSETS[name])
+        all_cases = cases()
+        if not args.no_raw:
+            print("building and running the raw Verilator loop ...", flush=True)
+            exe = build_raw(args.target, tmp_path / "raw")
+        for row in (
+            [] if args.no_raw else rows
+        ):  # the memory files still hold the last case's data: rewrite each
+            case = next(c for c in all_cases if c.name == row["case"])
+            with files["plddr"].open("r+b") as f:
+                for off, blob in case.images.items():
+                    f.seek(off)
                     f.write(blob)
-                f.seek(0)
-                f.write(isa.encode_program(case.program()))
             writes = tmp_path / "writes.txt"
             writes.write_text("".join(f"{a} {v}\n" for a, v in row["launch"]))
             out = subprocess.run(
@@ -127,22 +131,24 @@ def main() -> None:
 
     print()
     print(f"target {args.target}, medians of {args.repeat} runs")
-    for case in CASES:
+    for case in all_cases:
         mine = [r for r in rows if r["case"] == case.name]
         cps = statistics.median(r["cycles"] / r["seconds"] for r in mine)
         perf = mine[0]["perf"]
         util = perf["GEMM_CYCLES"] / perf["RUN_CYCLES"]
         est = golden_cycles(case, cfg)
-        raw_cps = statistics.median(raw[case.name])
         print(
             f"{case.name}: {perf['RUN_CYCLES']} cycles, MAC utilisation {100 * util:.1f}% "
             f"(GEMM {perf['GEMM_CYCLES']}); golden model estimate {est} cycles "
             f"({100 * perf['GEMM_CYCLES'] / est:.1f}% utilisation by it)"
         )
-        print(
-            f"  simulation speed: cocotb harness {cps / 1e6:.3f} Mcycles/s, raw Verilator "
-            f"{raw_cps / 1e6:.3f} Mcycles/s, raw / cocotb {raw_cps / cps:.2f}x"
-        )
+        speed = f"  simulation speed: cocotb harness {cps / 1e6:.3f} Mcycles/s"
+        if case.name in raw:
+            raw_cps = statistics.median(raw[case.name])
+            speed += (
+                f", raw Verilator {raw_cps / 1e6:.3f} Mcycles/s, raw / cocotb {raw_cps / cps:.2f}x"
+            )
+        print(speed)
     if cold:
         print(
             f"model build from scratch: {statistics.median(cold):.1f} s; cache warm: "

@@ -1,6 +1,7 @@
 """cocotb side of bench/bench_compute.py: convolution programs on the engine, timed.
 
-Writes one JSON object per run to the file named by BENCH_OUT."""
+Writes one JSON object per run to the file named by BENCH_OUT; each output is checked
+against the host kernel."""
 
 from __future__ import annotations
 
@@ -10,13 +11,12 @@ import time
 
 import cocotb
 import numpy as np
-from conv_programs import CASES, OFFSETS
+from compute_cases import cases
 
 from npuemu.sim.core_driver import launch_ops, run_program
 from npuemu.sim.harness import NpuHarness
 from xrt._generated.hwconfig import CLOCK_PERIOD_PS
 from xrt.hwconfig import target
-from xrt.npu import isa
 
 
 @cocotb.test()
@@ -27,23 +27,20 @@ async def compute_speed(dut):
     plddr = cfg.memory("plddr")
     mem = np.memmap(os.environ["NPU_MEM_PLDDR"], np.uint8, "r+", shape=(plddr.size,))
     out = open(os.environ["BENCH_OUT"], "a")  # noqa: SIM115 - closed below
+    all_cases = cases()
     for _ in range(int(os.environ["BENCH_REPEAT"])):
-        for case in CASES:
-            data = case.data()
-            for name, blob in data.items():
-                mem[OFFSETS[name] : OFFSETS[name] + len(blob)] = np.frombuffer(blob, np.uint8)
-            prog = isa.encode_program(case.program())
-            mem[: len(prog)] = np.frombuffer(prog, np.uint8)
-            bases = {
-                i: plddr.base + OFFSETS[n]
-                for i, n in enumerate(("act", "wgt", "bias", "prm", "out"))
-            }
+        for case in all_cases:
+            for off, blob in case.images.items():
+                mem[off : off + len(blob)] = np.frombuffer(blob, np.uint8)
+            bases = {r: plddr.base + off for r, off in case.bases.items()}
+            n = len(case.program)
             t0 = time.perf_counter()
             c0 = h.cycles
-            res = await run_program(h, cfg.npu_base, plddr.base, len(prog) // 32, bases)
+            res = await run_program(h, cfg.npu_base, plddr.base, n, bases)
             seconds, cycles = time.perf_counter() - t0, h.cycles - c0
             assert res.ok, res
-            ops = launch_ops(cfg.npu_base, plddr.base, len(prog) // 32, bases)
+            assert case.check(lambda off, k: bytes(mem[off : off + k])), f"{case.name} differs"
+            ops = launch_ops(cfg.npu_base, plddr.base, n, bases)
             out.write(
                 json.dumps(
                     {

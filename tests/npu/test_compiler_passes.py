@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from npu_util import SMALL, i8, single
+from npu_util import SMALL, i8, npu_outputs, single
 
 from xrt._generated.hwconfig import NPU
+from xrt.network import run_network_reference
 from xrt.npu import golden, isa
 from xrt.npu.compiler import (
     ConvGeom,
@@ -118,17 +119,18 @@ def test_tokens_order_load_compute_store_and_balance() -> None:
     assert report.ok and not report.findings, str(report)
 
 
-def _conv_net():  # type: ignore[no-untyped-def]
-    rng = np.random.default_rng(3)
+def _conv_net(c: int = 32, hw: int = 12, k: int = 3, seed: int = 3):  # type: ignore[no-untyped-def]
+    """A k x k conv, C -> C channels, hw x hw, same padding."""
+    rng = np.random.default_rng(seed)
     params = {
-        "weight": rng.integers(-127, 128, size=(32, 32, 3, 3), dtype=np.int8),
-        "bias": rng.integers(-100, 100, 32).astype(np.int32),
-        "multiplier": np.full(32, 20000, np.int32),
-        "shift": np.full(32, 20, np.int32),
+        "weight": rng.integers(-127, 128, size=(c, c, k, k), dtype=np.int8),
+        "bias": rng.integers(-100, 100, c).astype(np.int32),
+        "multiplier": np.full(c, 20000, np.int32),
+        "shift": np.full(c, 20, np.int32),
     }
-    attrs = {"strides": [1, 1], "pads": [1, 1, 1, 1], "dilations": [1, 1], "groups": 1,
+    attrs = {"strides": [1, 1], "pads": [k // 2] * 4, "dilations": [1, 1], "groups": 1,
              "lo": -128, "hi": 127, "out_scale": 1.0}  # fmt: skip
-    return single("QConv2d", [i8(rng, 1, 32, 12, 12)], attrs, params)
+    return single("QConv2d", [i8(rng, 1, c, hw, hw)], attrs, params)
 
 
 _QUEUES = {  # queue -> (pushing unit, push flag, popping unit, pop flag)
@@ -169,6 +171,28 @@ def test_race_checker_catches_every_single_removed_token() -> None:
     assert not missed, f"tokens whose removal is no race: {missed}"
 
 
+def test_a_1x1_conv_overlaps_weight_loads_and_stores_with_its_gemms() -> None:
+    # 64 -> 64 channels, 16x16: each output block's GEMM waits for that block's weights
+    # only (block 0's before the first input tile, the others after it, in LOADs of 1, 1,
+    # 2, 4, ... blocks), and the last tile stores block by block,
+    # so the golden model's cost model sees the MAC array busy >= 80% of the run.
+    net, feeds = _conv_net(64, 16, 1, seed=5)
+    outs, prog, res = npu_outputs(net, feeds)
+    np.testing.assert_array_equal(outs[net.outputs[0]], run_network_reference(net, feeds)[0])
+    insns = prog.instructions
+    pushed_by = {pop: push for q, push, pop, _, _ in _token_pairs(insns) if q == "L2C"}
+    gemms = [i for i, x in enumerate(insns) if isinstance(x, isa.Gemm)]
+    wgt = [(i, x) for i, x in enumerate(insns) if getattr(x, "buffer", None) == isa.Buffer.WGT]
+    assert [(x.sram, x.x_size) for _, x in wgt] == [(0, 4), (4, 4), (8, 8)]  # blocks 0, 1, 2-3
+    first = insns[pushed_by[gemms[0]]]  # the first tile's input, after block 0's weights only
+    assert first.buffer == isa.Buffer.INP and wgt[1][0] > pushed_by[gemms[0]] > wgt[0][0]
+    assert [pushed_by.get(pc) for pc in gemms[1:4]] == [wgt[1][0], wgt[2][0], None]
+    stores = [i for i, x in enumerate(insns) if isinstance(x, isa.Store)]
+    assert [insns[i].z_size for i in stores[-4:]] == [1, 1, 1, 1]
+    assert stores[-1] > gemms[-1] > stores[-2]  # one block's STORE left after the last GEMM
+    assert res.cycles.gemm_cycles / res.cycles.total >= 0.8, res.cycles
+
+
 def test_legalize_names_its_reasons() -> None:
     net, _ = _conv_net()
     op = net.ops[0]
@@ -182,3 +206,10 @@ def test_legalize_names_its_reasons() -> None:
     assert why is not None and "moves channels" in why
     with pytest.raises(Exception, match="not for the NPU"):
         compile_run(tnet)
+    # QConcat's per-lane (M, S) rows: 9 output planes exceed half of SMALL's 16 PRM rows.
+    xs = [i8(rng, 1, 9, 2, 2), *(i8(rng, 1, 40, 2, 2) for _ in range(3))]
+    attrs = {"axis": 1, "multipliers": [16384] * 4, "shifts": [14] * 4, "lo": -128, "hi": 127,
+             "out_scale": 1.0}  # fmt: skip
+    cnet, _ = single("QConcat", xs, attrs)
+    assert refusal(cnet.ops[0], cnet.values, {}, NPU) is None
+    assert "PRM rows" in refusal(cnet.ops[0], cnet.values, {}, SMALL)

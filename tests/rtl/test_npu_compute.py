@@ -1,9 +1,11 @@
 """The compute engine inside the whole NPU (`npu_sim`) of each target, through the harness.
 
 A 3x3 convolution (32 -> 32 channels, 8x8, padding 1, bias, per-channel requantization,
-ReLU bounds) compiled by hand into an engine program runs bit-exact against xrt's QConv2d
-kernel, launched with the driver sequence of docs/isa.md (registers from the generated
-map). The program and tensors sit in plddr; on ZG330 the same program runs again on
+ReLU bounds) compiled by hand into a double-buffered engine program (`npu_programs`) runs
+bit-exact against xrt's QConv2d kernel, launched with the driver sequence of docs/isa.md
+(registers from the generated map). Real layers compiled by `xrt.npu.compiler` (a conv, a
+depthwise conv, a residual add, max and average pooling) run bit-exact against the host
+kernels. The program and tensors sit in plddr; on ZG330 the same program runs again on
 tensors the DMA placed in the OCM, which the engine reaches faster than DDR. A bus error
 (DECERR injected in plddr) ends a program with its code and one interrupt, and the next
 program is correct. The DMA shares the memories through the same interconnect.
@@ -18,21 +20,22 @@ import cocotb
 import numpy as np
 import pytest
 from cocotbext.axi import AxiResp
+from npu_programs import HandConv, place_compiled, read_outputs, real_layers
 
 from npuemu.sim.cocotb_run import run_cocotb
 from npuemu.sim.core_driver import run_program
 from npuemu.sim.dma_driver import DmaTransfer, program_ops, run_dma
 from npuemu.sim.harness import NpuHarness
-from xrt._generated.hwconfig import CLOCK_PERIOD_PS
+from xrt._generated.hwconfig import CLOCK_PERIOD_PS, NPU
 from xrt._generated.regmap_dma import DMA
 from xrt.hwconfig import target
+from xrt.network import run_network_reference
 from xrt.npu import isa
-from xrt.npu.isa import Buffer, GemmInit, StoreMode
-from xrt.ops.conv import qconv2d_forward
+from xrt.npu.compiler import compile_run
+from xrt.npu.isa import Buffer, StoreMode
 
 B = 16
 C, H, W = 32, 8, 8  # channels in and out, height, width
-G = C // B  # channel groups
 
 
 @pytest.mark.sim
@@ -60,127 +63,9 @@ def test_npu_compute(target_name, sim_model, shm_dir, tmp_path):
 
 
 # ---------------------------------------------------------------------------- cocotb side
-class Conv:
-    """The layer, its int8 parameters, the packed engine data and the program."""
-
-    def __init__(self, rng: np.random.Generator) -> None:
-        self.x = rng.integers(-128, 128, size=(1, C, H, W), dtype=np.int64).astype(np.int8)
-        self.w = rng.integers(-128, 128, size=(C, C, 3, 3), dtype=np.int64).astype(np.int8)
-        self.bias = rng.integers(-20000, 20000, size=C, dtype=np.int64).astype(np.int32)
-        self.m = rng.integers(1 << 13, 1 << 15, size=C, dtype=np.int64)
-        self.s = rng.integers(18, 24, size=C, dtype=np.int64)
-
-    def reference(self) -> np.ndarray:
-        op = type("Op", (), {})()
-        op.attrs = {
-            "strides": (1, 1),
-            "pads": (1, 1, 1, 1),
-            "dilations": (1, 1),
-            "groups": 1,
-            "lo": 0,
-            "hi": 127,
-        }
-        op.op_type = "QConv2d"
-        op.name = "conv"
-        params = {"weight": self.w, "bias": self.bias, "multiplier": self.m, "shift": self.s}
-        return qconv2d_forward(op, [self.x], params)[0]
-
-    # Memory images (channel-tiled activations, packed weight blocks, ACC bias, PRM rows).
-    def act_bytes(self) -> bytes:
-        return self.x[0].reshape(G, B, H, W).transpose(0, 2, 3, 1).tobytes()  # (g, h, w, B)
-
-    def wgt_bytes(self) -> bytes:
-        blocks = self.w.reshape(G, B, G, B, 3, 3).transpose(0, 2, 4, 5, 1, 3)  # ob ib ky kx o i
-        return np.ascontiguousarray(blocks).tobytes()
-
-    def bias_bytes(self) -> bytes:
-        return self.bias.tobytes()
-
-    def prm_bytes(self) -> bytes:
-        return ((self.s << 16) | (self.m & 0xFFFF)).astype(np.uint32).tobytes()
-
-    @staticmethod
-    def program() -> list:
-        """BASE0 input, BASE1 weights, BASE2 bias, BASE3 PRM, BASE4 output."""
-        ph, pw = H + 2, W + 2
-        prog = [
-            isa.Load(
-                buffer=Buffer.INP,
-                base=0,
-                x_size=W,
-                y_size=H,
-                z_size=G,
-                x_stride=B,
-                y_stride=W * B,
-                z_stride=H * W * B,
-                pad_top=1,
-                pad_bottom=1,
-                pad_left=1,
-                pad_right=1,
-            ),
-            isa.Load(
-                buffer=Buffer.WGT, base=1, x_size=G * G * 9, y_size=1, z_size=1, x_stride=B * B
-            ),
-            isa.Load(
-                buffer=Buffer.ACC, base=2, x_size=G, y_size=1, z_size=1, x_stride=4 * B, sram=1000
-            ),
-            isa.Load(
-                buffer=Buffer.PRM,
-                base=3,
-                x_size=G,
-                y_size=1,
-                z_size=1,
-                x_stride=4 * B,
-                push_next=True,
-            ),
-        ]
-        gemms = []
-        for ob in range(G):
-            for ib in range(G):
-                for ky in range(3):
-                    first = ib == 0 and ky == 0
-                    gemms.append(
-                        isa.Gemm(
-                            init=GemmInit.BIAS if first else GemmInit.ACC,
-                            acc=ob * H * W,
-                            inp=ib * ph * pw + ky * pw,
-                            wgt=((ob * G + ib) * 3 + ky) * 3,
-                            bias=1000 + ob,
-                            n0=W,
-                            n1=H,
-                            n2=3,
-                            acc_s0=1,
-                            inp_s0=1,
-                            acc_s1=W,
-                            inp_s1=pw,
-                            inp_s2=1,
-                            wgt_s2=1,
-                        )
-                    )
-        gemms[0] = gemms[0].replace(pop_prev=True)
-        gemms[-1] = gemms[-1].replace(push_next=True)
-        return [
-            *prog,
-            *gemms,
-            isa.Store(
-                mode=StoreMode.INT8,
-                use_prm=True,
-                base=4,
-                x_size=W,
-                y_size=H,
-                z_size=G,
-                x_stride=B,
-                y_stride=W * B,
-                z_stride=H * W * B,
-                sram_x_stride=1,
-                sram_y_stride=W,
-                sram_z_stride=H * W,
-                lo=0,
-                hi=127,
-                pop_prev=True,
-            ),
-            isa.Finish(),
-        ]
+def hand_conv(rng: np.random.Generator) -> HandConv:
+    """The hand-compiled 3x3 conv (32 -> 32 channels, 8x8, ReLU bounds), two row tiles."""
+    return HandConv(C, H, W, 3, th=4, lo=0, hi=127, seed=int(rng.integers(1 << 30)))
 
 
 class Env:
@@ -207,48 +92,34 @@ class Env:
         return bytes(self.mem[mem][offset : offset + n])
 
 
-OFFSETS = {
-    "prog": 0x0,
-    "act": 0x1000,
-    "wgt": 0x4000,
-    "bias": 0x20000,
-    "prm": 0x21000,
-    "out": 0x30000,
-}
-
-
-async def stage_conv(env: Env, conv: Conv) -> dict[int, int]:
-    """Program and tensors into plddr; returns the base registers."""
-    datas = [conv.act_bytes(), conv.wgt_bytes(), conv.bias_bytes(), conv.prm_bytes()]
-    bases = {}
-    for reg, (name, data) in enumerate(zip(("act", "wgt", "bias", "prm"), datas, strict=True)):
-        bases[reg] = env.put("plddr", OFFSETS[name], data)
-    env.put("plddr", OFFSETS["out"], bytes(C * H * W))
-    bases[4] = env.cfg.memory("plddr").base + OFFSETS["out"]
-    env.put("plddr", OFFSETS["prog"], isa.encode_program(Conv.program()))
-    return bases
-
-
-def out_tensor(raw: bytes) -> np.ndarray:
-    return np.frombuffer(raw, np.int8).reshape(G, H, W, B).transpose(0, 3, 1, 2).reshape(1, C, H, W)
+async def stage_conv(env: Env, conv: HandConv) -> tuple[dict[str, int], dict[int, int]]:
+    """Program and tensors into plddr; returns their offsets and the base registers."""
+    offsets = conv.layout()
+    env.put("plddr", offsets["prog"], isa.encode_program(conv.program()))
+    for name, data in conv.images().items():
+        env.put("plddr", offsets[name], data)
+    bases = {r: env.cfg.memory("plddr").base + offsets[n] for r, n in enumerate(conv.ROLES)}
+    return offsets, bases
 
 
 @cocotb.test()
 async def conv3x3_is_bit_exact(dut):
     env = Env(dut)
     await env.h.reset()
-    conv = Conv(env.rng)
-    bases = await stage_conv(env, conv)
-    prog_addr = env.cfg.memory("plddr").base + OFFSETS["prog"]
-    n = len(Conv.program())
-    res = await run_program(env.h, env.cfg.npu_base, prog_addr, n, bases)
+    conv = hand_conv(env.rng)
+    offsets, bases = await stage_conv(env, conv)
+    prog = conv.program()
+    plddr = env.cfg.memory("plddr").base
+    res = await run_program(env.h, env.cfg.npu_base, plddr + offsets["prog"], len(prog), bases)
     assert res.ok, f"seed={env.seed}: {res}"
-    got = out_tensor(env.get("plddr", OFFSETS["out"], C * H * W))
+    nbytes = C * H * W
+    got = conv.out_tensor(env.get("plddr", offsets["out"], nbytes))
     want = conv.reference()
     assert np.array_equal(got, want), f"seed={env.seed}: conv output differs"
     p = res.perf
-    assert p["GEMM_CYCLES"] == G * G * 9 * H * W
-    assert p["COMPUTE_RETIRED"] == G * G * 3 and p["STORE_RETIRED"] == 1
+    assert p["GEMM_CYCLES"] == conv.gemm_cycles
+    assert p["COMPUTE_RETIRED"] == sum(isinstance(i, isa.Gemm) for i in prog)
+    assert p["STORE_RETIRED"] == sum(isinstance(i, isa.Store) for i in prog)
     dut._log.info(
         "%s conv3x3 from plddr: %d cycles, MAC utilisation %.2f",
         env.cfg.name,
@@ -259,28 +130,60 @@ async def conv3x3_is_bit_exact(dut):
     if env.cfg.has_memory("ocm"):
         # The same program and tensors, copied by the DMA into the OCM.
         ocm = env.cfg.memory("ocm").base
-        ocm_bases = {}
-        sizes = {"prog": 32 * n, "act": C * H * W, "wgt": C * C * 9, "bias": 4 * C, "prm": 4 * C}
+        sizes = {"prog": isa.INSN_BYTES * len(prog)}
+        sizes.update((name, len(data)) for name, data in conv.images().items())
         for name, size in sizes.items():
-            src = env.cfg.memory("plddr").base + OFFSETS[name]
-            r = await run_dma(env.h, env.cfg.dma_base, DmaTransfer(src, ocm + OFFSETS[name], size))
+            r = await run_dma(
+                env.h,
+                env.cfg.dma_base,
+                DmaTransfer(plddr + offsets[name], ocm + offsets[name], size),
+            )
             assert r.ok, f"DMA into the OCM: {r}"
-        for reg, name in enumerate(("act", "wgt", "bias", "prm", "out")):
-            ocm_bases[reg] = ocm + OFFSETS[name]
-        res2 = await run_program(env.h, env.cfg.npu_base, ocm + OFFSETS["prog"], n, ocm_bases)
+        ocm_bases = {reg: ocm + offsets[name] for reg, name in enumerate(conv.ROLES)}
+        res2 = await run_program(
+            env.h, env.cfg.npu_base, ocm + offsets["prog"], len(prog), ocm_bases
+        )
         assert res2.ok, f"seed={env.seed}: {res2}"
         r = await run_dma(
-            env.h,
-            env.cfg.dma_base,
-            DmaTransfer(ocm_bases[4], env.cfg.memory("udma").base, C * H * W),
+            env.h, env.cfg.dma_base, DmaTransfer(ocm_bases[4], env.cfg.memory("udma").base, nbytes)
         )
         assert r.ok
-        assert np.array_equal(out_tensor(env.get("udma", 0, C * H * W)), want)
+        assert np.array_equal(conv.out_tensor(env.get("udma", 0, nbytes)), want)
         dut._log.info(
             "zg330 conv3x3 from the OCM: %d cycles (plddr: %d)",
             res2.perf["RUN_CYCLES"],
             p["RUN_CYCLES"],
         )
+
+
+@cocotb.test()
+async def compiled_layers_are_bit_exact(dut):
+    """Real layers compiled by `xrt.npu.compiler` (a conv, a depthwise conv, a residual add,
+    max and average pooling) run on the engine bit-exact against the host kernels, and the
+    engine counts the GEMM cycles the program holds."""
+    env = Env(dut)
+    await env.h.reset()
+    plddr = env.cfg.memory("plddr").base
+    start = 0x400000  # clear of what the other tests place
+    for name, net, feeds in real_layers(env.rng):
+        prog = compile_run(net, NPU)
+        images, offsets, _ = place_compiled(prog, feeds, start)
+        for off, data in images.items():
+            env.put("plddr", off, data)
+        bases = {r: plddr + off for r, off in offsets.items()}
+        n = len(prog.instructions)
+        res = await run_program(env.h, env.cfg.npu_base, plddr + start, n, bases)
+        assert res.ok, f"seed={env.seed} {name}: {res}\n{prog.report()}"
+        got = read_outputs(prog, offsets, lambda off, k: env.get("plddr", off, k))
+        want = run_network_reference(net, dict(feeds))
+        for out, ref in zip(net.outputs, want, strict=True):
+            assert np.array_equal(got[out], ref), f"seed={env.seed}: {name} differs"
+        gemm = sum(i.n0 * i.n1 * i.n2 for i in prog.instructions if isinstance(i, isa.Gemm))
+        assert res.perf["GEMM_CYCLES"] == gemm, f"{name}: {res.perf}"
+        dut._log.info(
+            "%s %s: %d instructions, %d cycles (GEMM %d)",
+            env.cfg.name, name, n, res.perf["RUN_CYCLES"], gemm,
+        )  # fmt: skip
 
 
 @cocotb.test()
@@ -371,19 +274,23 @@ async def on_chip_memory_is_faster(dut):
 async def bus_error_then_a_correct_program(dut):
     env = Env(dut)
     await env.h.reset()
-    conv = Conv(env.rng)
-    bases = await stage_conv(env, conv)
-    prog_addr = env.cfg.memory("plddr").base + OFFSETS["prog"]
-    n = len(Conv.program())
-    env.h.set_fault("plddr", OFFSETS["wgt"] + 512, 16, AxiResp.DECERR)
+    conv = hand_conv(env.rng)
+    offsets, bases = await stage_conv(env, conv)
+    prog = conv.program()
+    prog_addr = env.cfg.memory("plddr").base + offsets["prog"]
+    n = len(prog)
+    env.h.set_fault("plddr", offsets["wgt"] + 512, 16, AxiResp.DECERR)
     res = await run_program(env.h, env.cfg.npu_base, prog_addr, n, bases)
     env.h.clear_fault()
     assert res.outcome.name == "IRQ" and res.err_code == 5, f"want LOAD_DECERR: {res}"
-    assert (res.err_pc, res.err_unit) == (1, 0), res
+    first_wgt = next(
+        i for i, insn in enumerate(prog) if isinstance(insn, isa.Load) and insn.buffer == Buffer.WGT
+    )
+    assert (res.err_pc, res.err_unit) == (first_wgt, 0), res
     assert res.err_addr == bases[1]  # the burst holding the faulty beat
     res = await run_program(env.h, env.cfg.npu_base, prog_addr, n, bases)
     assert res.ok, res
-    got = out_tensor(env.get("plddr", OFFSETS["out"], C * H * W))
+    got = conv.out_tensor(env.get("plddr", offsets["out"], C * H * W))
     assert np.array_equal(got, conv.reference())
 
 
@@ -393,11 +300,11 @@ async def dma_and_engine_share_the_memories(dut):
     masters' bursts (reads and writes) and both results are exact."""
     env = Env(dut)
     await env.h.reset()
-    conv = Conv(env.rng)
-    bases = await stage_conv(env, conv)
-    prog_addr = env.cfg.memory("plddr").base + OFFSETS["prog"]
-    n = len(Conv.program())
-    nbytes = 256 * 1024
+    conv = hand_conv(env.rng)
+    offsets, bases = await stage_conv(env, conv)
+    prog_addr = env.cfg.memory("plddr").base + offsets["prog"]
+    n = len(conv.program())
+    nbytes = 1024 * 1024
     src = env.rng.integers(0, 256, nbytes, dtype=np.uint8).tobytes()
     env.put("udma", 0x100000, src)
     env.put("plddr", 0x200000, bytes(nbytes))
@@ -408,10 +315,11 @@ async def dma_and_engine_share_the_memories(dut):
     await env.h.run_batch(ops)
     res = await run_program(env.h, env.cfg.npu_base, prog_addr, n, bases)
     assert res.ok, f"seed={env.seed}: {res}"
+    dut._log.info("conv beside a DMA copy: %d cycles", res.perf["RUN_CYCLES"])
     status = await env.h.read_reg(env.cfg.dma_base + DMA.register("STATUS").offset)
     assert status & 1, "the DMA copy ended before the engine: no overlap was tested"
     w = await env.h.poll(env.cfg.dma_base + DMA.register("STATUS").offset, 1, 0, 1_000_000)
     assert (w >> 8) & 0xF == 0, f"DMA error {w:#x}"
     assert env.get("plddr", 0x200000, nbytes) == src, "the DMA copy differs"
-    got = out_tensor(env.get("plddr", OFFSETS["out"], C * H * W))
+    got = conv.out_tensor(env.get("plddr", offsets["out"], C * H * W))
     assert np.array_equal(got, conv.reference()), f"seed={env.seed}: conv output differs"

@@ -21,6 +21,7 @@ from xrt.npu.compiler._emit import Emitter
 from xrt.npu.compiler._layout import View
 from xrt.npu.compiler._pack import PackedConv
 from xrt.npu.compiler._tiler import ConvGeom, ConvPlan
+from xrt.npu.compiler._tokens import Step
 
 __all__ = ["ConvConsts", "emit_conv"]
 
@@ -76,8 +77,15 @@ def emit_conv(
     prm_base = em.slot("PRM")
     em.load_run(isa.Buffer.PRM, prm_base, k.prm, zo)
     wgt_rows: dict[tuple[int, int], int] = {}  # (ob, ib) -> WGT row of its tap (0, 0)
+    # Resident weights: output blocks [0, 1), [1, 2), [2, 4), [4, 8), ... one LOAD each, the
+    # first before the first input tile (it may overlap the previous layer's tail), the
+    # others after it: the first GEMMs wait for one block's weights and that tile, and each
+    # later LOAD is no longer than the GEMMs of the blocks before it (it arrives in time).
+    groups = [(o, min(zo, max(1, 2 * o))) for o in [0, *(1 << i for i in range(zo.bit_length()))]]
+    wgt_pending = [(o0, o1) for o0, o1 in groups if o0 < zo] if plan.wgt_resident else []
+    if wgt_pending:
+        _load_weights(em, k, taps, *wgt_pending.pop(0))
     if plan.wgt_resident:
-        em.load_run(isa.Buffer.WGT, 0, k.wgt, len(pk.blocks))
         for ob in range(zo):
             for ib in range(pk.ib_lo[ob], pk.ib_lo[ob] + pk.ib_n[ob]):
                 wgt_rows[ob, ib] = pk.first[ob] + (ib - pk.ib_lo[ob]) * taps
@@ -95,6 +103,7 @@ def emit_conv(
     for image, (xv, yv) in enumerate(zip(xs, ys, strict=True)):
         for t, c in order:
             bounds.append(len(em.steps))
+            last = (t, c) == order[-1]
             y0, y1 = tiles[t]
             obs = chunks[c]
             n = len(obs)
@@ -120,6 +129,9 @@ def emit_conv(
                         inp_base, xv, p0, p1 - p0, rl, rh - rl + 1, (0, 0, g.pl, g.pad_right)
                     )
                     inp_geom = (rl, rh - rl + 1)
+                for o0, o1 in wgt_pending:
+                    _load_weights(em, k, taps, o0, o1)
+                wgt_pending = []
                 rl, nr = inp_geom
                 if not plan.wgt_resident and (c, p0) != wgt_key:
                     wgt_key = (c, p0)
@@ -179,13 +191,45 @@ def emit_conv(
             for ol in range(n):
                 if ol not in tiles_acc or not tiles_acc[ol].started:
                     _bias_init(em, out_base + ol * plan.th * g.wo, acc_base + ol, y1 - y0, g.wo)
-            em.store(
-                yv, obs[0], y0, 0, g.wo, y1 - y0, n, out_base, 1, g.wo, plan.th * g.wo,
-                lo=lo, hi=hi, prm=prm_base + obs[0],
-            )  # fmt: skip
+            # One STORE per tile; the image's last tile stores each output block on its own,
+            # right after its last GEMM, so that one block's STORE is left after the GEMMs.
+            for z0, nz in [(ol, 1) for ol in range(n)] if last else [(0, n)]:
+                em.store(
+                    yv, obs[z0], y0, 0, g.wo, y1 - y0, nz, out_base + z0 * plan.th * g.wo, 1,
+                    g.wo, plan.th * g.wo, lo=lo, hi=hi, prm=prm_base + obs[z0],
+                )  # fmt: skip
+            if last:
+                _hoist_stores(em.steps, bounds[-1])
     if bounds:
         _prefetch(em, bounds)
     return cycles
+
+
+def _load_weights(em: Emitter, k: ConvConsts, taps: int, o0: int, o1: int) -> None:
+    """One LOAD of the resident weight blocks of output blocks ``[o0, o1)``."""
+    pk = k.packed
+    first, end = pk.first[o0], pk.first[o1 - 1] + pk.ib_n[o1 - 1] * taps
+    em.load_run(isa.Buffer.WGT, first, k.wgt + first * em.B * em.B, end - first)
+
+
+def _conflict(a: Step, b: Step) -> bool:
+    """Whether `a` and `b` touch one row or byte and one of them writes it."""
+    pairs = [(x, y) for x in a.writes for y in b.reads + b.writes]
+    pairs += [(x, y) for x in a.reads for y in b.writes]
+    return any(x[0] == y[0] and x[1] < y[2] and y[1] < x[2] for x, y in pairs)
+
+
+def _hoist_stores(steps: list[Step], start: int) -> None:
+    """Move each STORE of ``steps[start:]`` up to just after the last step there it conflicts
+    with: the order of every conflicting pair is kept, so tokens still order the same."""
+    out: list[Step] = []
+    for st in steps[start:]:
+        if isinstance(st.insn, isa.Store):
+            at = max((i + 1 for i, o in enumerate(out) if _conflict(st, o)), default=0)
+            out.insert(at, st)
+        else:
+            out.append(st)
+    steps[start:] = out
 
 
 def _prefetch(em: Emitter, bounds: list[int]) -> None:

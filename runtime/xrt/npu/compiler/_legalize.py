@@ -157,6 +157,8 @@ def _concat(op, a, ins, outs, params, cfg):  # type: ignore[no-untyped-def]
     _, c, _, w = as_nchw(outs[0].shape)
     if planes * w > cfg.inp_rows // 2 or -(-c // cfg.block) * w > cfg.acc_rows // 2:
         return "one row of all inputs does not fit the buffers"
+    if op.op_type == "QConcat" and -(-c // cfg.block) > cfg.prm_rows // 2:
+        return f"{c} output channels need more PRM rows than half the buffer"
     return None
 
 

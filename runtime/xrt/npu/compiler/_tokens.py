@@ -62,16 +62,24 @@ class _Entry:
     hi: int
 
 
+_KEEP = 8
+"""Entries one unit's reads (or writes) of one grain are spread over."""
+
+
 class _Tracker:
     """Recent accesses per space, pruned once every other unit is ordered after them.
 
-    Accesses of one unit and kind within one `grain` of rows (a buffer half) merge into one
-    entry: its rows the union, its position the latest. Whoever must wait for an earlier one
-    waits for the latest, which (program order) covers it; the union can only add waits.
+    Accesses of one unit and kind within one `grain` of rows (a buffer half) go round robin
+    into `_KEEP` entries, each merging into what its entry held: its rows the union, its
+    position the latest. Whoever must wait for an earlier one waits for the latest, which
+    (program order) covers it; the union can only add waits. Keeping several apart lets a
+    GEMM wait only for the LOAD of its own output block's weights, not for the last of a
+    layer's weight LOADs.
     """
 
     def __init__(self, clock: list[list[int]], grains: Mapping[str, int]) -> None:
-        self.spaces: dict[str, dict[tuple[int, bool, int], _Entry]] = defaultdict(dict)
+        self.spaces: dict[str, dict[tuple[int, bool, int, int], _Entry]] = defaultdict(dict)
+        self.count: dict[tuple[str, int, bool, int], int] = defaultdict(int)
         self.limit: dict[str, int] = defaultdict(lambda: 64)
         self.clock = clock
         self.grains = grains
@@ -93,10 +101,15 @@ class _Tracker:
     def add(self, entry: _Entry, space: str) -> None:
         entries = self.spaces[space]
         grain = self.grains.get(space)
-        key = (entry.unit, entry.write, entry.lo // grain if grain else entry.lo * 2**32 + entry.hi)
-        old = entries.get(key)
-        if old is not None and grain:
-            entry.lo, entry.hi = min(entry.lo, old.lo), max(entry.hi, old.hi)
+        if grain:
+            group = (space, entry.unit, entry.write, entry.lo // grain)
+            self.count[group] += 1
+            key = (entry.unit, entry.write, entry.lo // grain, self.count[group] % _KEEP)
+            old = entries.get(key)
+            if old is not None:
+                entry.lo, entry.hi = min(entry.lo, old.lo), max(entry.hi, old.hi)
+        else:
+            key = (entry.unit, entry.write, entry.lo, entry.hi)
         entries[key] = entry
         if len(entries) > self.limit[space]:
             clock = self.clock
