@@ -129,10 +129,11 @@ def main() -> int:
             print(f"  from snapshot: {snap_s:.2f} s to ready vs create + apply {apply_s:.2f} s")
             if target == "buyi" and not args.no_per_layer:
                 _per_layer(qnet, feeds, dev)
+    saved = engine["buyi"] - engine["zg330"]
     print(
         f"ZG330 engine cycles vs Buyi: {engine['zg330']} vs {engine['buyi']}: "
-        f"{engine['buyi'] - engine['zg330']} fewer "
-        f"({100 * (1 - engine['zg330'] / engine['buyi']):.1f}%)"
+        f"{abs(saved)} {'fewer' if saved >= 0 else 'more'} "
+        f"({100 * abs(saved) / engine['buyi']:.1f}%)"
     )
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
     return 0

@@ -276,6 +276,22 @@ class NpuBackend(Backend):
     def _key(self, op_ids: Sequence[int]) -> tuple[tuple[int, ...], bool]:
         return tuple(op_ids), self.keep_intermediates
 
+    def _home(self, size: int) -> MemRegion:
+        """Where a program's code and constants, or an input or output buffer, go: the OCM
+        when what is left of it after the intermediates' arena holds `size`, else plddr.
+
+        The engine reaches every memory through one AXI demux that lets bursts to one
+        memory finish before it starts one to another, so a program reading its weights
+        from plddr and its activations from the OCM pays the DDR latency at every switch;
+        with everything on chip it never does.
+        """
+        assert self.device is not None
+        if self.OCM_REGION is not None:
+            ocm = self.device.get_mem_region(self.OCM_REGION)
+            if ocm.mem_manager.largest_free_block >= size + _PROGRAM_ALIGN:
+                return ocm
+        return self.device.get_mem_region("plddr")
+
     def _prepare(self, seg: Segment) -> _Loaded:
         ids = self._key(op.op_id for op in seg.ops)
         loaded = self._loaded.get(ids)
@@ -294,7 +310,8 @@ class NpuBackend(Backend):
         code = prog.encode()
         # Constants follow the code at a 64-byte boundary (chunks are page aligned).
         const_off = -(-len(code) // 64) * 64
-        prog_chunk = alloc(plddr, const_off + len(prog.constants))
+        prog_bytes = const_off + len(prog.constants)
+        prog_chunk = alloc(self._home(prog_bytes), prog_bytes)
         prog_chunk.write(code)
         if prog.constants:
             prog_chunk.write(prog.constants, offset=const_off)
@@ -306,7 +323,7 @@ class NpuBackend(Backend):
         for role in prog.bases:
             if role.kind == "const":
                 bases[role.index] = const_addr
-                placement["constants"] = "plddr"
+                placement["constants"] = prog_chunk.region.name
             elif role.kind == "scratch":
                 bases[role.index] = alloc(plddr, role.size).begin.addr
                 placement["scratch"] = regions[role.index] = "plddr"
@@ -314,10 +331,10 @@ class NpuBackend(Backend):
                 bases[role.index], where = self._alloc_ocm(role.size, chunks)
                 placement["ocm"] = regions[role.index] = where
             else:
-                chunk = alloc(plddr, role.size)
+                chunk = alloc(self._home(role.size), role.size)
                 bases[role.index] = chunk.begin.addr
                 buffers[role.name] = chunk
-                placement[f"{role.kind}:{role.name}"] = "plddr"
+                placement[f"{role.kind}:{role.name}"] = chunk.region.name
         for p in prog.intermediates:
             placement[f"intermediate:{p.name}"] = regions[p.base]
         loaded = _Loaded(prog, chunks, prog_chunk.begin.addr, bases, buffers, placement)
