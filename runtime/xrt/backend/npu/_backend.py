@@ -221,10 +221,21 @@ class NpuBackend(Backend):
         return prog
 
     def _compiled(self, sub: NetworkView, share: bool) -> NpuProgram:
-        key = program_key(sub, self.config, self.TARGET, self.ocm_capacity(), share)
+        """The program of `sub`, from the cache or compiled. With an OCM, the code has the
+        first claim on it (the engine fetches it all through the run): when code and
+        intermediates do not fit together, the intermediates get what the code leaves."""
+        capacity = self.ocm_capacity()
+        prog = self._compiled_for(sub, share, capacity)
+        code = -(-prog.program_bytes // _PROGRAM_ALIGN) * _PROGRAM_ALIGN
+        if prog.ocm_bytes and prog.ocm_bytes + code + _PROGRAM_ALIGN > capacity:
+            prog = self._compiled_for(sub, share, max(capacity - code - _PROGRAM_ALIGN, 0))
+        return prog
+
+    def _compiled_for(self, sub: NetworkView, share: bool, ocm_bytes: int) -> NpuProgram:
+        key = program_key(sub, self.config, self.TARGET, ocm_bytes, share)
         prog = PROGRAM_CACHE.get(key)
         if prog is None:
-            prog = compile_run(sub, self.config, ocm_bytes=self.ocm_capacity(), share=share)
+            prog = compile_run(sub, self.config, ocm_bytes=ocm_bytes, share=share)
             PROGRAM_CACHE.put(key, prog)
         return prog
 
@@ -308,14 +319,25 @@ class NpuBackend(Backend):
             return chunk
 
         code = prog.encode()
-        # Constants follow the code at a 64-byte boundary (chunks are page aligned).
+        # Constants follow the code at a 64-byte boundary (chunks are page aligned), in one
+        # allocation when both fit where they go; on chip the code alone may (it is read all
+        # through the run), the constants then go to plddr.
         const_off = -(-len(code) // 64) * 64
         prog_bytes = const_off + len(prog.constants)
-        prog_chunk = alloc(self._home(prog_bytes), prog_bytes)
-        prog_chunk.write(code)
-        if prog.constants:
-            prog_chunk.write(prog.constants, offset=const_off)
-        const_addr = prog_chunk.begin.addr + const_off
+        home = self._home(prog_bytes)
+        if home.name == "plddr" and self._home(len(code)).name != "plddr":
+            prog_chunk = alloc(self._home(len(code)), len(code))
+            prog_chunk.write(code)
+            const_chunk = alloc(plddr, len(prog.constants))
+            if prog.constants:
+                const_chunk.write(prog.constants)
+            const_addr = const_chunk.begin.addr
+        else:
+            prog_chunk = alloc(home, prog_bytes)
+            prog_chunk.write(code)
+            if prog.constants:
+                prog_chunk.write(prog.constants, offset=const_off)
+            const_addr = prog_chunk.begin.addr + const_off
         bases: dict[int, int] = {}
         buffers: dict[str, MemChunk] = {}
         placement: dict[str, str] = {}
@@ -323,7 +345,12 @@ class NpuBackend(Backend):
         for role in prog.bases:
             if role.kind == "const":
                 bases[role.index] = const_addr
-                placement["constants"] = prog_chunk.region.name
+                placement["code"] = prog_chunk.region.name
+                placement["constants"] = (
+                    next(c.region.name for c in chunks if c.begin.addr <= const_addr < c.end.addr)
+                    if prog.constants
+                    else prog_chunk.region.name
+                )
             elif role.kind == "scratch":
                 bases[role.index] = alloc(plddr, role.size).begin.addr
                 placement["scratch"] = regions[role.index] = "plddr"
