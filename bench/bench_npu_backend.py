@@ -2,9 +2,10 @@
 
 Prints, for a SqueezeNet 1.1-shaped int8 network (default 224x224) on loopback:
 ``apply`` (compile + upload) and one ``forward`` wall time on Buyi and on ZG330, simulated
-cycles, MAC utilisation of every convolution from the engine's counters (merging off: one
-program per layer), the same forward on HostBackend, and a session made from a snapshot
-against ``create`` + ``apply``.
+cycles, where the intermediates live (the memory planner: packed bytes, on chip on ZG330),
+ZG330's engine cycles against Buyi's, MAC utilisation of every convolution from the
+engine's counters (merging off: one program per layer), the same forward on HostBackend,
+a session made from a snapshot against ``create`` + ``apply``, and the load average.
 
     python bench/bench_npu_backend.py [--hw 224] [--repeat 3]
 """
@@ -12,6 +13,7 @@ against ``create`` + ``apply``.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -69,7 +71,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--hw", type=int, default=224, help="input height and width")
     ap.add_argument("--repeat", type=int, default=3, help="forwards per figure (median)")
+    ap.add_argument("--no-per-layer", action="store_true", help="skip the per-layer run")
     args = ap.parse_args()
+    print(f"load average at start: {os.getloadavg()[0]:.1f}")
 
     model = squeezenet11_model(hw=args.hw, classes=1000)
     net = Network.from_onnx(model)
@@ -82,6 +86,7 @@ def main() -> int:
         host_s = _median(lambda: host.forward(feeds), args.repeat)
     print(f"HostBackend forward: {host_s * 1e3:.1f} ms")
 
+    engine: dict[str, int] = {}
     for target, backend in (("buyi", BuyiBackend), ("zg330", ZG330Backend)):
         with ServerProcess.start(target=target) as srv, xrt.Device.open(srv.url) as dev:
             PROGRAM_CACHE.clear()
@@ -93,7 +98,19 @@ def main() -> int:
             c0 = dev.cycles or 0
             fwd_s = _median(lambda s=sess: s.forward(feeds), args.repeat)
             cycles = ((dev.cycles or 0) - c0) // args.repeat
-            stats = sess.backends[0].last_stats
+            npu = sess.backends[0]
+            stats = npu.last_stats
+            engine[target] = stats.busy_cycles
+            for ids in sorted({ids for ids in npu.launches if len(ids) > 1}):
+                prog, where = npu.program(ids), npu.placement(ids)
+                live = [p for p in prog.intermediates if not p.alias_of]
+                on_chip = sum(1 for p in live if where[f"intermediate:{p.name}"] == "ocm")
+                print(
+                    f"  program of {len(ids)} ops: {len(live)} intermediates, "
+                    f"{sum(p.nbytes for p in live)} B one after another, packed into "
+                    f"{prog.scratch_bytes} B ({prog.ocm_bytes} B on chip); "
+                    f"{on_chip} of them in the OCM"
+                )
             print(
                 f"{backend.__name__}: apply {apply_s:.2f} s, forward {fwd_s:.2f} s (median of "
                 f"{args.repeat}), {cycles} simulated cycles per forward (DMA included), "
@@ -109,11 +126,16 @@ def main() -> int:
                 again = Session.create_with_snapshot(snap, [backend, HostBackend], [dev, None])
                 snap_s = time.perf_counter() - t
                 again.close()
-            print(
-                f"  from snapshot: {snap_s:.2f} s to ready vs create + apply {apply_s:.2f} s"
-            )
-            if target == "buyi":
+            print(f"  from snapshot: {snap_s:.2f} s to ready vs create + apply {apply_s:.2f} s")
+            if target == "buyi" and not args.no_per_layer:
                 _per_layer(qnet, feeds, dev)
+    saved = engine["buyi"] - engine["zg330"]
+    print(
+        f"ZG330 engine cycles vs Buyi: {engine['zg330']} vs {engine['buyi']}: "
+        f"{abs(saved)} {'fewer' if saved >= 0 else 'more'} "
+        f"({100 * abs(saved) / engine['buyi']:.1f}%)"
+    )
+    print(f"load average at end: {os.getloadavg()[0]:.1f}")
     return 0
 
 

@@ -24,6 +24,7 @@ from xrt import Device, HostDevice, Tensor, TensorType
 from xrt.backend import BuyiBackend, HostBackend
 from xrt.backend.npu.hardop import to_hardop
 from xrt.devices import NpuDevice
+from xrt.dtypes import QuantParams
 from xrt.network import Network, NetworkBuilder
 from xrt.quant import quantize_network
 from xrt.session import Session
@@ -251,9 +252,12 @@ def test_zg330_keeps_intermediates_on_chip_and_fills_caller_placed_outputs(
         npu = sess.backends[0]
         run = next(u for u in sess.execution_units() if getattr(u, "op_ids", None))
         where = npu.placement(run.op_ids)
-        if npu.program(run.op_ids).scratch_bytes:
-            assert where["scratch"] == "ocm", where
-        # Manual 1.3.2: outputs into tensors the caller placed (PL: plddr, PS: udma).
+        prog = npu.program(run.op_ids)
+        assert prog.intermediates and prog.ocm_bytes == prog.scratch_bytes
+        assert where["ocm"] == "ocm" and "scratch" not in where, where
+        assert all(where[f"intermediate:{p.name}"] == "ocm" for p in prog.intermediates)
+        # Manual 1.3.2: outputs into tensors the caller placed (PL: plddr, PS: udma). In
+        # the network's own layout the NPU's outputs are copied in, and the session says so.
         for region in ("plddr", "udma"):
             outs = [
                 Tensor(qnet.values[v]).malloc_on(zg330.get_mem_region(region)) for v in sess.outputs
@@ -262,6 +266,93 @@ def test_zg330_keeps_intermediates_on_chip_and_fills_caller_placed_outputs(
             for t, w in zip(outs, want, strict=True):
                 np.testing.assert_array_equal(t.numpy(), w)
             assert [g.chunk for g in got] == [t.chunk for t in outs]
+            assert all(p.startswith("copied") for p in sess.output_paths().values())
+
+
+def _ring_network(seed: int = 0) -> Network:
+    """int8 [1, 24, 6, 6] -> 3x3 QConv2d -> QClip -> same type: a step that can be iterated."""
+    rng = np.random.default_rng(seed)
+    b = NetworkBuilder("ring")
+    q = TensorType("SInt8", [1, 24, 6, 6], quant=QuantParams(0.05))
+    x = b.input("x", q)
+    (h,) = b.add(
+        "QConv2d",
+        [x],
+        {"pads": [1, 1, 1, 1], "lo": -128, "hi": 127, "out_scale": 0.05},
+        {
+            "weight": b.param("w", rng.integers(-40, 40, (24, 24, 3, 3)).astype(np.int8)),
+            "bias": b.param("b", rng.integers(-300, 300, 24).astype(np.int32)),
+            "multiplier": b.param("m", rng.integers(1 << 13, 1 << 14, 24).astype(np.int32)),
+            "shift": b.param("s", np.full(24, 22, np.int32)),
+        },
+        name="conv",
+    )
+    (y,) = b.add("QClip", [h], {"lo": -100, "hi": 100}, name="clip")
+    return b.build([y])
+
+
+def test_zg330_engine_stores_outputs_into_caller_tensors_and_runs_a_ring_in_place(
+    zg330: NpuDevice,
+) -> None:
+    """Manual 1.3.2 on ZG330: an output tensor in the engine's layout (channel-tiled by 16)
+    in plddr or udma gets the program's last STOREs directly (its base register points at
+    it); the manual's ring network feeds one tensor as input and output, forward after
+    forward. Each result equals HostBackend's."""
+    from xrt.backend import ZG330Backend
+    from xrt.tensor import ChannelTiled
+
+    net = _ring_network()
+    ttype = TensorType("SInt8", [1, 24, 6, 6], "NCHW", QuantParams(0.05))
+    x0 = np.random.default_rng(1).integers(-128, 128, (1, 24, 6, 6)).astype(np.int8)
+    with Session.create([ZG330Backend, HostBackend], net, [zg330, None]).apply() as sess:
+        assert all(b.is_type(ZG330Backend) for b in sess.backend_bindings().values())
+        for region in ("plddr", "udma"):
+            out = Tensor(ttype, hw_layout=ChannelTiled(16)).malloc_on(zg330.get_mem_region(region))
+            (got,) = sess.forward({"x": x0}, [out])
+            assert got is out
+            (path,) = sess.output_paths().values()
+            assert path.startswith("written by the engine") and region in path, path
+            np.testing.assert_array_equal(out.numpy(), _host(net, {"x": x0})[0])
+        # The ring: the same tensor is the input and the output, three times over.
+        ring = Tensor(ttype, hw_layout=ChannelTiled(16)).malloc_on(zg330.get_mem_region("plddr"))
+        ring.copy_data(x0)
+        want = x0
+        for _ in range(3):
+            sess.forward([ring], [ring])
+            want = _host(net, {"x": want})[0]
+            assert next(iter(sess.output_paths().values())).startswith("written by the engine")
+            np.testing.assert_array_equal(ring.numpy(), want)
+
+
+def test_zg330_dumps_on_chip_intermediates_of_a_merged_program_and_steps_into_it(
+    zg330: NpuDevice, tmp_path: Path
+) -> None:
+    """Manual 1.4.3: with merging on, the intermediates a ZG330 program keeps in the OCM are
+    dumped too, read back through the OCM's MemRegion; step_to reaches an operator inside
+    the merged program. Every value equals the host's."""
+    from xrt.backend import ZG330Backend
+
+    model = COMPOSITES["small_cnn"]()
+    qnet = _quantized(model)
+    feeds = random_feeds(model, seed=6)
+    everything = run_reference(qnet, feeds)
+    with Session.create([ZG330Backend, HostBackend], qnet, [zg330, None]).apply() as sess:
+        npu = sess.backends[0]
+        run = next(u for u in sess.execution_units() if len(getattr(u, "op_ids", ())) > 2)
+        sess.set_dump_outputs(True, str(tmp_path), "SQB")
+        sess.forward(feeds)
+        prog, where = npu.program(run.op_ids), npu.placement(run.op_ids)
+        inside = [p for p in prog.intermediates if "#" not in p.name]
+        assert inside and {where[f"intermediate:{p.name}"] for p in inside} == {"ocm"}
+        for p in inside:
+            op_id = next(op.op_id for op in qnet.ops if p.name in op.outputs)
+            (path,) = tmp_path.glob(f"{op_id}_*.sqb")
+            dumped = np.fromfile(path, np.int8).reshape(p.shape)
+            np.testing.assert_array_equal(dumped, everything[p.name], err_msg=p.name)
+        sess.set_dump_outputs(False)
+        middle = qnet.op(run.op_ids[len(run.op_ids) // 2])
+        (got,) = sess.step_to(middle.op_id, feeds)
+        np.testing.assert_array_equal(got.numpy(), everything[middle.outputs[0]])
 
 
 def test_a_faulting_program_is_11014_and_the_device_stays_usable(buyi: NpuDevice) -> None:
@@ -368,3 +459,60 @@ def test_xrt_run_on_the_emulator_prints_placement_profile_and_utilisation(
     lanes = {e["args"]["name"] for e in events
              if e["name"] == "thread_name"}  # fmt: skip
     assert {"npu.engine", "npu.dma", "host"} <= lanes
+
+
+def _wide_chain(c: int = 16, hw: int = 176, seed: int = 0) -> Network:
+    """x -> five 1x1 convolutions (the third and fifth with stride 2): intermediates of
+    484 KB, 484 KB, 121 KB and 121 KB, 1.2 MB one after another, at most 968 KB live."""
+    rng = np.random.default_rng(seed)
+    b = NetworkBuilder("wide_chain")
+    y = b.input("x", TensorType("SInt8", [1, c, hw, hw], quant=QuantParams(0.05)))
+    for i, s in enumerate((1, 1, 2, 1, 2)):
+        (y,) = b.add(
+            "QConv2d",
+            [y],
+            {"strides": [s, s], "lo": -128, "hi": 127, "out_scale": 0.05},
+            {
+                "weight": b.param(f"w{i}", rng.integers(-40, 40, (c, c, 1, 1)).astype(np.int8)),
+                "bias": b.param(f"b{i}", rng.integers(-300, 300, c).astype(np.int32)),
+                "multiplier": b.param(f"m{i}", rng.integers(1 << 13, 1 << 14, c).astype(np.int32)),
+                "shift": b.param(f"s{i}", np.full(c, 19, np.int32)),
+            },
+            name=f"conv{i}",
+        )
+    return b.build([y])
+
+
+def test_intermediates_that_fit_the_ocm_only_when_sharing_memory_live_on_chip(
+    buyi: NpuDevice, zg330: NpuDevice
+) -> None:
+    """The memory planner on the device: a chain whose intermediates need 1.2 MB one after
+    another, more than the 1 MiB OCM, shares memory by lifetime and keeps all of them on the
+    ZG330's chip, its weights too; Buyi keeps everything in plddr. Both are bit-exact
+    against HostBackend, and the ZG330's engine needs fewer cycles (it never waits for a
+    DDR read behind a switch between memories)."""
+    from xrt.backend import ZG330Backend
+
+    net = _wide_chain()
+    x = np.random.default_rng(1).integers(-128, 128, (1, 16, 176, 176)).astype(np.int8)
+    want = _host(net, {"x": x})
+    cycles = {}
+    for cls, dev in ((BuyiBackend, buyi), (ZG330Backend, zg330)):
+        with Session.create([cls, HostBackend], net, [dev, None]).apply() as sess:
+            _assert_same(sess.forward({"x": x}), want)
+            npu = sess.backends[0]
+            (ids,) = set(npu.launches)
+            prog, where = npu.program(ids), npu.placement(ids)
+            assert len(prog.intermediates) == 4
+            home = {where[f"intermediate:{p.name}"] for p in prog.intermediates}
+            unshared = sum(p.nbytes for p in prog.intermediates)
+            if cls is ZG330Backend:
+                assert unshared > zg330.get_mem_region("ocm").size >= prog.ocm_bytes
+                assert home == {"ocm"} and prog.ocm_bytes == prog.scratch_bytes < unshared
+                assert where["constants"] == "ocm"
+            else:
+                assert home == {"plddr"} and prog.ocm_bytes == 0
+                assert where["constants"] == "plddr"
+            assert npu.last_stats is not None
+            cycles[cls] = npu.last_stats.busy_cycles
+    assert cycles[ZG330Backend] < cycles[BuyiBackend], cycles

@@ -84,6 +84,7 @@ class _Run:
     offset: int = 0
     temps: set[str] = field(default_factory=set)
     done: bool = False
+    placed: dict[str, Tensor] = field(default_factory=dict)  # caller-placed outputs
 
     def same_inputs(self, inputs: object) -> bool:
         old = self.inputs
@@ -164,6 +165,7 @@ class Session:
         self._log_io = False
         self._log_time = False
         self._dump: tuple[str, str] | None = None
+        self._output_paths: dict[str, str] = {}
         self._pre: Callback | None = None
         self._post: Callback | None = None
         self._profile = False
@@ -554,10 +556,19 @@ class Session:
         and from Q to F where a tensor cannot give them (the file name shows the format
         written). The folder is created if needed.
 
+        A merged subgraph (a HardOp) has one unit's outputs; its intermediates are dumped
+        too where the backend can read them back (manual 1.4.3: the NPU backends compile
+        their programs again so that every intermediate keeps its own bytes, and read each
+        from where it lives, the ZG330's OCM included). Turning merging off
+        (``auto_merge``) gives every operator its own unit instead.
+
         Raises:
             XrtError: 11010 for a bad format or types; 11002 when the folder cannot be made.
         """
         on = as_bool(enabled, "enabled")
+        for b in self.backends:
+            if hasattr(b, "keep_intermediates"):
+                b.keep_intermediates = on
         if not isinstance(format, str) or format not in DUMP_FORMATS:
             raise XrtError(
                 ErrorCode.WRONG_TYPE,
@@ -778,7 +789,10 @@ class Session:
             run.env.pop(v, None)
         return run
 
-    def _tensor_for(self, value: str, run: _Run) -> Tensor:
+    def _tensor_for(self, value: str, run: _Run, backend: Backend | None = None) -> Tensor:
+        placed = run.placed.get(value)
+        if placed is not None and getattr(backend, "DIRECT_OUTPUTS", False):
+            return placed  # the backend may have its engine store straight into it
         slot = self._slots.get(value)
         if slot is not None:
             return slot
@@ -802,7 +816,7 @@ class Session:
         else:
             in_names, out_names = piece.ops[0].inputs, piece.ops[0].outputs
         ins = [env[v] for v in in_names]
-        outs = [self._tensor_for(v, run) for v in out_names]
+        outs = [self._tensor_for(v, run, backend) for v in out_names]
         if self._pre is not None:
             self._call(self._pre, "pre", piece, ins)
         timing = self._profile or self._log_time
@@ -857,9 +871,17 @@ class Session:
             )
         if self._dump is not None:
             self._dump_values(produced)
+            if piece.merged and hasattr(backend, "intermediate_values"):
+                inside = backend.intermediate_values(piece.ops)
+                self._dump_values([(v, self._host_tensor(v, a)) for v, a in inside])
         if self._post is not None:
             self._call(self._post, "post", piece, outs)
         return produced
+
+    def _host_tensor(self, value: str, array: np.ndarray) -> Tensor:
+        t = Tensor(self._values[value]).malloc_on(self._host_region)
+        write_array(t, array.reshape(t.shape))
+        return t
 
     def _dump_values(self, produced: list[tuple[str, Tensor]]) -> None:
         assert self._dump is not None
@@ -944,24 +966,45 @@ class Session:
             t0 = time.perf_counter()
             self._run = None
             run = self._start(inputs)
+            if out_tensors is not None:
+                run.placed = dict(zip(self.outputs, out_tensors, strict=True))
+            for b in self._used_backends():
+                if hasattr(b, "output_paths"):
+                    b.output_paths = {}
             self._advance(run, self._last_position(), None)
             self._run = run  # finished: step_to restarts from its inputs
             t1 = time.perf_counter()
             results: list[Tensor] = []
+            paths: dict[str, str] = {}
             for i, name in enumerate(self.outputs):
                 src = run.env[name]
                 if out_tensors is not None:
                     dst = out_tensors[i]
                 else:
                     dst = Tensor(src.tensor_type).malloc_on(self._host_region)
-                write_array(dst, read_array(src))
+                op = self._producer.get(name)
+                producer = self._bindings.get(op.op_id) if op is not None else None
+                told = getattr(producer, "output_paths", {}).get(name)
+                if src is dst:  # the backend filled the caller's tensor itself
+                    paths[name] = told or f"copied by {type(producer).__name__}"
+                else:
+                    write_array(dst, read_array(src))
+                    paths[name] = "copied by the session"
                 results.append(dst)
+            self._output_paths = paths
             t2 = time.perf_counter()
             self._io_s += t2 - t1
             self._total_s = t2 - t0
             if self._trace is not None:
                 self._trace.add("outputs out", "session", t1, t2 - t1, "io")
             return results
+
+    def output_paths(self) -> dict[str, str]:
+        """How each output of the last `forward` reached its tensor: ``"written by the
+        engine at ADDR (REGION)"`` (a ZG330 program stored it into the caller-placed tensor,
+        manual 1.3.2), ``"copied: WHY"`` (the backend copied it in, and why it could not
+        store it directly) or ``"copied by the session"``."""
+        return dict(self._output_paths)
 
     def step_to(
         self, op_id: int, inputs: Sequence[InputLike] | Mapping[str, InputLike] | None = None

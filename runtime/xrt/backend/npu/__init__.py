@@ -38,15 +38,17 @@ class BuyiBackend(NpuBackend):
 
     TARGET = "buyi"
     DEVICE_CLASS = BuyiDevice
-    SCRATCH_REGIONS = ("plddr",)
     supports_output_placement = False
 
 
 @register_backend_type("zg330")
 class ZG330Backend(NpuBackend):
-    """ZG330: a program's intermediates live in the on-chip memory (``ocm``) when they
-    fit, else in ``plddr``; ``forward(inputs, outputs)`` writes into caller-placed tensors."""
+    """ZG330: a program's intermediates live in the on-chip memory (``ocm``) as far as they
+    fit (the memory planner packs them by lifetime), the rest in ``plddr``;
+    ``forward(inputs, outputs)`` writes into caller-placed tensors."""
 
     TARGET = "zg330"
     DEVICE_CLASS = Zg330Device
-    SCRATCH_REGIONS = ("ocm", "plddr")
+    OCM_REGION = "ocm"
+    DIRECT_OUTPUTS = True
+    supports_output_placement = True

@@ -44,9 +44,17 @@ from xrt.errors import ErrorCode, XrtError
 from xrt.hwconfig import NpuConfig
 from xrt.memory import MemChunk, MemRegion
 from xrt.network import NetworkView, Operator
-from xrt.npu.compiler import NPU_OP_TYPES, NpuProgram, compile_run, from_tiled, refusal, to_tiled
+from xrt.npu.compiler import (
+    NPU_OP_TYPES,
+    NpuProgram,
+    as_nchw,
+    compile_run,
+    from_tiled,
+    refusal,
+    to_tiled,
+)
 from xrt.ops import get_op_def
-from xrt.tensor import Tensor
+from xrt.tensor import ChannelTiled, Tensor
 
 __all__ = ["NpuBackend", "Segment"]
 
@@ -91,11 +99,18 @@ class NpuBackend(Backend):
         timeout_s: Wall seconds a launch may take before it is aborted (11015).
         launches: Op-id tuples of every program launched (tests, benches).
         last_stats: The engine's counters of the last launch.
+        keep_intermediates: Compile programs whose intermediates all keep their own bytes,
+            so that `intermediate_values` can read every one back after a launch (the
+            session sets it with ``set_dump_outputs``); programs are compiled again (once)
+            for it.
+        output_paths: For each program output launched, how it reached its tensor:
+            "written by the engine at ADDR (REGION)" or "copied: WHY".
     """
 
     TARGET: ClassVar[str] = ""
     DEVICE_CLASS: ClassVar[type[NpuDevice]] = NpuDevice
-    SCRATCH_REGIONS: ClassVar[tuple[str, ...]] = ("plddr",)
+    OCM_REGION: ClassVar[str | None] = None
+    DIRECT_OUTPUTS: ClassVar[bool] = False
     merged_label = "HardOp (Merged)"
 
     def __init__(self) -> None:
@@ -104,8 +119,12 @@ class NpuBackend(Backend):
         self.timeout_s = 600.0
         self.launches: list[tuple[int, ...]] = []
         self.last_stats: LaunchStats | None = None
-        self._loaded: dict[tuple[int, ...], _Loaded] = {}
+        self._loaded: dict[tuple[tuple[int, ...], bool], _Loaded] = {}
         self._driver: EngineDriver | None = None
+        self._ocm_arena: MemChunk | None = None
+        self._arena_in_use = False
+        self.keep_intermediates = False
+        self.output_paths: dict[str, str] = {}
 
     # -- devices ------------------------------------------------------------------------------
 
@@ -140,6 +159,10 @@ class NpuBackend(Backend):
                 if not chunk.is_freed:
                     chunk.free()
         self._loaded = {}
+        if self._ocm_arena is not None and not self._ocm_arena.is_freed:
+            self._ocm_arena.free()
+        self._ocm_arena = None
+        self._arena_in_use = False
 
     # -- compile and upload -------------------------------------------------------------------
 
@@ -161,19 +184,28 @@ class NpuBackend(Backend):
     def partition(self, ops: Sequence[Operator]) -> list[tuple[Operator, ...]]:
         """The session's run -> one subgraph per segment; compiles and uploads each program."""
         segs = self.segments(ops)
-        for seg in segs:
-            if seg.kind != "cast":
-                self._prepare(seg)
+        self._prepare_all([seg for seg in segs if seg.kind != "cast"])
         return [seg.ops for seg in segs]
+
+    def _prepare_all(self, segs: Sequence[Segment]) -> None:
+        """Compile and upload `segs`; their on-chip scratch shares one arena sized for all."""
+        progs = [self._program_for(seg) for seg in segs]
+        self._reserve_ocm(max((p.ocm_bytes for p in progs), default=0))
+        for seg in segs:
+            self._prepare(seg)
 
     def _apply(self) -> None:
         self._release()
         if not self.auto_merge:
             view = self.network_view
             assert view is not None
-            for op in view.ops:
-                if op.op_type != "Cast":
-                    self._prepare(Segment("hardop" if op.op_type == "HardOp" else "program", (op,)))
+            self._prepare_all(
+                [
+                    Segment("hardop" if op.op_type == "HardOp" else "program", (op,))
+                    for op in view.ops
+                    if op.op_type != "Cast"
+                ]
+            )
 
     def _program_for(self, seg: Segment) -> NpuProgram:
         view = self.network_view
@@ -183,26 +215,96 @@ class NpuBackend(Backend):
             blob = view.params[op.params["program"]]
             return program_from_bytes(np.asarray(blob, np.uint8).tobytes(), op.describe())
         sub = NetworkView(view.network, list(seg.ops))
-        key = program_key(sub, self.config, self.TARGET)
+        prog = self._compiled(sub, share=True)
+        if self.keep_intermediates and not all(p.readable_after for p in prog.intermediates):
+            prog = self._compiled(sub, share=False)
+        return prog
+
+    def _compiled(self, sub: NetworkView, share: bool) -> NpuProgram:
+        """The program of `sub`, from the cache or compiled. With an OCM, the code has the
+        first claim on it (the engine fetches it all through the run): when code and
+        intermediates do not fit together, the intermediates get what the code leaves."""
+        capacity = self.ocm_capacity()
+        prog = self._compiled_for(sub, share, capacity)
+        code = -(-prog.program_bytes // _PROGRAM_ALIGN) * _PROGRAM_ALIGN
+        if prog.ocm_bytes and prog.ocm_bytes + code + _PROGRAM_ALIGN > capacity:
+            prog = self._compiled_for(sub, share, max(capacity - code - _PROGRAM_ALIGN, 0))
+        return prog
+
+    def _compiled_for(self, sub: NetworkView, share: bool, ocm_bytes: int) -> NpuProgram:
+        key = program_key(sub, self.config, self.TARGET, ocm_bytes, share)
         prog = PROGRAM_CACHE.get(key)
         if prog is None:
-            prog = compile_run(sub, self.config)
+            prog = compile_run(sub, self.config, ocm_bytes=ocm_bytes, share=share)
             PROGRAM_CACHE.put(key, prog)
         return prog
 
-    def _region(self, names: Sequence[str], size: int) -> MemRegion:
+    def ocm_capacity(self) -> int:
+        """On-chip memory a program may keep intermediates in (0: none, as on Buyi)."""
+        if self.OCM_REGION is None:
+            return 0
         assert self.device is not None
-        for name in names:
-            try:
-                region = self.device.get_mem_region(name)
-            except XrtError:
-                continue
-            if region.mem_manager.largest_free_block >= size + _PROGRAM_ALIGN:
-                return region
+        return self.device.get_mem_region(self.OCM_REGION).size
+
+    def _reserve_ocm(self, size: int) -> None:
+        """Make the shared on-chip arena at least `size` bytes when the OCM has room."""
+        if size <= 0 or self.OCM_REGION is None:
+            return
+        arena = self._ocm_arena
+        if arena is not None and not arena.is_freed and arena.size >= size:
+            return
+        if self._arena_in_use:
+            return  # programs already point at the arena: later ones get their own chunks
+        assert self.device is not None
+        ocm = self.device.get_mem_region(self.OCM_REGION)
+        if arena is not None and not arena.is_freed:
+            arena.free()
+        self._ocm_arena = None
+        if ocm.mem_manager.largest_free_block >= size:
+            self._ocm_arena = ocm.malloc(size, True, _PROGRAM_ALIGN)
+
+    def _alloc_ocm(self, size: int, chunks: list[MemChunk]) -> tuple[int, str]:
+        """Address and region of a program's on-chip scratch.
+
+        Programs run one at a time and their intermediates are dead when they finish, so
+        the programs prepared together share one arena (`_reserve_ocm`). A program that
+        needs more (prepared later, e.g. by ``step_to``) gets its own chunk in what is left
+        of the OCM, else external memory (same bytes, same program: only slower).
+        """
+        assert self.device is not None
+        ocm = self.device.get_mem_region(self.OCM_REGION or "ocm")
+        arena = self._ocm_arena
+        if arena is not None and not arena.is_freed and arena.size >= size:
+            self._arena_in_use = True
+            return arena.begin.addr, ocm.name
+        region = ocm
+        if ocm.mem_manager.largest_free_block < size + _PROGRAM_ALIGN:
+            region = self.device.get_mem_region("plddr")
+        chunk = region.malloc(max(size, 1), True, _PROGRAM_ALIGN)
+        chunks.append(chunk)
+        return chunk.begin.addr, region.name
+
+    def _key(self, op_ids: Sequence[int]) -> tuple[tuple[int, ...], bool]:
+        return tuple(op_ids), self.keep_intermediates
+
+    def _home(self, size: int) -> MemRegion:
+        """Where a program's code and constants, or an input or output buffer, go: the OCM
+        when what is left of it after the intermediates' arena holds `size`, else plddr.
+
+        The engine reaches every memory through one AXI demux that lets bursts to one
+        memory finish before it starts one to another, so a program reading its weights
+        from plddr and its activations from the OCM pays the DDR latency at every switch;
+        with everything on chip it never does.
+        """
+        assert self.device is not None
+        if self.OCM_REGION is not None:
+            ocm = self.device.get_mem_region(self.OCM_REGION)
+            if ocm.mem_manager.largest_free_block >= size + _PROGRAM_ALIGN:
+                return ocm
         return self.device.get_mem_region("plddr")
 
     def _prepare(self, seg: Segment) -> _Loaded:
-        ids = tuple(op.op_id for op in seg.ops)
+        ids = self._key(op.op_id for op in seg.ops)
         loaded = self._loaded.get(ids)
         if loaded is not None:
             return loaded
@@ -217,46 +319,98 @@ class NpuBackend(Backend):
             return chunk
 
         code = prog.encode()
-        # Constants follow the code at a 64-byte boundary (chunks are page aligned).
+        # Constants follow the code at a 64-byte boundary (chunks are page aligned), in one
+        # allocation when both fit where they go; on chip the code alone may (it is read all
+        # through the run), the constants then go to plddr.
         const_off = -(-len(code) // 64) * 64
-        prog_chunk = alloc(plddr, const_off + len(prog.constants))
-        prog_chunk.write(code)
-        if prog.constants:
-            prog_chunk.write(prog.constants, offset=const_off)
-        const_addr = prog_chunk.begin.addr + const_off
+        prog_bytes = const_off + len(prog.constants)
+        home = self._home(prog_bytes)
+        if home.name == "plddr" and self._home(len(code)).name != "plddr":
+            prog_chunk = alloc(self._home(len(code)), len(code))
+            prog_chunk.write(code)
+            const_chunk = alloc(plddr, len(prog.constants))
+            if prog.constants:
+                const_chunk.write(prog.constants)
+            const_addr = const_chunk.begin.addr
+        else:
+            prog_chunk = alloc(home, prog_bytes)
+            prog_chunk.write(code)
+            if prog.constants:
+                prog_chunk.write(prog.constants, offset=const_off)
+            const_addr = prog_chunk.begin.addr + const_off
         bases: dict[int, int] = {}
         buffers: dict[str, MemChunk] = {}
         placement: dict[str, str] = {}
+        regions: dict[int, str] = {}
         for role in prog.bases:
             if role.kind == "const":
                 bases[role.index] = const_addr
-                placement["constants"] = "plddr"
+                placement["code"] = prog_chunk.region.name
+                placement["constants"] = (
+                    next(c.region.name for c in chunks if c.begin.addr <= const_addr < c.end.addr)
+                    if prog.constants
+                    else prog_chunk.region.name
+                )
             elif role.kind == "scratch":
-                region = self._region(self.SCRATCH_REGIONS, role.size)
-                bases[role.index] = alloc(region, role.size).begin.addr
-                placement["scratch"] = region.name
+                bases[role.index] = alloc(plddr, role.size).begin.addr
+                placement["scratch"] = regions[role.index] = "plddr"
+            elif role.kind == "ocm":
+                bases[role.index], where = self._alloc_ocm(role.size, chunks)
+                placement["ocm"] = regions[role.index] = where
             else:
-                chunk = alloc(plddr, role.size)
+                chunk = alloc(self._home(role.size), role.size)
                 bases[role.index] = chunk.begin.addr
                 buffers[role.name] = chunk
-                placement[f"{role.kind}:{role.name}"] = "plddr"
+                placement[f"{role.kind}:{role.name}"] = chunk.region.name
+        for p in prog.intermediates:
+            placement[f"intermediate:{p.name}"] = regions[p.base]
         loaded = _Loaded(prog, chunks, prog_chunk.begin.addr, bases, buffers, placement)
         self._loaded[ids] = loaded
         return loaded
 
     def program(self, op_ids: Sequence[int]) -> NpuProgram:
         """The compiled program of the segment with these op ids (after `apply`)."""
-        loaded = self._loaded.get(tuple(op_ids))
+        loaded = self._loaded.get(self._key(op_ids))
         if loaded is None:
             raise XrtError(ErrorCode.WRONG_ORDER, f"no program for ops {list(op_ids)}: apply first")
         return loaded.program
 
     def placement(self, op_ids: Sequence[int]) -> dict[str, str]:
-        """Where the segment's constants, scratch, inputs and outputs live (region names)."""
-        loaded = self._loaded.get(tuple(op_ids))
+        """Where the segment's pieces live (region names).
+
+        Keys: ``constants``, ``input:NAME``, ``output:NAME``, ``scratch`` (the external
+        scratch region, when the program has one), ``ocm`` (where its on-chip scratch is:
+        ``ocm``, or ``plddr`` when the OCM was taken) and ``intermediate:NAME`` for every
+        intermediate tensor (`NpuProgram.intermediates` has its offset, shape and lifetime).
+        """
+        loaded = self._loaded.get(self._key(op_ids))
         if loaded is None:
             raise XrtError(ErrorCode.WRONG_ORDER, f"no program for ops {list(op_ids)}: apply first")
         return dict(loaded.placement)
+
+    def intermediate_values(self, ops: Sequence[Operator]) -> list[tuple[str, np.ndarray]]:
+        """The intermediates of the last launch of the program of `ops`, read back from the
+        device where they live (manual 1.4.3: on ZG330 the OCM, through its MemRegion, as
+        a driver on the board reads it; in ``plddr`` otherwise).
+
+        Only tensors whose bytes still hold them at the end of the program are returned
+        (`TensorPlacement.readable_after`): all of them when `keep_intermediates` was set
+        before the launch, else those no later tensor overwrote.
+        """
+        loaded = self._loaded.get(self._key(op.op_id for op in ops))
+        if loaded is None or not self.launches or self.launches[-1] != tuple(loaded.program.op_ids):
+            return []
+        assert self.device is not None
+        prog = loaded.program
+        out: list[tuple[str, np.ndarray]] = []
+        for p in prog.intermediates:
+            if not p.readable_after or "#" in p.name:
+                continue
+            region = self.device.get_mem_region(loaded.placement[f"intermediate:{p.name}"])
+            raw = np.empty(p.nbytes, np.uint8)
+            region.read(raw, loaded.bases[p.base] + p.offset, p.nbytes)
+            out.append((p.name, from_tiled(raw, p.shape, prog.block)))
+        return out
 
     # -- run ------------------------------------------------------------------------------------
 
@@ -281,20 +435,34 @@ class NpuBackend(Backend):
         for b in prog.inputs:
             arr = read_array(inputs[b.name])
             loaded.buffers[b.name].write(to_tiled(np.asarray(arr).reshape(b.shape), prog.block))
+        bases = dict(loaded.bases)
+        paths: dict[str, str] = {}
+        for b in prog.outputs:
+            t = outputs[b.name]
+            why = self._direct_refusal(t, b.nbytes, prog.block)
+            if why is None:
+                assert t.chunk is not None
+                bases[b.base] = t.chunk.begin.addr + t.offset
+                paths[b.name] = f"written by the engine at {bases[b.base]:#x} ({t.region.name})"
+            else:
+                paths[b.name] = f"copied: {why}"
         t1 = time.perf_counter()
         stats = self._driver.launch(
             loaded.prog_addr,
             len(prog.instructions),
-            loaded.bases,
+            bases,
             what=what,
             timeout_s=self.timeout_s,
         )
         t2 = time.perf_counter()
         for b in prog.outputs:
+            if bases[b.base] != loaded.bases[b.base]:
+                continue  # the engine wrote the caller's tensor
             raw = loaded.buffers[b.name].tobytes(0, b.nbytes)
             out = from_tiled(raw, b.shape, prog.block)
             write_array(outputs[b.name], out.reshape(outputs[b.name].shape))
         t3 = time.perf_counter()
+        self.output_paths.update(paths)
         self.launches.append(tuple(prog.op_ids))
         self.last_stats = stats
         if self.time_profile:
@@ -311,6 +479,38 @@ class NpuBackend(Backend):
         )
         self.trace("outputs from device", t2, t3 - t2, lane="npu.dma", category="dma")
 
+    def _direct_refusal(self, t: Tensor, nbytes: int, block: int) -> str | None:
+        """None when the engine can store a program output straight into tensor `t` (manual
+        1.3.2), else why the output is copied into it instead."""
+        if not self.DIRECT_OUTPUTS:
+            return f"{type(self).__name__} stores outputs in its own buffers"
+        region = t.region
+        if region is None or t.chunk is None:
+            return "the tensor has no memory"
+        assert self.device is not None
+        try:
+            same = self.device.get_mem_region(region.name) is region
+        except XrtError:
+            same = False
+        if not same or region.name not in ("plddr", "udma", "ocm"):
+            return f"{region.name} on {region.device!r} is not memory this engine writes"
+        hw = t.hw_layout
+        _, c, h, w = as_nchw(t.shape)
+        if hw is not None:
+            if hw != ChannelTiled(block) or t.layout not in ("NCHW", "NC"):
+                return f"its hardware layout {hw.name} over {t.layout} is not the engine's"
+        elif h * w != 1 or c % block:
+            return (
+                f"its layout is not the engine's (N, C/{block}, H, W, {block}): give it "
+                f"hw_layout=ChannelTiled({block}) over NCHW"
+            )
+        addr = t.chunk.begin.addr + t.offset
+        if addr % block:
+            return f"address {addr:#x} is not a multiple of {block}"
+        if t.nbytes < nbytes:
+            return f"{t.nbytes} B, the program stores {nbytes} B"
+        return None
+
     # -- snapshots ------------------------------------------------------------------------------
 
     def snapshot_options(self) -> dict[str, Any]:
@@ -323,7 +523,8 @@ class NpuBackend(Backend):
     def snapshot_state(self) -> dict[str, bytes]:
         return {
             "program_" + "_".join(map(str, ids)): program_to_bytes(loaded.program)
-            for ids, loaded in self._loaded.items()
+            for (ids, keep), loaded in self._loaded.items()
+            if not keep
         }
 
     def restore_snapshot(self, options: Mapping[str, Any], state: Mapping[str, bytes]) -> None:
@@ -346,7 +547,7 @@ class NpuBackend(Backend):
         for key, blob in state.items():
             prog = program_from_bytes(blob, key)
             sub = NetworkView(view.network, [view.network.op(i) for i in prog.op_ids])
-            PROGRAM_CACHE.put(program_key(sub, self.config, self.TARGET), prog)
+            PROGRAM_CACHE.put(program_key(sub, self.config, self.TARGET, self.ocm_capacity()), prog)
 
 
 def _npu_constraint(op: Operator, backend: Backend, ctx: BindContext) -> bool:

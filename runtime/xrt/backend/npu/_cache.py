@@ -23,10 +23,13 @@ from xrt.npu.compiler import NpuProgram
 __all__ = ["PROGRAM_CACHE", "ProgramCache", "program_key"]
 
 
-def program_key(view: NetworkView, config: NpuConfig, target: str) -> str:
-    """The cache key of compiling `view` for `target` with `config`."""
+def program_key(
+    view: NetworkView, config: NpuConfig, target: str, ocm_bytes: int = 0, share: bool = True
+) -> str:
+    """The cache key of compiling `view` for `target` with `config`, `ocm_bytes` on chip and
+    intermediates sharing memory or not (`share`)."""
     h = hashlib.sha256()
-    h.update(json.dumps([target, sorted(vars(config).items())]).encode())
+    h.update(json.dumps([target, sorted(vars(config).items()), ocm_bytes, share]).encode())
     for op in view.ops:
         h.update(json.dumps([op.op_type, op.inputs, op.outputs], sort_keys=True).encode())
         h.update(json.dumps(op.attrs, sort_keys=True, default=repr).encode())

@@ -2,9 +2,10 @@
 
 Layout: the magic ``b"XRTNPU1\\n"``, a little-endian u32 header length, the header (UTF-8
 JSON: base register roles, input/output bindings, scratch size, block, op ids, per-layer
-report, sizes and SHA-256 of the two payloads), then the encoded instructions, then the
-constant blob. Everything is checked on the way back: a damaged program is XrtError 11011
-naming what is wrong, never a program that runs differently.
+report, placement of the intermediates, sizes and SHA-256 of the two payloads), then the
+encoded instructions, then the constant blob. Everything is checked on the way back: a
+damaged program is XrtError 11011 naming what is wrong, never a program that runs
+differently.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import struct
 
 from xrt.errors import ErrorCode, XrtError
 from xrt.npu import isa
-from xrt.npu.compiler import BaseRole, LayerReport, NpuProgram, TensorBinding
+from xrt.npu.compiler import BaseRole, LayerReport, NpuProgram, TensorBinding, TensorPlacement
 
 __all__ = ["program_from_bytes", "program_to_bytes"]
 
@@ -39,6 +40,7 @@ def program_to_bytes(prog: NpuProgram) -> bytes:
         "block": prog.block,
         "op_ids": list(prog.op_ids),
         "estimated_cycles": prog.estimated_cycles,
+        "intermediates": [dataclasses.asdict(p) for p in prog.intermediates],
         "code": [len(code), _digest(code)],
         "constants": [len(prog.constants), _digest(prog.constants)],
     }
@@ -85,6 +87,10 @@ def program_from_bytes(blob: bytes, what: str = "program") -> NpuProgram:
             int(header["block"]),
             [int(i) for i in header["op_ids"]],
             header["estimated_cycles"],
+            [
+                TensorPlacement(**{**p, "shape": tuple(p["shape"])})
+                for p in header.get("intermediates", [])
+            ],
         )
     except XrtError as exc:
         raise bad(exc.message) from None

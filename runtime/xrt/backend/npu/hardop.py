@@ -22,7 +22,15 @@ from xrt.network import Network, NetworkView, Operator
 from xrt.npu.compiler import compile_run
 from xrt.ops.hardop import output_type_to_json
 
-__all__ = ["to_hardop"]
+__all__ = ["ocm_bytes", "to_hardop"]
+
+
+def ocm_bytes(target: str) -> int:
+    """Size of `target`'s on-chip memory (0 when it has none), from the hardware config."""
+    from xrt._generated.hwconfig import TARGETS
+
+    cfg = TARGETS.get(target)
+    return next((m.size for m in cfg.memories if m.name == "ocm"), 0) if cfg else 0
 
 
 def to_hardop(
@@ -40,7 +48,7 @@ def to_hardop(
     if start < 0 or order[start : start + len(ids)] != ids:
         raise XrtError(ErrorCode.OUT_OF_RANGE, f"ops {ids} are not consecutive in {network.name}")
     run = NetworkView(network, [network.op(i) for i in ids])
-    prog = compile_run(run, config)
+    prog = compile_run(run, config, ocm_bytes=ocm_bytes(target))
     blob = np.frombuffer(program_to_bytes(prog), dtype=np.uint8).copy()
     param = f"hardop_{ids[0]}_program"
     hard = Operator(

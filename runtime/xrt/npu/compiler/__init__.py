@@ -17,7 +17,13 @@ from xrt.npu.compiler._compile import compile_run
 from xrt.npu.compiler._layout import View, as_nchw, from_tiled, tiled_bytes, to_tiled, view_of
 from xrt.npu.compiler._legalize import NPU_OP_TYPES, accumulator_bound, refusal
 from xrt.npu.compiler._pack import ConstBlob, bias_rows, conv_blocks, lut_rows, prm_rows
-from xrt.npu.compiler._program import BaseRole, LayerReport, NpuProgram, TensorBinding
+from xrt.npu.compiler._program import (
+    BaseRole,
+    LayerReport,
+    NpuProgram,
+    TensorBinding,
+    TensorPlacement,
+)
 from xrt.npu.compiler._tiler import ConvGeom, ConvPlan, plan_conv
 from xrt.npu.compiler._tokens import Step, insert_tokens
 
@@ -31,6 +37,7 @@ __all__ = [
     "NpuProgram",
     "Step",
     "TensorBinding",
+    "TensorPlacement",
     "View",
     "accumulator_bound",
     "as_nchw",

@@ -1,7 +1,9 @@
 """The compiler driver: a run of operators -> one `NpuProgram`.
 
 Passes, in order: legalize every operator (`refusal`), place the run's values (inputs and
-outputs each at their own base register, intermediates in one scratch region, aliases of
+outputs each at their own base register; intermediates by the memory planner
+(`xrt.npu.compiler._memplan`): lifetimes, packed so that tensors never live at once share
+bytes, on chip first when the target has an OCM, the rest in external scratch; aliases of
 reshapes sharing their source's bytes), then per operator pack its constants into the blob,
 tile it and emit its steps, and finally insert the dependency tokens over the whole run, so
 the STORE of one layer is ordered before the LOADs of the next by the same mechanism as the
@@ -10,6 +12,7 @@ tiles inside a layer.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -27,8 +30,15 @@ from xrt.npu.compiler._conv import ConvConsts, emit_conv
 from xrt.npu.compiler._emit import CONST_BASE, Emitter
 from xrt.npu.compiler._layout import View, as_nchw, tiled_bytes, view_of
 from xrt.npu.compiler._legalize import ALIAS_OP_TYPES, refusal
+from xrt.npu.compiler._memplan import Buffer, pack, split
 from xrt.npu.compiler._pack import bias_rows, conv_blocks, lut_rows, prm_rows
-from xrt.npu.compiler._program import BaseRole, LayerReport, NpuProgram, TensorBinding
+from xrt.npu.compiler._program import (
+    BaseRole,
+    LayerReport,
+    NpuProgram,
+    TensorBinding,
+    TensorPlacement,
+)
 from xrt.npu.compiler._tiler import ConvGeom, plan_conv
 from xrt.npu.compiler._tokens import insert_tokens
 from xrt.ops.pool import pool_counts
@@ -89,6 +99,8 @@ def compile_run(
     graph: Network | NetworkView,
     cfg: NpuConfig = NPU,
     verbose: bool = False,
+    ocm_bytes: int = 0,
+    share: bool = True,
 ) -> NpuProgram:
     """Compile every operator of `graph` (a view of consecutive NPU operators) into one program.
 
@@ -96,6 +108,11 @@ def compile_run(
         graph: The run; its inputs and outputs become the program's.
         cfg: Buffer sizes and block (default: the hardware's).
         verbose: Print each layer's tiling as it is chosen.
+        ocm_bytes: On-chip memory the program may keep intermediates in (ZG330's OCM; 0:
+            every intermediate in external memory, as on Buyi).
+        share: Let intermediates that are never live together share bytes. Without it
+            every intermediate keeps its own bytes, so all of them can be read back after
+            the run (per-layer dumps of a merged program).
 
     Raises:
         XrtError: 11003 naming the first operator the NPU cannot run and why.
@@ -113,7 +130,6 @@ def compile_run(
             f"{len(ins)} inputs and {len(outs)} outputs need more than {cfg.base_regs} "
             "base registers",
         )
-    scratch_base = len(ins) + len(outs) + 1
     bases = [BaseRole(CONST_BASE, "const", "", 0)]
     placed: dict[str, _Placed] = {}
     in_bind, out_bind = [], []
@@ -127,7 +143,8 @@ def compile_run(
         placed[v] = _Placed(1 + len(ins) + i, 0, types[v].shape)
         bases.append(BaseRole(1 + len(ins) + i, "output", v, nbytes))
         out_bind.append(TensorBinding(v, types[v].shape, 1 + len(ins) + i, 0, nbytes))
-    scratch = _Scratch(scratch_base)
+    memory = _plan_memory(graph, cfg, ocm_bytes, len(ins) + len(outs) + 1, set(placed), share)
+    bases += memory.roles
     em = Emitter(cfg)
     layers: list[LayerReport] = []
     for k, op in enumerate(graph.ops):
@@ -140,16 +157,13 @@ def compile_run(
             layers.append(LayerReport(op.op_id, op.op_type, op.name, "alias (no instructions)"))
             continue
         if dst not in placed:
-            placed[dst] = _Placed(
-                scratch_base, scratch.take(tiled_bytes(types[dst].shape, b)), types[dst].shape
-            )
+            placed[dst] = memory.placed[dst]
         start = len(em.steps)
-        report = _lower(em, op, graph, placed, cfg, scratch)
+        report = _lower(em, op, graph, placed, cfg, memory.placed.get(_fold_name(dst)))
         report.first_insn, report.last_insn = start, len(em.steps)
         layers.append(report)
         if verbose:
             print(report)
-    bases.append(BaseRole(scratch_base, "scratch", "", scratch.size))
     grains = {buf: em.half(buf) for buf in ("INP", "WGT", "ACC", "PRM")}
     program, index = insert_tokens(em.steps, with_index=True, grains=grains)
     for layer in layers:
@@ -164,9 +178,109 @@ def compile_run(
     consts = em.blob.tobytes()
     bases[0] = BaseRole(CONST_BASE, "const", "", len(consts))
     return NpuProgram(
-        program, consts, bases, in_bind, out_bind, scratch.size, layers, b,
-        [op.op_id for op in graph.ops],
+        program, consts, bases, in_bind, out_bind, sum(r.size for r in memory.roles), layers, b,
+        [op.op_id for op in graph.ops], intermediates=memory.published,
     )  # fmt: skip
+
+
+def _fold_name(value: str) -> str:
+    """The name of the column-folded copy a stem convolution producing `value` reads."""
+    return value + "#fold"
+
+
+@dataclass
+class _Memory:
+    """The memory plan of a run: scratch base roles, where each intermediate is, published."""
+
+    roles: list[BaseRole]
+    placed: dict[str, _Placed]
+    published: list[TensorPlacement]
+
+
+def _plan_memory(
+    graph: Network | NetworkView,
+    cfg: NpuConfig,
+    ocm_bytes: int,
+    first_base: int,
+    io: set[str],
+    share: bool = True,
+) -> _Memory:
+    """Lifetimes of the run's intermediates -> packed offsets in on-chip and external scratch.
+
+    Reshape-like operators alias their source (no copy): a buffer lives until the last read
+    of any alias. A stem convolution's column-folded copy lives during its operator only.
+    Without `share` every buffer is packed as if live for the whole run.
+    """
+    b = cfg.block
+    types = graph.values
+    ops = list(graph.ops)
+    root: dict[str, str] = {}
+    shapes: dict[str, tuple[int, ...]] = {}
+    start: dict[str, int] = {}
+    end: dict[str, int] = {}
+    reads: dict[str, int] = {}
+    for k, op in enumerate(ops):
+        for v in op.inputs:
+            r = root.get(v, v)
+            if r in start:
+                end[r] = max(end[r], k)
+                reads[r] += 1
+        dst = op.outputs[0]
+        mid = _fold_shape(op, types[op.inputs[0]], graph.op_params(op), cfg)
+        if mid is not None:
+            f = _fold_name(dst)
+            shapes[f], start[f], end[f], reads[f] = mid, k, k, 1
+        if dst in io:
+            continue
+        if op.op_type in ALIAS_OP_TYPES:
+            src = op.inputs[0]
+            root[dst] = root.get(src, src)
+            continue
+        shapes[dst], start[dst], end[dst], reads[dst] = types[dst].shape, k, k, 0
+    buffers = [
+        Buffer(v, tiled_bytes(shapes[v], b), start[v], end[v],
+               tiled_bytes(shapes[v], b) * (1 + reads[v]))
+        for v in start
+    ]  # fmt: skip
+    real = {buf.name: buf for buf in buffers}
+    if not share:
+        buffers = [dataclasses.replace(buf, start=0, end=len(ops) - 1) for buf in buffers]
+    on_chip, external = split(buffers, ocm_bytes)
+    if on_chip and external and first_base + 2 > cfg.base_regs:
+        on_chip, external = [], buffers  # one scratch base register left
+    roles: list[BaseRole] = []
+    placed: dict[str, _Placed] = {}
+    published: list[TensorPlacement] = []
+    base = first_base
+    for kind, memory, group in (("scratch", "ddr", external), ("ocm", "ocm", on_chip)):
+        if not group:
+            continue
+        packing = pack(group)
+        roles.append(BaseRole(base, kind, "", packing.size))
+        for buf in group:
+            off = packing.offsets[buf.name]
+            placed[buf.name] = _Placed(base, off, shapes[buf.name])
+            kept = not any(
+                o.start > buf.end
+                and packing.offsets[o.name] < off + buf.size
+                and off < packing.offsets[o.name] + o.size
+                for o in group
+            )
+            life = real[buf.name]
+            published.append(
+                TensorPlacement(buf.name, memory, base, off, buf.size, shapes[buf.name],
+                                ops[life.start].op_id, ops[life.end].op_id, readable_after=kept)
+            )  # fmt: skip
+        base += 1
+    by_name = {p.name: p for p in published}
+    for alias, r in root.items():
+        if r in by_name:
+            p = by_name[r]
+            published.append(
+                dataclasses.replace(p, name=alias, shape=types[alias].shape, alias_of=r)
+            )
+    published.sort(key=lambda p: (p.first_op, p.name))
+    return _Memory(roles, placed, published)
 
 
 def _lower(
@@ -175,7 +289,7 @@ def _lower(
     graph: Network | NetworkView,
     placed: dict[str, _Placed],
     cfg: NpuConfig,
-    scratch: _Scratch,
+    fold_mid: _Placed | None,
 ) -> LayerReport:
     b = cfg.block
     t = op.op_type
@@ -186,7 +300,7 @@ def _lower(
     y = placed[op.outputs[0]]
     rep = LayerReport(op.op_id, t, op.name, "")
     if t == "QConv2d" and _fold_columns(
-        em, op, types[op.inputs[0]], params, x, y, cfg, scratch, rep
+        em, op, types[op.inputs[0]], params, x, y, cfg, fold_mid, rep
     ):
         return rep
     if t in ("QConv2d", "QGemm"):
@@ -325,47 +439,32 @@ def _lower(
     raise AssertionError(t)
 
 
-class _Scratch:
-    """Bump allocator of the scratch region (64-byte aligned, never reused in a program)."""
+@dataclass
+class _Fold:
+    """The two convolutions of a column-folded stem (see `_fold_columns`)."""
 
-    def __init__(self, base: int) -> None:
-        self.base = base
-        self.size = 0
-
-    def take(self, nbytes: int) -> int:
-        """Offset of a new block of `nbytes`."""
-        offset = self.size
-        self.size += -(-nbytes // 64) * 64
-        return offset
+    w1: np.ndarray
+    w2: np.ndarray
+    g1: ConvGeom
+    g2: ConvGeom
+    p1: Any
+    p2: Any
+    mid_shape: tuple[int, int, int, int]
 
 
-def _fold_columns(
-    em: Emitter,
-    op: Operator,
-    xt: TensorType,
-    params: Mapping[str, np.ndarray],
-    x: _Placed,
-    y: _Placed,
-    cfg: NpuConfig,
-    scratch: _Scratch,
-    rep: LayerReport,
-) -> bool:
-    """A convolution over few channels (a network's stem) with its kw taps folded into lanes.
-
-    With C <= B/2 channels most of the array's B input lanes would carry zeros. Instead a
-    first convolution with 0/1 weights (kernel 1 x kw, the op's column stride, padding and
-    dilation) copies the columns each output column reads into ``C*kw`` channels,
-    ``X'[j*C + c](y, x) = X[c](y, x*sw - pl + j*dw)``, exactly (M = 1, S = 0); the op
-    then runs as a kh x 1 convolution over X' with the same sums, bias and requantization.
-    Returns False (nothing emitted) when the op does not qualify or a step does not tile.
-    """
+def _fold_plan(
+    op: Operator, xt: TensorType, params: Mapping[str, np.ndarray], cfg: NpuConfig
+) -> _Fold | None:
+    """The folded form of a convolution over few channels, or None when it does not qualify."""
+    if op.op_type != "QConv2d":
+        return None
     a = op.attrs
     w = params["weight"]
     o, c, kh, kw = w.shape
     b = cfg.block
     n, _, h, wd = xt.shape
     if a["groups"] != 1 or kw < 2 or 2 * c > b:
-        return False
+        return None
     sh, sw = a["strides"]
     dh, dw = a["dilations"]
     pt, pl = a["pads"][:2]
@@ -380,9 +479,50 @@ def _fold_columns(
     g2 = ConvGeom(cf, h, g.wo, o, g.ho, g.wo, kh, 1, sh, 1, dh, 1, pt, 0, pk2.ib_n, cf)
     p1, p2 = plan_conv(g1, cfg), plan_conv(g2, cfg)
     if isinstance(p1, str) or isinstance(p2, str):
+        return None
+    return _Fold(w1, w2, g1, g2, p1, p2, (n, cf, h, g.wo))
+
+
+def _fold_shape(
+    op: Operator, xt: TensorType, params: Mapping[str, np.ndarray], cfg: NpuConfig
+) -> tuple[int, ...] | None:
+    """Shape of the column-folded copy `op` needs in scratch, or None (no fold)."""
+    if op.op_type != "QConv2d":
+        return None
+    fold = _fold_plan(op, xt, params, cfg)
+    return None if fold is None else fold.mid_shape
+
+
+def _fold_columns(
+    em: Emitter,
+    op: Operator,
+    xt: TensorType,
+    params: Mapping[str, np.ndarray],
+    x: _Placed,
+    y: _Placed,
+    cfg: NpuConfig,
+    mid: _Placed | None,
+    rep: LayerReport,
+) -> bool:
+    """A convolution over few channels (a network's stem) with its kw taps folded into lanes.
+
+    With C <= B/2 channels most of the array's B input lanes would carry zeros. Instead a
+    first convolution with 0/1 weights (kernel 1 x kw, the op's column stride, padding and
+    dilation) copies the columns each output column reads into ``C*kw`` channels,
+    ``X'[j*C + c](y, x) = X[c](y, x*sw - pl + j*dw)``, exactly (M = 1, S = 0), into `mid`
+    (placed by the memory planner); the op then runs as a kh x 1 convolution over X' with
+    the same sums, bias and requantization. Returns False (nothing emitted) when the op
+    does not qualify or a step does not tile.
+    """
+    fold = _fold_plan(op, xt, params, cfg)
+    if fold is None:
         return False
-    mid_shape = (n, cf, h, g.wo)
-    mid = _Placed(scratch.base, scratch.take(tiled_bytes(mid_shape, b)), mid_shape)
+    assert mid is not None, "the memory planner placed no folded copy"
+    a = op.attrs
+    b = cfg.block
+    _, c, kh, kw = params["weight"].shape
+    cf = c * kw
+    pk1, pk2 = conv_blocks(fold.w1, 1, b), conv_blocks(fold.w2, 1, b)
     one = np.ones(cf, np.int32)
     k1 = ConvConsts(
         pk1,
@@ -396,10 +536,13 @@ def _fold_columns(
         em.const(bias_rows(params["bias"], b)),
         em.const(prm_rows(params["multiplier"], params["shift"], b)),
     )
-    rep.gemm_cycles = emit_conv(em, x.views(b), mid.views(b), g1, p1, k1, -128, 127)
-    rep.gemm_cycles += emit_conv(em, mid.views(b), y.views(b), g2, p2, k2, a["lo"], a["hi"])
-    rep.detail = f"columns folded into {cf} channels; fold: {p1}; conv: {p2}"
-    rep.macs = g.o * g.ho * g.wo * kh * kw * c * n
+    rep.gemm_cycles = emit_conv(em, x.views(b), mid.views(b), fold.g1, fold.p1, k1, -128, 127)
+    rep.gemm_cycles += emit_conv(
+        em, mid.views(b), y.views(b), fold.g2, fold.p2, k2, a["lo"], a["hi"]
+    )
+    rep.detail = f"columns folded into {cf} channels; fold: {fold.p1}; conv: {fold.p2}"
+    g = conv_geom(op, xt, params, cfg)
+    rep.macs = g.o * g.ho * g.wo * kh * kw * c * xt.shape[0]
     return True
 
 

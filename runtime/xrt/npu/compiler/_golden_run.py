@@ -28,12 +28,15 @@ def run_on_golden(
     window: str = "plddr",
     cfg: NpuConfig = NPU,
     check: bool = True,
+    intermediates: bool = False,
 ) -> tuple[dict[str, np.ndarray], Any]:
     """Run `prog` on the golden model with int8 NCHW `feeds`; returns (outputs, RunResult).
 
     With `check` (the default) the golden model's checker first examines the program for
     this launch: a race, a token error or a range error is an error, and so are tokens
-    left at FINISH.
+    left at FINISH. With `intermediates`, the outputs also hold every intermediate tensor
+    whose bytes still hold it at the end (`TensorPlacement.readable_after`), read back from
+    its placement.
 
     Raises:
         XrtError: 11014 when the checker finds anything or the engine reports an error.
@@ -67,4 +70,9 @@ def run_on_golden(
         b.name: from_tiled(mem.read(addr[b.base] + b.offset, b.nbytes), b.shape, prog.block)
         for b in prog.outputs
     }
+    if intermediates:
+        for p in prog.intermediates:
+            if p.readable_after and "#" not in p.name:
+                raw = mem.read(addr[p.base] + p.offset, p.nbytes)
+                outs[p.name] = from_tiled(raw, p.shape, prog.block)
     return outs, res

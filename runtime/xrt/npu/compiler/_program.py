@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from xrt.npu import isa
 
-__all__ = ["BaseRole", "LayerReport", "NpuProgram", "TensorBinding"]
+__all__ = ["BaseRole", "LayerReport", "NpuProgram", "TensorBinding", "TensorPlacement"]
 
 
 @dataclass(frozen=True)
@@ -15,7 +15,8 @@ class BaseRole:
 
     Attributes:
         index: The base register.
-        kind: ``"const"`` (the constant blob), ``"input"``, ``"output"`` or ``"scratch"``.
+        kind: ``"const"`` (the constant blob), ``"input"``, ``"output"``, ``"scratch"``
+            (intermediates in external memory) or ``"ocm"`` (intermediates in on-chip memory).
         name: The value name for inputs and outputs, "" otherwise.
         size: Bytes the region must have.
     """
@@ -43,6 +44,43 @@ class TensorBinding:
     base: int
     offset: int
     nbytes: int
+
+
+@dataclass(frozen=True)
+class TensorPlacement:
+    """Where an intermediate tensor of a program lives while it is live.
+
+    The bytes are channel-tiled (``layout``: `xrt.npu.compiler.to_tiled` of `shape` with the
+    program's block), at ``BASE[base] + offset``. They hold the tensor from the end of
+    operator `first_op` until operator `last_op` has read it; after that the planner may
+    give them to another tensor, so reading them after the launch gives the tensor only if
+    no later tensor took its place (`readable_after`).
+
+    Attributes:
+        name: The network value (``VALUE#fold`` for a stem convolution's folded copy).
+        memory: ``"ocm"`` (on-chip, ZG330) or ``"ddr"`` (external scratch).
+        base: Base register of its region.
+        offset: Byte offset from the base.
+        nbytes: Size in bytes.
+        shape: NCHW (or NK) shape.
+        first_op: Op id of the operator that writes it.
+        last_op: Op id of the last operator that reads it.
+        alias_of: For a reshape's result, the tensor whose bytes it shares ("" otherwise).
+        readable_after: Whether its bytes still hold it when the program has finished.
+        layout: ``"tiled"``: ``(N, ceil(C/B), H, W, B)`` int8, padding lanes unspecified.
+    """
+
+    name: str
+    memory: str
+    base: int
+    offset: int
+    nbytes: int
+    shape: tuple[int, ...]
+    first_op: int
+    last_op: int
+    alias_of: str = ""
+    readable_after: bool = True
+    layout: str = "tiled"
 
 
 @dataclass
@@ -84,6 +122,7 @@ class NpuProgram:
         block: The array block B the program was compiled for.
         op_ids: The operators the program replaces.
         estimated_cycles: The golden cost model's estimate, when computed.
+        intermediates: Where every intermediate tensor lives (the memory planner's result).
     """
 
     instructions: list[isa.Instruction]
@@ -96,6 +135,7 @@ class NpuProgram:
     block: int = 16
     op_ids: list[int] = field(default_factory=list)
     estimated_cycles: int | None = None
+    intermediates: list[TensorPlacement] = field(default_factory=list)
 
     def encode(self) -> bytes:
         """The program's bytes (what the engine fetches)."""
@@ -105,6 +145,15 @@ class NpuProgram:
     def program_bytes(self) -> int:
         """Size of the encoded program."""
         return len(self.instructions) * isa.INSN_BYTES
+
+    @property
+    def ocm_bytes(self) -> int:
+        """Bytes of on-chip memory the program keeps intermediates in."""
+        return sum(b.size for b in self.bases if b.kind == "ocm")
+
+    def placement_of(self, name: str) -> TensorPlacement | None:
+        """The placement of intermediate `name`, or None when it is not one."""
+        return next((p for p in self.intermediates if p.name == name), None)
 
     @property
     def macs(self) -> int:
@@ -122,4 +171,11 @@ class NpuProgram:
         roles = ", ".join(
             f"BASE{b.index}={b.kind}{':' + b.name if b.name else ''}" for b in self.bases
         )
-        return "\n".join([head, "  " + roles] + ["  " + str(layer) for layer in self.layers])
+        places = [
+            f"  {p.name}: {p.memory} +{p.offset:#x} {p.nbytes} B {list(p.shape)}, "
+            f"ops {p.first_op}..{p.last_op}" + (f" (alias of {p.alias_of})" if p.alias_of else "")
+            for p in self.intermediates
+        ]
+        return "\n".join(
+            [head, "  " + roles] + ["  " + str(layer) for layer in self.layers] + places
+        )
