@@ -69,6 +69,7 @@ class ServerProcess:
         env: dict[str, str] | None = None,
         command: tuple[str, ...] | None = None,
         cwd: Path | None = None,
+        prebuild: bool = True,
     ) -> ServerProcess:
         """Launch the server on 127.0.0.1 and a free port; return once it serves.
 
@@ -76,7 +77,16 @@ class ServerProcess:
         token goes to the server in its environment ($NPU_EMU_TOKEN), never on its command
         line; `env` adds variables. `command` replaces ``python -m npuemu.cli`` (an
         installed ``npu-emu``); `cwd` is the server's working folder.
+
+        With `prebuild` (the default, for the in-tree server only) the verilated model the
+        server will use is built here first, without a time limit, so `timeout_s` covers
+        the server's own start and not a cold build on a loaded machine (minutes).
         """
+        own_build = env is not None and {"NPU_EMU_RTL_DIR", "NPU_EMU_BUILD_DIR"} & env.keys()
+        if prebuild and command is None and cwd is None and not own_build:
+            from npuemu.sim.build import build_npu_sim
+
+            build_npu_sim(target, waves="--waves" in extra_args)  # as app.py decides
         args = [
             *(command or (sys.executable, "-m", "npuemu.cli")),
             "serve",
