@@ -13,7 +13,7 @@ import sys
 from npuemu.sim.build import LINT_CONFIG, REPO_ROOT, rtl_sources, verilator_env
 from xrt._generated.hwconfig import TARGETS
 
-__all__ = ["LINT_TOPS", "lint_rtl", "main"]
+__all__ = ["LINT_TOPS", "RUFF_PATHS", "lint_rtl", "main", "ruff_check"]
 
 LINT_TOPS: list[tuple[str, dict[str, int]]] = [
     *(("npu_sim", {"Target": cfg.id}) for cfg in TARGETS.values()),
@@ -21,6 +21,20 @@ LINT_TOPS: list[tuple[str, dict[str, int]]] = [
     ("npu_dma", {}),
     ("npu_cmp_core", {}),
 ]
+
+# The Python trees ruff checks (configuration in pyproject.toml).
+RUFF_PATHS = ("runtime", "emulator", "tools", "tests", "bench")
+
+
+def ruff_check(*, capture: bool = False) -> subprocess.CompletedProcess[str]:
+    """Run ``ruff check`` on RUFF_PATHS from the repository root."""
+    return subprocess.run(
+        [sys.executable, "-m", "ruff", "check", *RUFF_PATHS],
+        cwd=REPO_ROOT,
+        capture_output=capture,
+        text=True,
+        check=False,
+    )
 
 
 def lint_rtl(top: str, parameters: dict[str, int]) -> subprocess.CompletedProcess[str]:
@@ -48,12 +62,7 @@ def main() -> int:
         else:
             failed = True
             print(f"verilator -Wall {label}: FAILED\n{proc.stderr}")
-    ruff = subprocess.run(
-        [sys.executable, "-m", "ruff", "check", "runtime", "emulator", "tools", "tests", "bench"],
-        cwd=REPO_ROOT,
-        check=False,
-    )
-    failed |= ruff.returncode != 0
+    failed |= ruff_check().returncode != 0
     return 1 if failed else 0
 
 
