@@ -88,6 +88,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--target", default="buyi")
     parser.add_argument("--no-cold-build", action="store_true", help="skip the scratch builds")
+    parser.add_argument(
+        "--raw-exe", type=Path, help="a raw loop built before from the same sources (no build)"
+    )
     args = parser.parse_args()
     cfg = target(args.target)
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
@@ -122,7 +125,7 @@ def main() -> None:
         idle_rows = [r for r in rows if r["case"].startswith("idle")]
         rows = [r for r in rows if not r["case"].startswith("idle")]
         print("building and running the raw Verilator loop ...", flush=True)
-        exe = build_raw(args.target, tmp_path / "raw")
+        exe = args.raw_exe or build_raw(args.target, tmp_path / "raw")
         raw: dict[str, list[dict[str, float]]] = {}
         plusargs = [f"+npu_mem_{m}={p}" for m, p in files.items()]
         for row in rows:  # the memory files still hold the last case's data: rewrite each
