@@ -3,9 +3,14 @@
 - simulation speed while the MAC array is busy (a 3x3 and a 1x1 convolution, 64 channels,
   16x16, each hand-compiled and compiler-made: bench/compute_cases.py), in the cocotb
   harness and in a minimal raw Verilator C++ loop on the same RTL, and their ratio;
+- simulation speed with the engine idle: the clock alone (harness and raw loop), and
+  register reads through the harness (what every register access of the device costs);
 - MAC utilisation from the engine's counters (GEMM_CYCLES / RUN_CYCLES) and the golden
   model's cycle estimate for the same programs;
 - time to build the verilated model from scratch, and with the cache warm.
+
+Speeds are given per wall-clock second and per CPU second of the simulating process (the
+latter holds still when other work shares the machine).
 
 Medians over --repeat runs. Usage: python bench/bench_compute.py [--repeat 3] [--target buyi]
 """
@@ -14,6 +19,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -26,10 +33,19 @@ sys.path.insert(0, str(REPO / "bench"))
 from bench_dma import timed_build  # noqa: E402
 from compute_cases import Case, cases  # noqa: E402
 
-from npuemu.sim.build import RTL_DIR, VERILATOR_ARGS, build_npu_sim, rtl_sources, verilator_env  # noqa: E402
+from npuemu.sim.build import (  # noqa: E402
+    DPI_SOURCES,
+    RTL_DIR,
+    VERILATOR_ARGS,
+    build_npu_sim,
+    rtl_sources,
+    verilator_env,
+)
 from npuemu.sim.cocotb_run import run_cocotb  # noqa: E402
 from xrt.hwconfig import target  # noqa: E402
 from xrt.npu import golden  # noqa: E402
+
+RAW_IDLE_CYCLES = 1_000_000
 
 
 def build_raw(target_name: str, out_dir: Path) -> Path:
@@ -49,7 +65,7 @@ def build_raw(target_name: str, out_dir: Path) -> Path:
         *VERILATOR_ARGS,
         str(RTL_DIR / "lint" / "npu.vlt"),
         *map(str, rtl_sources()),
-        str(RTL_DIR / "mem" / "npu_mem_dpi.cpp"),
+        *map(str, DPI_SOURCES),
         str(REPO / "bench" / "raw_compute_main.cpp"),
     ]
     done = subprocess.run(cmd, env=verilator_env(), capture_output=True, text=True)
@@ -75,16 +91,20 @@ def main() -> None:
     parser.add_argument("--target", default="buyi")
     parser.add_argument("--no-cold-build", action="store_true", help="skip the scratch builds")
     parser.add_argument("--no-raw", action="store_true", help="skip the raw Verilator loop")
+    parser.add_argument(
+        "--raw-exe", type=Path, help="a raw loop built before from the same sources (no build)"
+    )
     args = parser.parse_args()
     cfg = target(args.target)
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
 
     with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory(dir="/dev/shm") as shm:
         tmp_path, shm_path = Path(tmp), Path(shm)
         cold = warm = []
         if not args.no_cold_build:
             print(f"building from scratch ({args.target}) ...", flush=True)
-            cold = [timed_build(args.target, tmp_path / "cold")]
-            warm = [timed_build(args.target, tmp_path / "cold") for _ in range(args.repeat)]
+            cold = [timed_build_cpu(args.target, tmp_path / "cold")]
+            warm = [timed_build_cpu(args.target, tmp_path / "cold") for _ in range(args.repeat)]
         model = build_npu_sim(args.target)
         files = {m: shm_path / f"{m}.bin" for m in ("udma", "plddr")}
         for m, path in files.items():
@@ -105,55 +125,89 @@ def main() -> None:
             },
         )
         rows = [json.loads(line) for line in results.read_text().splitlines()]
-        raw: dict[str, list[float]] = {}
+        idle_rows = [r for r in rows if r["case"].startswith("idle")]
+        rows = [r for r in rows if not r["case"].startswith("idle")]
+        raw: dict[str, list[dict[str, float]]] = {}
         all_cases = cases()
+        plusargs = [f"+npu_mem_{m}={p}" for m, p in files.items()]
         if not args.no_raw:
             print("building and running the raw Verilator loop ...", flush=True)
-            exe = build_raw(args.target, tmp_path / "raw")
-        for row in (
-            [] if args.no_raw else rows
-        ):  # the memory files still hold the last case's data: rewrite each
-            case = next(c for c in all_cases if c.name == row["case"])
-            with files["plddr"].open("r+b") as f:
-                for off, blob in case.images.items():
-                    f.seek(off)
-                    f.write(blob)
-            writes = tmp_path / "writes.txt"
-            writes.write_text("".join(f"{a} {v}\n" for a, v in row["launch"]))
-            out = subprocess.run(
-                [str(exe), str(writes), *(f"+npu_mem_{m}={p}" for m, p in files.items())],
-                check=True,
-                capture_output=True,
-                text=True,
-            ).stdout
-            fields = dict(kv.split("=") for kv in out.split())
-            raw.setdefault(case.name, []).append(float(fields["cycles_per_second"]))
+            exe = args.raw_exe or build_raw(args.target, tmp_path / "raw")
+            for row in rows:  # the memory files still hold the last case's data: rewrite each
+                case = next(c for c in all_cases if c.name == row["case"])
+                with files["plddr"].open("r+b") as f:
+                    for off, blob in case.images.items():
+                        f.seek(off)
+                        f.write(blob)
+                writes = tmp_path / "writes.txt"
+                writes.write_text("".join(f"{a} {v}\n" for a, v in row["launch"]))
+                raw.setdefault(case.name, []).append(run_raw([str(exe), str(writes), *plusargs]))
+            for _ in range(args.repeat):
+                idle_cmd = [str(exe), "--idle", str(RAW_IDLE_CYCLES), *plusargs]
+                raw.setdefault("idle", []).append(run_raw(idle_cmd))
 
     print()
-    print(f"target {args.target}, medians of {args.repeat} runs")
+    print(f"target {args.target}, medians of {args.repeat} runs; load average {load}")
+    print("speeds in Mcycles/s, wall clock (per CPU second of the simulating process)")
     for case in all_cases:
         mine = [r for r in rows if r["case"] == case.name]
-        cps = statistics.median(r["cycles"] / r["seconds"] for r in mine)
         perf = mine[0]["perf"]
         util = perf["GEMM_CYCLES"] / perf["RUN_CYCLES"]
         est = golden_cycles(case, cfg)
+        harness = rates(mine)
         print(
             f"{case.name}: {perf['RUN_CYCLES']} cycles, MAC utilisation {100 * util:.1f}% "
             f"(GEMM {perf['GEMM_CYCLES']}); golden model estimate {est} cycles "
             f"({100 * perf['GEMM_CYCLES'] / est:.1f}% utilisation by it)"
         )
-        speed = f"  simulation speed: cocotb harness {cps / 1e6:.3f} Mcycles/s"
+        speed = f"  simulation speed: cocotb harness {fmt(harness)}"
         if case.name in raw:
-            raw_cps = statistics.median(raw[case.name])
+            raw_rate = rates(raw[case.name])
             speed += (
-                f", raw Verilator {raw_cps / 1e6:.3f} Mcycles/s, raw / cocotb {raw_cps / cps:.2f}x"
+                f", raw Verilator {fmt(raw_rate)}, raw / cocotb "
+                f"{raw_rate[0] / harness[0]:.2f}x ({raw_rate[1] / harness[1]:.2f}x)"
             )
         print(speed)
+    idle = [r for r in idle_rows if r["case"] == "idle"]
+    regs = [r for r in idle_rows if r["case"] == "idle_regs"]
+    idle_raw = f", raw Verilator {fmt(rates(raw['idle']))}" if "idle" in raw else ""
+    print(
+        f"engine idle: cocotb harness {fmt(rates(idle))}{idle_raw}; "
+        f"during register reads (harness) {fmt(rates(regs))}"
+    )
     if cold:
         print(
-            f"model build from scratch: {statistics.median(cold):.1f} s; cache warm: "
-            f"{statistics.median(warm):.2f} s"
+            f"model build from scratch: {statistics.median(c[0] for c in cold):.1f} s "
+            f"({statistics.median(c[1] for c in cold):.1f} CPU s); cache warm: "
+            f"{statistics.median(w[0] for w in warm):.2f} s"
         )
+
+
+def run_raw(cmd: list[str]) -> dict[str, float]:
+    """Run the raw loop; its printed fields."""
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return {k: float(v) for k, v in (kv.split("=") for kv in out.split())}
+
+
+def rates(runs: list[dict[str, float]]) -> tuple[float, float]:
+    """Median cycles per wall second and per CPU second."""
+    wall = statistics.median(r["cycles"] / r["seconds"] for r in runs)
+    cpu = statistics.median(r["cycles"] / max(r["cpu_seconds"], 1e-9) for r in runs)
+    return wall, cpu
+
+
+def fmt(rate: tuple[float, float]) -> str:
+    return f"{rate[0] / 1e6:.3f} ({rate[1] / 1e6:.3f})"
+
+
+def timed_build_cpu(target_name: str, build_root: Path) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of all processes) of `build_npu_sim` in a fresh process
+    with its cache in `build_root`: CPU seconds hold still on a shared machine."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall = timed_build(target_name, build_root)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
 
 
 if __name__ == "__main__":

@@ -13,10 +13,12 @@ import cocotb
 import numpy as np
 from compute_cases import cases
 
-from npuemu.sim.core_driver import launch_ops, run_program
-from npuemu.sim.harness import NpuHarness
+from npuemu.sim.core_driver import _R, launch_ops, run_program
+from npuemu.sim.harness import NpuHarness, RegOp, RegOpKind
 from xrt._generated.hwconfig import CLOCK_PERIOD_PS
 from xrt.hwconfig import target
+
+IDLE_CYCLES = 300_000
 
 
 @cocotb.test()
@@ -27,17 +29,30 @@ async def compute_speed(dut):
     plddr = cfg.memory("plddr")
     mem = np.memmap(os.environ["NPU_MEM_PLDDR"], np.uint8, "r+", shape=(plddr.size,))
     out = open(os.environ["BENCH_OUT"], "a")  # noqa: SIM115 - closed below
+    status = cfg.npu_base + _R["CORE_STATUS"]
     all_cases = cases()
     for _ in range(int(os.environ["BENCH_REPEAT"])):
+        # The engine idle: the clock alone, then register reads (issue 13's traffic).
+        for case, ops in (("idle", None), ("idle_regs", [RegOp(RegOpKind.READ, status)] * 2000)):
+            t0, cpu0, c0 = time.perf_counter(), time.process_time(), h.cycles
+            if ops is None:
+                await h.run_cycles(IDLE_CYCLES)
+            else:
+                await h.run_batch(ops)
+            seconds, cycles = time.perf_counter() - t0, h.cycles - c0
+            cpu = time.process_time() - cpu0
+            row = {"case": case, "cycles": cycles, "seconds": seconds, "cpu_seconds": cpu}
+            out.write(json.dumps(row) + "\n")
         for case in all_cases:
             for off, blob in case.images.items():
                 mem[off : off + len(blob)] = np.frombuffer(blob, np.uint8)
             bases = {r: plddr.base + off for r, off in case.bases.items()}
             n = len(case.program)
-            t0 = time.perf_counter()
+            t0, cpu0 = time.perf_counter(), time.process_time()
             c0 = h.cycles
             res = await run_program(h, cfg.npu_base, plddr.base, n, bases)
             seconds, cycles = time.perf_counter() - t0, h.cycles - c0
+            cpu = time.process_time() - cpu0
             assert res.ok, res
             assert case.check(lambda off, k: bytes(mem[off : off + k])), f"{case.name} differs"
             ops = launch_ops(cfg.npu_base, plddr.base, n, bases)
@@ -47,6 +62,7 @@ async def compute_speed(dut):
                         "case": case.name,
                         "cycles": cycles,
                         "seconds": seconds,
+                        "cpu_seconds": cpu,
                         "perf": res.perf,
                         "launch": [[op.addr, op.value] for op in ops],
                     }

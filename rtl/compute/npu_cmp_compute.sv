@@ -179,7 +179,7 @@ module npu_cmp_compute #(
   logic [1:0][15:0] s1_row_q;          // ACC rows read by ports 0/1
   logic [1:0]       s1_use_q;
   logic [1:0]       fwd_hit_q;         // the row was being written at the read's edge
-  logic [1:0][AccWidth-1:0] fwd_val_q;
+  logic [AccWidth-1:0] fwd_val_q;      // what was written at that edge
   logic             s2_valid_q;
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
@@ -203,62 +203,65 @@ module npu_cmp_compute #(
     end
   end
   always_ff @(posedge clk_i) begin
-    if (issue) fwd_val_q <= {acc_wdata_o, acc_wdata_o};
+    if (issue) fwd_val_q <= acc_wdata_o;
   end
 
-  function automatic logic [AccWidth-1:0] mac_row(logic [InpWidth-1:0] x,
-                                                  logic [WgtWidth-1:0] w,
-                                                  logic [AccWidth-1:0] start);
-    logic [AccWidth-1:0] r;
-    for (int o = 0; o < Block; o++) begin
-      logic signed [31:0] sum;
-      sum = $signed(start[o*32 +: 32]);
-      for (int i = 0; i < Block; i++) begin
-        sum = sum + 32'($signed(x[i*8 +: 8])) * 32'($signed(w[(o*Block + i)*8 +: 8]));
-      end
-      r[o*32 +: 32] = sum;
-    end
-    return r;
-  endfunction
-
-  function automatic logic [AccWidth-1:0] sext_row(logic [InpWidth-1:0] x);
-    logic [AccWidth-1:0] r;
-    for (int l = 0; l < Block; l++) r[l*32 +: 32] = 32'($signed(x[l*8 +: 8]));
-    return r;
-  endfunction
-
+  // The S1 -> S2 datapath is written lane by lane over 32-bit values, reading the module's
+  // signals directly (no wide function arguments or results): Verilator then emits word
+  // operations and no copies of 2048-bit rows per cycle.
   logic [7:0] lut_q [LutEntries];
 
-  function automatic logic [AccWidth-1:0] vec_row(vecfunc_e f, logic [AccWidth-1:0] a,
-                                                  logic [AccWidth-1:0] b, logic [15:0] ma,
-                                                  logic [15:0] mb, logic [InpWidth-1:0] a8,
-                                                  logic [15:0] table_no);
-    logic [AccWidth-1:0] r;
-    for (int l = 0; l < Block; l++) begin
-      logic signed [31:0] x, y;
-      logic [LutAddrWidth-1:0] idx;
-      x = $signed(a[l*32 +: 32]);
-      y = $signed(b[l*32 +: 32]);
-      idx = LutAddrWidth'({table_no, 8'(a8[l*8 +: 8] ^ 8'h80)});
-      unique case (f)
-        VecFuncMov:  r[l*32 +: 32] = x;
-        VecFuncAdd:  r[l*32 +: 32] = x + y;
-        VecFuncMul:  r[l*32 +: 32] = x * y;
-        VecFuncMax:  r[l*32 +: 32] = x > y ? x : y;
-        VecFuncMin:  r[l*32 +: 32] = x < y ? x : y;
-        VecFuncQadd: r[l*32 +: 32] = x * 32'($signed(ma)) + y * 32'($signed(mb));
-        VecFuncLut:  r[l*32 +: 32] = 32'($signed(lut_q[idx]));
-        default:     r[l*32 +: 32] = '0;
-      endcase
-    end
-    return r;
+  // The two ACC operands after forwarding, newest writer first: the row S2 writes now,
+  // the row written at the edge of the read, the buffer's read data.
+  logic [1:0] use_s2;
+  always_comb begin
+    for (int p = 0; p < 2; p++) use_s2[p] = s2_valid_q && acc_waddr_o == s1_row_q[p];
+  end
+
+  function automatic logic signed [31:0] acc_lane(int p, int l);
+    if (use_s2[p]) return $signed(acc_wdata_o[l*32 +: 32]);
+    if (fwd_hit_q[p]) return $signed(fwd_val_q[l*32 +: 32]);
+    return $signed(acc_rdata_i[p][l*32 +: 32]);
   endfunction
 
-  // The two ACC operands after forwarding: newest writer first.
-  function automatic logic [AccWidth-1:0] operand(int p);
-    if (s2_valid_q && acc_waddr_o == s1_row_q[p]) return acc_wdata_o;
-    if (fwd_hit_q[p]) return fwd_val_q[p];
-    return acc_rdata_i[p];
+  // An int8 lane as a 32-bit two's-complement word: (b ^ 0x80) - 128 is two word
+  // operations; Verilator's signed extension of a part-select takes about seven.
+  function automatic logic [31:0] sext8(logic [7:0] b);
+    return 32'(b ^ 8'h80) - 32'd128;
+  endfunction
+
+  function automatic logic signed [31:0] inp_byte(int p, int i);
+    return $signed(sext8(inp_rdata_i[p][i*8 +: 8]));
+  endfunction
+
+  // Output lane o of the MAC array: start + sum_i x[i] * w[o][i]. The products and the sum
+  // wrap at 32 bits, so unsigned word arithmetic gives the signed result bit for bit.
+  function automatic logic [31:0] mac_lane(int o);
+    logic [31:0] sum;
+    sum = s1_zero_q ? 32'd0 : acc_lane(0, o);
+    for (int i = 0; i < Block; i++) begin
+      sum = sum + sext8(inp_rdata_i[0][i*8 +: 8]) * sext8(wgt_rdata_i[(o*Block + i)*8 +: 8]);
+    end
+    return sum;
+  endfunction
+
+  // Lane l of a vector function.
+  function automatic logic signed [31:0] vec_lane(int l);
+    logic signed [31:0] x, y;
+    logic [LutAddrWidth-1:0] idx;
+    x = a_acc_q ? acc_lane(0, l) : inp_byte(0, l);
+    y = b_acc_q ? acc_lane(1, l) : inp_byte(1, l);
+    idx = LutAddrWidth'({b_base_q, 8'(inp_rdata_i[0][l*8 +: 8] ^ 8'h80)});
+    unique case (func_q)
+      VecFuncMov:  return x;
+      VecFuncAdd:  return x + y;
+      VecFuncMul:  return x * y;
+      VecFuncMax:  return x > y ? x : y;
+      VecFuncMin:  return x < y ? x : y;
+      VecFuncQadd: return x * 32'($signed(ma_q)) + y * 32'($signed(mb_q));
+      VecFuncLut:  return 32'($signed(lut_q[idx]));
+      default:     return '0;
+    endcase
   endfunction
 
   // ---------------------------------------------------------------- S2: write
@@ -274,11 +277,9 @@ module npu_cmp_compute #(
   always_ff @(posedge clk_i) begin
     if (s1_valid_q) begin
       if (s1_gemm_q) begin
-        acc_wdata_o <= mac_row(inp_rdata_i[0], wgt_rdata_i, s1_zero_q ? '0 : operand(0));
+        for (int o = 0; o < Block; o++) acc_wdata_o[o*32 +: 32] <= mac_lane(o);
       end else begin
-        acc_wdata_o <= vec_row(func_q, a_acc_q ? operand(0) : sext_row(inp_rdata_i[0]),
-                               b_acc_q ? operand(1) : sext_row(inp_rdata_i[1]),
-                               ma_q, mb_q, inp_rdata_i[0], b_base_q);
+        for (int l = 0; l < Block; l++) acc_wdata_o[l*32 +: 32] <= vec_lane(l);
       end
     end
   end

@@ -178,24 +178,24 @@ module npu_cmp_store #(
     end
   end
 
-  function automatic logic [DataWidth-1:0] requant_row(logic [AccWidth-1:0] acc,
-                                                       logic [AccWidth-1:0] prm,
-                                                       store_insn_t s);
-    logic [DataWidth-1:0] r;
-    for (int l = 0; l < Block; l++) begin
-      logic [15:0] m;
-      logic [5:0]  sh;
-      m  = s.use_prm ? prm[l*32 +: 16] : s.m_or_prm;
-      sh = s.use_prm ? prm[l*32 + 16 +: 6] : s.shift;
-      r[l*8 +: 8] = requantize(acc[l*32 +: 32], m, sh, s.lo, s.hi);
-    end
-    return r;
+  // Lane l requantized, reading the module's signals directly (no wide arguments: Verilator
+  // emits word operations and no row copies per cycle).
+  function automatic logic [7:0] requant_lane(int l);
+    logic [15:0] m;
+    logic [5:0]  sh;
+    m  = s_q.use_prm ? prm_rdata_i[l*32 +: 16] : s_q.m_or_prm;
+    sh = s_q.use_prm ? prm_rdata_i[l*32 + 16 +: 6] : s_q.shift;
+    return requantize(acc_rdata_i[l*32 +: 32], m, sh, s_q.lo, s_q.hi);
   endfunction
 
   always_ff @(posedge clk_i) begin
     if (s1_valid_q) begin
-      s2_data_q <= s_q.mode == StoreModeInt32 ? acc_rdata_i
-                                               : AccWidth'(requant_row(acc_rdata_i, prm_rdata_i, s_q));
+      if (s_q.mode == StoreModeInt32) begin
+        s2_data_q <= acc_rdata_i;
+      end else begin
+        for (int l = 0; l < Block; l++) s2_data_q[l*8 +: 8] <= requant_lane(l);
+        s2_data_q[AccWidth-1:DataWidth] <= '0;
+      end
     end
   end
 

