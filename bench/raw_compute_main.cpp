@@ -16,60 +16,10 @@
 #include <cstring>
 #include <cstdint>
 #include <cstdio>
-#include <memory>
 #include <utility>
 #include <vector>
 
-#include "Vnpu_sim.h"
-#include "verilated.h"
-
-namespace {
-
-struct Sim {
-    std::unique_ptr<VerilatedContext> ctx{new VerilatedContext};
-    std::unique_ptr<Vnpu_sim> top;
-    uint64_t cycles = 0;
-
-    explicit Sim(int argc, char** argv) {
-        ctx->commandArgs(argc, argv);
-        top.reset(new Vnpu_sim{ctx.get()});
-    }
-
-    void tick() {
-        top->clk_i = 0;
-        top->eval();
-        top->clk_i = 1;
-        top->eval();
-        ++cycles;
-    }
-
-    void write_reg(uint32_t addr, uint32_t value) {
-        top->s_axil_awaddr = addr;
-        top->s_axil_awvalid = 1;
-        top->s_axil_wdata = value;
-        top->s_axil_wstrb = 0xF;
-        top->s_axil_wvalid = 1;
-        top->s_axil_bready = 1;
-        bool aw = false, w = false;
-        while (!(aw && w)) {
-            top->eval();
-            bool aw_fire = top->s_axil_awvalid && top->s_axil_awready;
-            bool w_fire = top->s_axil_wvalid && top->s_axil_wready;
-            tick();
-            if (aw_fire) { aw = true; top->s_axil_awvalid = 0; }
-            if (w_fire) { w = true; top->s_axil_wvalid = 0; }
-        }
-        while (true) {
-            top->eval();
-            bool b_fire = top->s_axil_bvalid;
-            tick();
-            if (b_fire) break;
-        }
-        top->s_axil_bready = 0;
-    }
-};
-
-}  // namespace
+#include "raw_sim.h"
 
 int main(int argc, char** argv) {
     if (argc < 2) {
@@ -93,14 +43,9 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "no register writes in %s\n", argv[1]);
         return 1;
     }
-    Sim sim(argc, argv);
+    RawSim sim(argc, argv);
     auto& t = *sim.top;
-    t.fault_mem_i = 0;
-    t.fault_size_i = 0;
-    t.rst_ni = 0;
-    for (int i = 0; i < 8; ++i) sim.tick();
-    t.rst_ni = 1;
-    sim.tick();
+    sim.reset();
     if (idle) {
         const uint64_t n = std::strtoull(argv[2], nullptr, 10);
         auto start = std::chrono::steady_clock::now();

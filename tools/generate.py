@@ -37,6 +37,7 @@ from pathlib import Path
 from systemrdl import RDLCompiler
 from systemrdl.node import AddrmapNode, FieldNode, RegNode
 
+from tools.csr_gate import gate_csr_rtl
 from tools.gen_operators import OPERATORS_DOC, generate_operator_doc
 from tools.isa_gen import generate_isa, isa_outputs
 
@@ -86,6 +87,7 @@ def generate_csr_rtl(block: str, out_root: Path) -> None:
             "12",
         ]
     )
+    gate_csr_rtl(out_root / RTL_OUT / f"{block}_csr.sv")
 
 
 def generate_csr_doc(block: str, out_root: Path) -> None:

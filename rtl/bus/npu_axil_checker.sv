@@ -62,19 +62,27 @@ module npu_axil_checker #(
   } rule_e;
   logic [RuleCount-1:0] broken;
 
+  // Nothing to check on an idle link (no valid, nothing waiting or open): the rules are
+  // evaluated only then, so a verilated model skips them between transactions (they sit
+  // on the toplevel's inputs, which the model re-evaluates at every eval() call).
+  wire active = awvalid || wvalid || bvalid || arvalid || rvalid || aw_wait_q || w_wait_q
+             || b_wait_q || ar_wait_q || r_wait_q || rd_open_q || aw_open_q || w_open_q;
+
   always_comb begin
     broken = '0;
-    broken[RuleAwStable] = aw_wait_q && !(awvalid && {awaddr, awprot} == aw_q);
-    broken[RuleWStable]  = w_wait_q && !(wvalid && {wdata, wstrb} == w_q);
-    broken[RuleBStable]  = b_wait_q && !(bvalid && bresp == b_q);
-    broken[RuleArStable] = ar_wait_q && !(arvalid && {araddr, arprot} == ar_q);
-    broken[RuleRStable]  = r_wait_q && !(rvalid && {rdata, rresp} == r_q);
-    broken[RuleOneOutstanding] =
-        (ar_fire && (rd_open_q || aw_open_q || w_open_q || aw_fire || w_fire))
-      || (aw_fire && (rd_open_q || aw_open_q)) || (w_fire && (rd_open_q || w_open_q));
-    broken[RuleRespWithoutRequest] =
-        (rvalid && !rd_open_q) || (bvalid && !(aw_open_q && w_open_q));
-    broken[RuleExokay] = (rvalid && rresp == RespExokay) || (bvalid && bresp == RespExokay);
+    if (active) begin
+      broken[RuleAwStable] = aw_wait_q && !(awvalid && {awaddr, awprot} == aw_q);
+      broken[RuleWStable]  = w_wait_q && !(wvalid && {wdata, wstrb} == w_q);
+      broken[RuleBStable]  = b_wait_q && !(bvalid && bresp == b_q);
+      broken[RuleArStable] = ar_wait_q && !(arvalid && {araddr, arprot} == ar_q);
+      broken[RuleRStable]  = r_wait_q && !(rvalid && {rdata, rresp} == r_q);
+      broken[RuleOneOutstanding] =
+          (ar_fire && (rd_open_q || aw_open_q || w_open_q || aw_fire || w_fire))
+        || (aw_fire && (rd_open_q || aw_open_q)) || (w_fire && (rd_open_q || w_open_q));
+      broken[RuleRespWithoutRequest] =
+          (rvalid && !rd_open_q) || (bvalid && !(aw_open_q && w_open_q));
+      broken[RuleExokay] = (rvalid && rresp == RespExokay) || (bvalid && bresp == RespExokay);
+    end
   end
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
@@ -93,7 +101,7 @@ module npu_axil_checker #(
       aw_open_q    <= 1'b0;
       w_open_q     <= 1'b0;
       violations_o <= '0;
-    end else begin
+    end else if (active) begin  // otherwise every register keeps its value
       aw_wait_q <= awvalid && !awready;
       w_wait_q  <= wvalid && !wready;
       b_wait_q  <= bvalid && !bready;

@@ -109,21 +109,22 @@ module npu_dma_core
         || (Mem2Size != 0 && base >= Mem2Base && last <= 66'(Mem2Base) + 66'(Mem2Size));
   endfunction
 
-  logic [65:0] src_extent, dst_extent;   // bytes from the first to one past the last byte
-  logic        zero_len, src_ok, dst_ok;
-  always_comb begin
-    src_extent = 66'(rows_q - 32'd1) * 66'(src_stride_q) + 66'(row_bytes_q);
-    dst_extent = 66'(rows_q - 32'd1) * 66'(dst_stride_q) + 66'(row_bytes_q);
-    zero_len   = row_bytes_q == '0 || rows_q == '0;
-    src_ok     = in_window(src_q, src_extent);
-    dst_ok     = in_window(dst_q, dst_extent);
-  end
+  // Bytes from the first to one past the last byte of a strided transfer.
+  function automatic logic [65:0] extent(logic [31:0] rows, logic [31:0] stride,
+                                         logic [31:0] row_bytes);
+    return 66'(rows - 32'd1) * 66'(stride) + 66'(row_bytes);
+  endfunction
+
+  // The checks are computed once, from the programmed values at START, and registered with
+  // them: as combinational logic of the latched values, their 66-bit products would be
+  // re-evaluated by Verilator at every clock edge (about 5% of an idle cycle).
+  logic        zero_len_q, src_ok_q, dst_ok_q;
 
   logic rd_busy, wr_busy, rd_error, wr_error;
   logic [AddrWidth-1:0] rd_burst_addr, wr_burst_addr;
   logic [1:0] rd_error_resp;
 
-  assign eng_start = state_q == StCheck && !zero_len && src_ok && dst_ok;
+  assign eng_start = state_q == StCheck && !zero_len_q && src_ok_q && dst_ok_q;
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
@@ -139,6 +140,9 @@ module npu_dma_core
       err_addr_q   <= '0;
       done_q       <= 1'b0;
       error_q      <= 1'b0;
+      zero_len_q   <= 1'b0;
+      src_ok_q     <= 1'b0;
+      dst_ok_q     <= 1'b0;
     end else begin
       unique case (state_q)
         StIdle: if (start_i) begin
@@ -148,6 +152,9 @@ module npu_dma_core
           rows_q       <= rows_i;
           src_stride_q <= src_stride_i;
           dst_stride_q <= dst_stride_i;
+          zero_len_q   <= row_bytes_i == '0 || rows_i == '0;
+          src_ok_q     <= in_window(src_i, extent(rows_i, src_stride_i, row_bytes_i));
+          dst_ok_q     <= in_window(dst_i, extent(rows_i, dst_stride_i, row_bytes_i));
           stop_q       <= 1'b0;
           err_code_q   <= ErrNone;
           err_addr_q   <= '0;
@@ -156,15 +163,15 @@ module npu_dma_core
           state_q      <= StCheck;
         end
         StCheck: begin
-          if (zero_len) begin
+          if (zero_len_q) begin
             err_code_q <= ErrZeroLength;
             err_addr_q <= src_q;
             state_q    <= StFinish;
-          end else if (!src_ok) begin
+          end else if (!src_ok_q) begin
             err_code_q <= ErrSrcRange;
             err_addr_q <= src_q;
             state_q    <= StFinish;
-          end else if (!dst_ok) begin
+          end else if (!dst_ok_q) begin
             err_code_q <= ErrDstRange;
             err_addr_q <= dst_q;
             state_q    <= StFinish;

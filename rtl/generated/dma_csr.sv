@@ -267,90 +267,93 @@ module dma_csr (
         automatic logic is_valid_rw;
         is_valid_addr = '0;
         is_valid_rw = '0;
-        decoded_reg_strb.MAGIC = cpuif_req_masked & (cpuif_addr == 12'h0) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h0);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h0) & !cpuif_req_is_wr;
-        decoded_reg_strb.HW_VERSION = cpuif_req_masked & (cpuif_addr == 12'h4) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h4);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h4) & !cpuif_req_is_wr;
-        decoded_reg_strb.CAPS = cpuif_req_masked & (cpuif_addr == 12'h8) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h8);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h8) & !cpuif_req_is_wr;
-        decoded_reg_strb.SCRATCH = cpuif_req_masked & (cpuif_addr == 12'hc);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'hc);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'hc);
-        decoded_reg_strb.CTRL = cpuif_req_masked & (cpuif_addr == 12'h10);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h10);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h10);
-        decoded_reg_strb.STATUS = cpuif_req_masked & (cpuif_addr == 12'h14) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h14);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h14) & !cpuif_req_is_wr;
-        decoded_reg_strb.ERR_ADDR_LO = cpuif_req_masked & (cpuif_addr == 12'h18) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h18);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h18) & !cpuif_req_is_wr;
-        decoded_reg_strb.ERR_ADDR_HI = cpuif_req_masked & (cpuif_addr == 12'h1c) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h1c);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h1c) & !cpuif_req_is_wr;
-        decoded_reg_strb.INT_STATUS = cpuif_req_masked & (cpuif_addr == 12'h20);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h20);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h20);
-        decoded_reg_strb.INT_ENABLE = cpuif_req_masked & (cpuif_addr == 12'h24);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h24);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h24);
-        decoded_reg_strb.INT_RAW = cpuif_req_masked & (cpuif_addr == 12'h28) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h28);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h28) & !cpuif_req_is_wr;
-        decoded_reg_strb.SRC_LO = cpuif_req_masked & (cpuif_addr == 12'h40);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h40);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h40);
-        decoded_reg_strb.SRC_HI = cpuif_req_masked & (cpuif_addr == 12'h44);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h44);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h44);
-        decoded_reg_strb.DST_LO = cpuif_req_masked & (cpuif_addr == 12'h48);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h48);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h48);
-        decoded_reg_strb.DST_HI = cpuif_req_masked & (cpuif_addr == 12'h4c);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h4c);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h4c);
-        decoded_reg_strb.ROW_BYTES = cpuif_req_masked & (cpuif_addr == 12'h50);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h50);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h50);
-        decoded_reg_strb.ROWS = cpuif_req_masked & (cpuif_addr == 12'h54);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h54);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h54);
-        decoded_reg_strb.SRC_STRIDE = cpuif_req_masked & (cpuif_addr == 12'h58);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h58);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h58);
-        decoded_reg_strb.DST_STRIDE = cpuif_req_masked & (cpuif_addr == 12'h5c);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h5c);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h5c);
-        decoded_reg_strb.PERF_CTRL = cpuif_req_masked & (cpuif_addr == 12'h80);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h80);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h80);
-        decoded_reg_strb.BUSY_CYCLES_LO = cpuif_req_masked & (cpuif_addr == 12'h84) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h84);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h84) & !cpuif_req_is_wr;
-        decoded_reg_strb.BUSY_CYCLES_HI = cpuif_req_masked & (cpuif_addr == 12'h88) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h88);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h88) & !cpuif_req_is_wr;
-        decoded_reg_strb.BYTES_READ_LO = cpuif_req_masked & (cpuif_addr == 12'h8c) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h8c);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h8c) & !cpuif_req_is_wr;
-        decoded_reg_strb.BYTES_READ_HI = cpuif_req_masked & (cpuif_addr == 12'h90) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h90);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h90) & !cpuif_req_is_wr;
-        decoded_reg_strb.BYTES_WRITTEN_LO = cpuif_req_masked & (cpuif_addr == 12'h94) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h94);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h94) & !cpuif_req_is_wr;
-        decoded_reg_strb.BYTES_WRITTEN_HI = cpuif_req_masked & (cpuif_addr == 12'h98) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h98);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h98) & !cpuif_req_is_wr;
-        decoded_reg_strb.XFERS_DONE = cpuif_req_masked & (cpuif_addr == 12'h9c) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h9c);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h9c) & !cpuif_req_is_wr;
-        decoded_reg_strb.XFERS_FAILED = cpuif_req_masked & (cpuif_addr == 12'ha0) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'ha0);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'ha0) & !cpuif_req_is_wr;
+        decoded_reg_strb = '{default: '0};
+        if (cpuif_req_masked) begin
+            decoded_reg_strb.MAGIC = cpuif_req_masked & (cpuif_addr == 12'h0) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h0);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h0) & !cpuif_req_is_wr;
+            decoded_reg_strb.HW_VERSION = cpuif_req_masked & (cpuif_addr == 12'h4) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h4);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h4) & !cpuif_req_is_wr;
+            decoded_reg_strb.CAPS = cpuif_req_masked & (cpuif_addr == 12'h8) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h8);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h8) & !cpuif_req_is_wr;
+            decoded_reg_strb.SCRATCH = cpuif_req_masked & (cpuif_addr == 12'hc);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'hc);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'hc);
+            decoded_reg_strb.CTRL = cpuif_req_masked & (cpuif_addr == 12'h10);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h10);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h10);
+            decoded_reg_strb.STATUS = cpuif_req_masked & (cpuif_addr == 12'h14) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h14);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h14) & !cpuif_req_is_wr;
+            decoded_reg_strb.ERR_ADDR_LO = cpuif_req_masked & (cpuif_addr == 12'h18) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h18);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h18) & !cpuif_req_is_wr;
+            decoded_reg_strb.ERR_ADDR_HI = cpuif_req_masked & (cpuif_addr == 12'h1c) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h1c);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h1c) & !cpuif_req_is_wr;
+            decoded_reg_strb.INT_STATUS = cpuif_req_masked & (cpuif_addr == 12'h20);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h20);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h20);
+            decoded_reg_strb.INT_ENABLE = cpuif_req_masked & (cpuif_addr == 12'h24);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h24);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h24);
+            decoded_reg_strb.INT_RAW = cpuif_req_masked & (cpuif_addr == 12'h28) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h28);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h28) & !cpuif_req_is_wr;
+            decoded_reg_strb.SRC_LO = cpuif_req_masked & (cpuif_addr == 12'h40);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h40);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h40);
+            decoded_reg_strb.SRC_HI = cpuif_req_masked & (cpuif_addr == 12'h44);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h44);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h44);
+            decoded_reg_strb.DST_LO = cpuif_req_masked & (cpuif_addr == 12'h48);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h48);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h48);
+            decoded_reg_strb.DST_HI = cpuif_req_masked & (cpuif_addr == 12'h4c);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h4c);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h4c);
+            decoded_reg_strb.ROW_BYTES = cpuif_req_masked & (cpuif_addr == 12'h50);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h50);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h50);
+            decoded_reg_strb.ROWS = cpuif_req_masked & (cpuif_addr == 12'h54);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h54);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h54);
+            decoded_reg_strb.SRC_STRIDE = cpuif_req_masked & (cpuif_addr == 12'h58);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h58);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h58);
+            decoded_reg_strb.DST_STRIDE = cpuif_req_masked & (cpuif_addr == 12'h5c);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h5c);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h5c);
+            decoded_reg_strb.PERF_CTRL = cpuif_req_masked & (cpuif_addr == 12'h80);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h80);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h80);
+            decoded_reg_strb.BUSY_CYCLES_LO = cpuif_req_masked & (cpuif_addr == 12'h84) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h84);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h84) & !cpuif_req_is_wr;
+            decoded_reg_strb.BUSY_CYCLES_HI = cpuif_req_masked & (cpuif_addr == 12'h88) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h88);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h88) & !cpuif_req_is_wr;
+            decoded_reg_strb.BYTES_READ_LO = cpuif_req_masked & (cpuif_addr == 12'h8c) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h8c);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h8c) & !cpuif_req_is_wr;
+            decoded_reg_strb.BYTES_READ_HI = cpuif_req_masked & (cpuif_addr == 12'h90) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h90);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h90) & !cpuif_req_is_wr;
+            decoded_reg_strb.BYTES_WRITTEN_LO = cpuif_req_masked & (cpuif_addr == 12'h94) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h94);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h94) & !cpuif_req_is_wr;
+            decoded_reg_strb.BYTES_WRITTEN_HI = cpuif_req_masked & (cpuif_addr == 12'h98) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h98);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h98) & !cpuif_req_is_wr;
+            decoded_reg_strb.XFERS_DONE = cpuif_req_masked & (cpuif_addr == 12'h9c) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h9c);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h9c) & !cpuif_req_is_wr;
+            decoded_reg_strb.XFERS_FAILED = cpuif_req_masked & (cpuif_addr == 12'ha0) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'ha0);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'ha0) & !cpuif_req_is_wr;
+        end
         decoded_err = (~is_valid_addr | (is_valid_addr & ~is_valid_rw)) & decoded_req;
     end
 
@@ -942,101 +945,103 @@ module dma_csr (
     always_comb begin
         automatic logic [31:0] readback_data_var;
         readback_data_var = '0;
-        if(rd_mux_addr == 12'h0) begin
-            readback_data_var[31:0] = 32'h444d4130;
-        end
-        if(rd_mux_addr == 12'h4) begin
-            readback_data_var[7:0] = hwif_in.HW_VERSION.PATCH.next;
-            readback_data_var[15:8] = hwif_in.HW_VERSION.MINOR.next;
-            readback_data_var[23:16] = hwif_in.HW_VERSION.MAJOR.next;
-        end
-        if(rd_mux_addr == 12'h8) begin
-            readback_data_var[7:0] = hwif_in.CAPS.BUS_BYTES.next;
-            readback_data_var[16:8] = hwif_in.CAPS.MAX_BURST_BEATS.next;
-            readback_data_var[23:20] = hwif_in.CAPS.MAX_OUTSTANDING.next;
-            readback_data_var[27:24] = hwif_in.CAPS.CHANNELS.next;
-        end
-        if(rd_mux_addr == 12'hc) begin
-            readback_data_var[31:0] = field_storage.SCRATCH.VALUE.value;
-        end
-        if(rd_mux_addr == 12'h10) begin
-            readback_data_var[0] = field_storage.CTRL.START.value;
-            readback_data_var[1] = field_storage.CTRL.ABORT.value;
-        end
-        if(rd_mux_addr == 12'h14) begin
-            readback_data_var[0] = hwif_in.STATUS.BUSY.next;
-            readback_data_var[1] = hwif_in.STATUS.DONE.next;
-            readback_data_var[2] = hwif_in.STATUS.ERROR.next;
-            readback_data_var[11:8] = hwif_in.STATUS.ERR_CODE.next;
-        end
-        if(rd_mux_addr == 12'h18) begin
-            readback_data_var[31:0] = hwif_in.ERR_ADDR_LO.ADDR.next;
-        end
-        if(rd_mux_addr == 12'h1c) begin
-            readback_data_var[31:0] = hwif_in.ERR_ADDR_HI.ADDR.next;
-        end
-        if(rd_mux_addr == 12'h20) begin
-            readback_data_var[0] = field_storage.INT_STATUS.DONE.value;
-            readback_data_var[1] = field_storage.INT_STATUS.ERROR.value;
-        end
-        if(rd_mux_addr == 12'h24) begin
-            readback_data_var[0] = field_storage.INT_ENABLE.DONE.value;
-            readback_data_var[1] = field_storage.INT_ENABLE.ERROR.value;
-        end
-        if(rd_mux_addr == 12'h28) begin
-            readback_data_var[0] = hwif_in.INT_RAW.DONE.next;
-            readback_data_var[1] = hwif_in.INT_RAW.ERROR.next;
-        end
-        if(rd_mux_addr == 12'h40) begin
-            readback_data_var[31:0] = field_storage.SRC_LO.ADDR.value;
-        end
-        if(rd_mux_addr == 12'h44) begin
-            readback_data_var[31:0] = field_storage.SRC_HI.ADDR.value;
-        end
-        if(rd_mux_addr == 12'h48) begin
-            readback_data_var[31:0] = field_storage.DST_LO.ADDR.value;
-        end
-        if(rd_mux_addr == 12'h4c) begin
-            readback_data_var[31:0] = field_storage.DST_HI.ADDR.value;
-        end
-        if(rd_mux_addr == 12'h50) begin
-            readback_data_var[31:0] = field_storage.ROW_BYTES.BYTES.value;
-        end
-        if(rd_mux_addr == 12'h54) begin
-            readback_data_var[31:0] = field_storage.ROWS.COUNT.value;
-        end
-        if(rd_mux_addr == 12'h58) begin
-            readback_data_var[31:0] = field_storage.SRC_STRIDE.BYTES.value;
-        end
-        if(rd_mux_addr == 12'h5c) begin
-            readback_data_var[31:0] = field_storage.DST_STRIDE.BYTES.value;
-        end
-        if(rd_mux_addr == 12'h80) begin
-            readback_data_var[0] = field_storage.PERF_CTRL.CLEAR.value;
-        end
-        if(rd_mux_addr == 12'h84) begin
-            readback_data_var[31:0] = hwif_in.BUSY_CYCLES_LO.COUNT.next;
-        end
-        if(rd_mux_addr == 12'h88) begin
-            readback_data_var[31:0] = hwif_in.BUSY_CYCLES_HI.COUNT.next;
-        end
-        if(rd_mux_addr == 12'h8c) begin
-            readback_data_var[31:0] = hwif_in.BYTES_READ_LO.COUNT.next;
-        end
-        if(rd_mux_addr == 12'h90) begin
-            readback_data_var[31:0] = hwif_in.BYTES_READ_HI.COUNT.next;
-        end
-        if(rd_mux_addr == 12'h94) begin
-            readback_data_var[31:0] = hwif_in.BYTES_WRITTEN_LO.COUNT.next;
-        end
-        if(rd_mux_addr == 12'h98) begin
-            readback_data_var[31:0] = hwif_in.BYTES_WRITTEN_HI.COUNT.next;
-        end
-        if(rd_mux_addr == 12'h9c) begin
-            readback_data_var[31:0] = hwif_in.XFERS_DONE.COUNT.next;
-        end
-        if(rd_mux_addr == 12'ha0) begin
-            readback_data_var[31:0] = hwif_in.XFERS_FAILED.COUNT.next;
+        if (decoded_req && !decoded_req_is_wr) begin
+            if(rd_mux_addr == 12'h0) begin
+                readback_data_var[31:0] = 32'h444d4130;
+            end
+            if(rd_mux_addr == 12'h4) begin
+                readback_data_var[7:0] = hwif_in.HW_VERSION.PATCH.next;
+                readback_data_var[15:8] = hwif_in.HW_VERSION.MINOR.next;
+                readback_data_var[23:16] = hwif_in.HW_VERSION.MAJOR.next;
+            end
+            if(rd_mux_addr == 12'h8) begin
+                readback_data_var[7:0] = hwif_in.CAPS.BUS_BYTES.next;
+                readback_data_var[16:8] = hwif_in.CAPS.MAX_BURST_BEATS.next;
+                readback_data_var[23:20] = hwif_in.CAPS.MAX_OUTSTANDING.next;
+                readback_data_var[27:24] = hwif_in.CAPS.CHANNELS.next;
+            end
+            if(rd_mux_addr == 12'hc) begin
+                readback_data_var[31:0] = field_storage.SCRATCH.VALUE.value;
+            end
+            if(rd_mux_addr == 12'h10) begin
+                readback_data_var[0] = field_storage.CTRL.START.value;
+                readback_data_var[1] = field_storage.CTRL.ABORT.value;
+            end
+            if(rd_mux_addr == 12'h14) begin
+                readback_data_var[0] = hwif_in.STATUS.BUSY.next;
+                readback_data_var[1] = hwif_in.STATUS.DONE.next;
+                readback_data_var[2] = hwif_in.STATUS.ERROR.next;
+                readback_data_var[11:8] = hwif_in.STATUS.ERR_CODE.next;
+            end
+            if(rd_mux_addr == 12'h18) begin
+                readback_data_var[31:0] = hwif_in.ERR_ADDR_LO.ADDR.next;
+            end
+            if(rd_mux_addr == 12'h1c) begin
+                readback_data_var[31:0] = hwif_in.ERR_ADDR_HI.ADDR.next;
+            end
+            if(rd_mux_addr == 12'h20) begin
+                readback_data_var[0] = field_storage.INT_STATUS.DONE.value;
+                readback_data_var[1] = field_storage.INT_STATUS.ERROR.value;
+            end
+            if(rd_mux_addr == 12'h24) begin
+                readback_data_var[0] = field_storage.INT_ENABLE.DONE.value;
+                readback_data_var[1] = field_storage.INT_ENABLE.ERROR.value;
+            end
+            if(rd_mux_addr == 12'h28) begin
+                readback_data_var[0] = hwif_in.INT_RAW.DONE.next;
+                readback_data_var[1] = hwif_in.INT_RAW.ERROR.next;
+            end
+            if(rd_mux_addr == 12'h40) begin
+                readback_data_var[31:0] = field_storage.SRC_LO.ADDR.value;
+            end
+            if(rd_mux_addr == 12'h44) begin
+                readback_data_var[31:0] = field_storage.SRC_HI.ADDR.value;
+            end
+            if(rd_mux_addr == 12'h48) begin
+                readback_data_var[31:0] = field_storage.DST_LO.ADDR.value;
+            end
+            if(rd_mux_addr == 12'h4c) begin
+                readback_data_var[31:0] = field_storage.DST_HI.ADDR.value;
+            end
+            if(rd_mux_addr == 12'h50) begin
+                readback_data_var[31:0] = field_storage.ROW_BYTES.BYTES.value;
+            end
+            if(rd_mux_addr == 12'h54) begin
+                readback_data_var[31:0] = field_storage.ROWS.COUNT.value;
+            end
+            if(rd_mux_addr == 12'h58) begin
+                readback_data_var[31:0] = field_storage.SRC_STRIDE.BYTES.value;
+            end
+            if(rd_mux_addr == 12'h5c) begin
+                readback_data_var[31:0] = field_storage.DST_STRIDE.BYTES.value;
+            end
+            if(rd_mux_addr == 12'h80) begin
+                readback_data_var[0] = field_storage.PERF_CTRL.CLEAR.value;
+            end
+            if(rd_mux_addr == 12'h84) begin
+                readback_data_var[31:0] = hwif_in.BUSY_CYCLES_LO.COUNT.next;
+            end
+            if(rd_mux_addr == 12'h88) begin
+                readback_data_var[31:0] = hwif_in.BUSY_CYCLES_HI.COUNT.next;
+            end
+            if(rd_mux_addr == 12'h8c) begin
+                readback_data_var[31:0] = hwif_in.BYTES_READ_LO.COUNT.next;
+            end
+            if(rd_mux_addr == 12'h90) begin
+                readback_data_var[31:0] = hwif_in.BYTES_READ_HI.COUNT.next;
+            end
+            if(rd_mux_addr == 12'h94) begin
+                readback_data_var[31:0] = hwif_in.BYTES_WRITTEN_LO.COUNT.next;
+            end
+            if(rd_mux_addr == 12'h98) begin
+                readback_data_var[31:0] = hwif_in.BYTES_WRITTEN_HI.COUNT.next;
+            end
+            if(rd_mux_addr == 12'h9c) begin
+                readback_data_var[31:0] = hwif_in.XFERS_DONE.COUNT.next;
+            end
+            if(rd_mux_addr == 12'ha0) begin
+                readback_data_var[31:0] = hwif_in.XFERS_FAILED.COUNT.next;
+            end
         end
         readback_data = readback_data_var;
         readback_done = decoded_req & ~decoded_req_is_wr;

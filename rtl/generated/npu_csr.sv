@@ -329,276 +329,279 @@ module npu_csr (
         automatic logic is_valid_rw;
         is_valid_addr = '0;
         is_valid_rw = '0;
-        decoded_reg_strb.MAGIC = cpuif_req_masked & (cpuif_addr == 12'h0) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h0);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h0) & !cpuif_req_is_wr;
-        decoded_reg_strb.HW_VERSION = cpuif_req_masked & (cpuif_addr == 12'h4) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h4);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h4) & !cpuif_req_is_wr;
-        decoded_reg_strb.TARGET = cpuif_req_masked & (cpuif_addr == 12'h8) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h8);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h8) & !cpuif_req_is_wr;
-        decoded_reg_strb.CAPS = cpuif_req_masked & (cpuif_addr == 12'hc) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'hc);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'hc) & !cpuif_req_is_wr;
-        decoded_reg_strb.UDMA_BASE_LO = cpuif_req_masked & (cpuif_addr == 12'h10) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h10);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h10) & !cpuif_req_is_wr;
-        decoded_reg_strb.UDMA_BASE_HI = cpuif_req_masked & (cpuif_addr == 12'h14) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h14);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h14) & !cpuif_req_is_wr;
-        decoded_reg_strb.UDMA_SIZE = cpuif_req_masked & (cpuif_addr == 12'h18) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h18);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h18) & !cpuif_req_is_wr;
-        decoded_reg_strb.PLDDR_BASE_LO = cpuif_req_masked & (cpuif_addr == 12'h20) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h20);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h20) & !cpuif_req_is_wr;
-        decoded_reg_strb.PLDDR_BASE_HI = cpuif_req_masked & (cpuif_addr == 12'h24) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h24);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h24) & !cpuif_req_is_wr;
-        decoded_reg_strb.PLDDR_SIZE = cpuif_req_masked & (cpuif_addr == 12'h28) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h28);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h28) & !cpuif_req_is_wr;
-        decoded_reg_strb.OCM_BASE_LO = cpuif_req_masked & (cpuif_addr == 12'h30) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h30);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h30) & !cpuif_req_is_wr;
-        decoded_reg_strb.OCM_BASE_HI = cpuif_req_masked & (cpuif_addr == 12'h34) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h34);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h34) & !cpuif_req_is_wr;
-        decoded_reg_strb.OCM_SIZE = cpuif_req_masked & (cpuif_addr == 12'h38) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h38);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h38) & !cpuif_req_is_wr;
-        decoded_reg_strb.SCRATCH = cpuif_req_masked & (cpuif_addr == 12'h40);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h40);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h40);
-        decoded_reg_strb.CTRL = cpuif_req_masked & (cpuif_addr == 12'h50);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h50);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h50);
-        decoded_reg_strb.STATUS = cpuif_req_masked & (cpuif_addr == 12'h54) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h54);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h54) & !cpuif_req_is_wr;
-        decoded_reg_strb.INT_STATUS = cpuif_req_masked & (cpuif_addr == 12'h60);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h60);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h60);
-        decoded_reg_strb.INT_ENABLE = cpuif_req_masked & (cpuif_addr == 12'h64);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h64);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h64);
-        decoded_reg_strb.INT_RAW = cpuif_req_masked & (cpuif_addr == 12'h68) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h68);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h68) & !cpuif_req_is_wr;
-        decoded_reg_strb.CYCLES_LO = cpuif_req_masked & (cpuif_addr == 12'h80) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h80);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h80) & !cpuif_req_is_wr;
-        decoded_reg_strb.CYCLES_HI = cpuif_req_masked & (cpuif_addr == 12'h84) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h84);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h84) & !cpuif_req_is_wr;
-        decoded_reg_strb.CORE_CTRL = cpuif_req_masked & (cpuif_addr == 12'h100);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h100);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h100);
-        decoded_reg_strb.CORE_STATUS = cpuif_req_masked & (cpuif_addr == 12'h104) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h104);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h104) & !cpuif_req_is_wr;
-        decoded_reg_strb.CORE_ERR_PC = cpuif_req_masked & (cpuif_addr == 12'h108) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h108);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h108) & !cpuif_req_is_wr;
-        decoded_reg_strb.CORE_ERR_ADDR_LO = cpuif_req_masked & (cpuif_addr == 12'h10c) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h10c);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h10c) & !cpuif_req_is_wr;
-        decoded_reg_strb.CORE_ERR_ADDR_HI = cpuif_req_masked & (cpuif_addr == 12'h110) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h110);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h110) & !cpuif_req_is_wr;
-        decoded_reg_strb.PROG_ADDR_LO = cpuif_req_masked & (cpuif_addr == 12'h118);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h118);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h118);
-        decoded_reg_strb.PROG_ADDR_HI = cpuif_req_masked & (cpuif_addr == 12'h11c);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h11c);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h11c);
-        decoded_reg_strb.PROG_INSNS = cpuif_req_masked & (cpuif_addr == 12'h120);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h120);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h120);
-        decoded_reg_strb.CORE_CAPS = cpuif_req_masked & (cpuif_addr == 12'h124) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h124);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h124) & !cpuif_req_is_wr;
-        decoded_reg_strb.CORE_ROWS0 = cpuif_req_masked & (cpuif_addr == 12'h128) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h128);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h128) & !cpuif_req_is_wr;
-        decoded_reg_strb.CORE_ROWS1 = cpuif_req_masked & (cpuif_addr == 12'h12c) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h12c);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h12c) & !cpuif_req_is_wr;
-        decoded_reg_strb.PERF_RUN_CYCLES_LO = cpuif_req_masked & (cpuif_addr == 12'h140) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h140);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h140) & !cpuif_req_is_wr;
-        decoded_reg_strb.PERF_RUN_CYCLES_HI = cpuif_req_masked & (cpuif_addr == 12'h144) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h144);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h144) & !cpuif_req_is_wr;
-        decoded_reg_strb.PERF_LOAD_BUSY_LO = cpuif_req_masked & (cpuif_addr == 12'h148) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h148);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h148) & !cpuif_req_is_wr;
-        decoded_reg_strb.PERF_LOAD_BUSY_HI = cpuif_req_masked & (cpuif_addr == 12'h14c) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h14c);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h14c) & !cpuif_req_is_wr;
-        decoded_reg_strb.PERF_COMPUTE_BUSY_LO = cpuif_req_masked & (cpuif_addr == 12'h150) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h150);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h150) & !cpuif_req_is_wr;
-        decoded_reg_strb.PERF_COMPUTE_BUSY_HI = cpuif_req_masked & (cpuif_addr == 12'h154) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h154);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h154) & !cpuif_req_is_wr;
-        decoded_reg_strb.PERF_STORE_BUSY_LO = cpuif_req_masked & (cpuif_addr == 12'h158) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h158);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h158) & !cpuif_req_is_wr;
-        decoded_reg_strb.PERF_STORE_BUSY_HI = cpuif_req_masked & (cpuif_addr == 12'h15c) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h15c);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h15c) & !cpuif_req_is_wr;
-        decoded_reg_strb.PERF_LOAD_TOKEN_WAIT_LO = cpuif_req_masked & (cpuif_addr == 12'h160) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h160);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h160) & !cpuif_req_is_wr;
-        decoded_reg_strb.PERF_LOAD_TOKEN_WAIT_HI = cpuif_req_masked & (cpuif_addr == 12'h164) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h164);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h164) & !cpuif_req_is_wr;
-        decoded_reg_strb.PERF_COMPUTE_TOKEN_WAIT_LO = cpuif_req_masked & (cpuif_addr == 12'h168) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h168);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h168) & !cpuif_req_is_wr;
-        decoded_reg_strb.PERF_COMPUTE_TOKEN_WAIT_HI = cpuif_req_masked & (cpuif_addr == 12'h16c) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h16c);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h16c) & !cpuif_req_is_wr;
-        decoded_reg_strb.PERF_STORE_TOKEN_WAIT_LO = cpuif_req_masked & (cpuif_addr == 12'h170) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h170);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h170) & !cpuif_req_is_wr;
-        decoded_reg_strb.PERF_STORE_TOKEN_WAIT_HI = cpuif_req_masked & (cpuif_addr == 12'h174) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h174);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h174) & !cpuif_req_is_wr;
-        decoded_reg_strb.PERF_GEMM_CYCLES_LO = cpuif_req_masked & (cpuif_addr == 12'h178) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h178);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h178) & !cpuif_req_is_wr;
-        decoded_reg_strb.PERF_GEMM_CYCLES_HI = cpuif_req_masked & (cpuif_addr == 12'h17c) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h17c);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h17c) & !cpuif_req_is_wr;
-        decoded_reg_strb.PERF_BYTES_READ_LO = cpuif_req_masked & (cpuif_addr == 12'h180) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h180);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h180) & !cpuif_req_is_wr;
-        decoded_reg_strb.PERF_BYTES_READ_HI = cpuif_req_masked & (cpuif_addr == 12'h184) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h184);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h184) & !cpuif_req_is_wr;
-        decoded_reg_strb.PERF_BYTES_WRITTEN_LO = cpuif_req_masked & (cpuif_addr == 12'h188) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h188);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h188) & !cpuif_req_is_wr;
-        decoded_reg_strb.PERF_BYTES_WRITTEN_HI = cpuif_req_masked & (cpuif_addr == 12'h18c) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h18c);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h18c) & !cpuif_req_is_wr;
-        decoded_reg_strb.PERF_LOAD_RETIRED_LO = cpuif_req_masked & (cpuif_addr == 12'h190) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h190);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h190) & !cpuif_req_is_wr;
-        decoded_reg_strb.PERF_LOAD_RETIRED_HI = cpuif_req_masked & (cpuif_addr == 12'h194) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h194);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h194) & !cpuif_req_is_wr;
-        decoded_reg_strb.PERF_COMPUTE_RETIRED_LO = cpuif_req_masked & (cpuif_addr == 12'h198) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h198);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h198) & !cpuif_req_is_wr;
-        decoded_reg_strb.PERF_COMPUTE_RETIRED_HI = cpuif_req_masked & (cpuif_addr == 12'h19c) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h19c);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h19c) & !cpuif_req_is_wr;
-        decoded_reg_strb.PERF_STORE_RETIRED_LO = cpuif_req_masked & (cpuif_addr == 12'h1a0) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h1a0);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h1a0) & !cpuif_req_is_wr;
-        decoded_reg_strb.PERF_STORE_RETIRED_HI = cpuif_req_masked & (cpuif_addr == 12'h1a4) & !cpuif_req_is_wr;
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h1a4);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h1a4) & !cpuif_req_is_wr;
-        decoded_reg_strb.BASE0_LO = cpuif_req_masked & (cpuif_addr == 12'h200);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h200);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h200);
-        decoded_reg_strb.BASE0_HI = cpuif_req_masked & (cpuif_addr == 12'h204);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h204);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h204);
-        decoded_reg_strb.BASE1_LO = cpuif_req_masked & (cpuif_addr == 12'h208);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h208);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h208);
-        decoded_reg_strb.BASE1_HI = cpuif_req_masked & (cpuif_addr == 12'h20c);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h20c);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h20c);
-        decoded_reg_strb.BASE2_LO = cpuif_req_masked & (cpuif_addr == 12'h210);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h210);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h210);
-        decoded_reg_strb.BASE2_HI = cpuif_req_masked & (cpuif_addr == 12'h214);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h214);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h214);
-        decoded_reg_strb.BASE3_LO = cpuif_req_masked & (cpuif_addr == 12'h218);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h218);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h218);
-        decoded_reg_strb.BASE3_HI = cpuif_req_masked & (cpuif_addr == 12'h21c);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h21c);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h21c);
-        decoded_reg_strb.BASE4_LO = cpuif_req_masked & (cpuif_addr == 12'h220);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h220);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h220);
-        decoded_reg_strb.BASE4_HI = cpuif_req_masked & (cpuif_addr == 12'h224);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h224);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h224);
-        decoded_reg_strb.BASE5_LO = cpuif_req_masked & (cpuif_addr == 12'h228);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h228);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h228);
-        decoded_reg_strb.BASE5_HI = cpuif_req_masked & (cpuif_addr == 12'h22c);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h22c);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h22c);
-        decoded_reg_strb.BASE6_LO = cpuif_req_masked & (cpuif_addr == 12'h230);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h230);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h230);
-        decoded_reg_strb.BASE6_HI = cpuif_req_masked & (cpuif_addr == 12'h234);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h234);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h234);
-        decoded_reg_strb.BASE7_LO = cpuif_req_masked & (cpuif_addr == 12'h238);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h238);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h238);
-        decoded_reg_strb.BASE7_HI = cpuif_req_masked & (cpuif_addr == 12'h23c);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h23c);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h23c);
-        decoded_reg_strb.BASE8_LO = cpuif_req_masked & (cpuif_addr == 12'h240);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h240);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h240);
-        decoded_reg_strb.BASE8_HI = cpuif_req_masked & (cpuif_addr == 12'h244);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h244);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h244);
-        decoded_reg_strb.BASE9_LO = cpuif_req_masked & (cpuif_addr == 12'h248);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h248);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h248);
-        decoded_reg_strb.BASE9_HI = cpuif_req_masked & (cpuif_addr == 12'h24c);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h24c);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h24c);
-        decoded_reg_strb.BASE10_LO = cpuif_req_masked & (cpuif_addr == 12'h250);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h250);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h250);
-        decoded_reg_strb.BASE10_HI = cpuif_req_masked & (cpuif_addr == 12'h254);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h254);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h254);
-        decoded_reg_strb.BASE11_LO = cpuif_req_masked & (cpuif_addr == 12'h258);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h258);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h258);
-        decoded_reg_strb.BASE11_HI = cpuif_req_masked & (cpuif_addr == 12'h25c);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h25c);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h25c);
-        decoded_reg_strb.BASE12_LO = cpuif_req_masked & (cpuif_addr == 12'h260);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h260);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h260);
-        decoded_reg_strb.BASE12_HI = cpuif_req_masked & (cpuif_addr == 12'h264);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h264);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h264);
-        decoded_reg_strb.BASE13_LO = cpuif_req_masked & (cpuif_addr == 12'h268);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h268);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h268);
-        decoded_reg_strb.BASE13_HI = cpuif_req_masked & (cpuif_addr == 12'h26c);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h26c);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h26c);
-        decoded_reg_strb.BASE14_LO = cpuif_req_masked & (cpuif_addr == 12'h270);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h270);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h270);
-        decoded_reg_strb.BASE14_HI = cpuif_req_masked & (cpuif_addr == 12'h274);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h274);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h274);
-        decoded_reg_strb.BASE15_LO = cpuif_req_masked & (cpuif_addr == 12'h278);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h278);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h278);
-        decoded_reg_strb.BASE15_HI = cpuif_req_masked & (cpuif_addr == 12'h27c);
-        is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h27c);
-        is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h27c);
+        decoded_reg_strb = '{default: '0};
+        if (cpuif_req_masked) begin
+            decoded_reg_strb.MAGIC = cpuif_req_masked & (cpuif_addr == 12'h0) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h0);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h0) & !cpuif_req_is_wr;
+            decoded_reg_strb.HW_VERSION = cpuif_req_masked & (cpuif_addr == 12'h4) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h4);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h4) & !cpuif_req_is_wr;
+            decoded_reg_strb.TARGET = cpuif_req_masked & (cpuif_addr == 12'h8) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h8);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h8) & !cpuif_req_is_wr;
+            decoded_reg_strb.CAPS = cpuif_req_masked & (cpuif_addr == 12'hc) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'hc);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'hc) & !cpuif_req_is_wr;
+            decoded_reg_strb.UDMA_BASE_LO = cpuif_req_masked & (cpuif_addr == 12'h10) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h10);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h10) & !cpuif_req_is_wr;
+            decoded_reg_strb.UDMA_BASE_HI = cpuif_req_masked & (cpuif_addr == 12'h14) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h14);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h14) & !cpuif_req_is_wr;
+            decoded_reg_strb.UDMA_SIZE = cpuif_req_masked & (cpuif_addr == 12'h18) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h18);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h18) & !cpuif_req_is_wr;
+            decoded_reg_strb.PLDDR_BASE_LO = cpuif_req_masked & (cpuif_addr == 12'h20) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h20);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h20) & !cpuif_req_is_wr;
+            decoded_reg_strb.PLDDR_BASE_HI = cpuif_req_masked & (cpuif_addr == 12'h24) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h24);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h24) & !cpuif_req_is_wr;
+            decoded_reg_strb.PLDDR_SIZE = cpuif_req_masked & (cpuif_addr == 12'h28) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h28);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h28) & !cpuif_req_is_wr;
+            decoded_reg_strb.OCM_BASE_LO = cpuif_req_masked & (cpuif_addr == 12'h30) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h30);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h30) & !cpuif_req_is_wr;
+            decoded_reg_strb.OCM_BASE_HI = cpuif_req_masked & (cpuif_addr == 12'h34) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h34);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h34) & !cpuif_req_is_wr;
+            decoded_reg_strb.OCM_SIZE = cpuif_req_masked & (cpuif_addr == 12'h38) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h38);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h38) & !cpuif_req_is_wr;
+            decoded_reg_strb.SCRATCH = cpuif_req_masked & (cpuif_addr == 12'h40);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h40);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h40);
+            decoded_reg_strb.CTRL = cpuif_req_masked & (cpuif_addr == 12'h50);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h50);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h50);
+            decoded_reg_strb.STATUS = cpuif_req_masked & (cpuif_addr == 12'h54) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h54);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h54) & !cpuif_req_is_wr;
+            decoded_reg_strb.INT_STATUS = cpuif_req_masked & (cpuif_addr == 12'h60);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h60);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h60);
+            decoded_reg_strb.INT_ENABLE = cpuif_req_masked & (cpuif_addr == 12'h64);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h64);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h64);
+            decoded_reg_strb.INT_RAW = cpuif_req_masked & (cpuif_addr == 12'h68) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h68);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h68) & !cpuif_req_is_wr;
+            decoded_reg_strb.CYCLES_LO = cpuif_req_masked & (cpuif_addr == 12'h80) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h80);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h80) & !cpuif_req_is_wr;
+            decoded_reg_strb.CYCLES_HI = cpuif_req_masked & (cpuif_addr == 12'h84) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h84);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h84) & !cpuif_req_is_wr;
+            decoded_reg_strb.CORE_CTRL = cpuif_req_masked & (cpuif_addr == 12'h100);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h100);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h100);
+            decoded_reg_strb.CORE_STATUS = cpuif_req_masked & (cpuif_addr == 12'h104) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h104);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h104) & !cpuif_req_is_wr;
+            decoded_reg_strb.CORE_ERR_PC = cpuif_req_masked & (cpuif_addr == 12'h108) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h108);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h108) & !cpuif_req_is_wr;
+            decoded_reg_strb.CORE_ERR_ADDR_LO = cpuif_req_masked & (cpuif_addr == 12'h10c) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h10c);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h10c) & !cpuif_req_is_wr;
+            decoded_reg_strb.CORE_ERR_ADDR_HI = cpuif_req_masked & (cpuif_addr == 12'h110) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h110);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h110) & !cpuif_req_is_wr;
+            decoded_reg_strb.PROG_ADDR_LO = cpuif_req_masked & (cpuif_addr == 12'h118);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h118);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h118);
+            decoded_reg_strb.PROG_ADDR_HI = cpuif_req_masked & (cpuif_addr == 12'h11c);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h11c);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h11c);
+            decoded_reg_strb.PROG_INSNS = cpuif_req_masked & (cpuif_addr == 12'h120);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h120);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h120);
+            decoded_reg_strb.CORE_CAPS = cpuif_req_masked & (cpuif_addr == 12'h124) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h124);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h124) & !cpuif_req_is_wr;
+            decoded_reg_strb.CORE_ROWS0 = cpuif_req_masked & (cpuif_addr == 12'h128) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h128);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h128) & !cpuif_req_is_wr;
+            decoded_reg_strb.CORE_ROWS1 = cpuif_req_masked & (cpuif_addr == 12'h12c) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h12c);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h12c) & !cpuif_req_is_wr;
+            decoded_reg_strb.PERF_RUN_CYCLES_LO = cpuif_req_masked & (cpuif_addr == 12'h140) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h140);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h140) & !cpuif_req_is_wr;
+            decoded_reg_strb.PERF_RUN_CYCLES_HI = cpuif_req_masked & (cpuif_addr == 12'h144) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h144);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h144) & !cpuif_req_is_wr;
+            decoded_reg_strb.PERF_LOAD_BUSY_LO = cpuif_req_masked & (cpuif_addr == 12'h148) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h148);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h148) & !cpuif_req_is_wr;
+            decoded_reg_strb.PERF_LOAD_BUSY_HI = cpuif_req_masked & (cpuif_addr == 12'h14c) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h14c);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h14c) & !cpuif_req_is_wr;
+            decoded_reg_strb.PERF_COMPUTE_BUSY_LO = cpuif_req_masked & (cpuif_addr == 12'h150) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h150);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h150) & !cpuif_req_is_wr;
+            decoded_reg_strb.PERF_COMPUTE_BUSY_HI = cpuif_req_masked & (cpuif_addr == 12'h154) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h154);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h154) & !cpuif_req_is_wr;
+            decoded_reg_strb.PERF_STORE_BUSY_LO = cpuif_req_masked & (cpuif_addr == 12'h158) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h158);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h158) & !cpuif_req_is_wr;
+            decoded_reg_strb.PERF_STORE_BUSY_HI = cpuif_req_masked & (cpuif_addr == 12'h15c) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h15c);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h15c) & !cpuif_req_is_wr;
+            decoded_reg_strb.PERF_LOAD_TOKEN_WAIT_LO = cpuif_req_masked & (cpuif_addr == 12'h160) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h160);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h160) & !cpuif_req_is_wr;
+            decoded_reg_strb.PERF_LOAD_TOKEN_WAIT_HI = cpuif_req_masked & (cpuif_addr == 12'h164) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h164);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h164) & !cpuif_req_is_wr;
+            decoded_reg_strb.PERF_COMPUTE_TOKEN_WAIT_LO = cpuif_req_masked & (cpuif_addr == 12'h168) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h168);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h168) & !cpuif_req_is_wr;
+            decoded_reg_strb.PERF_COMPUTE_TOKEN_WAIT_HI = cpuif_req_masked & (cpuif_addr == 12'h16c) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h16c);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h16c) & !cpuif_req_is_wr;
+            decoded_reg_strb.PERF_STORE_TOKEN_WAIT_LO = cpuif_req_masked & (cpuif_addr == 12'h170) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h170);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h170) & !cpuif_req_is_wr;
+            decoded_reg_strb.PERF_STORE_TOKEN_WAIT_HI = cpuif_req_masked & (cpuif_addr == 12'h174) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h174);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h174) & !cpuif_req_is_wr;
+            decoded_reg_strb.PERF_GEMM_CYCLES_LO = cpuif_req_masked & (cpuif_addr == 12'h178) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h178);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h178) & !cpuif_req_is_wr;
+            decoded_reg_strb.PERF_GEMM_CYCLES_HI = cpuif_req_masked & (cpuif_addr == 12'h17c) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h17c);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h17c) & !cpuif_req_is_wr;
+            decoded_reg_strb.PERF_BYTES_READ_LO = cpuif_req_masked & (cpuif_addr == 12'h180) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h180);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h180) & !cpuif_req_is_wr;
+            decoded_reg_strb.PERF_BYTES_READ_HI = cpuif_req_masked & (cpuif_addr == 12'h184) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h184);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h184) & !cpuif_req_is_wr;
+            decoded_reg_strb.PERF_BYTES_WRITTEN_LO = cpuif_req_masked & (cpuif_addr == 12'h188) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h188);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h188) & !cpuif_req_is_wr;
+            decoded_reg_strb.PERF_BYTES_WRITTEN_HI = cpuif_req_masked & (cpuif_addr == 12'h18c) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h18c);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h18c) & !cpuif_req_is_wr;
+            decoded_reg_strb.PERF_LOAD_RETIRED_LO = cpuif_req_masked & (cpuif_addr == 12'h190) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h190);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h190) & !cpuif_req_is_wr;
+            decoded_reg_strb.PERF_LOAD_RETIRED_HI = cpuif_req_masked & (cpuif_addr == 12'h194) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h194);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h194) & !cpuif_req_is_wr;
+            decoded_reg_strb.PERF_COMPUTE_RETIRED_LO = cpuif_req_masked & (cpuif_addr == 12'h198) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h198);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h198) & !cpuif_req_is_wr;
+            decoded_reg_strb.PERF_COMPUTE_RETIRED_HI = cpuif_req_masked & (cpuif_addr == 12'h19c) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h19c);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h19c) & !cpuif_req_is_wr;
+            decoded_reg_strb.PERF_STORE_RETIRED_LO = cpuif_req_masked & (cpuif_addr == 12'h1a0) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h1a0);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h1a0) & !cpuif_req_is_wr;
+            decoded_reg_strb.PERF_STORE_RETIRED_HI = cpuif_req_masked & (cpuif_addr == 12'h1a4) & !cpuif_req_is_wr;
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h1a4);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h1a4) & !cpuif_req_is_wr;
+            decoded_reg_strb.BASE0_LO = cpuif_req_masked & (cpuif_addr == 12'h200);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h200);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h200);
+            decoded_reg_strb.BASE0_HI = cpuif_req_masked & (cpuif_addr == 12'h204);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h204);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h204);
+            decoded_reg_strb.BASE1_LO = cpuif_req_masked & (cpuif_addr == 12'h208);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h208);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h208);
+            decoded_reg_strb.BASE1_HI = cpuif_req_masked & (cpuif_addr == 12'h20c);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h20c);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h20c);
+            decoded_reg_strb.BASE2_LO = cpuif_req_masked & (cpuif_addr == 12'h210);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h210);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h210);
+            decoded_reg_strb.BASE2_HI = cpuif_req_masked & (cpuif_addr == 12'h214);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h214);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h214);
+            decoded_reg_strb.BASE3_LO = cpuif_req_masked & (cpuif_addr == 12'h218);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h218);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h218);
+            decoded_reg_strb.BASE3_HI = cpuif_req_masked & (cpuif_addr == 12'h21c);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h21c);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h21c);
+            decoded_reg_strb.BASE4_LO = cpuif_req_masked & (cpuif_addr == 12'h220);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h220);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h220);
+            decoded_reg_strb.BASE4_HI = cpuif_req_masked & (cpuif_addr == 12'h224);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h224);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h224);
+            decoded_reg_strb.BASE5_LO = cpuif_req_masked & (cpuif_addr == 12'h228);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h228);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h228);
+            decoded_reg_strb.BASE5_HI = cpuif_req_masked & (cpuif_addr == 12'h22c);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h22c);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h22c);
+            decoded_reg_strb.BASE6_LO = cpuif_req_masked & (cpuif_addr == 12'h230);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h230);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h230);
+            decoded_reg_strb.BASE6_HI = cpuif_req_masked & (cpuif_addr == 12'h234);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h234);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h234);
+            decoded_reg_strb.BASE7_LO = cpuif_req_masked & (cpuif_addr == 12'h238);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h238);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h238);
+            decoded_reg_strb.BASE7_HI = cpuif_req_masked & (cpuif_addr == 12'h23c);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h23c);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h23c);
+            decoded_reg_strb.BASE8_LO = cpuif_req_masked & (cpuif_addr == 12'h240);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h240);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h240);
+            decoded_reg_strb.BASE8_HI = cpuif_req_masked & (cpuif_addr == 12'h244);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h244);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h244);
+            decoded_reg_strb.BASE9_LO = cpuif_req_masked & (cpuif_addr == 12'h248);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h248);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h248);
+            decoded_reg_strb.BASE9_HI = cpuif_req_masked & (cpuif_addr == 12'h24c);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h24c);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h24c);
+            decoded_reg_strb.BASE10_LO = cpuif_req_masked & (cpuif_addr == 12'h250);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h250);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h250);
+            decoded_reg_strb.BASE10_HI = cpuif_req_masked & (cpuif_addr == 12'h254);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h254);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h254);
+            decoded_reg_strb.BASE11_LO = cpuif_req_masked & (cpuif_addr == 12'h258);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h258);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h258);
+            decoded_reg_strb.BASE11_HI = cpuif_req_masked & (cpuif_addr == 12'h25c);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h25c);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h25c);
+            decoded_reg_strb.BASE12_LO = cpuif_req_masked & (cpuif_addr == 12'h260);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h260);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h260);
+            decoded_reg_strb.BASE12_HI = cpuif_req_masked & (cpuif_addr == 12'h264);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h264);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h264);
+            decoded_reg_strb.BASE13_LO = cpuif_req_masked & (cpuif_addr == 12'h268);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h268);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h268);
+            decoded_reg_strb.BASE13_HI = cpuif_req_masked & (cpuif_addr == 12'h26c);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h26c);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h26c);
+            decoded_reg_strb.BASE14_LO = cpuif_req_masked & (cpuif_addr == 12'h270);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h270);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h270);
+            decoded_reg_strb.BASE14_HI = cpuif_req_masked & (cpuif_addr == 12'h274);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h274);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h274);
+            decoded_reg_strb.BASE15_LO = cpuif_req_masked & (cpuif_addr == 12'h278);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h278);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h278);
+            decoded_reg_strb.BASE15_HI = cpuif_req_masked & (cpuif_addr == 12'h27c);
+            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h27c);
+            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h27c);
+        end
         decoded_err = (~is_valid_addr | (is_valid_addr & ~is_valid_rw)) & decoded_req;
     end
 
@@ -2179,296 +2182,298 @@ module npu_csr (
     always_comb begin
         automatic logic [31:0] readback_data_var;
         readback_data_var = '0;
-        if(rd_mux_addr == 12'h0) begin
-            readback_data_var[31:0] = 32'h4e505530;
-        end
-        if(rd_mux_addr == 12'h4) begin
-            readback_data_var[7:0] = hwif_in.HW_VERSION.PATCH.next;
-            readback_data_var[15:8] = hwif_in.HW_VERSION.MINOR.next;
-            readback_data_var[23:16] = hwif_in.HW_VERSION.MAJOR.next;
-        end
-        if(rd_mux_addr == 12'h8) begin
-            readback_data_var[7:0] = hwif_in.TARGET.ID.next;
-        end
-        if(rd_mux_addr == 12'hc) begin
-            readback_data_var[7:0] = hwif_in.CAPS.DMA_BUS_BYTES.next;
-            readback_data_var[8] = hwif_in.CAPS.HAS_OCM.next;
-            readback_data_var[9] = hwif_in.CAPS.HAS_COMPUTE.next;
-        end
-        if(rd_mux_addr == 12'h10) begin
-            readback_data_var[31:0] = hwif_in.UDMA_BASE_LO.ADDR.next;
-        end
-        if(rd_mux_addr == 12'h14) begin
-            readback_data_var[31:0] = hwif_in.UDMA_BASE_HI.ADDR.next;
-        end
-        if(rd_mux_addr == 12'h18) begin
-            readback_data_var[31:0] = hwif_in.UDMA_SIZE.KIB.next;
-        end
-        if(rd_mux_addr == 12'h20) begin
-            readback_data_var[31:0] = hwif_in.PLDDR_BASE_LO.ADDR.next;
-        end
-        if(rd_mux_addr == 12'h24) begin
-            readback_data_var[31:0] = hwif_in.PLDDR_BASE_HI.ADDR.next;
-        end
-        if(rd_mux_addr == 12'h28) begin
-            readback_data_var[31:0] = hwif_in.PLDDR_SIZE.KIB.next;
-        end
-        if(rd_mux_addr == 12'h30) begin
-            readback_data_var[31:0] = hwif_in.OCM_BASE_LO.ADDR.next;
-        end
-        if(rd_mux_addr == 12'h34) begin
-            readback_data_var[31:0] = hwif_in.OCM_BASE_HI.ADDR.next;
-        end
-        if(rd_mux_addr == 12'h38) begin
-            readback_data_var[31:0] = hwif_in.OCM_SIZE.KIB.next;
-        end
-        if(rd_mux_addr == 12'h40) begin
-            readback_data_var[31:0] = field_storage.SCRATCH.VALUE.value;
-        end
-        if(rd_mux_addr == 12'h50) begin
-            readback_data_var[0] = field_storage.CTRL.SW_IRQ.value;
-        end
-        if(rd_mux_addr == 12'h54) begin
-            readback_data_var[0] = hwif_in.STATUS.DMA_BUSY.next;
-            readback_data_var[1] = hwif_in.STATUS.COMPUTE_BUSY.next;
-        end
-        if(rd_mux_addr == 12'h60) begin
-            readback_data_var[0] = field_storage.INT_STATUS.SW.value;
-            readback_data_var[1] = field_storage.INT_STATUS.CORE_DONE.value;
-            readback_data_var[2] = field_storage.INT_STATUS.CORE_ERROR.value;
-        end
-        if(rd_mux_addr == 12'h64) begin
-            readback_data_var[0] = field_storage.INT_ENABLE.SW.value;
-            readback_data_var[1] = field_storage.INT_ENABLE.CORE_DONE.value;
-            readback_data_var[2] = field_storage.INT_ENABLE.CORE_ERROR.value;
-        end
-        if(rd_mux_addr == 12'h68) begin
-            readback_data_var[0] = hwif_in.INT_RAW.SW.next;
-            readback_data_var[1] = hwif_in.INT_RAW.CORE_DONE.next;
-            readback_data_var[2] = hwif_in.INT_RAW.CORE_ERROR.next;
-        end
-        if(rd_mux_addr == 12'h80) begin
-            readback_data_var[31:0] = hwif_in.CYCLES_LO.COUNT.next;
-        end
-        if(rd_mux_addr == 12'h84) begin
-            readback_data_var[31:0] = hwif_in.CYCLES_HI.COUNT.next;
-        end
-        if(rd_mux_addr == 12'h100) begin
-            readback_data_var[0] = field_storage.CORE_CTRL.START.value;
-            readback_data_var[1] = field_storage.CORE_CTRL.ABORT.value;
-        end
-        if(rd_mux_addr == 12'h104) begin
-            readback_data_var[0] = hwif_in.CORE_STATUS.BUSY.next;
-            readback_data_var[1] = hwif_in.CORE_STATUS.DONE.next;
-            readback_data_var[2] = hwif_in.CORE_STATUS.ERROR.next;
-            readback_data_var[11:8] = hwif_in.CORE_STATUS.ERR_CODE.next;
-            readback_data_var[13:12] = hwif_in.CORE_STATUS.ERR_UNIT.next;
-        end
-        if(rd_mux_addr == 12'h108) begin
-            readback_data_var[31:0] = hwif_in.CORE_ERR_PC.PC.next;
-        end
-        if(rd_mux_addr == 12'h10c) begin
-            readback_data_var[31:0] = hwif_in.CORE_ERR_ADDR_LO.ADDR.next;
-        end
-        if(rd_mux_addr == 12'h110) begin
-            readback_data_var[31:0] = hwif_in.CORE_ERR_ADDR_HI.ADDR.next;
-        end
-        if(rd_mux_addr == 12'h118) begin
-            readback_data_var[31:0] = field_storage.PROG_ADDR_LO.ADDR.value;
-        end
-        if(rd_mux_addr == 12'h11c) begin
-            readback_data_var[31:0] = field_storage.PROG_ADDR_HI.ADDR.value;
-        end
-        if(rd_mux_addr == 12'h120) begin
-            readback_data_var[31:0] = field_storage.PROG_INSNS.COUNT.value;
-        end
-        if(rd_mux_addr == 12'h124) begin
-            readback_data_var[7:0] = hwif_in.CORE_CAPS.BLOCK.next;
-            readback_data_var[11:8] = hwif_in.CORE_CAPS.LUT_TABLES.next;
-            readback_data_var[20:16] = hwif_in.CORE_CAPS.BASE_REGS.next;
-            readback_data_var[31:24] = hwif_in.CORE_CAPS.TOKEN_DEPTH.next;
-        end
-        if(rd_mux_addr == 12'h128) begin
-            readback_data_var[15:0] = hwif_in.CORE_ROWS0.INP.next;
-            readback_data_var[31:16] = hwif_in.CORE_ROWS0.WGT.next;
-        end
-        if(rd_mux_addr == 12'h12c) begin
-            readback_data_var[15:0] = hwif_in.CORE_ROWS1.ACC.next;
-            readback_data_var[31:16] = hwif_in.CORE_ROWS1.PRM.next;
-        end
-        if(rd_mux_addr == 12'h140) begin
-            readback_data_var[31:0] = hwif_in.PERF_RUN_CYCLES_LO.COUNT.next;
-        end
-        if(rd_mux_addr == 12'h144) begin
-            readback_data_var[31:0] = hwif_in.PERF_RUN_CYCLES_HI.COUNT.next;
-        end
-        if(rd_mux_addr == 12'h148) begin
-            readback_data_var[31:0] = hwif_in.PERF_LOAD_BUSY_LO.COUNT.next;
-        end
-        if(rd_mux_addr == 12'h14c) begin
-            readback_data_var[31:0] = hwif_in.PERF_LOAD_BUSY_HI.COUNT.next;
-        end
-        if(rd_mux_addr == 12'h150) begin
-            readback_data_var[31:0] = hwif_in.PERF_COMPUTE_BUSY_LO.COUNT.next;
-        end
-        if(rd_mux_addr == 12'h154) begin
-            readback_data_var[31:0] = hwif_in.PERF_COMPUTE_BUSY_HI.COUNT.next;
-        end
-        if(rd_mux_addr == 12'h158) begin
-            readback_data_var[31:0] = hwif_in.PERF_STORE_BUSY_LO.COUNT.next;
-        end
-        if(rd_mux_addr == 12'h15c) begin
-            readback_data_var[31:0] = hwif_in.PERF_STORE_BUSY_HI.COUNT.next;
-        end
-        if(rd_mux_addr == 12'h160) begin
-            readback_data_var[31:0] = hwif_in.PERF_LOAD_TOKEN_WAIT_LO.COUNT.next;
-        end
-        if(rd_mux_addr == 12'h164) begin
-            readback_data_var[31:0] = hwif_in.PERF_LOAD_TOKEN_WAIT_HI.COUNT.next;
-        end
-        if(rd_mux_addr == 12'h168) begin
-            readback_data_var[31:0] = hwif_in.PERF_COMPUTE_TOKEN_WAIT_LO.COUNT.next;
-        end
-        if(rd_mux_addr == 12'h16c) begin
-            readback_data_var[31:0] = hwif_in.PERF_COMPUTE_TOKEN_WAIT_HI.COUNT.next;
-        end
-        if(rd_mux_addr == 12'h170) begin
-            readback_data_var[31:0] = hwif_in.PERF_STORE_TOKEN_WAIT_LO.COUNT.next;
-        end
-        if(rd_mux_addr == 12'h174) begin
-            readback_data_var[31:0] = hwif_in.PERF_STORE_TOKEN_WAIT_HI.COUNT.next;
-        end
-        if(rd_mux_addr == 12'h178) begin
-            readback_data_var[31:0] = hwif_in.PERF_GEMM_CYCLES_LO.COUNT.next;
-        end
-        if(rd_mux_addr == 12'h17c) begin
-            readback_data_var[31:0] = hwif_in.PERF_GEMM_CYCLES_HI.COUNT.next;
-        end
-        if(rd_mux_addr == 12'h180) begin
-            readback_data_var[31:0] = hwif_in.PERF_BYTES_READ_LO.COUNT.next;
-        end
-        if(rd_mux_addr == 12'h184) begin
-            readback_data_var[31:0] = hwif_in.PERF_BYTES_READ_HI.COUNT.next;
-        end
-        if(rd_mux_addr == 12'h188) begin
-            readback_data_var[31:0] = hwif_in.PERF_BYTES_WRITTEN_LO.COUNT.next;
-        end
-        if(rd_mux_addr == 12'h18c) begin
-            readback_data_var[31:0] = hwif_in.PERF_BYTES_WRITTEN_HI.COUNT.next;
-        end
-        if(rd_mux_addr == 12'h190) begin
-            readback_data_var[31:0] = hwif_in.PERF_LOAD_RETIRED_LO.COUNT.next;
-        end
-        if(rd_mux_addr == 12'h194) begin
-            readback_data_var[31:0] = hwif_in.PERF_LOAD_RETIRED_HI.COUNT.next;
-        end
-        if(rd_mux_addr == 12'h198) begin
-            readback_data_var[31:0] = hwif_in.PERF_COMPUTE_RETIRED_LO.COUNT.next;
-        end
-        if(rd_mux_addr == 12'h19c) begin
-            readback_data_var[31:0] = hwif_in.PERF_COMPUTE_RETIRED_HI.COUNT.next;
-        end
-        if(rd_mux_addr == 12'h1a0) begin
-            readback_data_var[31:0] = hwif_in.PERF_STORE_RETIRED_LO.COUNT.next;
-        end
-        if(rd_mux_addr == 12'h1a4) begin
-            readback_data_var[31:0] = hwif_in.PERF_STORE_RETIRED_HI.COUNT.next;
-        end
-        if(rd_mux_addr == 12'h200) begin
-            readback_data_var[31:0] = field_storage.BASE0_LO.ADDR.value;
-        end
-        if(rd_mux_addr == 12'h204) begin
-            readback_data_var[31:0] = field_storage.BASE0_HI.ADDR.value;
-        end
-        if(rd_mux_addr == 12'h208) begin
-            readback_data_var[31:0] = field_storage.BASE1_LO.ADDR.value;
-        end
-        if(rd_mux_addr == 12'h20c) begin
-            readback_data_var[31:0] = field_storage.BASE1_HI.ADDR.value;
-        end
-        if(rd_mux_addr == 12'h210) begin
-            readback_data_var[31:0] = field_storage.BASE2_LO.ADDR.value;
-        end
-        if(rd_mux_addr == 12'h214) begin
-            readback_data_var[31:0] = field_storage.BASE2_HI.ADDR.value;
-        end
-        if(rd_mux_addr == 12'h218) begin
-            readback_data_var[31:0] = field_storage.BASE3_LO.ADDR.value;
-        end
-        if(rd_mux_addr == 12'h21c) begin
-            readback_data_var[31:0] = field_storage.BASE3_HI.ADDR.value;
-        end
-        if(rd_mux_addr == 12'h220) begin
-            readback_data_var[31:0] = field_storage.BASE4_LO.ADDR.value;
-        end
-        if(rd_mux_addr == 12'h224) begin
-            readback_data_var[31:0] = field_storage.BASE4_HI.ADDR.value;
-        end
-        if(rd_mux_addr == 12'h228) begin
-            readback_data_var[31:0] = field_storage.BASE5_LO.ADDR.value;
-        end
-        if(rd_mux_addr == 12'h22c) begin
-            readback_data_var[31:0] = field_storage.BASE5_HI.ADDR.value;
-        end
-        if(rd_mux_addr == 12'h230) begin
-            readback_data_var[31:0] = field_storage.BASE6_LO.ADDR.value;
-        end
-        if(rd_mux_addr == 12'h234) begin
-            readback_data_var[31:0] = field_storage.BASE6_HI.ADDR.value;
-        end
-        if(rd_mux_addr == 12'h238) begin
-            readback_data_var[31:0] = field_storage.BASE7_LO.ADDR.value;
-        end
-        if(rd_mux_addr == 12'h23c) begin
-            readback_data_var[31:0] = field_storage.BASE7_HI.ADDR.value;
-        end
-        if(rd_mux_addr == 12'h240) begin
-            readback_data_var[31:0] = field_storage.BASE8_LO.ADDR.value;
-        end
-        if(rd_mux_addr == 12'h244) begin
-            readback_data_var[31:0] = field_storage.BASE8_HI.ADDR.value;
-        end
-        if(rd_mux_addr == 12'h248) begin
-            readback_data_var[31:0] = field_storage.BASE9_LO.ADDR.value;
-        end
-        if(rd_mux_addr == 12'h24c) begin
-            readback_data_var[31:0] = field_storage.BASE9_HI.ADDR.value;
-        end
-        if(rd_mux_addr == 12'h250) begin
-            readback_data_var[31:0] = field_storage.BASE10_LO.ADDR.value;
-        end
-        if(rd_mux_addr == 12'h254) begin
-            readback_data_var[31:0] = field_storage.BASE10_HI.ADDR.value;
-        end
-        if(rd_mux_addr == 12'h258) begin
-            readback_data_var[31:0] = field_storage.BASE11_LO.ADDR.value;
-        end
-        if(rd_mux_addr == 12'h25c) begin
-            readback_data_var[31:0] = field_storage.BASE11_HI.ADDR.value;
-        end
-        if(rd_mux_addr == 12'h260) begin
-            readback_data_var[31:0] = field_storage.BASE12_LO.ADDR.value;
-        end
-        if(rd_mux_addr == 12'h264) begin
-            readback_data_var[31:0] = field_storage.BASE12_HI.ADDR.value;
-        end
-        if(rd_mux_addr == 12'h268) begin
-            readback_data_var[31:0] = field_storage.BASE13_LO.ADDR.value;
-        end
-        if(rd_mux_addr == 12'h26c) begin
-            readback_data_var[31:0] = field_storage.BASE13_HI.ADDR.value;
-        end
-        if(rd_mux_addr == 12'h270) begin
-            readback_data_var[31:0] = field_storage.BASE14_LO.ADDR.value;
-        end
-        if(rd_mux_addr == 12'h274) begin
-            readback_data_var[31:0] = field_storage.BASE14_HI.ADDR.value;
-        end
-        if(rd_mux_addr == 12'h278) begin
-            readback_data_var[31:0] = field_storage.BASE15_LO.ADDR.value;
-        end
-        if(rd_mux_addr == 12'h27c) begin
-            readback_data_var[31:0] = field_storage.BASE15_HI.ADDR.value;
+        if (decoded_req && !decoded_req_is_wr) begin
+            if(rd_mux_addr == 12'h0) begin
+                readback_data_var[31:0] = 32'h4e505530;
+            end
+            if(rd_mux_addr == 12'h4) begin
+                readback_data_var[7:0] = hwif_in.HW_VERSION.PATCH.next;
+                readback_data_var[15:8] = hwif_in.HW_VERSION.MINOR.next;
+                readback_data_var[23:16] = hwif_in.HW_VERSION.MAJOR.next;
+            end
+            if(rd_mux_addr == 12'h8) begin
+                readback_data_var[7:0] = hwif_in.TARGET.ID.next;
+            end
+            if(rd_mux_addr == 12'hc) begin
+                readback_data_var[7:0] = hwif_in.CAPS.DMA_BUS_BYTES.next;
+                readback_data_var[8] = hwif_in.CAPS.HAS_OCM.next;
+                readback_data_var[9] = hwif_in.CAPS.HAS_COMPUTE.next;
+            end
+            if(rd_mux_addr == 12'h10) begin
+                readback_data_var[31:0] = hwif_in.UDMA_BASE_LO.ADDR.next;
+            end
+            if(rd_mux_addr == 12'h14) begin
+                readback_data_var[31:0] = hwif_in.UDMA_BASE_HI.ADDR.next;
+            end
+            if(rd_mux_addr == 12'h18) begin
+                readback_data_var[31:0] = hwif_in.UDMA_SIZE.KIB.next;
+            end
+            if(rd_mux_addr == 12'h20) begin
+                readback_data_var[31:0] = hwif_in.PLDDR_BASE_LO.ADDR.next;
+            end
+            if(rd_mux_addr == 12'h24) begin
+                readback_data_var[31:0] = hwif_in.PLDDR_BASE_HI.ADDR.next;
+            end
+            if(rd_mux_addr == 12'h28) begin
+                readback_data_var[31:0] = hwif_in.PLDDR_SIZE.KIB.next;
+            end
+            if(rd_mux_addr == 12'h30) begin
+                readback_data_var[31:0] = hwif_in.OCM_BASE_LO.ADDR.next;
+            end
+            if(rd_mux_addr == 12'h34) begin
+                readback_data_var[31:0] = hwif_in.OCM_BASE_HI.ADDR.next;
+            end
+            if(rd_mux_addr == 12'h38) begin
+                readback_data_var[31:0] = hwif_in.OCM_SIZE.KIB.next;
+            end
+            if(rd_mux_addr == 12'h40) begin
+                readback_data_var[31:0] = field_storage.SCRATCH.VALUE.value;
+            end
+            if(rd_mux_addr == 12'h50) begin
+                readback_data_var[0] = field_storage.CTRL.SW_IRQ.value;
+            end
+            if(rd_mux_addr == 12'h54) begin
+                readback_data_var[0] = hwif_in.STATUS.DMA_BUSY.next;
+                readback_data_var[1] = hwif_in.STATUS.COMPUTE_BUSY.next;
+            end
+            if(rd_mux_addr == 12'h60) begin
+                readback_data_var[0] = field_storage.INT_STATUS.SW.value;
+                readback_data_var[1] = field_storage.INT_STATUS.CORE_DONE.value;
+                readback_data_var[2] = field_storage.INT_STATUS.CORE_ERROR.value;
+            end
+            if(rd_mux_addr == 12'h64) begin
+                readback_data_var[0] = field_storage.INT_ENABLE.SW.value;
+                readback_data_var[1] = field_storage.INT_ENABLE.CORE_DONE.value;
+                readback_data_var[2] = field_storage.INT_ENABLE.CORE_ERROR.value;
+            end
+            if(rd_mux_addr == 12'h68) begin
+                readback_data_var[0] = hwif_in.INT_RAW.SW.next;
+                readback_data_var[1] = hwif_in.INT_RAW.CORE_DONE.next;
+                readback_data_var[2] = hwif_in.INT_RAW.CORE_ERROR.next;
+            end
+            if(rd_mux_addr == 12'h80) begin
+                readback_data_var[31:0] = hwif_in.CYCLES_LO.COUNT.next;
+            end
+            if(rd_mux_addr == 12'h84) begin
+                readback_data_var[31:0] = hwif_in.CYCLES_HI.COUNT.next;
+            end
+            if(rd_mux_addr == 12'h100) begin
+                readback_data_var[0] = field_storage.CORE_CTRL.START.value;
+                readback_data_var[1] = field_storage.CORE_CTRL.ABORT.value;
+            end
+            if(rd_mux_addr == 12'h104) begin
+                readback_data_var[0] = hwif_in.CORE_STATUS.BUSY.next;
+                readback_data_var[1] = hwif_in.CORE_STATUS.DONE.next;
+                readback_data_var[2] = hwif_in.CORE_STATUS.ERROR.next;
+                readback_data_var[11:8] = hwif_in.CORE_STATUS.ERR_CODE.next;
+                readback_data_var[13:12] = hwif_in.CORE_STATUS.ERR_UNIT.next;
+            end
+            if(rd_mux_addr == 12'h108) begin
+                readback_data_var[31:0] = hwif_in.CORE_ERR_PC.PC.next;
+            end
+            if(rd_mux_addr == 12'h10c) begin
+                readback_data_var[31:0] = hwif_in.CORE_ERR_ADDR_LO.ADDR.next;
+            end
+            if(rd_mux_addr == 12'h110) begin
+                readback_data_var[31:0] = hwif_in.CORE_ERR_ADDR_HI.ADDR.next;
+            end
+            if(rd_mux_addr == 12'h118) begin
+                readback_data_var[31:0] = field_storage.PROG_ADDR_LO.ADDR.value;
+            end
+            if(rd_mux_addr == 12'h11c) begin
+                readback_data_var[31:0] = field_storage.PROG_ADDR_HI.ADDR.value;
+            end
+            if(rd_mux_addr == 12'h120) begin
+                readback_data_var[31:0] = field_storage.PROG_INSNS.COUNT.value;
+            end
+            if(rd_mux_addr == 12'h124) begin
+                readback_data_var[7:0] = hwif_in.CORE_CAPS.BLOCK.next;
+                readback_data_var[11:8] = hwif_in.CORE_CAPS.LUT_TABLES.next;
+                readback_data_var[20:16] = hwif_in.CORE_CAPS.BASE_REGS.next;
+                readback_data_var[31:24] = hwif_in.CORE_CAPS.TOKEN_DEPTH.next;
+            end
+            if(rd_mux_addr == 12'h128) begin
+                readback_data_var[15:0] = hwif_in.CORE_ROWS0.INP.next;
+                readback_data_var[31:16] = hwif_in.CORE_ROWS0.WGT.next;
+            end
+            if(rd_mux_addr == 12'h12c) begin
+                readback_data_var[15:0] = hwif_in.CORE_ROWS1.ACC.next;
+                readback_data_var[31:16] = hwif_in.CORE_ROWS1.PRM.next;
+            end
+            if(rd_mux_addr == 12'h140) begin
+                readback_data_var[31:0] = hwif_in.PERF_RUN_CYCLES_LO.COUNT.next;
+            end
+            if(rd_mux_addr == 12'h144) begin
+                readback_data_var[31:0] = hwif_in.PERF_RUN_CYCLES_HI.COUNT.next;
+            end
+            if(rd_mux_addr == 12'h148) begin
+                readback_data_var[31:0] = hwif_in.PERF_LOAD_BUSY_LO.COUNT.next;
+            end
+            if(rd_mux_addr == 12'h14c) begin
+                readback_data_var[31:0] = hwif_in.PERF_LOAD_BUSY_HI.COUNT.next;
+            end
+            if(rd_mux_addr == 12'h150) begin
+                readback_data_var[31:0] = hwif_in.PERF_COMPUTE_BUSY_LO.COUNT.next;
+            end
+            if(rd_mux_addr == 12'h154) begin
+                readback_data_var[31:0] = hwif_in.PERF_COMPUTE_BUSY_HI.COUNT.next;
+            end
+            if(rd_mux_addr == 12'h158) begin
+                readback_data_var[31:0] = hwif_in.PERF_STORE_BUSY_LO.COUNT.next;
+            end
+            if(rd_mux_addr == 12'h15c) begin
+                readback_data_var[31:0] = hwif_in.PERF_STORE_BUSY_HI.COUNT.next;
+            end
+            if(rd_mux_addr == 12'h160) begin
+                readback_data_var[31:0] = hwif_in.PERF_LOAD_TOKEN_WAIT_LO.COUNT.next;
+            end
+            if(rd_mux_addr == 12'h164) begin
+                readback_data_var[31:0] = hwif_in.PERF_LOAD_TOKEN_WAIT_HI.COUNT.next;
+            end
+            if(rd_mux_addr == 12'h168) begin
+                readback_data_var[31:0] = hwif_in.PERF_COMPUTE_TOKEN_WAIT_LO.COUNT.next;
+            end
+            if(rd_mux_addr == 12'h16c) begin
+                readback_data_var[31:0] = hwif_in.PERF_COMPUTE_TOKEN_WAIT_HI.COUNT.next;
+            end
+            if(rd_mux_addr == 12'h170) begin
+                readback_data_var[31:0] = hwif_in.PERF_STORE_TOKEN_WAIT_LO.COUNT.next;
+            end
+            if(rd_mux_addr == 12'h174) begin
+                readback_data_var[31:0] = hwif_in.PERF_STORE_TOKEN_WAIT_HI.COUNT.next;
+            end
+            if(rd_mux_addr == 12'h178) begin
+                readback_data_var[31:0] = hwif_in.PERF_GEMM_CYCLES_LO.COUNT.next;
+            end
+            if(rd_mux_addr == 12'h17c) begin
+                readback_data_var[31:0] = hwif_in.PERF_GEMM_CYCLES_HI.COUNT.next;
+            end
+            if(rd_mux_addr == 12'h180) begin
+                readback_data_var[31:0] = hwif_in.PERF_BYTES_READ_LO.COUNT.next;
+            end
+            if(rd_mux_addr == 12'h184) begin
+                readback_data_var[31:0] = hwif_in.PERF_BYTES_READ_HI.COUNT.next;
+            end
+            if(rd_mux_addr == 12'h188) begin
+                readback_data_var[31:0] = hwif_in.PERF_BYTES_WRITTEN_LO.COUNT.next;
+            end
+            if(rd_mux_addr == 12'h18c) begin
+                readback_data_var[31:0] = hwif_in.PERF_BYTES_WRITTEN_HI.COUNT.next;
+            end
+            if(rd_mux_addr == 12'h190) begin
+                readback_data_var[31:0] = hwif_in.PERF_LOAD_RETIRED_LO.COUNT.next;
+            end
+            if(rd_mux_addr == 12'h194) begin
+                readback_data_var[31:0] = hwif_in.PERF_LOAD_RETIRED_HI.COUNT.next;
+            end
+            if(rd_mux_addr == 12'h198) begin
+                readback_data_var[31:0] = hwif_in.PERF_COMPUTE_RETIRED_LO.COUNT.next;
+            end
+            if(rd_mux_addr == 12'h19c) begin
+                readback_data_var[31:0] = hwif_in.PERF_COMPUTE_RETIRED_HI.COUNT.next;
+            end
+            if(rd_mux_addr == 12'h1a0) begin
+                readback_data_var[31:0] = hwif_in.PERF_STORE_RETIRED_LO.COUNT.next;
+            end
+            if(rd_mux_addr == 12'h1a4) begin
+                readback_data_var[31:0] = hwif_in.PERF_STORE_RETIRED_HI.COUNT.next;
+            end
+            if(rd_mux_addr == 12'h200) begin
+                readback_data_var[31:0] = field_storage.BASE0_LO.ADDR.value;
+            end
+            if(rd_mux_addr == 12'h204) begin
+                readback_data_var[31:0] = field_storage.BASE0_HI.ADDR.value;
+            end
+            if(rd_mux_addr == 12'h208) begin
+                readback_data_var[31:0] = field_storage.BASE1_LO.ADDR.value;
+            end
+            if(rd_mux_addr == 12'h20c) begin
+                readback_data_var[31:0] = field_storage.BASE1_HI.ADDR.value;
+            end
+            if(rd_mux_addr == 12'h210) begin
+                readback_data_var[31:0] = field_storage.BASE2_LO.ADDR.value;
+            end
+            if(rd_mux_addr == 12'h214) begin
+                readback_data_var[31:0] = field_storage.BASE2_HI.ADDR.value;
+            end
+            if(rd_mux_addr == 12'h218) begin
+                readback_data_var[31:0] = field_storage.BASE3_LO.ADDR.value;
+            end
+            if(rd_mux_addr == 12'h21c) begin
+                readback_data_var[31:0] = field_storage.BASE3_HI.ADDR.value;
+            end
+            if(rd_mux_addr == 12'h220) begin
+                readback_data_var[31:0] = field_storage.BASE4_LO.ADDR.value;
+            end
+            if(rd_mux_addr == 12'h224) begin
+                readback_data_var[31:0] = field_storage.BASE4_HI.ADDR.value;
+            end
+            if(rd_mux_addr == 12'h228) begin
+                readback_data_var[31:0] = field_storage.BASE5_LO.ADDR.value;
+            end
+            if(rd_mux_addr == 12'h22c) begin
+                readback_data_var[31:0] = field_storage.BASE5_HI.ADDR.value;
+            end
+            if(rd_mux_addr == 12'h230) begin
+                readback_data_var[31:0] = field_storage.BASE6_LO.ADDR.value;
+            end
+            if(rd_mux_addr == 12'h234) begin
+                readback_data_var[31:0] = field_storage.BASE6_HI.ADDR.value;
+            end
+            if(rd_mux_addr == 12'h238) begin
+                readback_data_var[31:0] = field_storage.BASE7_LO.ADDR.value;
+            end
+            if(rd_mux_addr == 12'h23c) begin
+                readback_data_var[31:0] = field_storage.BASE7_HI.ADDR.value;
+            end
+            if(rd_mux_addr == 12'h240) begin
+                readback_data_var[31:0] = field_storage.BASE8_LO.ADDR.value;
+            end
+            if(rd_mux_addr == 12'h244) begin
+                readback_data_var[31:0] = field_storage.BASE8_HI.ADDR.value;
+            end
+            if(rd_mux_addr == 12'h248) begin
+                readback_data_var[31:0] = field_storage.BASE9_LO.ADDR.value;
+            end
+            if(rd_mux_addr == 12'h24c) begin
+                readback_data_var[31:0] = field_storage.BASE9_HI.ADDR.value;
+            end
+            if(rd_mux_addr == 12'h250) begin
+                readback_data_var[31:0] = field_storage.BASE10_LO.ADDR.value;
+            end
+            if(rd_mux_addr == 12'h254) begin
+                readback_data_var[31:0] = field_storage.BASE10_HI.ADDR.value;
+            end
+            if(rd_mux_addr == 12'h258) begin
+                readback_data_var[31:0] = field_storage.BASE11_LO.ADDR.value;
+            end
+            if(rd_mux_addr == 12'h25c) begin
+                readback_data_var[31:0] = field_storage.BASE11_HI.ADDR.value;
+            end
+            if(rd_mux_addr == 12'h260) begin
+                readback_data_var[31:0] = field_storage.BASE12_LO.ADDR.value;
+            end
+            if(rd_mux_addr == 12'h264) begin
+                readback_data_var[31:0] = field_storage.BASE12_HI.ADDR.value;
+            end
+            if(rd_mux_addr == 12'h268) begin
+                readback_data_var[31:0] = field_storage.BASE13_LO.ADDR.value;
+            end
+            if(rd_mux_addr == 12'h26c) begin
+                readback_data_var[31:0] = field_storage.BASE13_HI.ADDR.value;
+            end
+            if(rd_mux_addr == 12'h270) begin
+                readback_data_var[31:0] = field_storage.BASE14_LO.ADDR.value;
+            end
+            if(rd_mux_addr == 12'h274) begin
+                readback_data_var[31:0] = field_storage.BASE14_HI.ADDR.value;
+            end
+            if(rd_mux_addr == 12'h278) begin
+                readback_data_var[31:0] = field_storage.BASE15_LO.ADDR.value;
+            end
+            if(rd_mux_addr == 12'h27c) begin
+                readback_data_var[31:0] = field_storage.BASE15_HI.ADDR.value;
+            end
         end
         readback_data = readback_data_var;
         readback_done = decoded_req & ~decoded_req_is_wr;
