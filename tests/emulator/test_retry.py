@@ -17,6 +17,7 @@ import time
 
 import grpc
 import pytest
+from breaking_proxy import BreakingProxy
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from rpc_client import NPU_BASE, worker_pid, worker_starts_fail
 
@@ -120,3 +121,34 @@ def test_a_call_during_a_worker_restart_succeeds_after_it_or_fails_within_its_bu
     finally:
         t.close()
         channel.close()
+
+
+def test_a_broken_connection_repeats_idempotent_calls_only(server):
+    """The network path fails under a call (a proxy resets the connection that carries the
+    request, before the server sees it). gRPC's retry policy in the runtime's channel
+    repeats an idempotent call (GetCounters) on a new connection; an OpenDevice, whose
+    effect the client cannot know, fails at once and is not repeated (had it been, it
+    would have reached the server and leased the device)."""
+    channel = grpc.insecure_channel(server.address)  # straight to the server
+    stub = pb_grpc.DeviceServiceStub(channel)
+
+    def device_state(name: str) -> int:
+        devices = stub.ListDevices(pb.ListDevicesRequest()).devices
+        return next(d.state for d in devices if d.name == name)
+
+    with contextlib.closing(channel), BreakingProxy(server.address) as proxy:
+        t = GrpcTransport(proxy.address, device="npu0", local=False)
+        try:
+            before = t.counters().requests
+            proxy.break_next_request("GetCounters")
+            assert t.counters().requests >= before  # answered on a new connection
+            assert proxy.breaks == 1
+        finally:
+            t.close()  # (the reset also cut the lease's HoldLease stream: it ended then)
+
+        wait_for(lambda: device_state("npu0") == pb.DEVICE_STATE_FREE, "npu0 free again")
+        proxy.break_next_request("OpenDevice")
+        with pytest.raises(XrtError) as info:
+            GrpcTransport(proxy.address, device="npu0", local=False)
+        assert proxy.breaks == 2 and "UNAVAILABLE" in str(info.value), str(info.value)
+        assert device_state("npu0") == pb.DEVICE_STATE_FREE  # the open never reached it
