@@ -178,8 +178,9 @@ def test_wait_irq_polls_the_interrupt_registers(board: Path) -> None:
 
         def hardware() -> None:
             time.sleep(0.05)
-            put32(board, NPU_BASE + NPU.register("INT_STATUS").offset, 1)
+            # Set before the write: the waiter may see the write before this thread runs on.
             raised.set()
+            put32(board, NPU_BASE + NPU.register("INT_STATUS").offset, 1)
 
         thread = threading.Thread(target=hardware)
         thread.start()
