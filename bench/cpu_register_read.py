@@ -5,13 +5,17 @@ unary echo's (client, echo server), for servers started differently, interleaved
         [--variant NAME:VAR=VALUE,VAR=VALUE ...]
 
 Starts the echo of `bench_registers.py` and one `npu-emu serve` per variant (its extra
-environment after the colon; default: the server as installed, and the same with
-asyncio's own event loop, ``NPU_EMU_EVENT_LOOP=asyncio``). Each round makes `--reads`
-echoes, then `--reads` register reads (one ReadRegister each) on every server in turn,
-reading each process's user+system CPU time from /proc before and after. Prints the
-medians over the rounds, in microseconds per call, and the wall time per call with its
-ratio to the echo's. On a shared machine the wall times move with the load; CPU times
-much less, and rounds interleave the variants so that all see the same load.
+environment after the colon; default: two instances of the server as installed, whose
+difference is the measurement's own noise). Each round makes `--reads` echoes, then
+`--reads` register reads (one ReadRegister each) on every server in turn (the servers take
+turns in every place of a round), reading each process's CPU time (the scheduler's
+nanosecond count) and context switches before and after. Prints medians over the rounds:
+microseconds per call, the wall time per call with its ratio to the echo's, and the
+context switches per call of the server and the worker.
+
+On this shared 2-core machine, two instances of the same server differ by up to a third
+in CPU per read over a dozen rounds (where the scheduler places the three processes of a
+read matters as much as the code): compare versions only by effects larger than that.
 
 To compare against another version of the code, give a variant the other checkout's
 packages, e.g. ``old:PYTHONPATH=/tmp/old/emulator:/tmp/old/runtime`` (its simulator
@@ -21,8 +25,8 @@ workers inherit the path).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -36,19 +40,33 @@ from xrt._generated.regmap_npu import NPU
 from xrt.transport.grpc import GrpcTransport
 
 ECHO_METHOD = "/bench.Echo/Echo"
-DEFAULT_VARIANTS = ("installed:", "asyncio-loop:NPU_EMU_EVENT_LOOP=asyncio")
-_TICK = os.sysconf("SC_CLK_TCK")
+DEFAULT_VARIANTS = ("a:", "b:")  # two instances of one server: their spread is the noise
 
 
 def proc_cpu_s(pid: int) -> float:
-    """User + system CPU seconds of process `pid` (all its threads)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / _TICK
+    """CPU seconds of process `pid`, all its threads: the scheduler's own count in
+    nanoseconds (/proc/PID/task/TID/schedstat), not the 10 ms ticks of /proc/PID/stat."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError, ValueError, IndexError):  # a thread just ended
+            total += int((task / "schedstat").read_text().split()[0])
+    return total / 1e9
+
+
+def switches(pid: int) -> int:
+    """Context switches of process `pid` so far, all threads (voluntary: it slept;
+    involuntary: it was preempted)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError, ValueError):
+            for line in (task / "status").read_text().splitlines():
+                if "ctxt_switches:" in line:
+                    total += int(line.split()[1])
+    return total
 
 
 def self_cpu_s() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
+    return proc_cpu_s(os.getpid())
 
 
 def children(pid: int) -> list[int]:
@@ -101,15 +119,20 @@ def main() -> None:
                 npu.read(addr)
                 echo(b"x" * 16)
         load = os.getloadavg()
+        order = list(clients.items())
         for _ in range(args.rounds):
+            order = order[1:] + order[:1]  # every variant in every place of the round
             c0, e0, w0 = self_cpu_s(), proc_cpu_s(echo_proc.pid), time.perf_counter()
+            x0 = switches(echo_proc.pid)
             for _ in range(n):
                 echo(b"x" * 16)
+            record("echo: server switches", (switches(echo_proc.pid) - x0) / 1e6)
             record("echo: wall", time.perf_counter() - w0)
             record("echo: client cpu", self_cpu_s() - c0)
             record("echo: server cpu", proc_cpu_s(echo_proc.pid) - e0)
-            for name, (_, npu, addr, server, worker) in clients.items():
+            for name, (_, npu, addr, server, worker) in order:
                 c0, s0, k0 = self_cpu_s(), proc_cpu_s(server), proc_cpu_s(worker)
+                x0, y0 = switches(server), switches(worker)
                 w0 = time.perf_counter()
                 for _ in range(n):
                     npu.read(addr)
@@ -117,6 +140,9 @@ def main() -> None:
                 record(f"{name}: client cpu", self_cpu_s() - c0)
                 record(f"{name}: server cpu", proc_cpu_s(server) - s0)
                 record(f"{name}: worker cpu", proc_cpu_s(worker) - k0)
+                # switches per call, shown x1e6 by record(): undo that in the print
+                record(f"{name}: server switches", (switches(server) - x0) / 1e6)
+                record(f"{name}: worker switches", (switches(worker) - y0) / 1e6)
         for t, *_ in clients.values():
             t.close()
         channel.close()
@@ -134,7 +160,8 @@ def main() -> None:
     for name, values in rows.items():
         m = statistics.median(values)
         ratio = f"   = {m / echo_wall:.2f}x the echo" if name.endswith(": wall") else ""
-        print(f"  {name:28s} {m:7.1f}{ratio}")
+        unit = " per call" if name.endswith("switches") else ""
+        print(f"  {name:28s} {m:7.1f}{unit}{ratio}")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,6 @@ import struct
 
 import pytest
 
-from npuemu.server.app import EVENT_LOOP_ENV, event_loop_factory
 from npuemu.worker.protocol import BlockingChannel, ChannelClosedError, FrameProtocol, frame
 
 MESSAGES = [
@@ -61,16 +60,9 @@ def test_protocol_reports_an_oversized_frame_and_closes() -> None:
     assert t.closed
 
 
-@pytest.mark.parametrize("loop", ["server", "asyncio"])
-def test_both_ends_over_a_socket_pair(loop: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_both_ends_over_a_socket_pair() -> None:
     """Requests from the server's protocol reach the blocking end whole, answers come back
-    in order, and the worker's EOF reaches the protocol as a lost connection: on the event
-    loop the server runs (uvloop's) and on asyncio's own (NPU_EMU_EVENT_LOOP=asyncio)."""
-    monkeypatch.delenv(EVENT_LOOP_ENV, raising=False)
-    if loop == "asyncio":
-        monkeypatch.setenv(EVENT_LOOP_ENV, "asyncio")
-    factory = event_loop_factory()
-    assert (factory is None) == (loop == "asyncio")  # uvloop is a dependency of the server
+    in order, and the worker's EOF reaches the protocol as a lost connection."""
 
     async def main() -> tuple[list[dict], list[Exception | None], list[dict]]:
         server_sock, worker_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -98,8 +90,7 @@ def test_both_ends_over_a_socket_pair(loop: str, monkeypatch: pytest.MonkeyPatch
         transport.close()
         return got, c.lost, c.frames
 
-    with asyncio.Runner(loop_factory=factory) as runner:
-        got, lost, answers = runner.run(main())
+    got, lost, answers = asyncio.run(main())
     assert got == MESSAGES
     assert answers == [{"id": m["id"], "ok": True} for m in MESSAGES]
     assert lost == [None]

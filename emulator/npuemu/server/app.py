@@ -16,12 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import shutil
 import signal
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,7 +46,6 @@ log = logging.getLogger("npuemu.server")
 
 SERVICE_NAME = device_pb2.DESCRIPTOR.services_by_name["DeviceService"].full_name
 GRACE_S = 5.0  # calls in flight at shutdown get this long, then they are stopped
-EVENT_LOOP_ENV = "NPU_EMU_EVENT_LOOP"  # "asyncio": asyncio's own loop instead of uvloop's
 DRAIN_S = 1.0  # health NOT_SERVING this long before calls are refused
 FINAL_S = 5.0  # after the grace: for stopped calls to send their status, then cancelled
 
@@ -269,22 +266,4 @@ def run(opts: ServeOptions) -> int:
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
-        return runner.run(serve(opts))
-
-
-def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
-    """uvloop's event loop when it is installed (and ``$NPU_EMU_EVENT_LOOP`` is not
-    "asyncio"), else asyncio's own (None).
-
-    Every register access crosses the server's loop twice (the gRPC call, the worker's
-    answer); uvloop's loop costs about a quarter less server CPU per access (measured
-    interleaved, docs/performance.md). grpc.aio runs on any asyncio loop.
-    """
-    if os.environ.get(EVENT_LOOP_ENV, "uvloop") == "asyncio":
-        return None
-    try:
-        import uvloop
-    except ImportError:
-        return None
-    return uvloop.new_event_loop
+    return asyncio.run(serve(opts))
