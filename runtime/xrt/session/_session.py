@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -14,12 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from xrt._checks import as_bool
 from xrt.backend._base import (
     Backend,
-    BindContext,
     Subgraph,
-    _as_view,
     read_array,
     write_array,
 )
@@ -27,10 +23,13 @@ from xrt.device import Device, HostDevice
 from xrt.errors import ErrorCode, XrtError
 from xrt.memory import HostMemRegion, MemChunk, MemRegion
 from xrt.network import Network, NetworkView, Operator
+from xrt.session._binding import bind_by_priority, check_bindings
+from xrt.session._io_checks import InputLike, check_inputs, check_outputs
+from xrt.session._options import SessionOptions
 from xrt.session.planner import DEFAULT_ALIGNMENT, Lifetime, MemoryPlan, plan_memory
-from xrt.session.profile import OpTime, format_profile_table
-from xrt.tensor import DUMP_FORMATS, Tensor
-from xrt.timeline import TraceEvent, TraceRecorder
+from xrt.session.profile import OpTime
+from xrt.tensor import Tensor
+from xrt.timeline import TraceRecorder
 
 __all__ = ["Callback", "InputLike", "Session", "Unit"]
 
@@ -39,15 +38,10 @@ _LOG = logging.getLogger("xrt.session")
 Unit = Operator | Subgraph
 """What the session runs in one backend call: an operator, or a merged `Subgraph`."""
 
-_TIME_UNITS = {"s": 1.0, "ms": 1e3, "us": 1e6}
-
 Callback = Callable[["Session", Unit, Backend, list[Tensor]], Any]
 """``callback(session, op, backend, tensors)``, as the manual's ``preFunc``/``postFunc``:
 the unit (an operator, or a merged `Subgraph`), the backend running it, and its inputs
 (pre) or outputs (post)."""
-
-InputLike = Tensor | np.ndarray
-"""A forward input: a `Tensor` or a numpy array of the input's exact dtype and shape."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -95,13 +89,6 @@ class _Run:
         return False
 
 
-_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-def _safe_name(name: str) -> str:
-    return _SAFE.sub("_", name).strip("._") or "value"
-
-
 def _summary(name: str, t: Tensor) -> str:
     arr = read_array(t)
     head = f"{name}:{t.dtype.manual_name}{list(t.shape)}"
@@ -113,7 +100,7 @@ def _summary(name: str, t: Tensor) -> str:
     return f"{head} min={a.min():.6g} max={a.max():.6g} mean={a.mean():.6g}"
 
 
-class Session:
+class Session(SessionOptions):
     """A network bound to backends, ready to run (the manual's ``Session``).
 
     Make one with `create` (bind by backend priority), `create_by_order` (the same with
@@ -248,52 +235,8 @@ class Session:
         devices: Sequence[Device | None] | None,
         what: str,
     ) -> Session:
-        graph = _as_view(network, what)
-        resolved = cls._resolve_devices(backends, devices, what)
-        bindings: dict[int, Backend] = {}
-        ctx = BindContext(graph, bindings)
-        for op in graph.ops:
-            for b in backends:
-                if b.is_op_supported(op, ctx):
-                    bindings[op.op_id] = b
-                    break
-            else:
-                names = ", ".join(type(b).__name__ for b in backends)
-                raise XrtError(
-                    ErrorCode.WRONG_TYPE, f"{what}: no backend among [{names}] runs {op.describe()}"
-                )
-        for b, d in zip(backends, resolved, strict=True):
-            ids = [op.op_id for op in graph.ops if bindings[op.op_id] is b]
-            if ids:
-                b.init(graph.network.view(ids), d)
+        graph, bindings = bind_by_priority(network, backends, devices, what)
         return cls(graph, backends, bindings)
-
-    @staticmethod
-    def _resolve_devices(
-        backends: Sequence[Backend], devices: Sequence[Device | None] | None, what: str
-    ) -> list[Device]:
-        """One open, suitable device per backend (None: the backend's default)."""
-        if not backends:
-            raise XrtError(ErrorCode.OUT_OF_RANGE, f"{what}: no backends given")
-        if devices is None:
-            devices = [None] * len(backends)
-        if isinstance(devices, Device) or not isinstance(devices, Sequence):
-            raise XrtError(ErrorCode.WRONG_TYPE, f"{what}: devices must be a list")
-        if len(devices) != len(backends):
-            raise XrtError(
-                ErrorCode.OUT_OF_RANGE,
-                f"{what}: {len(backends)} backend(s) but {len(devices)} device(s)",
-            )
-        resolved: list[Device] = []
-        for b, dev in zip(backends, devices, strict=True):
-            d = b.default_device() if dev is None else dev
-            if not isinstance(d, Device):
-                raise XrtError(ErrorCode.WRONG_TYPE, f"{what}: {d!r} is not a Device (for {b!r})")
-            if d.closed:
-                raise XrtError(ErrorCode.WRONG_ORDER, f"{what}: {d!r} is closed")
-            b.check_device(d)
-            resolved.append(d)
-        return resolved
 
     @classmethod
     def create_with_backends(
@@ -309,53 +252,7 @@ class Session:
                 another network or an operator its backend does not accept; 11003 for an
                 operator bound twice, not bound, or bound but outside `network`.
         """
-        graph = _as_view(network, "Session.create_with_backends")
-        if not isinstance(backends, Sequence) or not backends:
-            raise XrtError(
-                ErrorCode.WRONG_TYPE, "create_with_backends takes a non-empty list of backends"
-            )
-        ids = set(graph.op_ids)
-        bindings: dict[int, Backend] = {}
-        for b in backends:
-            if not isinstance(b, Backend):
-                raise XrtError(ErrorCode.WRONG_TYPE, f"{b!r} is not a Backend object")
-            view = b.network_view
-            if view is None:
-                raise XrtError(
-                    ErrorCode.WRONG_ORDER, f"create_with_backends: {b!r} is not initialised"
-                )
-            if view.network is not graph.network:
-                raise XrtError(
-                    ErrorCode.WRONG_TYPE,
-                    f"create_with_backends: {b!r} is bound to network {view.network.name!r}, "
-                    f"not {graph.network.name!r}",
-                )
-            for op_id in view.op_ids:
-                if op_id not in ids:
-                    raise XrtError(
-                        ErrorCode.OUT_OF_RANGE,
-                        f"create_with_backends: op {op_id} of {b!r} is not in {graph.name}",
-                    )
-                if op_id in bindings:
-                    raise XrtError(
-                        ErrorCode.OUT_OF_RANGE,
-                        f"create_with_backends: op {op_id} is bound to {bindings[op_id]!r} "
-                        f"and {b!r}",
-                    )
-                bindings[op_id] = b
-        missing = sorted(ids - set(bindings))
-        if missing:
-            raise XrtError(
-                ErrorCode.OUT_OF_RANGE, f"create_with_backends: op(s) {missing} are not bound"
-            )
-        ctx = BindContext(graph, bindings)
-        for op in graph.ops:
-            b = bindings[op.op_id]
-            if not b.is_op_supported(op, ctx):
-                raise XrtError(
-                    ErrorCode.WRONG_TYPE,
-                    f"create_with_backends: {type(b).__name__} does not accept {op.describe()}",
-                )
+        graph, bindings = check_bindings(network, backends)
         return cls(graph, backends, bindings)
 
     @classmethod
@@ -535,129 +432,6 @@ class Session:
         self._plan = plan
         self._arena = arena
 
-    # -- options ------------------------------------------------------------------------------
-
-    def set_log_io(self, enabled: bool) -> None:
-        """Log each unit's inputs and outputs (logger ``xrt.session``, level INFO)."""
-        self._log_io = as_bool(enabled, "enabled")
-
-    def set_log_time(self, enabled: bool) -> None:
-        """Log each unit's times (logger ``xrt.session``, level INFO); implies timing."""
-        self._log_time = as_bool(enabled, "enabled")
-
-    def set_dump_outputs(
-        self, enabled: bool, folder: str | os.PathLike[str] = ".", format: str = "SFB"
-    ) -> None:
-        """Write every unit's outputs into `folder`, one file per value.
-
-        Files are named ``<op id>_<value name>.<format>`` (the value name with characters
-        other than letters, digits, ``.``, ``_`` and ``-`` replaced by ``_``; the format in
-        lower case) and written with `Tensor.dump` in `format`, falling back from H to S
-        and from Q to F where a tensor cannot give them (the file name shows the format
-        written). The folder is created if needed.
-
-        A merged subgraph (a HardOp) has one unit's outputs; its intermediates are dumped
-        too where the backend can read them back (manual 1.4.3: the NPU backends compile
-        their programs again so that every intermediate keeps its own bytes, and read each
-        from where it lives, the ZG330's OCM included). Turning merging off
-        (``auto_merge``) gives every operator its own unit instead.
-
-        Raises:
-            XrtError: 11010 for a bad format or types; 11002 when the folder cannot be made.
-        """
-        on = as_bool(enabled, "enabled")
-        for b in self.backends:
-            if hasattr(b, "keep_intermediates"):
-                b.keep_intermediates = on
-        if not isinstance(format, str) or format not in DUMP_FORMATS:
-            raise XrtError(
-                ErrorCode.WRONG_TYPE,
-                f"dump format must be one of {', '.join(DUMP_FORMATS)}, got {format!r}",
-            )
-        if not isinstance(folder, str | os.PathLike):
-            raise XrtError(ErrorCode.WRONG_TYPE, f"dump folder must be a path, got {folder!r}")
-        if not on:
-            self._dump = None
-            return
-        path = os.fspath(folder)
-        try:
-            os.makedirs(path, exist_ok=True)
-        except OSError as exc:
-            raise XrtError(
-                ErrorCode.FILE_NOT_FOUND, f"cannot create dump folder {path!r}: {exc}"
-            ) from None
-        self._dump = (path, format)
-
-    def set_pre_callback(self, callback: Callback | None) -> None:
-        """Call ``callback(session, op, backend, inputs)`` before each unit (None: none)."""
-        if callback is not None and not callable(callback):
-            raise XrtError(ErrorCode.WRONG_TYPE, f"callback must be callable: {callback!r}")
-        self._pre = callback
-
-    def set_post_callback(self, callback: Callback | None) -> None:
-        """Call ``callback(session, op, backend, outputs)`` after each unit (None: none)."""
-        if callback is not None and not callable(callback):
-            raise XrtError(ErrorCode.WRONG_TYPE, f"callback must be callable: {callback!r}")
-        self._post = callback
-
-    def enable_time_profile(self, enabled: bool = True) -> None:
-        """Record per-unit wall, memory, hardware and other time (`time_profile_results`)."""
-        self._profile = as_bool(enabled, "enabled")
-
-    # -- results of the last call -------------------------------------------------------------
-
-    def enable_trace(self, enabled: bool = True) -> None:
-        """Record a timeline of each run: units, and what backends add (DMA, NPU units)."""
-        self._tracing = as_bool(enabled, "enabled")
-
-    def trace_events(self) -> list[TraceEvent]:
-        """The timeline of the current (or last) run while tracing was enabled."""
-        return list(self._trace.events) if self._trace is not None else []
-
-    def write_trace(self, path: str | os.PathLike[str]) -> None:
-        """Write the last run's timeline as Chrome trace JSON (opens in ui.perfetto.dev).
-
-        Raises:
-            XrtError: 11012 when no traced run happened; 11002 when the file cannot be
-                written.
-        """
-        if self._trace is None:
-            raise XrtError(ErrorCode.WRONG_ORDER, "no traced run: enable_trace(True), then forward")
-        self._trace.write(path)
-
-    def time_profile_results(self) -> dict[int, OpTime]:
-        """Op id -> `OpTime` for each unit run by the current (or last) run, in order.
-
-        Filled while profiling is enabled (or `set_log_time` is on); a merged subgraph is
-        filed under its first op id.
-        """
-        return dict(self._times)
-
-    def total_time(self, unit: str = "s") -> float:
-        """Wall time of the last `forward` or `step_to` call (always measured).
-
-        Args:
-            unit: ``"s"`` (default), ``"ms"`` or ``"us"``: the manual's
-                ``totalTime<seconds>()`` / ``<milliseconds>`` / ``<microseconds>``.
-        """
-        scale = _TIME_UNITS.get(unit) if isinstance(unit, str) else None
-        if scale is None:
-            raise XrtError(
-                ErrorCode.WRONG_TYPE, f"time unit must be one of {sorted(_TIME_UNITS)}: {unit!r}"
-            )
-        return self._total_s * scale
-
-    def profile_table(self) -> str:
-        """`time_profile_results` as a text table (milliseconds), with totals."""
-        return format_profile_table(
-            self._times, self._total_s, self._io_s, f"time profile of {self._title()}"
-        )
-
-    def _title(self) -> str:
-        graph = self.network_view
-        full = graph.op_ids == graph.network.op_ids
-        return f"network {graph.network.name!r}" if full else f"view {graph.name!r}"
-
     # -- running ------------------------------------------------------------------------------
 
     def _check_ready(self, what: str) -> None:
@@ -682,92 +456,10 @@ class Session:
     def _check_inputs(
         self, inputs: Sequence[InputLike] | Mapping[str, InputLike]
     ) -> dict[str, InputLike]:
-        graph = self.network_view
-        names = list(self.inputs)
-        if isinstance(inputs, Mapping):
-            unknown = [k for k in inputs if k not in names]
-            missing = [n for n in names if n not in inputs]
-            if unknown or missing:
-                raise XrtError(
-                    ErrorCode.OUT_OF_RANGE,
-                    f"{graph.name}: inputs are {names}; unknown {unknown}, missing {missing}",
-                )
-            feed = {n: inputs[n] for n in names}
-        elif isinstance(inputs, list | tuple):
-            if len(inputs) != len(names):
-                raise XrtError(
-                    ErrorCode.OUT_OF_RANGE,
-                    f"{graph.name}: expects {len(names)} input(s) {names}, got {len(inputs)}",
-                )
-            feed = dict(zip(names, inputs, strict=True))
-        else:
-            raise XrtError(
-                ErrorCode.WRONG_TYPE,
-                f"{graph.name}: inputs must be a list or a dict of Tensors or numpy arrays, "
-                f"got {type(inputs).__name__}",
-            )
-        for n, x in feed.items():
-            want = self._values[n]
-            if isinstance(x, Tensor):
-                dtype, shape = x.dtype.numpy, x.shape
-                if x.quant is not None and want.quant is not None and x.quant != want.quant:
-                    raise XrtError(
-                        ErrorCode.WRONG_TYPE,
-                        f"input {n!r}: quantization {x.quant} differs from the network's "
-                        f"{want.quant}",
-                    )
-                if not x.has_data():
-                    raise XrtError(ErrorCode.WRONG_ORDER, f"input {n!r}: {x!r} has no data")
-            elif isinstance(x, np.ndarray):
-                dtype, shape = x.dtype, x.shape
-            else:
-                raise XrtError(
-                    ErrorCode.WRONG_TYPE,
-                    f"input {n!r} must be a Tensor or a numpy array, got {type(x).__name__}",
-                )
-            if dtype != want.dtype.numpy:
-                raise XrtError(
-                    ErrorCode.WRONG_TYPE,
-                    f"input {n!r} must be {want.dtype.manual_name} ({want.dtype.numpy}), got "
-                    f"{dtype}",
-                )
-            if tuple(shape) != want.shape:
-                raise XrtError(
-                    ErrorCode.OUT_OF_RANGE,
-                    f"input {n!r} must have shape {list(want.shape)}, got {list(shape)}",
-                )
-        return feed
+        return check_inputs(self.network_view.name, self.inputs, self._values, inputs)
 
     def _check_outputs(self, outputs: Sequence[Tensor]) -> list[Tensor]:
-        graph = self.network_view
-        if not isinstance(outputs, list | tuple):
-            raise XrtError(ErrorCode.WRONG_TYPE, "outputs must be a list of Tensors")
-        if len(outputs) != len(self.outputs):
-            raise XrtError(
-                ErrorCode.OUT_OF_RANGE,
-                f"{graph.name}: has {len(self.outputs)} output(s) {list(self.outputs)}, "
-                f"got {len(outputs)} output tensor(s)",
-            )
-        for name, t in zip(self.outputs, outputs, strict=True):
-            want = self._values[name]
-            if not isinstance(t, Tensor):
-                raise XrtError(
-                    ErrorCode.WRONG_TYPE, f"output {name!r}: not a Tensor: {type(t).__name__}"
-                )
-            if t.dtype is not want.dtype:
-                raise XrtError(
-                    ErrorCode.WRONG_TYPE,
-                    f"output {name!r} is {want.dtype.manual_name}, the tensor is "
-                    f"{t.dtype.manual_name}",
-                )
-            if t.shape != want.shape:
-                raise XrtError(
-                    ErrorCode.OUT_OF_RANGE,
-                    f"output {name!r} has shape {list(want.shape)}, the tensor {list(t.shape)}",
-                )
-            if not t.has_data():
-                raise XrtError(ErrorCode.WRONG_ORDER, f"output {name!r}: the tensor has no memory")
-        return list(outputs)
+        return check_outputs(self.network_view.name, self.outputs, self._values, outputs)
 
     def _start(self, inputs: Sequence[InputLike] | Mapping[str, InputLike]) -> _Run:
         feed = self._check_inputs(inputs)
@@ -883,15 +575,6 @@ class Session:
         write_array(t, array.reshape(t.shape))
         return t
 
-    def _dump_values(self, produced: list[tuple[str, Tensor]]) -> None:
-        assert self._dump is not None
-        folder, fmt = self._dump
-        for name, t in produced:
-            op = self._producer[name]
-            written = t.resolve_dump_format(fmt, fallback=True)
-            path = os.path.join(folder, f"{op.op_id}_{_safe_name(name)}.{written.lower()}")
-            t.dump(path, written)
-
     def _advance(self, run: _Run, stop: tuple[int, int], capture: Operator | None) -> list[Tensor]:
         """Run from the run's position up to and including the op at `stop`."""
         captured: list[Tensor] = []
@@ -998,13 +681,6 @@ class Session:
             if self._trace is not None:
                 self._trace.add("outputs out", "session", t1, t2 - t1, "io")
             return results
-
-    def output_paths(self) -> dict[str, str]:
-        """How each output of the last `forward` reached its tensor: ``"written by the
-        engine at ADDR (REGION)"`` (a ZG330 program stored it into the caller-placed tensor,
-        manual 1.3.2), ``"copied: WHY"`` (the backend copied it in, and why it could not
-        store it directly) or ``"copied by the session"``."""
-        return dict(self._output_paths)
 
     def step_to(
         self, op_id: int, inputs: Sequence[InputLike] | Mapping[str, InputLike] | None = None

@@ -33,6 +33,7 @@ from xrt.backend import Backend, BindContext
 from xrt.device import Device
 from xrt.errors import ErrorCode, XrtError
 from xrt.network import Network
+from xrt.session._binding import resolve_devices
 
 if TYPE_CHECKING:
     from xrt.session._session import Session
@@ -209,7 +210,7 @@ def load_snapshot(
     _check_manifest(where, manifest, blobs)
     entries = manifest["backends"]
     objects = _backend_objects(where, entries, backends)
-    resolved = session_cls._resolve_devices(objects, devices, "Session.create_with_snapshot")
+    resolved = resolve_devices(objects, devices, "Session.create_with_snapshot")
     with tempfile.TemporaryDirectory() as tmp:
         for name in ("network.json", "network.raw"):
             if name not in blobs:

@@ -1,0 +1,122 @@
+"""How a `Session` binds operators to backends: by priority (`Session.create`,
+`Session.create_by_order`) or as the caller already bound them
+(`Session.create_with_backends`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xrt.backend._base import Backend, BindContext, _as_view
+from xrt.device import Device
+from xrt.errors import ErrorCode, XrtError
+from xrt.network import Network, NetworkView
+
+__all__ = ["bind_by_priority", "check_bindings", "resolve_devices"]
+
+
+def bind_by_priority(
+    network: Network | NetworkView,
+    backends: list[Backend],
+    devices: Sequence[Device | None] | None,
+    what: str,
+) -> tuple[NetworkView, dict[int, Backend]]:
+    """Bind each operator to the first backend that supports it, then initialise every
+    backend that got operators with its view and device; return (view, op id -> backend)."""
+    graph = _as_view(network, what)
+    resolved = resolve_devices(backends, devices, what)
+    bindings: dict[int, Backend] = {}
+    ctx = BindContext(graph, bindings)
+    for op in graph.ops:
+        for b in backends:
+            if b.is_op_supported(op, ctx):
+                bindings[op.op_id] = b
+                break
+        else:
+            names = ", ".join(type(b).__name__ for b in backends)
+            raise XrtError(
+                ErrorCode.WRONG_TYPE, f"{what}: no backend among [{names}] runs {op.describe()}"
+            )
+    for b, d in zip(backends, resolved, strict=True):
+        ids = [op.op_id for op in graph.ops if bindings[op.op_id] is b]
+        if ids:
+            b.init(graph.network.view(ids), d)
+    return graph, bindings
+
+
+def resolve_devices(
+    backends: Sequence[Backend], devices: Sequence[Device | None] | None, what: str
+) -> list[Device]:
+    """One open, suitable device per backend (None: the backend's default)."""
+    if not backends:
+        raise XrtError(ErrorCode.OUT_OF_RANGE, f"{what}: no backends given")
+    if devices is None:
+        devices = [None] * len(backends)
+    if isinstance(devices, Device) or not isinstance(devices, Sequence):
+        raise XrtError(ErrorCode.WRONG_TYPE, f"{what}: devices must be a list")
+    if len(devices) != len(backends):
+        raise XrtError(
+            ErrorCode.OUT_OF_RANGE,
+            f"{what}: {len(backends)} backend(s) but {len(devices)} device(s)",
+        )
+    resolved: list[Device] = []
+    for b, dev in zip(backends, devices, strict=True):
+        d = b.default_device() if dev is None else dev
+        if not isinstance(d, Device):
+            raise XrtError(ErrorCode.WRONG_TYPE, f"{what}: {d!r} is not a Device (for {b!r})")
+        if d.closed:
+            raise XrtError(ErrorCode.WRONG_ORDER, f"{what}: {d!r} is closed")
+        b.check_device(d)
+        resolved.append(d)
+    return resolved
+
+
+def check_bindings(
+    network: Network | NetworkView, backends: Sequence[Backend]
+) -> tuple[NetworkView, dict[int, Backend]]:
+    """The bindings of backends already bound to views of `network` (see
+    `Session.create_with_backends` for what is checked); return (view, op id -> backend)."""
+    graph = _as_view(network, "Session.create_with_backends")
+    if not isinstance(backends, Sequence) or not backends:
+        raise XrtError(
+            ErrorCode.WRONG_TYPE, "create_with_backends takes a non-empty list of backends"
+        )
+    ids = set(graph.op_ids)
+    bindings: dict[int, Backend] = {}
+    for b in backends:
+        if not isinstance(b, Backend):
+            raise XrtError(ErrorCode.WRONG_TYPE, f"{b!r} is not a Backend object")
+        view = b.network_view
+        if view is None:
+            raise XrtError(ErrorCode.WRONG_ORDER, f"create_with_backends: {b!r} is not initialised")
+        if view.network is not graph.network:
+            raise XrtError(
+                ErrorCode.WRONG_TYPE,
+                f"create_with_backends: {b!r} is bound to network {view.network.name!r}, "
+                f"not {graph.network.name!r}",
+            )
+        for op_id in view.op_ids:
+            if op_id not in ids:
+                raise XrtError(
+                    ErrorCode.OUT_OF_RANGE,
+                    f"create_with_backends: op {op_id} of {b!r} is not in {graph.name}",
+                )
+            if op_id in bindings:
+                raise XrtError(
+                    ErrorCode.OUT_OF_RANGE,
+                    f"create_with_backends: op {op_id} is bound to {bindings[op_id]!r} and {b!r}",
+                )
+            bindings[op_id] = b
+    missing = sorted(ids - set(bindings))
+    if missing:
+        raise XrtError(
+            ErrorCode.OUT_OF_RANGE, f"create_with_backends: op(s) {missing} are not bound"
+        )
+    ctx = BindContext(graph, bindings)
+    for op in graph.ops:
+        b = bindings[op.op_id]
+        if not b.is_op_supported(op, ctx):
+            raise XrtError(
+                ErrorCode.WRONG_TYPE,
+                f"create_with_backends: {type(b).__name__} does not accept {op.describe()}",
+            )
+    return graph, bindings
