@@ -10,13 +10,14 @@
 //   npu_sim_raw regbus ADDR BATCH BATCHES IDLE [+plusargs]
 // runs BATCHES batches of BATCH reads of register ADDR through the register bus master
 // (npu_regbus_master and its DPI-C queue, as the harness hands them over), then IDLE
-// cycles with nothing to do; prints "cycles=<n> seconds=<s> reads=<n> idle_cycles=<n>
-// idle_seconds=<s>".
+// cycles with nothing to do; prints "cycles=<n> seconds=<s> cpu_seconds=<s> reads=<n>
+// idle_cycles=<n> idle_seconds=<s> idle_cpu_seconds=<s>" (CPU time: the machine is shared).
 
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <memory>
 #include <string>
 
@@ -99,6 +100,7 @@ int run_regbus(Sim& sim, uint32_t addr, uint32_t batch, uint32_t batches, uint64
     std::vector<RegbusOp> ops(batch, RegbusOp{0, addr, 0, 0xFFFFFFFFu, 0, 0, 0});
     std::vector<RegbusResult> results(batch);
     uint64_t reads = 0;
+    std::clock_t cpu0 = std::clock();
     auto start = std::chrono::steady_clock::now();
     uint64_t start_cycles = sim.cycles;
     for (uint32_t b = 0; b < batches; ++b) {
@@ -113,14 +115,18 @@ int run_regbus(Sim& sim, uint32_t addr, uint32_t batch, uint32_t batches, uint64
         for (uint32_t i = 0; i < n; ++i) reads += results[i].status == 0;
     }
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    double cpu = double(std::clock() - cpu0) / CLOCKS_PER_SEC;
     uint64_t cycles = sim.cycles - start_cycles;
+    cpu0 = std::clock();
     start = std::chrono::steady_clock::now();
     for (uint64_t i = 0; i < idle_cycles; ++i) sim.tick();
     double idle = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::printf("cycles=%llu seconds=%.6f reads=%llu idle_cycles=%llu idle_seconds=%.6f\n",
-                static_cast<unsigned long long>(cycles), seconds,
+    double idle_cpu = double(std::clock() - cpu0) / CLOCKS_PER_SEC;
+    std::printf("cycles=%llu seconds=%.6f cpu_seconds=%.6f reads=%llu idle_cycles=%llu "
+                "idle_seconds=%.6f idle_cpu_seconds=%.6f\n",
+                static_cast<unsigned long long>(cycles), seconds, cpu,
                 static_cast<unsigned long long>(reads),
-                static_cast<unsigned long long>(idle_cycles), idle);
+                static_cast<unsigned long long>(idle_cycles), idle, idle_cpu);
     t.final();
     return reads == uint64_t(batch) * batches ? 0 : 3;
 }
