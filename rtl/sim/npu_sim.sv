@@ -127,12 +127,19 @@ module npu_sim
   // The harness waits for a batch with one trigger, the fall of `rbm_wait_o`: the batch
   // ended, or it ran `rbm_guard_i` cycles (a master that hangs; the harness tells the two
   // apart by `rbm_busy_o`). One trigger, not a race of two (`First` costs Python tasks).
-  logic [63:0] rbm_busy_cycles_q;
+  // The guard is sampled: the harness writes it before the kick, which the master also
+  // samples at the next edge (and see the fault window below: no input feeds logic).
+  logic [63:0] rbm_busy_cycles_q, rbm_guard_q;
   always_ff @(posedge clk or negedge rst_ni) begin
-    if (!rst_ni) rbm_busy_cycles_q <= '0;
-    else rbm_busy_cycles_q <= rbm_busy_o ? rbm_busy_cycles_q + 64'd1 : '0;
+    if (!rst_ni) begin
+      rbm_busy_cycles_q <= '0;
+      rbm_guard_q       <= '0;
+    end else begin
+      rbm_busy_cycles_q <= rbm_busy_o ? rbm_busy_cycles_q + 64'd1 : '0;
+      rbm_guard_q       <= rbm_guard_i;
+    end
   end
-  assign rbm_wait_o = rbm_busy_o && rbm_busy_cycles_q < rbm_guard_i;
+  assign rbm_wait_o = rbm_busy_o && rbm_busy_cycles_q < rbm_guard_q;
 
   npu_axil_arb u_axil_arb (
     .clk_i(clk), .rst_ni, .lock0_i(rbm_lock),
@@ -216,16 +223,36 @@ module npu_sim
   localparam logic [1:0][63:0] MemSize = {PlddrSize, UdmaSize};
   localparam string MemName [2] = '{"udma", "plddr"};
 
+  // The fault window, sampled: it is set between requests, while simulated time stands
+  // still. Verilator evaluates all logic that reads a toplevel input combinationally at
+  // every eval (two per cycle); read directly, these inputs put the memories' response
+  // path, and from there much of the fabric and the engines, in that set.
+  logic [1:0]  fault_mem_q, fault_resp_q;
+  logic [63:0] fault_base_q, fault_size_q;
+  always_ff @(posedge clk or negedge rst_ni) begin
+    if (!rst_ni) begin
+      fault_mem_q  <= '0;
+      fault_resp_q <= '0;
+      fault_base_q <= '0;
+      fault_size_q <= '0;
+    end else begin
+      fault_mem_q  <= fault_mem_i;
+      fault_resp_q <= fault_resp_i;
+      fault_base_q <= fault_base_i;
+      fault_size_q <= fault_size_i;
+    end
+  end
+
   for (genvar m = 0; m < 2; m++) begin : g_mem
-    wire is_faulty = fault_mem_i == 2'(m + 1);
+    wire is_faulty = fault_mem_q == 2'(m + 1);
     npu_axi_mem #(
       .BusBytes(BusBytes), .AddrWidth(AddrWidth), .IdWidth(IdWidth),
       .Base(MemBase[m]), .Size(MemSize[m]), .UseDpi(1'b1), .Name(MemName[m]),
       .MaxOutstanding(DmaMaxOutstanding), .ReadLatency(NpuDdrLatency)
     ) u_mem (
       .clk_i(clk), .rst_ni,
-      .fault_base_i(fault_base_i), .fault_size_i(is_faulty ? fault_size_i : 64'h0),
-      .fault_resp_i(fault_resp_i),
+      .fault_base_i(fault_base_q), .fault_size_i(is_faulty ? fault_size_q : 64'h0),
+      .fault_resp_i(fault_resp_q),
       .s_axi_arid(arid), .s_axi_araddr(araddr), .s_axi_arlen(arlen), .s_axi_arsize(arsize),
       .s_axi_arburst(arburst), .s_axi_arvalid(arvalid[m]), .s_axi_arready(arready[m]),
       .s_axi_rid(rid[m]), .s_axi_rdata(rdata[m]), .s_axi_rresp(rresp[m]),

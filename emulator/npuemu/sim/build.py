@@ -76,9 +76,10 @@ def _lz4_args() -> list[str]:
 
 # Verilator options beyond what cocotb's runner adds. --timing (for npu_sim's internal
 # clock) needs -fcoroutines with g++ 12. --no-public-flat-rw undoes the runner's blanket
-# --public-flat-rw (a 4x slower model); rtl/sim/cocotb.vlt makes the toplevel ports
-# public instead. The register bus master's queue is filled from Python through ctypes in
-# the simulator's own process: its entry points must be in the dynamic symbol table.
+# --public-flat-rw (a 4x slower model); rtl/sim/cocotb.vlt (npu_sim) and
+# block_public_config (a block alone) open the toplevel's own signals instead. The register
+# bus master's queue is filled from Python through ctypes in the simulator's own process:
+# its entry points must be in the dynamic symbol table.
 COCOTB_ARGS = (
     "--no-public-flat-rw",
     "-LDFLAGS",
@@ -97,6 +98,18 @@ VERILATOR_ARGS = (
 # -O3 for the code run every cycle (9% faster than -O2 here), none for the code run once
 # (constructors, initial blocks: a quarter of the C++, and most of its compile time at -O2).
 OPT_FLAGS = "OPT_FAST=-O3 OPT_SLOW=-O0"
+
+
+def block_public_config(toplevel: str) -> str:
+    """Verilator config opening every signal of a block tested alone (npu_dma,
+    npu_cmp_core) to cocotb; empty for npu_sim (rtl/sim/cocotb.vlt).
+
+    Only when the block is the toplevel: inside npu_sim, read-write signals would make
+    Verilator evaluate all logic reading them at every eval (see rtl/sim/cocotb.vlt).
+    """
+    if toplevel == "npu_sim":
+        return ""
+    return f'`verilator_config\npublic_flat_rw -module "{toplevel}" -var "*"\n'
 
 
 def rtl_sources() -> list[Path]:
@@ -197,6 +210,7 @@ def model_digest(
     h.update(b"emulator/npuemu/sim/build.py")
     h.update(Path(__file__).read_bytes())
     h.update(repr((toplevel, sorted(parameters.items()), waves, VERILATOR_ARGS)).encode())
+    h.update(block_public_config(toplevel).encode())
     if waves:
         h.update(repr(WAVES_ARGS).encode())
     h.update(repr(tuple(extra_args)).encode())
@@ -251,10 +265,15 @@ def build_model(
         os.environ.update(verilator_env())
         log_file = build_dir / "build.log"
         trace_args = [*WAVES_ARGS, *_lz4_args(), str(TRACE_SOURCE)] if waves else []
+        configs = [LINT_CONFIG, COCOTB_CONFIG]
+        if block_public_config(toplevel):
+            build_dir.mkdir(parents=True, exist_ok=True)
+            configs.append(build_dir / "block_public.vlt")
+            configs[-1].write_text(block_public_config(toplevel))
         try:
             with progress(f"building the verilated model {name or toplevel} (log: {log_file})"):
                 get_runner("verilator").build(
-                    sources=[LINT_CONFIG, COCOTB_CONFIG, *rtl_sources()],
+                    sources=[*configs, *rtl_sources()],
                     hdl_toplevel=toplevel,
                     parameters=parameters,
                     build_args=[
