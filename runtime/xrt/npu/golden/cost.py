@@ -9,6 +9,11 @@ dispatching one instruction per `fetch_cycles` into per-unit queues of
   (+ one cycle per padding row a LOAD writes), where a burst is a contiguous run of
   at most ``min(max_burst_beats * bus_bytes, 4096)`` bytes;
 * GEMM: ``issue + n0*n1*n2``; VEC: ``issue + n0*n1``; SYNC: ``issue``.
+
+With ``ddr_shared_bus`` (`npu.toml`) a DDR memory moves one beat per cycle for reads and
+writes together: the executor books each LOAD/STORE's beats on its memory's data bus in
+program order and ends the transfer no earlier than the bus has moved them
+(`CostModel.bus_beats`); the OCM has no such limit (a read and a write beat per cycle).
 """
 
 from __future__ import annotations
@@ -61,6 +66,18 @@ class CostModel:
         beats = runs * -(-run_bytes // self.bus_bytes)
         waves = -(-bursts // self.max_outstanding)
         return beats, max(beats, waves * self.burst_latency) + self.burst_latency
+
+    def bus_beats(self, insn: Instruction, config: NpuConfig) -> int:
+        """Data beats a LOAD or STORE moves on the bus (0 for other instructions)."""
+        if isinstance(insn, Load):
+            e = fp.elem_bytes(insn.buffer, config.block)
+        elif isinstance(insn, Store):
+            e = fp.store_elem_bytes(insn, config.block)
+        else:
+            return 0
+        sizes = (insn.z_size, insn.y_size, insn.x_size)
+        runs, run = transfer_shape(sizes, (insn.z_stride, insn.y_stride, insn.x_stride), e)
+        return self._transfer(runs, run)[0]
 
     def duration(self, insn: Instruction, config: NpuConfig) -> int:
         """Cycles ``insn`` keeps its unit busy."""
