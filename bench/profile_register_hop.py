@@ -71,7 +71,8 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=15)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        srv = ServerProcess.start(target="buyi", devices=1)
+        # py-spy attaches with ptrace: the server and its worker must stay debuggable.
+        srv = ServerProcess.start(target="buyi", devices=1, env={"NPU_EMU_DEBUGGABLE": "1"})
         try:
             t = GrpcTransport(srv.address)
             npu = t.reg_region("npu", NPU)

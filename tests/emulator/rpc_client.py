@@ -3,7 +3,9 @@ transport is tested in tests/integration; here the wire contract itself is the s
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -119,6 +121,32 @@ def worker_pid(server: ServerProcess, device: str) -> int:
     pids = re.findall(rf"worker {device} ready \(pid (\d+)\)", server.log)
     assert pids, f"no worker pid for {device} in the server log"
     return int(pids[-1])
+
+
+@contextlib.contextmanager
+def worker_starts_fail(server: ServerProcess, device: str) -> Iterator[Callable[[], None]]:
+    """While inside, every start of `device`'s worker fails (its working folder, in the
+    server's worker log folder, is replaced by a file); the callable given puts the folder
+    back, and leaving puts it back too."""
+    logs = re.search(r"worker logs in (\S+)", server.log)
+    assert logs, "no worker log folder in the server log"
+    folder = Path(logs.group(1)) / device
+    away = folder.with_name(folder.name + "-away")
+    folder.rename(away)
+    folder.write_text("not a folder")
+    restored = False
+
+    def restore() -> None:
+        nonlocal restored
+        if not restored:
+            folder.unlink()
+            away.rename(folder)
+            restored = True
+
+    try:
+        yield restore
+    finally:
+        restore()
 
 
 def children_of(pid: int) -> list[int]:

@@ -5,6 +5,7 @@ processes, real workers, raw stubs; each test names the defect it guards against
 from __future__ import annotations
 
 import contextlib
+import json
 import mmap
 import os
 import signal
@@ -29,14 +30,17 @@ from rpc_client import (
     dma_ops,
     rd,
     worker_pid,
+    worker_starts_fail,
     wr,
 )
 
+from npuemu.process_guard import drop_all_capabilities
 from npuemu.server.launch import ServerProcess
 from npuemu.server.service import boot_id
 from xrt._generated.regmap_dma import DMA
 from xrt._generated.regmap_npu import NPU
 from xrt._proto.npuemu.v1 import device_pb2 as pb
+from xrt.transport._local_memory import receive_memory_file
 
 pytestmark = pytest.mark.sim
 
@@ -236,14 +240,18 @@ def test_a_former_holders_fast_path_mapping_never_sees_the_next_holder(server, c
     host = pb.LocalHost(hostname=socket.gethostname(), boot_id=boot_id())
     resp = a.open(device="npu1", client="a", local_host=host)
     (mapping,) = [m for m in resp.local_mappings if m.region == "udma"]
-    path = Path(mapping.path)
-    assert path.stat().st_mode & 0o077 == 0 and path.parent.stat().st_mode & 0o077 == 0
-    with path.open("r+b") as f, mmap.mmap(f.fileno(), mapping.size) as old_map:
+    sock = Path(mapping.socket)
+    assert sock.stat().st_mode & 0o077 == 0 and sock.parent.stat().st_mode & 0o077 == 0
+    fd = receive_memory_file(mapping.socket, a.lease, mapping.size)
+    with mmap.mmap(fd, mapping.size) as old_map:
+        os.close(fd)
         a.write_mem(UDMA_BASE, b"mine")
         assert old_map[:4] == b"mine"  # the fast path works while the lease lives
+        former_lease = a.lease
         a.close()
-        b_resp = b.open(device="npu1", client="b", local_host=host)
-        assert b_resp.local_mappings[0].path != mapping.path and not path.exists()
+        with pytest.raises(ValueError, match="lease has ended"):
+            receive_memory_file(mapping.socket, former_lease, mapping.size)
+        b.open(device="npu1", client="b", local_host=host)
         b.write_mem(UDMA_BASE, SECRET)
         assert old_map[: len(SECRET)] == bytes(len(SECRET)), "old mapping saw the new holder"
         old_map[: len(SECRET)] = b"\xee" * len(SECRET)  # and writing through it changes nothing
@@ -252,6 +260,72 @@ def test_a_former_holders_fast_path_mapping_never_sees_the_next_holder(server, c
         dma_and_wait(b, UDMA_BASE, PLDDR_BASE, len(SECRET))
         dma_and_wait(b, PLDDR_BASE, UDMA_BASE + 65536, len(SECRET))
         assert b.read_mem(UDMA_BASE + 65536, len(SECRET)) == SECRET
+        # The new holder's own file is the device's memory.
+        fd = receive_memory_file(mapping.socket, b.lease, mapping.size)
+        with mmap.mmap(fd, mapping.size) as new_map:
+            os.close(fd)
+            assert new_map[: len(SECRET)] == SECRET
+
+
+def probe_proc_without_privileges(pids: list[int]) -> dict[str, dict]:
+    """What an unprivileged process of this user gets when it opens the /proc doors of
+    `pids` (each descriptor, the memory): `proc_probe.py`'s answer."""
+    out = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("proc_probe.py")), *map(str, pids)],
+        preexec_fn=drop_all_capabilities,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return json.loads(out.stdout)
+
+
+def test_a_same_user_process_without_the_lease_cannot_reach_the_memory():
+    """Defect: a process of the same Unix user with no lease and no token could open the
+    memory files (they had paths under /dev/shm). The server runs without privileges here,
+    as a normal user's does (as root, privileges alone would keep the probe out)."""
+    with ServerProcess.start(devices=1, unprivileged=True) as server:
+        a = connect(server)
+        try:
+            _check_the_memory_is_out_of_reach(server, a)
+        finally:
+            with contextlib.suppress(grpc.RpcError):
+                a.close()
+            a.channel.close()
+
+
+def _check_the_memory_is_out_of_reach(server: ServerProcess, a: Client) -> None:
+    host = pb.LocalHost(hostname=socket.gethostname(), boot_id=boot_id())
+    (mapping,) = a.open(device="npu0", client="a", local_host=host).local_mappings
+    a.write_mem(UDMA_BASE, SECRET)
+    # No memory file has a name: the server's folder holds its socket only.
+    assert sorted(p.name for p in Path(mapping.socket).parent.iterdir()) == ["local.sock"]
+    # Without the lease id the socket hands nothing out.
+    for guess in ("", "0" * 24, a.lease[:-1] + ("0" if a.lease[-1] != "0" else "1")):
+        with pytest.raises(ValueError, match="refused"):
+            receive_memory_file(mapping.socket, guess, mapping.size)
+    # The server and the worker are non-dumpable: an unprivileged process of their user
+    # cannot open their descriptors or memory through /proc ...
+    pids = [server.proc.pid, worker_pid(server, "npu0")]
+    for pid, got in probe_proc_without_privileges(pids).items():
+        assert len(got["fds"]) > 3, f"{pid}: its descriptors are not listed"
+        assert set(got["fds"].values()) == {"PermissionError"}, f"{pid}: {got['fds']}"
+        assert got["mem"] == "PermissionError", f"{pid}: {got}"
+    # ... while the same probe opens those of an ordinary process of the same user.
+    with subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"],
+        stdin=subprocess.PIPE,
+        preexec_fn=drop_all_capabilities,
+    ) as plain:
+        got = probe_proc_without_privileges([plain.pid])[str(plain.pid)]
+        plain.stdin.close()
+    assert got["mem"] == "opened" and "opened" in got["fds"].values(), got
+    # The holder itself still gets its memory.
+    fd = receive_memory_file(mapping.socket, a.lease, mapping.size)
+    with mmap.mmap(fd, mapping.size) as m:
+        os.close(fd)
+        assert m[: len(SECRET)] == SECRET
 
 
 # ---------------------------------------------------------------------------- devices
@@ -365,13 +439,11 @@ def _alive(pid: int) -> bool:
 
 def test_restarts_keep_trying_and_report_a_persistent_failure():
     """Defect: a restart caught one exception type and gave up after 5 attempts, leaving the
-    device RESTARTING for good with nothing said. Here the device's memory folder is made
+    device RESTARTING for good with nothing said. Here the worker's working folder is made
     unusable (restarts fail), then restored: the failure shows in health and in the error,
     and the restart that finally works brings the device back."""
     srv = ServerProcess.start(devices=1)
     try:
-        (folder,) = Path("/dev/shm").glob(f"npu-emu-{srv.proc.pid}-*")
-        away = folder.with_name(folder.name + "-away")
         channel = grpc.insecure_channel(srv.address)
         health = health_pb2_grpc.HealthStub(channel)
         name = "npuemu.v1.DeviceService/npu0"
@@ -381,16 +453,11 @@ def test_restarts_keep_trying_and_report_a_persistent_failure():
 
         assert status() == health_pb2.HealthCheckResponse.SERVING
         c = connect(srv)
-        folder.rename(away)
-        folder.write_text("not a folder")  # every restart attempt fails now
-        try:
+        with worker_starts_fail(srv, "npu0"):
             os.kill(worker_pid(srv, "npu0"), signal.SIGKILL)
             wait_until(lambda: status() == health_pb2.HealthCheckResponse.NOT_SERVING, 60, "fault")
             code, details = rpc_code(lambda: c.open(device="npu0"))
             assert code == grpc.StatusCode.UNAVAILABLE and "restart(s) failed" in details
-        finally:
-            folder.unlink()
-            away.rename(folder)
         wait_until(lambda: status() == health_pb2.HealthCheckResponse.SERVING, 60, "recovery")
         open_when_free(c, "npu0")
         assert c.read(NPU_BASE) == 0x4E50_5530

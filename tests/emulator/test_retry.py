@@ -14,12 +14,11 @@ import os
 import signal
 import threading
 import time
-from pathlib import Path
 
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from rpc_client import NPU_BASE, worker_pid
+from rpc_client import NPU_BASE, worker_pid, worker_starts_fail
 
 from npuemu.server.launch import ServerProcess
 from xrt._proto.npuemu.v1 import device_pb2 as pb
@@ -72,12 +71,10 @@ def test_the_call_a_worker_hangs_in_is_not_retried(server):
 
 
 def test_a_call_during_a_worker_restart_succeeds_after_it_or_fails_within_its_budget(server):
-    """The device's memory folder is made unusable, so the worker's restarts fail and the
-    device stays RESTARTING: a call with a 2 s budget fails with the restart's failure and
-    the budget in its message; the server marks the refusal as safe to retry; a call with a
+    """The worker's working folder is made unusable, so its restarts fail and the device
+    stays RESTARTING: a call with a 2 s budget fails with the restart's failure and the
+    budget in its message; the server marks the refusal as safe to retry; a call with a
     long budget made meanwhile succeeds once the folder is back and the restart works."""
-    (folder,) = Path("/dev/shm").glob(f"npu-emu-{server.proc.pid}-*")
-    away = folder.with_name(folder.name + "-away")
     t = GrpcTransport(server.address, device="npu0", local=False, retry_s=2.0)
     channel = grpc.insecure_channel(server.address)
     try:
@@ -90,10 +87,7 @@ def test_a_call_during_a_worker_restart_succeeds_after_it_or_fails_within_its_bu
             status = health.Check(health_pb2.HealthCheckRequest(service=name)).status
             return status == health_pb2.HealthCheckResponse.NOT_SERVING
 
-        folder.rename(away)
-        folder.write_text("not a folder")  # every restart attempt fails now
-        restored = False
-        try:
+        with worker_starts_fail(server, "npu0") as restore:
             os.kill(worker_pid(server, "npu0"), signal.SIGKILL)
             wait_for(faulty, "the failed restart to show in health")
             with pytest.raises(XrtError) as info:
@@ -120,15 +114,9 @@ def test_a_call_during_a_worker_restart_succeeds_after_it_or_fails_within_its_bu
 
             reader = threading.Thread(target=read)
             reader.start()
-            folder.unlink()
-            away.rename(folder)
-            restored = True
+            restore()
             reader.join(300)
             assert got == {"value": ID}
-        finally:
-            if not restored:
-                folder.unlink()
-                away.rename(folder)
     finally:
         t.close()
         channel.close()

@@ -27,8 +27,10 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from npuemu.process_guard import make_non_dumpable
 from npuemu.server.auth import TokenAuthInterceptor
 from npuemu.server.devices import DeviceManager, SimDevice
+from npuemu.server.local_handout import LocalHandout
 from npuemu.server.security import TlsFiles
 from npuemu.server.service import add_to_server
 from npuemu.server.shm import new_server_dir, remove_stale_dirs
@@ -79,6 +81,7 @@ class ServeOptions:
 async def serve(opts: ServeOptions) -> int:
     """Run the server until SIGTERM/SIGINT; return the exit status."""
     started = time.monotonic()
+    make_non_dumpable()  # same-user processes cannot take the memory files out of it
     cfg = target(opts.target)
     try:
         memory_root, warning = choose_memory_dir(opts.memory_dir, cfg, opts.devices)
@@ -168,12 +171,15 @@ async def serve(opts: ServeOptions) -> int:
         shutil.rmtree(folder, ignore_errors=True)
         return 2
     await server.start()
+    handout = LocalHandout(folder, manager)
     try:
+        await handout.start()
         with progress(f"starting {opts.devices} simulation worker(s)"):
             await manager.start()
     except Exception:
         log.exception("device workers failed to start (their logs: %s)", logs.path)
         await server.stop(0)
+        await handout.stop()
         await manager.stop()
         shutil.rmtree(folder, ignore_errors=True)
         logs.finish(crashed=True)
@@ -203,6 +209,7 @@ async def serve(opts: ServeOptions) -> int:
 
     await stop.wait()
     await _shut_down(server, manager, health_servicer, stop, opts)
+    await handout.stop()
     await manager.stop()
     shutil.rmtree(folder, ignore_errors=True)
     crashed = any(d.counters.worker_restarts for d in manager.devices.values())

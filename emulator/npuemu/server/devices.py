@@ -110,7 +110,12 @@ class SimDevice:
 
     def _new_worker(self) -> WorkerProcess:
         worker = WorkerProcess(
-            self.name, self.model, self.memory.plusargs, self.workdir, self.worker_env
+            self.name,
+            self.model,
+            self.memory.plusargs,
+            self.workdir,
+            self.worker_env,
+            pass_fds=self.memory.pass_fds,
         )
         worker.on_exit = self.schedule_restart
         return worker
@@ -206,8 +211,7 @@ class SimDevice:
                 self.counters.worker_restarts += 1
                 try:
                     if self.lease is None:  # what the dead worker's engines wrote goes
-                        old_file, _ = self._fresh_memory()
-                        self.memory.forget(old_file)
+                        self.memory.forget(self._fresh_memory())
                     worker = self._new_worker()
                     await worker.start()
                 except Exception as exc:  # any failure: report it and try again later
@@ -234,9 +238,9 @@ class SimDevice:
                     self.on_fault(self)
                 return
 
-    def _fresh_memory(self) -> tuple[Path, Path]:
-        """Zero every memory and put a new file behind udma; return (old, new) udma paths.
-        Call only when no engine runs (worker reset or dead)."""
+    def _fresh_memory(self) -> int:
+        """Zero every memory and put a new file behind udma; return the old udma file's
+        descriptor. Call only when no engine runs (worker reset or dead)."""
         self.memory.zero()
         return self.memory.renew_udma()
 
@@ -253,8 +257,7 @@ class SimDevice:
                 if worker is None or self.state in (DeviceState.RESTARTING, DeviceState.STARTING):
                     if worker is not None:
                         await worker.kill()
-                    old, _ = self._fresh_memory()  # the next worker maps the new file
-                    self.memory.forget(old)
+                    self.memory.forget(self._fresh_memory())  # the next worker maps the new file
                     return  # the restart ends in FREE
                 self.state = DeviceState.RESETTING
                 worker.cancel_current()
@@ -262,12 +265,12 @@ class SimDevice:
                     await worker.call("waves_forget", self.watchdog_s)
                 await worker.call("reset", self.watchdog_s)
                 # A fresh udma file per lease: a former holder's mapping (the local fast
-                # path) stays on the old, unlinked file and never sees the next holder.
-                old, new = self._fresh_memory()
+                # path) stays on the old file and never sees the next holder.
+                old_fd = self._fresh_memory()
                 try:
-                    await worker.call("remap", self.watchdog_s, old=str(old), new=str(new))
+                    await worker.remap_memory(old_fd, self.memory.fds["udma"], self.watchdog_s)
                 finally:
-                    self.memory.forget(old)
+                    self.memory.forget(old_fd)
                 await self._wipe_on_chip(worker)
                 self.state = DeviceState.FREE
             except Exception as exc:

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
+from npuemu.process_guard import drop_all_capabilities
+
 __all__ = ["ServerProcess"]
 
 _READY = re.compile(r"serving (\d+) (\w+) device\(s\) on ([\d.]+):(\d+)")
@@ -70,6 +72,7 @@ class ServerProcess:
         command: tuple[str, ...] | None = None,
         cwd: Path | None = None,
         prebuild: bool = True,
+        unprivileged: bool = False,
     ) -> ServerProcess:
         """Launch the server on 127.0.0.1 and a free port; return once it serves.
 
@@ -81,6 +84,8 @@ class ServerProcess:
         With `prebuild` (the default, for the in-tree server only) the verilated model the
         server will use is built here first, without a time limit, so `timeout_s` covers
         the server's own start and not a cold build on a loaded machine (minutes).
+        `unprivileged` runs the server (and so its workers) with no capabilities even when
+        this process is root, as a normal user's server runs.
         """
         own_build = env is not None and {"NPU_EMU_RTL_DIR", "NPU_EMU_BUILD_DIR"} & env.keys()
         if prebuild and command is None and cwd is None and not own_build:
@@ -118,6 +123,7 @@ class ServerProcess:
             text=True,
             env=child_env,
             cwd=cwd,
+            preexec_fn=drop_all_capabilities if unprivileged else None,
         )
         ready: list[re.Match[str]] = []
         got = threading.Event()

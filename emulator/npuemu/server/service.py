@@ -28,6 +28,7 @@ from npuemu.server.errors import (
     check_register,
     clip,
 )
+from npuemu.server.local_handout import handout_socket
 from xrt._generated.hwconfig import CLOCK_PERIOD_PS, DMA, HW_VERSION
 from xrt._proto.npuemu.v1 import device_pb2 as pb
 from xrt._proto.npuemu.v1 import device_pb2_grpc as pb_grpc
@@ -182,7 +183,7 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
             mappings.append(
                 pb.LocalMapping(
                     region="udma",
-                    path=str(device.memory.files["udma"]),
+                    socket=str(handout_socket(self.m.folder)),
                     size=device.target.memory("udma").size,
                 )
             )

@@ -1,12 +1,18 @@
-"""Shared-memory files behind a device's DDR models.
+"""Shared memory behind a device's DDR models.
 
-Each device has one sparse file per external memory in a private folder under /dev/shm.
-The simulation worker maps them (DPI-C, `+npu_mem_<name>=PATH`); the server maps the
-host-visible one (`udma`) to serve memory reads and writes without the simulator; a client
-on the same machine may map it too (the local fast path). `zero()` gives memory back to
-the kernel (punching holes), which reads as zeros everywhere at once, even while mapped.
-`renew_udma()` puts a new file behind ``udma`` between leases (the worker remaps it in
-place), so a mapping kept by a former holder never sees the next one.
+Each memory is a file without a name: created with ``O_TMPFILE`` in the server's private
+folder under /dev/shm (or ``--memory-dir``), so it uses that file system's room but no
+process can open it by path. The server hands the descriptor to the simulation worker
+(inherited at start, passed over a socket on a renewal), which maps it (DPI-C,
+``+npu_mem_<name>=/proc/self/fd/N``). The server maps the host-visible one (``udma``) to
+serve memory reads and writes without the simulator; a client on the same machine that
+proves its lease gets the descriptor too (the local fast path,
+`npuemu.server.local_handout`). `zero()` gives memory back to the kernel (punching holes),
+which reads as zeros everywhere at once, even while mapped. `renew_udma()` puts a new file
+behind ``udma`` between leases (the worker maps it in place), so a mapping kept by a former
+holder never sees the next one. The server and its workers are non-dumpable
+(`npuemu.process_guard`), so a process of the same user cannot take a descriptor out of
+them through /proc/PID/fd either.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import errno
 import logging
 import mmap
 import os
@@ -63,80 +70,89 @@ def new_server_dir(root: Path | None = None) -> Path:
 
 
 class DeviceMemory:
-    """The memory files of one device, and the server's mapping of the host-visible one."""
+    """The memory files of one device, and the server's mapping of the host-visible one.
+
+    ``fds`` holds one descriptor per memory (``udma``, ``plddr``); the worker must get them
+    (`pass_fds`) and finds them through `plusargs`.
+    """
 
     def __init__(self, folder: Path, device: str, target: TargetConfig) -> None:
         self.folder = folder
         self.device = device
         self.target = target
-        self.files = {name: self._new_path(name) for name in ("udma", "plddr")}
-        for name, path in self.files.items():
-            self._create(path, target.memory(name).size)
+        self.fds: dict[str, int] = {}
+        for name in ("udma", "plddr"):
+            self.fds[name] = self._create(target.memory(name).size)
         self.udma = target.memory("udma")
         self._map_udma()
 
-    def _new_path(self, name: str) -> Path:
-        # A fresh, unguessable name per lease: a former holder's path names nothing.
-        return self.folder / f"{self.device}-{name}-{secrets.token_hex(8)}.bin"
-
-    @staticmethod
-    def _create(path: Path, size: int) -> None:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+    def _create(self, size: int) -> int:
+        try:
+            fd = os.open(self.folder, os.O_TMPFILE | os.O_RDWR, 0o600)
+        except OSError as exc:  # a file system without O_TMPFILE: name it, then unlink
+            if exc.errno not in (errno.EOPNOTSUPP, errno.EISDIR):
+                raise
+            path = self.folder / f"{self.device}-{secrets.token_hex(8)}.bin"
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+            path.unlink()
         try:
             os.ftruncate(fd, size)
-        finally:
+        except OSError:
             os.close(fd)
+            raise
+        return fd
 
     def _map_udma(self) -> None:
-        self._udma_file = self.files["udma"].open("r+b")
-        self._udma_map = mmap.mmap(self._udma_file.fileno(), self.udma.size)
+        self._udma_map = mmap.mmap(self.fds["udma"], self.udma.size)
         self.udma_view = memoryview(self._udma_map)
 
-    def renew_udma(self) -> tuple[Path, Path]:
-        """Put a new (zero) file behind ``udma`` for the next lease; return (old, new).
+    @property
+    def pass_fds(self) -> tuple[int, ...]:
+        """The descriptors a worker process must inherit."""
+        return tuple(self.fds.values())
 
-        The server maps the new file at once; the caller has the worker remap it too, then
+    @property
+    def plusargs(self) -> list[str]:
+        """Simulator plusargs naming each memory (valid in a process that inherited it)."""
+        return [f"+npu_mem_{name}=/proc/self/fd/{fd}" for name, fd in self.fds.items()]
+
+    def renew_udma(self) -> int:
+        """Put a new (zero) file behind ``udma`` for the next lease; return the old file's
+        descriptor.
+
+        The server maps the new file at once; the caller has the worker map it too, then
         calls `forget` on the old one. A mapping a former holder kept (the local fast path)
         stays on the old file, which no one writes any more: it never sees the next holder.
         """
-        old, new = self.files["udma"], self._new_path("udma")
-        self._create(new, self.udma.size)
+        old, new = self.fds["udma"], self._create(self.udma.size)
         self._unmap_udma()
-        self.files["udma"] = new
+        self.fds["udma"] = new
         self._map_udma()
-        return old, new
+        return old
 
     @staticmethod
-    def forget(path: Path) -> None:
-        """Unlink a file that no longer backs a memory (its last mappings keep it alive)."""
-        path.unlink(missing_ok=True)
+    def forget(fd: int) -> None:
+        """Close a descriptor that no longer backs a memory (its mappings keep it alive)."""
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
     def _unmap_udma(self) -> None:
         with contextlib.suppress(BufferError):
             self.udma_view.release()
             self._udma_map.close()
-        self._udma_file.close()
-
-    @property
-    def plusargs(self) -> list[str]:
-        return [f"+npu_mem_{name}={path}" for name, path in self.files.items()]
 
     def zero(self) -> None:
         """Make every byte of every memory read 0 (holes: no time, no RAM)."""
-        for path in self.files.values():
-            fd = os.open(path, os.O_RDWR)
-            try:
-                size = os.fstat(fd).st_size
-                mode = _FALLOC_FL_PUNCH_HOLE | _FALLOC_FL_KEEP_SIZE
-                if _libc.fallocate(fd, mode, ctypes.c_long(0), ctypes.c_long(size)) != 0:
-                    err = ctypes.get_errno()
-                    log.warning("cannot punch %s (%s): writing zeros", path, os.strerror(err))
-                    with os.fdopen(os.dup(fd), "r+b") as f, mmap.mmap(f.fileno(), size) as m:
-                        m[:] = bytes(size)
-            finally:
-                os.close(fd)
+        for name, fd in self.fds.items():
+            size = os.fstat(fd).st_size
+            mode = _FALLOC_FL_PUNCH_HOLE | _FALLOC_FL_KEEP_SIZE
+            if _libc.fallocate(fd, mode, ctypes.c_long(0), ctypes.c_long(size)) != 0:
+                err = ctypes.get_errno()
+                log.warning("cannot punch %s (%s): writing zeros", name, os.strerror(err))
+                with mmap.mmap(fd, size) as m:
+                    m[:] = bytes(size)
 
     def close(self) -> None:
         self._unmap_udma()
-        for path in self.files.values():
-            path.unlink(missing_ok=True)
+        for fd in self.fds.values():
+            self.forget(fd)

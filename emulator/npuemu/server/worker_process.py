@@ -51,6 +51,7 @@ class WorkerProcess:
         plusargs: Simulator plusargs (the shared-memory files).
         workdir: Folder for the worker's log and results file.
         extra_env: More environment for the simulator process.
+        pass_fds: Descriptors the simulator inherits (the memory files `plusargs` names).
     """
 
     def __init__(
@@ -60,8 +61,11 @@ class WorkerProcess:
         plusargs: list[str],
         workdir: Path,
         extra_env: dict[str, str] | None = None,
+        pass_fds: tuple[int, ...] = (),
     ) -> None:
         self.name = name
+        self.pass_fds = pass_fds
+        self._fd_channel: socket.socket | None = None  # hands the worker new memory files
         self.extra_env = dict(extra_env or {})
         self.model = model
         self.plusargs = plusargs
@@ -102,6 +106,8 @@ class WorkerProcess:
         """Launch the simulator and wait for its worker loop to report ready."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        fd_parent, fd_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self._fd_channel = fd_parent
         env = simulator_env(
             self.model,
             WORKER_MODULE,
@@ -109,6 +115,7 @@ class WorkerProcess:
             {
                 **self.extra_env,
                 "NPU_WORKER_FD": str(child.fileno()),
+                "NPU_WORKER_FD_CHANNEL": str(fd_child.fileno()),
                 "NPU_DEVICE": self.name,
                 "NPU_SERVER_PID": str(os.getpid()),  # the worker dies with this process
             },
@@ -122,10 +129,11 @@ class WorkerProcess:
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=logf,
                 stderr=asyncio.subprocess.STDOUT,
-                pass_fds=(child.fileno(),),
+                pass_fds=(child.fileno(), fd_child.fileno(), *self.pass_fds),
                 start_new_session=True,  # its own process group: killed as a whole
             )
         child.close()
+        fd_child.close()
         loop = asyncio.get_running_loop()
         self._hello = loop.create_future()
         self._transport, _ = await loop.create_unix_connection(
@@ -302,7 +310,20 @@ class WorkerProcess:
                 await asyncio.wait_for(self.proc.wait(), 10)
         self._close_channel()
 
+    async def remap_memory(self, old_fd: int, new_fd: int, timeout_s: float) -> None:
+        """Have the worker map memory file `new_fd` where it maps file `old_fd` (the
+        DPI-C model's pointers stay valid). The new descriptor goes over a socket of its
+        own (SCM_RIGHTS), the old file is named by its device and inode."""
+        if self._fd_channel is None:
+            raise WorkerUnavailableError(f"simulation worker of {self.name} is not running")
+        socket.send_fds(self._fd_channel, [b"fd"], [new_fd])
+        st = os.fstat(old_fd)
+        await self.call("remap", timeout_s, old=(st.st_dev, st.st_ino))
+
     def _close_channel(self) -> None:
+        fd_channel, self._fd_channel = self._fd_channel, None
+        if fd_channel is not None:
+            fd_channel.close()
         transport, self._transport = self._transport, None
         if transport is not None:
             transport.close()

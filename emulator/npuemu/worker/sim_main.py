@@ -11,7 +11,8 @@ end of a Unix socket pair in NPU_WORKER_FD. The loop answers one request at a ti
 - a request: run it through the harness and answer, with the cycle count.
 
 Bulk data never comes here: host-visible memory is a shared-memory file the server reads
-and writes itself.
+and writes itself. The memory files have no name: inherited at start, passed over
+NPU_WORKER_FD_CHANNEL when the server renews one.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any
 import cocotb
 from cocotb.triggers import FallingEdge, First, Timer
 
+from npuemu.process_guard import make_non_dumpable
 from npuemu.sim.harness import NpuHarness
 from npuemu.sim.waves import WaveRecorder, WavesUnavailableError
 from npuemu.worker.protocol import BlockingChannel, ChannelClosedError
@@ -46,18 +48,23 @@ STATUS_NAMES = {0: "OK", 2: "SLVERR", 3: "DECERR", 4: "POLL_TIMEOUT"}
 ALL_BITS = 0xFFFF_FFFF
 
 
-def remap_file(old: str, new: str) -> None:
-    """Map file `new` over the mapping(s) of file `old` in this process, at the same address
-    (MAP_FIXED), so the DPI-C memory model's pointers stay valid. Runs between requests (the
-    simulation is frozen). The server uses it to give each lease a fresh ``udma`` file."""
+def remap_memory(old: tuple[int, int], fd: int) -> None:
+    """Map memory file `fd` over the mapping(s) of the file `old` (device, inode) in this
+    process, at the same address (MAP_FIXED), so the DPI-C memory model's pointers stay
+    valid. Runs between requests (the simulation is frozen). The server uses it to give
+    each lease a fresh ``udma`` file."""
+    dev, ino = old
     spans = []
     for line in Path("/proc/self/maps").read_text().splitlines():
-        parts = line.split(maxsplit=5)
-        if len(parts) == 6 and parts[5].strip() == old:
+        parts = line.split(maxsplit=5)  # range perms offset major:minor inode [path]
+        if len(parts) < 5 or int(parts[4]) != ino:
+            continue
+        major, minor = (int(x, 16) for x in parts[3].split(":"))
+        if os.makedev(major, minor) == dev:
             start, end = (int(x, 16) for x in parts[0].split("-"))
             spans.append((start, end, int(parts[2], 16)))
     if not spans:
-        raise ValueError(f"{old} is not mapped in this worker")
+        raise ValueError(f"memory file (device {dev}, inode {ino}) is not mapped in this worker")
     libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
     libc.mmap.restype = ctypes.c_void_p
     libc.mmap.argtypes = [
@@ -68,22 +75,27 @@ def remap_file(old: str, new: str) -> None:
         ctypes.c_int,
         ctypes.c_long,
     ]
-    fd = os.open(new, os.O_RDWR)
-    try:
-        for start, end, offset in spans:
-            got = libc.mmap(
-                start,
-                end - start,
-                mmap.PROT_READ | mmap.PROT_WRITE,
-                mmap.MAP_SHARED | _MAP_FIXED,
-                fd,
-                offset,
-            )
-            if got != start:
-                err = ctypes.get_errno()
-                raise OSError(err, f"cannot map {new} at {start:#x}: {os.strerror(err)}")
-    finally:
-        os.close(fd)
+    for start, end, offset in spans:
+        got = libc.mmap(
+            start,
+            end - start,
+            mmap.PROT_READ | mmap.PROT_WRITE,
+            mmap.MAP_SHARED | _MAP_FIXED,
+            fd,
+            offset,
+        )
+        if got != start:
+            err = ctypes.get_errno()
+            raise OSError(err, f"cannot map the new memory at {start:#x}: {os.strerror(err)}")
+
+
+def receive_memory_fd() -> int:
+    """The memory file the server sent over NPU_WORKER_FD_CHANNEL (SCM_RIGHTS)."""
+    with socket.socket(fileno=os.dup(int(os.environ["NPU_WORKER_FD_CHANNEL"]))) as chan:
+        _, fds, _, _ = socket.recv_fds(chan, 16, 1)
+    if len(fds) != 1:
+        raise ValueError(f"expected one memory file from the server, got {len(fds)}")
+    return fds[0]
 
 
 class Worker:
@@ -139,7 +151,11 @@ class Worker:
         if op == "batch":
             return {"results": await self.batch(req["ops"])}
         if op == "remap":
-            remap_file(req["old"], req["new"])
+            fd = receive_memory_fd()
+            try:
+                remap_memory(tuple(req["old"]), fd)
+            finally:
+                os.close(fd)
             return {}
         if op.startswith("waves_"):
             try:
@@ -237,6 +253,7 @@ async def run_request(
 async def serve(dut) -> None:
     """The request loop (the only 'test' of this module): runs until told to quit."""
     server = _die_with_the_server()
+    make_non_dumpable()  # same-user processes cannot take the memory files out of it
     worker = Worker(dut)
     await worker.h.reset()
     chan = BlockingChannel(socket.socket(fileno=int(os.environ["NPU_WORKER_FD"])))

@@ -7,8 +7,9 @@ the lease lives as long as the transport and ends with the process. It makes:
 - `GrpcRegRegion`: a register block. One RPC per single read or write; `RegRegion.execute`
   is one ``RegisterBatch`` RPC (server-side read-modify-write and poll-until);
 - `GrpcMemRegion`: host-visible memory (``udma``). Reads and writes stream 1 MiB messages,
-  unless the local fast path is on: when client and server share a machine, ``OpenDevice``
-  hands out the shared-memory file behind the region and the client maps it (the region
+  unless the local fast path is on: when client and server share a machine, the client
+  proves its lease on the server's local socket, receives the memory file behind the
+  region (a descriptor: nothing on disk names it) and maps it (the region
   then has a host map: BOTH pointers, zero-copy views, no RPC per access).
 
 URL: ``grpc://HOST:PORT[/DEVICE][?token=...&local=0|1&client=NAME&ttl=SECONDS&wait=SECONDS
@@ -71,6 +72,7 @@ from xrt.transport._grpc_retry import (
     SERVICE_CONFIG,
     retry_hint,
 )
+from xrt.transport._local_memory import receive_memory_file
 
 __all__ = [
     "POLL_CYCLES_PER_S",
@@ -429,8 +431,8 @@ class GrpcTransport(NpuTransport):
             raise rpc_error(hold.error, f"holding the lease of {self.info.name}")
 
     def _map_local(self, mappings: Sequence[pb.LocalMapping]) -> None:
-        """Map the shared-memory file of ``udma`` when the server offered it, and prove it is
-        the same memory (a byte pattern written through the server must show in the map)."""
+        """Map the memory file of ``udma`` when the server offered it, and prove it is the
+        same memory (a byte pattern written through the server must show in the map)."""
         m = next((m for m in mappings if m.region == "udma"), None)
         if m is None:
             self.local_note = "the server did not offer it (another machine)"
@@ -440,11 +442,17 @@ class GrpcTransport(NpuTransport):
             self.local_note = f"mapping of {m.size} B for a {mem.size}-byte region"
             return
         try:
-            with open(m.path, "r+b") as f:
-                mapped = mmap.mmap(f.fileno(), m.size)
+            fd = receive_memory_file(m.socket, self._lease, m.size)
         except (OSError, ValueError) as exc:
-            self.local_note = f"cannot map {m.path}: {exc}"
+            self.local_note = f"no memory file from {m.socket}: {exc}"
             return
+        try:
+            mapped = mmap.mmap(fd, m.size)
+        except (OSError, ValueError) as exc:
+            self.local_note = f"cannot map the memory file: {exc}"
+            return
+        finally:
+            os.close(fd)
         probe = mem.end - 16
         old = bytes(self._read_memory(probe, 16))
         nonce = secrets.token_bytes(16)
@@ -453,11 +461,11 @@ class GrpcTransport(NpuTransport):
         self._write_memory(probe, memoryview(old))
         if not same:
             mapped.close()
-            self.local_note = f"{m.path} here is not the server's file"
+            self.local_note = "the memory file is not the server's memory"
             return
         self._map = mapped
         self._map_view = memoryview(mapped)
-        self.local_note = f"mapped {m.path}"
+        self.local_note = f"mapped the memory file from {m.socket}"
 
     # -- what it is ------------------------------------------------------------------------
 

@@ -131,14 +131,14 @@ class LocalHost(_message.Message):
     def __init__(self, hostname: _Optional[str] = ..., boot_id: _Optional[str] = ...) -> None: ...
 
 class LocalMapping(_message.Message):
-    __slots__ = ("region", "path", "size")
+    __slots__ = ("region", "size", "socket")
     REGION_FIELD_NUMBER: _ClassVar[int]
-    PATH_FIELD_NUMBER: _ClassVar[int]
     SIZE_FIELD_NUMBER: _ClassVar[int]
+    SOCKET_FIELD_NUMBER: _ClassVar[int]
     region: str
-    path: str
     size: int
-    def __init__(self, region: _Optional[str] = ..., path: _Optional[str] = ..., size: _Optional[int] = ...) -> None: ...
+    socket: str
+    def __init__(self, region: _Optional[str] = ..., size: _Optional[int] = ..., socket: _Optional[str] = ...) -> None: ...
 
 class OpenDeviceResponse(_message.Message):
     __slots__ = ("lease_id", "lease_ttl_ms", "info", "local_mappings")

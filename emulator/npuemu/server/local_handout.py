@@ -1,0 +1,129 @@
+"""The local fast path's front door: a lease holder on this machine gets its memory file.
+
+Host-visible memory (``udma``) is a shared-memory file without a name
+(`npuemu.server.shm`). A client on the server's machine that asked for the fast path in
+``OpenDevice`` connects to the Unix socket named in its ``LocalMapping``, sends its lease id
+and a newline, and gets the file's descriptor (SCM_RIGHTS) with the line ``udma SIZE``.
+Anything else (no such lease, a lease that ended, a malformed or overlong request, no
+request within `REQUEST_TIMEOUT_S`) gets one line saying why and no descriptor. The
+descriptor is that of the lease's own file: at the lease end the server puts a new file
+behind ``udma``, so a descriptor (or mapping) kept by a former holder never sees the next
+holder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+from pathlib import Path
+
+from npuemu.server.devices import DeviceManager
+from npuemu.server.errors import ServiceError
+
+__all__ = ["REQUEST_TIMEOUT_S", "LocalHandout", "handout_socket"]
+
+log = logging.getLogger("npuemu.server")
+
+REQUEST_TIMEOUT_S = 10.0  # a connected client sends its lease id within this
+_MAX_REQUEST = 128  # bytes: a lease id is 24 hex digits
+
+
+def handout_socket(folder: Path) -> Path:
+    """Where the server in private folder `folder` serves memory-file descriptors."""
+    return folder / "local.sock"
+
+
+class LocalHandout:
+    """Serves memory-file descriptors to lease holders on this machine.
+
+    Args:
+        folder: The server's private folder (0700); the socket is created in it.
+        manager: The devices and their leases.
+    """
+
+    def __init__(self, folder: Path, manager: DeviceManager) -> None:
+        self.path = handout_socket(folder)
+        self.manager = manager
+        self._sock: socket.socket | None = None
+        self._accept_task: asyncio.Task[None] | None = None
+        self._clients: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old_umask = os.umask(0o177)  # the socket is 0600 from the start
+        try:
+            sock.bind(str(self.path))
+        finally:
+            os.umask(old_umask)
+        sock.listen(16)
+        sock.setblocking(False)
+        self._sock = sock
+        self._accept_task = asyncio.get_running_loop().create_task(self._accept_loop())
+
+    async def stop(self) -> None:
+        tasks = [t for t in (self._accept_task, *self._clients) if t is not None]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+        self.path.unlink(missing_ok=True)
+
+    async def _accept_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        assert self._sock is not None
+        while True:
+            conn, _ = await loop.sock_accept(self._sock)
+            task = loop.create_task(self._serve(conn))
+            self._clients.add(task)
+            task.add_done_callback(self._clients.discard)
+
+    async def _serve(self, conn: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        with conn:
+            conn.setblocking(False)
+            try:
+                lease_id = await asyncio.wait_for(self._read_line(conn), REQUEST_TIMEOUT_S)
+                fd, size = self.memory_of(lease_id)
+            except TimeoutError:
+                return
+            except (ServiceError, ValueError) as exc:
+                reason = exc.message if isinstance(exc, ServiceError) else str(exc)
+                with contextlib.suppress(OSError):
+                    await loop.sock_sendall(conn, f"refused: {reason}\n".encode())
+                return
+            except OSError:
+                return  # the client went away
+            # One small message into an empty socket buffer: it does not block.
+            with contextlib.suppress(OSError):
+                socket.send_fds(conn, [f"udma {size}\n".encode()], [fd])
+
+    @staticmethod
+    async def _read_line(conn: socket.socket) -> str:
+        loop = asyncio.get_running_loop()
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = await loop.sock_recv(conn, _MAX_REQUEST)
+            if not chunk:
+                raise ValueError("no lease id before the connection closed")
+            data += chunk
+            if len(data) > _MAX_REQUEST:
+                raise ValueError(f"request longer than {_MAX_REQUEST} bytes")
+        return data.decode("ascii", errors="replace").strip()
+
+    def memory_of(self, lease_id: str) -> tuple[int, int]:
+        """The descriptor and size of the udma file of the device `lease_id` holds.
+
+        Raises:
+            ServiceError: no live lease with that id (the message never echoes the id)
+        """
+        lease = self.manager.leases.get(lease_id)
+        self.manager.check_live(lease)
+        device = self.manager.devices[lease.device]
+        return device.memory.fds["udma"], device.memory.udma.size
