@@ -45,7 +45,7 @@ from xrt.npu.isa import (
 )
 
 from . import footprint as fp
-from .cost import CostModel, CycleEstimate
+from .cost import CostModel, CycleEstimate, DataBus
 from .machine import Machine
 from .memory import Memory
 from .tokens import Queue, token_ops, unit_of
@@ -179,7 +179,7 @@ def run(
     unit_free = {u: 0 for u in Unit}
     recent: dict[Unit, deque[int]] = {u: deque(maxlen=config.insn_queue_depth) for u in Unit}
     dispatch = 0
-    bus_free: dict[str, int] = {}  # per DDR memory: when its data bus has moved every booked beat
+    buses: dict[str, DataBus] = {}  # per DDR memory: the cycles its data bus is booked
     pc = 0
     try:
         while True:
@@ -220,7 +220,7 @@ def run(
             dur = cost.duration(insn, config)
             end = start + dur
             if config.ddr_shared_bus and isinstance(insn, (Load, Store)):
-                end = _book_ddr_bus(bus_free, memory, regs[insn.base] + insn.offset, start, end,
+                end = _book_ddr_bus(buses, memory, regs[insn.base] + insn.offset, start, end,
                                     cost.bus_beats(insn, config))  # fmt: skip
                 dur = end - start
             q.append(start)
@@ -253,17 +253,15 @@ def run(
 
 
 def _book_ddr_bus(
-    bus_free: dict[str, int], memory: Memory, addr: int, start: int, end: int, beats: int
+    buses: dict[str, DataBus], memory: Memory, addr: int, start: int, end: int, beats: int
 ) -> int:
     """End of a transfer of ``beats`` at ``addr`` that would end at ``end`` alone: on a DDR
-    memory (any but the OCM) whose one data bus serves reads and writes, no earlier than the
-    bus has moved the beats booked before it and its own."""
+    memory (any but the OCM) whose one data bus serves reads and writes, no earlier than its
+    last beat finds a free cycle of that bus."""
     w = memory.window_of(addr)
     if w is None or w.name == "ocm":
         return end
-    free = max(bus_free.get(w.name, 0), start) + beats
-    bus_free[w.name] = free
-    return max(end, free)
+    return max(end, buses.setdefault(w.name, DataBus()).book(start, beats))
 
 
 def _fetch_one(
