@@ -491,6 +491,20 @@ def test_a_ddr_moves_one_beat_per_cycle_for_reads_and_writes_the_ocm_one_each_wa
     assert total(ddr, 1) >= 2 + 256 + 256 > alone
 
 
+def test_a_data_bus_booking_fills_the_first_free_cycles():
+    """Bookings come in program order, not time order: a later booking that starts earlier
+    takes the gaps left between earlier ones."""
+    from xrt.npu.golden.cost import DataBus
+
+    bus = DataBus()
+    assert bus.book(0, 10) == 10
+    assert bus.book(20, 5) == 25
+    assert bus.book(5, 8) == 18  # waits for cycle 10, then fits before 20
+    assert bus.book(0, 5) == 28  # 18..20, then 25..28
+    assert bus.book(30, 3) == 33
+    assert bus.book(0, 1) == 29
+
+
 def test_inconsistent_launch_arguments_are_refused():
     with pytest.raises(ValueError, match="prog_insns=5 exceeds"):
         run([Finish()], Memory([MEM]), prog_insns=5)
