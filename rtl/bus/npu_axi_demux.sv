@@ -2,12 +2,13 @@
 
 /// AXI4 1-to-N demultiplexer by address window, with a DECERR default slave.
 ///
-/// All bursts in flight on one side go to the same slave: a burst for another slave waits
-/// until the earlier ones have completed. That keeps responses in order without ID
-/// remapping, at no cost for a master (like this DMA) whose transfers each stay in one
-/// memory. W beats follow the AW order through a small route queue, so W may run ahead of
-/// its AW handshake without going astray. Request payloads are broadcast to every slave;
-/// only the valid signals are steered.
+/// Bursts to different slaves may be in flight together; responses come back in request
+/// order on each side (a route queue per side names the slave of every burst in flight,
+/// and R and B are taken from the head's slave only), so no ID remapping is needed and a
+/// master that alternates between memories (OCM and DDR) does not wait for one memory's
+/// bursts to finish before the other's latency starts. W beats follow the AW order through
+/// a third route queue, so W may run ahead of its AW handshake without going astray.
+/// Request payloads are broadcast to every slave; only the valid signals are steered.
 module npu_axi_demux #(
   parameter int unsigned NumSlaves = 2,              /// decoded slaves (1..4)
   parameter int unsigned BusBytes = 16,              /// bytes per data beat
@@ -84,7 +85,6 @@ module npu_axi_demux #(
 );
   localparam int unsigned SelWidth = $clog2(NumSlaves + 1);
   localparam logic [SelWidth-1:0] SelErr = SelWidth'(NumSlaves);  // the DECERR slave
-  localparam int unsigned OutWidth = $clog2(MaxOutstanding + 1);
   localparam logic [1:0] RespDecerr = 2'b11;
 
   initial begin
@@ -128,10 +128,10 @@ module npu_axi_demux #(
   );
 
   // ---------------------------------------------------------------- reads
-  logic [SelWidth-1:0] ar_sel, rd_sel_q;
-  logic [OutWidth-1:0] rd_out_q;
+  logic [SelWidth-1:0] ar_sel, r_route;
+  logic                r_route_in_ready, r_route_valid;
   assign ar_sel = decode(s_araddr);
-  wire ar_pass = (rd_out_q == '0 || ar_sel == rd_sel_q) && rd_out_q < OutWidth'(MaxOutstanding);
+  wire ar_pass = r_route_in_ready;
 
   always_comb begin
     m_arvalid   = '0;
@@ -146,44 +146,46 @@ module npu_axi_demux #(
         s_arready         = m_arready[ar_sel];
       end
     end
+    // R from the oldest burst's slave only.
     m_rready   = '0;
     err_rready = 1'b0;
-    if (rd_sel_q == SelErr) begin
-      s_rvalid   = err_rvalid;
-      s_rid      = err_rid;
-      s_rdata    = '0;
-      s_rresp    = RespDecerr;
-      s_rlast    = err_rlast;
-      err_rready = s_rready;
-    end else begin
-      s_rvalid = m_rvalid[rd_sel_q];
-      s_rid    = m_rid[rd_sel_q];
-      s_rdata  = m_rdata[rd_sel_q];
-      s_rresp  = m_rresp[rd_sel_q];
-      s_rlast  = m_rlast[rd_sel_q];
-      m_rready[rd_sel_q] = s_rready;
+    s_rvalid   = 1'b0;
+    s_rid      = '0;
+    s_rdata    = '0;
+    s_rresp    = RespDecerr;
+    s_rlast    = 1'b0;
+    if (r_route_valid) begin
+      if (r_route == SelErr) begin
+        s_rvalid   = err_rvalid;
+        s_rid      = err_rid;
+        s_rlast    = err_rlast;
+        err_rready = s_rready;
+      end else begin
+        s_rvalid = m_rvalid[r_route];
+        s_rid    = m_rid[r_route];
+        s_rdata  = m_rdata[r_route];
+        s_rresp  = m_rresp[r_route];
+        s_rlast  = m_rlast[r_route];
+        m_rready[r_route] = s_rready;
+      end
     end
   end
 
   wire ar_fire = s_arvalid && s_arready;
   wire r_done  = s_rvalid && s_rready && s_rlast;
-  always_ff @(posedge clk_i or negedge rst_ni) begin
-    if (!rst_ni) begin
-      rd_sel_q <= '0;
-      rd_out_q <= '0;
-    end else begin
-      if (ar_fire) rd_sel_q <= ar_sel;
-      rd_out_q <= rd_out_q + OutWidth'(ar_fire) - OutWidth'(r_done);
-    end
-  end
+
+  npu_fifo #(.Width(SelWidth), .Depth(MaxOutstanding)) u_r_route (
+    .clk_i, .rst_ni, .clear_i(1'b0),
+    .in_data_i(ar_sel), .in_valid_i(ar_fire), .in_ready_o(r_route_in_ready),
+    .out_data_o(r_route), .out_valid_o(r_route_valid), .out_ready_i(r_done),
+    .count_o()
+  );
 
   // ---------------------------------------------------------------- writes
-  logic [SelWidth-1:0] aw_sel, wr_sel_q, w_route;
-  logic [OutWidth-1:0] wr_out_q;
-  logic                route_in_ready, route_valid;
+  logic [SelWidth-1:0] aw_sel, w_route, b_route;
+  logic                route_in_ready, route_valid, b_route_in_ready, b_route_valid;
   assign aw_sel = decode(s_awaddr);
-  wire aw_pass = (wr_out_q == '0 || aw_sel == wr_sel_q) && wr_out_q < OutWidth'(MaxOutstanding)
-               && route_in_ready;
+  wire aw_pass = route_in_ready && b_route_in_ready;
 
   always_comb begin
     m_awvalid   = '0;
@@ -210,18 +212,23 @@ module npu_axi_demux #(
         s_wready          = m_wready[w_route];
       end
     end
+    // B from the oldest burst's slave only.
     m_bready   = '0;
     err_bready = 1'b0;
-    if (wr_sel_q == SelErr) begin
-      s_bvalid   = err_bvalid;
-      s_bid      = err_bid;
-      s_bresp    = RespDecerr;
-      err_bready = s_bready;
-    end else begin
-      s_bvalid = m_bvalid[wr_sel_q];
-      s_bid    = m_bid[wr_sel_q];
-      s_bresp  = m_bresp[wr_sel_q];
-      m_bready[wr_sel_q] = s_bready;
+    s_bvalid   = 1'b0;
+    s_bid      = '0;
+    s_bresp    = RespDecerr;
+    if (b_route_valid) begin
+      if (b_route == SelErr) begin
+        s_bvalid   = err_bvalid;
+        s_bid      = err_bid;
+        err_bready = s_bready;
+      end else begin
+        s_bvalid = m_bvalid[b_route];
+        s_bid    = m_bid[b_route];
+        s_bresp  = m_bresp[b_route];
+        m_bready[b_route] = s_bready;
+      end
     end
   end
 
@@ -235,16 +242,12 @@ module npu_axi_demux #(
     .out_data_o(w_route), .out_valid_o(route_valid), .out_ready_i(w_done),
     .count_o()
   );
-
-  always_ff @(posedge clk_i or negedge rst_ni) begin
-    if (!rst_ni) begin
-      wr_sel_q <= '0;
-      wr_out_q <= '0;
-    end else begin
-      if (aw_fire) wr_sel_q <= aw_sel;
-      wr_out_q <= wr_out_q + OutWidth'(aw_fire) - OutWidth'(b_fire);
-    end
-  end
+  npu_fifo #(.Width(SelWidth), .Depth(MaxOutstanding)) u_b_route (
+    .clk_i, .rst_ni, .clear_i(1'b0),
+    .in_data_i(aw_sel), .in_valid_i(aw_fire), .in_ready_o(b_route_in_ready),
+    .out_data_o(b_route), .out_valid_o(b_route_valid), .out_ready_i(b_fire),
+    .count_o()
+  );
 endmodule
 
 `default_nettype wire

@@ -22,6 +22,7 @@ package npu_config_pkg;
   localparam int unsigned NpuWatchdogCycles = 1048576;
   localparam int unsigned NpuBaseRegs = 16;
   localparam int unsigned NpuDdrLatency = 24;
+  localparam int unsigned NpuDdrSharedBus = 1;
   // Buyi: NPU with DMA; every tensor lives in external memory
   localparam int unsigned BuyiTargetId = 1;
   localparam logic [63:0] BuyiNpuBase = 64'h40000000;

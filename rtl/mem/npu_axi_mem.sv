@@ -2,6 +2,10 @@
 
 /// AXI4 slave memory: INCR bursts of full-width beats, one beat per cycle on R and on W,
 /// read and write sides independent, up to `MaxOutstanding` bursts queued per side.
+/// With `SharedDataBus` (the DDR models) reads and writes share one data bus, as the DQ
+/// pins of a DDR chip: one beat per cycle in all, read and write beats alternating while
+/// both sides have work, so a program that streams in and out of DDR at once gets half the
+/// bandwidth of the OCM (a dual-ported SRAM).
 ///
 /// Storage is either a file shared with other processes, reached through DPI-C
 /// (`UseDpi = 1`: the DDR models; the path comes from the plusarg `+npu_mem_<Name>=PATH`,
@@ -19,6 +23,8 @@ module npu_axi_mem #(
   parameter int unsigned MaxOutstanding = 8,   /// bursts queued per side
   /// Cycles from a read request to its first beat, at the least (DDR latency; 0: next cycle).
   parameter int unsigned ReadLatency = 0,
+  /// 1: reads and writes share one beat per cycle (DDR); 0: a beat each way per cycle.
+  parameter bit          SharedDataBus = 1'b0,
   localparam int unsigned DataWidth = BusBytes * 8
 ) (
   input  wire                  clk_i,           /// clock
@@ -138,7 +144,10 @@ module npu_axi_mem #(
   logic [IdWidth-1:0]   rd_id_q;
 
   wire emit = !s_axi_rvalid || s_axi_rready;
-  assign ar_pop = emit && !rd_active_q && ar_head_valid && ar_ripe;
+  // A read beat could be produced this cycle; `rd_go`: it is (the data bus is ours).
+  wire rd_want = emit && (rd_active_q || (ar_head_valid && ar_ripe));
+  logic rd_go;
+  assign ar_pop = rd_go && !rd_active_q;
 
   logic [63:0]        beat_off;
   logic [IdWidth-1:0] beat_id;
@@ -168,7 +177,7 @@ module npu_axi_mem #(
       s_axi_rlast  <= 1'b0;
       s_axi_rid    <= '0;
     end else if (emit) begin
-      if (rd_active_q || (ar_head_valid && ar_ripe)) begin
+      if (rd_go) begin
         s_axi_rvalid <= 1'b1;
         s_axi_rid    <= beat_id;
         s_axi_rlast  <= beat_left == '0;
@@ -217,8 +226,11 @@ module npu_axi_mem #(
     end
   end
 
-  // A beat is taken when its burst is known and the B queue can take the response.
-  assign s_axi_wready = (wr_active_q || aw_head_valid) && b_in_ready;
+  // A beat is taken when its burst is known, the B queue can take the response and (with
+  // a shared data bus) the read side does not hold the bus this cycle.
+  wire   wr_able      = (wr_active_q || aw_head_valid) && b_in_ready;
+  logic  rd_holds;
+  assign s_axi_wready = wr_able && !rd_holds;
   wire   w_fire       = s_axi_wvalid && s_axi_wready;
   assign aw_pop       = w_fire && !wr_active_q;
   wire [1:0] wbeat_resp = beat_resp(wbeat_off);
@@ -248,6 +260,24 @@ module npu_axi_mem #(
         end
       end
     end
+  end
+
+  // ---------------------------------------------------------------- data bus sharing
+  // Under contention the side whose turn it is moves a beat and hands the turn over, so
+  // reads and writes alternate. WREADY never depends on WVALID (no combinational path
+  // back into the interconnect); the read side looks at WVALID instead (R is registered).
+  if (SharedDataBus) begin : g_shared
+    logic turn_wr_q;   // 1: a write beat goes first when both sides have one
+    wire  wr_could = wr_able && s_axi_wvalid;
+    assign rd_holds = rd_want && !turn_wr_q;
+    assign rd_go    = rd_want && !(wr_could && turn_wr_q);
+    always_ff @(posedge clk_i or negedge rst_ni) begin
+      if (!rst_ni) turn_wr_q <= 1'b0;
+      else if (rd_want && wr_could) turn_wr_q <= !turn_wr_q;
+    end
+  end else begin : g_dual
+    assign rd_holds = 1'b0;
+    assign rd_go    = rd_want;
   end
 
   npu_fifo #(.Width(IdWidth + 2), .Depth(MaxOutstanding)) u_b_q (

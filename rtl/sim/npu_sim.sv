@@ -248,7 +248,8 @@ module npu_sim
     npu_axi_mem #(
       .BusBytes(BusBytes), .AddrWidth(AddrWidth), .IdWidth(IdWidth),
       .Base(MemBase[m]), .Size(MemSize[m]), .UseDpi(1'b1), .Name(MemName[m]),
-      .MaxOutstanding(DmaMaxOutstanding), .ReadLatency(NpuDdrLatency)
+      .MaxOutstanding(DmaMaxOutstanding), .ReadLatency(NpuDdrLatency),
+      .SharedDataBus(NpuDdrSharedBus != 0)
     ) u_mem (
       .clk_i(clk), .rst_ni,
       .fault_base_i(fault_base_q), .fault_size_i(is_faulty ? fault_size_q : 64'h0),

@@ -10,6 +10,10 @@
 ///                                                                +-> OCM  on-chip SRAM (HasOcm)
 ///                                                                +-> DECERR   anything else
 ///
+/// The demux keeps bursts to several memories in flight (R and B in request order), so the
+/// engine's OCM and DDR transfers overlap; the DDR models (npu_sim) share one beat per cycle
+/// between reads and writes, the OCM moves a read and a write beat each cycle.
+///
 /// The compute engine (`npu_cmp_core`) is controlled through npu_regs (launch registers,
 /// status, counters) and is the CORE_DONE/CORE_ERROR interrupt source there.
 module npu_top

@@ -64,6 +64,7 @@ class NpuConfig:
     watchdog_cycles: int
     base_regs: int
     ddr_latency: int = 0  # read latency of the DDR models in cycles (the OCM answers at once)
+    ddr_shared_bus: int = 0  # 1: a DDR model moves one beat per cycle, reads and writes together
 
     @property
     def macs_per_cycle(self) -> int:

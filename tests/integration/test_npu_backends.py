@@ -489,8 +489,8 @@ def test_intermediates_that_fit_the_ocm_only_when_sharing_memory_live_on_chip(
     """The memory planner on the device: a chain whose intermediates need 1.2 MB one after
     another, more than the 1 MiB OCM, shares memory by lifetime and keeps all of them on the
     ZG330's chip, its weights too; Buyi keeps everything in plddr. Both are bit-exact
-    against HostBackend, and the ZG330's engine needs fewer cycles (it never waits for a
-    DDR read behind a switch between memories)."""
+    against HostBackend, and the ZG330's engine needs far fewer cycles: the OCM reads and
+    writes a beat each per cycle, a DDR model one beat in all (`ddr_shared_bus`)."""
     from xrt.backend import ZG330Backend
 
     net = _wide_chain()
@@ -515,4 +515,9 @@ def test_intermediates_that_fit_the_ocm_only_when_sharing_memory_live_on_chip(
                 assert where["constants"] == "plddr"
             assert npu.last_stats is not None
             cycles[cls] = npu.last_stats.busy_cycles
-    assert cycles[ZG330Backend] < cycles[BuyiBackend], cycles
+    # Each conv streams its input in and its output out at once: one DDR data bus moves
+    # those beats one after the other, the OCM both ways each cycle (measured: 108,326
+    # engine cycles against 185,904, 42% fewer). Simulated cycles are deterministic.
+    assert cycles[ZG330Backend] * 4 < cycles[BuyiBackend] * 3, (
+        f"ZG330 with every tensor on chip is not 25% faster than Buyi: {cycles}"
+    )

@@ -463,6 +463,48 @@ def test_the_cost_model_overlaps_units_and_waits_for_tokens():
     assert tied.cycles.mac_utilisation == pytest.approx(50 / tied.cycles.total)
 
 
+def test_a_ddr_moves_one_beat_per_cycle_for_reads_and_writes_the_ocm_one_each_way():
+    """With ``ddr_shared_bus`` a LOAD and a STORE that overlap in time on one DDR memory
+    share its data bus (their beats add up); on the OCM, or with the bus not shared, they
+    overlap freely."""
+    from dataclasses import replace
+
+    cost = CostModel(burst_latency=10, issue_cycles=2, fetch_cycles=2)
+    load = Load(buffer=Buffer.INP, base=0, x_size=256, y_size=1, z_size=1, x_stride=B)
+    store = Store(
+        mode=StoreMode.INT32, base=1, x_size=64, y_size=1, z_size=1, x_stride=4 * B,
+        sram_x_stride=1,
+    )  # fmt: skip
+    assert (cost.bus_beats(load, NPU), cost.bus_beats(store, NPU)) == (256, 256)
+    ddr = MemoryWindow("plddr", 0x1_0000_0000, 1 << 20)
+    ocm = MemoryWindow("ocm", 0xF000_0000, 1 << 20)
+
+    def total(window: MemoryWindow, shared: int) -> int:
+        config = replace(NPU, ddr_shared_bus=shared)
+        bases = [window.base, window.base + 0x8000]
+        res = run([load, store, Finish()], Memory([window]), bases, config=config, cost=cost)
+        assert res.ok, res
+        return res.cycles.total
+
+    alone = max(2 + cost.duration(load, NPU), 4 + cost.duration(store, NPU))
+    assert total(ocm, 1) == total(ddr, 0) == alone
+    assert total(ddr, 1) >= 2 + 256 + 256 > alone
+
+
+def test_a_data_bus_booking_fills_the_first_free_cycles():
+    """Bookings come in program order, not time order: a later booking that starts earlier
+    takes the gaps left between earlier ones."""
+    from xrt.npu.golden.cost import DataBus
+
+    bus = DataBus()
+    assert bus.book(0, 10) == 10
+    assert bus.book(20, 5) == 25
+    assert bus.book(5, 8) == 18  # waits for cycle 10, then fits before 20
+    assert bus.book(0, 5) == 28  # 18..20, then 25..28
+    assert bus.book(30, 3) == 33
+    assert bus.book(0, 1) == 29
+
+
 def test_inconsistent_launch_arguments_are_refused():
     with pytest.raises(ValueError, match="prog_insns=5 exceeds"):
         run([Finish()], Memory([MEM]), prog_insns=5)

@@ -25,6 +25,7 @@ NPU = NpuConfig(
     watchdog_cycles=1048576,
     base_regs=16,
     ddr_latency=24,
+    ddr_shared_bus=1,
 )
 TARGETS = {
     'buyi': TargetConfig(

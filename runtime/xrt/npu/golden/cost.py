@@ -9,10 +9,17 @@ dispatching one instruction per `fetch_cycles` into per-unit queues of
   (+ one cycle per padding row a LOAD writes), where a burst is a contiguous run of
   at most ``min(max_burst_beats * bus_bytes, 4096)`` bytes;
 * GEMM: ``issue + n0*n1*n2``; VEC: ``issue + n0*n1``; SYNC: ``issue``.
+
+With ``ddr_shared_bus`` (`npu.toml`) a DDR memory moves one beat per cycle for reads and
+writes together: the executor books each LOAD/STORE's beats (`CostModel.bus_beats`) on its
+memory's `DataBus`, in the first free cycles from the transfer's start, and ends the
+transfer no earlier than its last beat; the OCM has no such limit (a read and a write beat
+per cycle).
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass, field
 
 from xrt._generated.hwconfig import DMA
@@ -21,7 +28,7 @@ from xrt.npu.isa import Finish, Gemm, Instruction, Load, Store, Sync, Unit, Vec
 
 from . import footprint as fp
 
-__all__ = ["CostModel", "CycleEstimate", "transfer_shape"]
+__all__ = ["CostModel", "CycleEstimate", "DataBus", "transfer_shape"]
 
 
 def transfer_shape(
@@ -62,6 +69,18 @@ class CostModel:
         waves = -(-bursts // self.max_outstanding)
         return beats, max(beats, waves * self.burst_latency) + self.burst_latency
 
+    def bus_beats(self, insn: Instruction, config: NpuConfig) -> int:
+        """Data beats a LOAD or STORE moves on the bus (0 for other instructions)."""
+        if isinstance(insn, Load):
+            e = fp.elem_bytes(insn.buffer, config.block)
+        elif isinstance(insn, Store):
+            e = fp.store_elem_bytes(insn, config.block)
+        else:
+            return 0
+        sizes = (insn.z_size, insn.y_size, insn.x_size)
+        runs, run = transfer_shape(sizes, (insn.z_stride, insn.y_stride, insn.x_stride), e)
+        return self._transfer(runs, run)[0]
+
     def duration(self, insn: Instruction, config: NpuConfig) -> int:
         """Cycles ``insn`` keeps its unit busy."""
         if isinstance(insn, Load):
@@ -85,6 +104,47 @@ class CostModel:
         if isinstance(insn, Finish):
             return 0
         raise TypeError(f"not an instruction: {insn!r}")
+
+
+class DataBus:
+    """The cycles one memory's data bus is booked, as sorted disjoint [start, end) runs.
+
+    Instructions are booked in program order, which is not time order (a LOAD of the next
+    tile may run before the STORE of this one): a booking fills the first free cycles from
+    its start, gaps between earlier bookings included.
+    """
+
+    def __init__(self) -> None:
+        self._starts: list[int] = []
+        self._ends: list[int] = []
+
+    def book(self, t: int, beats: int) -> int:
+        """Book ``beats`` free cycles from cycle ``t`` on; return the end of the last one."""
+        starts, ends = self._starts, self._ends
+        first = i = bisect_right(ends, t)  # the first run ending after t
+        pieces: list[tuple[int, int]] = []
+        while beats > 0:
+            nxt = starts[i] if i < len(starts) else None
+            if nxt is None or nxt > t:
+                take = beats if nxt is None else min(beats, nxt - t)
+                pieces.append((t, t + take))
+                t += take
+                beats -= take
+            if beats > 0:
+                t = max(t, ends[i])
+                i += 1
+        # Merge the pieces with runs first-1 .. i (touching ones join).
+        lo, hi = max(first - 1, 0), min(i + 1, len(starts))
+        runs = sorted([*zip(starts[lo:hi], ends[lo:hi], strict=True), *pieces])
+        merged: list[list[int]] = []
+        for a, b in runs:
+            if merged and a <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], b)
+            else:
+                merged.append([a, b])
+        starts[lo:hi] = [a for a, _ in merged]
+        ends[lo:hi] = [b for _, b in merged]
+        return t
 
 
 @dataclass

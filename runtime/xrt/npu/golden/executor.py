@@ -45,7 +45,7 @@ from xrt.npu.isa import (
 )
 
 from . import footprint as fp
-from .cost import CostModel, CycleEstimate
+from .cost import CostModel, CycleEstimate, DataBus
 from .machine import Machine
 from .memory import Memory
 from .tokens import Queue, token_ops, unit_of
@@ -179,6 +179,7 @@ def run(
     unit_free = {u: 0 for u in Unit}
     recent: dict[Unit, deque[int]] = {u: deque(maxlen=config.insn_queue_depth) for u in Unit}
     dispatch = 0
+    buses: dict[str, DataBus] = {}  # per DDR memory: the cycles its data bus is booked
     pc = 0
     try:
         while True:
@@ -218,6 +219,10 @@ def run(
             _execute(insn, pc, unit, m, memory, regs, res, config)
             dur = cost.duration(insn, config)
             end = start + dur
+            if config.ddr_shared_bus and isinstance(insn, (Load, Store)):
+                end = _book_ddr_bus(buses, memory, regs[insn.base] + insn.offset, start, end,
+                                    cost.bus_beats(insn, config))  # fmt: skip
+                dur = end - start
             q.append(start)
             unit_free[unit] = end
             res.cycles.busy[unit] += dur
@@ -245,6 +250,18 @@ def run(
     res.cycles.macs = res.macs
     res.tokens_left = {queue: len(v) for queue, v in pending.items()}
     return res
+
+
+def _book_ddr_bus(
+    buses: dict[str, DataBus], memory: Memory, addr: int, start: int, end: int, beats: int
+) -> int:
+    """End of a transfer of ``beats`` at ``addr`` that would end at ``end`` alone: on a DDR
+    memory (any but the OCM) whose one data bus serves reads and writes, no earlier than its
+    last beat finds a free cycle of that bus."""
+    w = memory.window_of(addr)
+    if w is None or w.name == "ocm":
+        return end
+    return max(end, buses.setdefault(w.name, DataBus()).book(start, beats))
 
 
 def _fetch_one(
