@@ -149,14 +149,18 @@ def worker_starts_fail(server: ServerProcess, device: str) -> Iterator[Callable[
         restore()
 
 
-def children_of(pid: int) -> list[int]:
-    """Pids of the live child processes of `pid` (a server's workers)."""
+def children_of(pid: int, command: str = "") -> list[int]:
+    """Pids of the live child processes of `pid` (a server's workers); with `command`,
+    only those running it (``npu_sim``: a worker that has started its simulator, not a
+    process forked a moment earlier that may still be something else)."""
     kids = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
+            head, rest = stat.read_text().rsplit(")", 1)
         except OSError:
             continue
-        if int(fields[1]) == pid and fields[0] != "Z":
+        fields = rest.split()
+        name = head.split("(", 1)[1]
+        if int(fields[1]) == pid and fields[0] != "Z" and (not command or name == command):
             kids.append(int(stat.parent.name))
     return kids

@@ -395,7 +395,7 @@ def test_workers_die_with_a_killed_server():
     srv = ServerProcess.start(devices=2)
     workers: list[int] = []
     try:
-        workers += children_of(srv.proc.pid)
+        workers += children_of(srv.proc.pid, "npu_sim")
         assert len(workers) == 2
         c = connect(srv)
         c.open(device="npu0")

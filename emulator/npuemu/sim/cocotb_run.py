@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 import sys
@@ -130,6 +131,19 @@ def _failures(log_file: Path) -> str:
     return "\n".join(out[-200:])
 
 
+@functools.cache
+def _libpython() -> str:
+    """The shared libpython the simulator embeds, looked up once per process: the lookup
+    runs ``ldconfig``/``gcc`` subprocesses (ctypes.util), which a server restarting a
+    worker has no reason to spawn each time."""
+    import find_libpython
+
+    libpython = find_libpython.find_libpython()
+    if libpython is None:
+        raise RuntimeError("cannot find libpython: is this Python built with a shared library?")
+    return libpython
+
+
 def simulator_env(
     model: BuiltModel, test_module: str, results_file: Path, extra_env: Mapping[str, str]
 ) -> dict[str, str]:
@@ -138,12 +152,9 @@ def simulator_env(
     For long-lived simulator processes that a caller supervises itself (the emulator's
     workers): the same variables cocotb's runner sets before it runs a test.
     """
-    import find_libpython
     from cocotb_tools import config
 
-    libpython = find_libpython.find_libpython()
-    if libpython is None:
-        raise RuntimeError("cannot find libpython: is this Python built with a shared library?")
+    libpython = _libpython()
     env = dict(os.environ)
     env.update(verilator_env())
     env.update(
