@@ -13,6 +13,11 @@ Speeds are given per wall-clock second and per CPU second of the simulating proc
 latter holds still when other work shares the machine).
 
 Medians over --repeat runs. Usage: python bench/bench_compute.py [--repeat 3] [--target buyi]
+
+--valgrind adds instruction counts of the harness's simulator process (cachegrind, which
+does not depend on the load): per idle cycle (a 100,000-cycle run less a 0-cycle one) and
+per cycle of each 3x3 conv (its run less the 0-cycle one, over its simulated cycles).
+--model DIR measures a model built before (a before/after pair) instead of this checkout's.
 """
 
 from __future__ import annotations
@@ -25,27 +30,32 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 
 from bench_dma import timed_build  # noqa: E402
+from bench_regbus_sim import valgrind_ir  # noqa: E402
 from compute_cases import Case, cases  # noqa: E402
 
 from npuemu.sim.build import (  # noqa: E402
     DPI_SOURCES,
     RTL_DIR,
     VERILATOR_ARGS,
+    BuiltModel,
     build_npu_sim,
     rtl_sources,
     verilator_env,
 )
-from npuemu.sim.cocotb_run import run_cocotb  # noqa: E402
+from npuemu.sim.cocotb_run import run_cocotb, simulator_env  # noqa: E402
 from xrt.hwconfig import target  # noqa: E402
 from xrt.npu import golden  # noqa: E402
 
 RAW_IDLE_CYCLES = 1_000_000
+GRIND_IDLE_CYCLES = 100_000
+GRIND_CASES = ("conv3x3 64ch 16x16, hand-compiled", "conv3x3 64ch 16x16, compiler")
 
 
 def build_raw(target_name: str, out_dir: Path) -> Path:
@@ -94,6 +104,8 @@ def main() -> None:
     parser.add_argument(
         "--raw-exe", type=Path, help="a raw loop built before from the same sources (no build)"
     )
+    parser.add_argument("--model", type=Path, help="folder of a harness model built before")
+    parser.add_argument("--valgrind", action="store_true", help="harness instruction counts")
     args = parser.parse_args()
     cfg = target(args.target)
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
@@ -105,7 +117,11 @@ def main() -> None:
             print(f"building from scratch ({args.target}) ...", flush=True)
             cold = [timed_build_cpu(args.target, tmp_path / "cold")]
             warm = [timed_build_cpu(args.target, tmp_path / "cold") for _ in range(args.repeat)]
-        model = build_npu_sim(args.target)
+        model = (
+            BuiltModel("npu_sim", args.model.resolve(), "given", False, 0.0)
+            if args.model
+            else build_npu_sim(args.target)
+        )
         files = {m: shm_path / f"{m}.bin" for m in ("udma", "plddr")}
         for m, path in files.items():
             with path.open("wb") as f:
@@ -125,6 +141,8 @@ def main() -> None:
             },
         )
         rows = [json.loads(line) for line in results.read_text().splitlines()]
+        grind = harness_instructions(model, args.target, files, tmp_path) if args.valgrind else {}
+        grind_raw: dict[str, float] = {}
         idle_rows = [r for r in rows if r["case"].startswith("idle")]
         rows = [r for r in rows if not r["case"].startswith("idle")]
         raw: dict[str, list[dict[str, float]]] = {}
@@ -145,6 +163,8 @@ def main() -> None:
             for _ in range(args.repeat):
                 idle_cmd = [str(exe), "--idle", str(RAW_IDLE_CYCLES), *plusargs]
                 raw.setdefault("idle", []).append(run_raw(idle_cmd))
+            if args.valgrind:
+                grind_raw = raw_instructions(exe, rows, all_cases, files, tmp_path)
 
     print()
     print(f"target {args.target}, medians of {args.repeat} runs; load average {load}")
@@ -175,12 +195,101 @@ def main() -> None:
         f"engine idle: cocotb harness {fmt(rates(idle))}{idle_raw}; "
         f"during register reads (harness) {fmt(rates(regs))}"
     )
+    if grind:
+        print(
+            f"instructions per simulated cycle, harness (valgrind): engine idle "
+            f"{grind['idle']:,.0f}; "
+            + ", ".join(f"{name} busy {grind[name]:,.0f}" for name in GRIND_CASES)
+        )
+    if grind_raw:
+        print(
+            f"instructions per simulated cycle, raw loop (valgrind): engine idle "
+            f"{grind_raw['idle']:,.0f}; "
+            + ", ".join(f"{name} busy {grind_raw[name]:,.0f}" for name in GRIND_CASES)
+        )
+        print(
+            "harness / raw by instructions: idle "
+            f"{grind['idle'] / grind_raw['idle']:.3f}, "
+            + ", ".join(f"{name} {grind[name] / grind_raw[name]:.3f}" for name in GRIND_CASES)
+        )
     if cold:
         print(
             f"model build from scratch: {statistics.median(c[0] for c in cold):.1f} s "
             f"({statistics.median(c[1] for c in cold):.1f} CPU s); cache warm: "
             f"{statistics.median(w[0] for w in warm):.2f} s"
         )
+
+
+def harness_instructions(
+    model: BuiltModel, target_name: str, files: dict[str, Path], tmp: Path
+) -> dict[str, float]:
+    """Instructions per simulated cycle in the harness's simulator process: idle, and each
+    of GRIND_CASES; each the difference of two runs that differ only in the workload. The
+    runs go in parallel (each with its own memory files): under valgrind each takes
+    minutes of CPU, most of it Python starting up."""
+    works = ("idle:0", f"idle:{GRIND_IDLE_CYCLES}", *GRIND_CASES)
+
+    def grind(index: int, work: str) -> tuple[int, int]:
+        mems = {}
+        for m, path in files.items():
+            mems[m] = path.with_name(f"grind{index}-{m}.bin")
+            with mems[m].open("wb") as f:
+                f.truncate(path.stat().st_size)
+        out = tmp / f"grind-{index}.jsonl"
+        env = simulator_env(
+            model,
+            "compute_cocotb",
+            tmp / f"grind-{index}.xml",
+            {
+                "NPU_TARGET": target_name,
+                "BENCH_OUT": str(out),
+                "BENCH_REPEAT": "1",
+                "BENCH_ONLY": work,
+                "NPU_MEM_PLDDR": str(mems["plddr"]),
+                "PYTHONHASHSEED": "0",
+            },
+        )
+        plusargs = [f"+npu_mem_{m}={p}" for m, p in mems.items()]
+        ir = valgrind_ir([str(model.executable), *plusargs], env, tmp)
+        rows = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
+        for path in mems.values():
+            path.unlink()
+        return ir, rows[0]["cycles"] if rows else 0
+
+    print(f"  valgrind, harness: {', '.join(works)} in parallel ...", flush=True)
+    with ThreadPoolExecutor(len(works)) as pool:
+        done = dict(zip(works, pool.map(grind, range(len(works)), works), strict=True))
+    base = done["idle:0"][0]
+    result = {"idle": (done[f"idle:{GRIND_IDLE_CYCLES}"][0] - base) / GRIND_IDLE_CYCLES}
+    for name in GRIND_CASES:
+        result[name] = (done[name][0] - base) / done[name][1]
+    return result
+
+
+def raw_instructions(
+    exe: Path, rows: list[dict], all_cases: list[Case], files: dict[str, Path], tmp: Path
+) -> dict[str, float]:
+    """Instructions per simulated cycle in the raw loop, as `harness_instructions`: idle,
+    and each of GRIND_CASES from START to the interrupt (its launch writes, about 60 cycles
+    before START, are counted in with them)."""
+    plusargs = [f"+npu_mem_{m}={p}" for m, p in files.items()]
+    print("  valgrind, raw loop ...", flush=True)
+    base = valgrind_ir([str(exe), "--idle", "0", *plusargs], dict(os.environ), tmp)
+    idle_cmd = [str(exe), "--idle", str(GRIND_IDLE_CYCLES), *plusargs]
+    result = {"idle": (valgrind_ir(idle_cmd, dict(os.environ), tmp) - base) / GRIND_IDLE_CYCLES}
+    for name in GRIND_CASES:
+        case = next(c for c in all_cases if c.name == name)
+        row = next(r for r in rows if r["case"] == name)
+        with files["plddr"].open("r+b") as f:
+            for off, blob in case.images.items():
+                f.seek(off)
+                f.write(blob)
+        writes = tmp / "writes.txt"
+        writes.write_text("".join(f"{a} {v}\n" for a, v in row["launch"]))
+        cmd = [str(exe), str(writes), *plusargs]
+        cycles = run_raw(cmd)["cycles"]
+        result[name] = (valgrind_ir(cmd, dict(os.environ), tmp) - base) / cycles
+    return result
 
 
 def run_raw(cmd: list[str]) -> dict[str, float]:

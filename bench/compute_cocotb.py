@@ -1,7 +1,8 @@
 """cocotb side of bench/bench_compute.py: convolution programs on the engine, timed.
 
 Writes one JSON object per run to the file named by BENCH_OUT; each output is checked
-against the host kernel."""
+against the host kernel. For instruction counting under valgrind, BENCH_ONLY runs one
+workload once: "idle:CYCLES" (0 for the base run) or a case's name."""
 
 from __future__ import annotations
 
@@ -31,9 +32,20 @@ async def compute_speed(dut):
     out = open(os.environ["BENCH_OUT"], "a")  # noqa: SIM115 - closed below
     status = cfg.npu_base + _R["CORE_STATUS"]
     all_cases = cases()
-    for _ in range(int(os.environ["BENCH_REPEAT"])):
-        # The engine idle: the clock alone, then register reads (issue 13's traffic).
-        for case, ops in (("idle", None), ("idle_regs", [RegOp(RegOpKind.READ, status)] * 2000)):
+    # The engine idle: the clock alone, then register reads (issue 13's traffic).
+    idle_cases = [("idle", None), ("idle_regs", [RegOp(RegOpKind.READ, status)] * 2000)]
+    repeat = int(os.environ["BENCH_REPEAT"])
+    only = os.environ.get("BENCH_ONLY")
+    if only is not None:
+        repeat, idle_cases = 1, []
+        if only.startswith("idle:"):
+            await h.run_cycles(int(only.removeprefix("idle:")))
+            all_cases = []
+        else:
+            all_cases = [c for c in all_cases if c.name == only]
+            assert all_cases, f"no case {only}"
+    for _ in range(repeat):
+        for case, ops in idle_cases:
             t0, cpu0, c0 = time.perf_counter(), time.process_time(), h.cycles
             if ops is None:
                 await h.run_cycles(IDLE_CYCLES)

@@ -9,17 +9,17 @@
 /// The fault inputs make a memory answer errors in a window (tests of driver error
 /// paths); tie them to zero otherwise.
 ///
-/// The clock: with `InternalClock = 0` the caller toggles `clk_i` (a raw C++ loop does);
-/// with `InternalClock = 1` (the cocotb harness; needs Verilator --timing) the model runs
-/// its own clock of `ClockPeriodPs`, so waiting a million cycles costs no callback per
-/// edge. `clk_o` is the clock in use either way.
+/// The clock: the main loop of the executable toggles `clk_i`, never cocotb. In the
+/// harness that loop is rtl/sim/npu_sim_main.cpp (a period of `ClockPeriodPs`, edges at
+/// multiples of half of it), so waiting a million cycles costs no callback per edge; the
+/// raw C++ loops of bench/ toggle it themselves. `clk_o` is the same clock, for cocotb's
+/// edge triggers and the waveform windows.
 module npu_sim
   import npu_config_pkg::*;
 #(
-  parameter int unsigned Target = 1,       /// 1 = Buyi, 2 = ZG330
-  parameter bit          InternalClock = 0 /// generate the clock inside the model
+  parameter int unsigned Target = 1 /// 1 = Buyi, 2 = ZG330
 ) (
-  input  wire         clk_i,                /// clock when InternalClock = 0
+  input  wire         clk_i,                /// clock, driven by the executable's main loop
   output logic        clk_o,                /// the clock the NPU runs on
   input  wire         rst_ni,               /// asynchronous reset, active low
   output logic        s_axil_awready,
@@ -69,19 +69,7 @@ module npu_sim
   end
 
   logic clk;
-  if (InternalClock) begin : g_clock
-    // Delays count in the build's time unit: builds pass --timescale 1ps/1ps.
-    logic osc_q;
-    initial begin
-      osc_q = 1'b0;
-      forever #(ClockPeriodPs / 2) osc_q = !osc_q;
-    end
-    assign clk = osc_q;
-    logic unused;
-    assign unused = clk_i;
-  end else begin : g_no_clock
-    assign clk = clk_i;
-  end
+  assign clk = clk_i;
   assign clk_o = clk;
 
   logic [IdWidth-1:0]          arid, awid;

@@ -25,6 +25,7 @@ from pathlib import Path
 from xrt._progress import progress
 
 __all__ = [
+    "NPU_SIM_MAIN",
     "RTL_DIR",
     "BuiltModel",
     "ModelBuildError",
@@ -32,6 +33,7 @@ __all__ = [
     "build_npu_sim",
     "rtl_sources",
     "verilator_env",
+    "verilator_runner",
 ]
 
 log = logging.getLogger(__name__)
@@ -59,6 +61,9 @@ LINT_CONFIG = RTL_DIR / "lint" / "npu.vlt"
 COCOTB_CONFIG = RTL_DIR / "sim" / "cocotb.vlt"
 # Compiled into traced models only: waveform windows on demand (npuemu.sim.waves).
 TRACE_SOURCE = RTL_DIR / "sim" / "npu_trace.cpp"
+# The harness model's main loop, in place of cocotb's verilator.cpp: it drives npu_sim's
+# clock itself and skips the VPI calls of time steps in which no callback can run.
+NPU_SIM_MAIN = RTL_DIR / "sim" / "npu_sim_main.cpp"
 # FST rather than VCD: compressed, about a tenth of the size. cocotb's runner adds --trace
 # (VCD) when waves are on; --trace-fst after it wins.
 # -rdynamic exports npu_trace_* so the worker reaches them through ctypes.
@@ -197,14 +202,19 @@ class BuiltModel:
 
 
 def model_digest(
-    toplevel: str, parameters: Mapping[str, object], waves: bool, extra_args: Sequence[str]
+    toplevel: str,
+    parameters: Mapping[str, object],
+    waves: bool,
+    extra_args: Sequence[str],
+    main: Path | None = None,
 ) -> str:  # extra_args includes TIMING_ARGS when timing is on
     """Hash of every input of a model build."""
     h = hashlib.sha256()
     # Names relative to the RTL folder, so a checkout and an installed wheel with the same
     # sources share one cache key.
     traced = [TRACE_SOURCE, LZ4_SHIM / "lz4.h", LZ4_SHIM / "liblz4.so"] if waves else []
-    for path in [*rtl_sources(), *DPI_SOURCES, LINT_CONFIG, COCOTB_CONFIG, *traced]:
+    mains = [main] if main is not None else []
+    for path in [*rtl_sources(), *DPI_SOURCES, LINT_CONFIG, COCOTB_CONFIG, *traced, *mains]:
         h.update(f"rtl/{path.relative_to(RTL_DIR)}".encode())
         h.update(path.read_bytes())
     h.update(b"emulator/npuemu/sim/build.py")
@@ -226,6 +236,7 @@ def build_model(
     timing: bool = False,
     extra_args: Sequence[str] = (),
     name: str | None = None,
+    main: Path | None = None,
 ) -> BuiltModel:
     """Build (or reuse) the verilated model of `toplevel` with `parameters`.
 
@@ -236,17 +247,16 @@ def build_model(
         timing: Build with --timing (delays in the RTL, such as npu_sim's own clock).
         extra_args: More Verilator arguments (they are part of the cache key).
         name: Readable prefix of the cache folder (default: the toplevel).
+        main: A C++ main loop (under `RTL_DIR`) in place of cocotb's ``verilator.cpp``.
 
     Returns:
         The model and whether it was built now, with the build time.
     """
-    from cocotb_tools.runner import get_runner
-
     parameters = dict(parameters or {})
     extra_args = (*(TIMING_ARGS if timing else ()), *extra_args)
     if waves is None:
         waves = os.environ.get("WAVES", "0") not in ("", "0")
-    digest = model_digest(toplevel, parameters, waves, extra_args)
+    digest = model_digest(toplevel, parameters, waves, extra_args, main)
     build_dir = BUILD_ROOT / f"{name or toplevel}-{digest}"
     done_marker = build_dir / ".built"
     if done_marker.exists():
@@ -272,7 +282,7 @@ def build_model(
             configs[-1].write_text(block_public_config(toplevel))
         try:
             with progress(f"building the verilated model {name or toplevel} (log: {log_file})"):
-                get_runner("verilator").build(
+                verilator_runner(main).build(
                     sources=[*configs, *rtl_sources()],
                     hdl_toplevel=toplevel,
                     parameters=parameters,
@@ -289,6 +299,8 @@ def build_model(
                     always=True,
                     log_file=log_file,
                 )
+        except ModelBuildError:
+            raise
         except RuntimeError as exc:  # cocotb's runner: "Command failed with return code: N"
             raise ModelBuildError(toplevel, log_file, first_build_errors(log_file)) from exc
         finally:
@@ -299,15 +311,44 @@ def build_model(
     return BuiltModel(toplevel, build_dir, digest, True, seconds, waves)
 
 
+def verilator_runner(main: Path | None = None):  # -> cocotb_tools.runner.Verilator
+    """cocotb's Verilator runner; with `main`, one that compiles `main` in place of
+    cocotb's ``share/lib/verilator/verilator.cpp`` (the runner always adds that file)."""
+    import cocotb_tools.config
+    from cocotb_tools.runner import Verilator, get_runner
+
+    if main is None:
+        return get_runner("verilator")
+    cocotb_main = str(cocotb_tools.config.share_dir / "lib" / "verilator" / "verilator.cpp")
+
+    class OwnMainVerilator(Verilator):
+        def _build_command(self) -> list[list[str]]:
+            commands = super()._build_command()
+            verilate = commands[0]
+            if cocotb_main not in verilate:
+                raise ModelBuildError(
+                    self.hdl_toplevel or "?",
+                    Path(cocotb_main),
+                    [f"cocotb's runner no longer adds {cocotb_main}: cannot use {main}"],
+                )
+            commands[0] = [str(main) if arg == cocotb_main else arg for arg in verilate]
+            return commands
+
+    return OwnMainVerilator()
+
+
 def build_npu_sim(target_name: str, *, waves: bool | None = None) -> BuiltModel:
-    """The `npu_sim` model of a target ("buyi", "zg330") as the harness runs it: with its
-    own clock (InternalClock = 1), so long waits cost no callback per clock edge."""
+    """The `npu_sim` model of a target ("buyi", "zg330") as the harness runs it: with our
+    own main loop (`NPU_SIM_MAIN`), which drives the clock, so long waits cost no callback
+    per clock edge and quiet time steps no VPI calls."""
+    from xrt._generated.hwconfig import CLOCK_PERIOD_PS
     from xrt.hwconfig import target
 
     return build_model(
         "npu_sim",
-        {"Target": target(target_name).id, "InternalClock": 1},
+        {"Target": target(target_name).id},
         waves=waves,
-        timing=True,
+        extra_args=("-CFLAGS", f"-DNPU_SIM_CLOCK_PERIOD_PS={CLOCK_PERIOD_PS}"),
         name=target_name,
+        main=NPU_SIM_MAIN,
     )

@@ -144,8 +144,9 @@ class NpuHarness:
     """Drives one `npu_sim` instance (or a block with the same reset, `s_axil_*` and
     `irq_o` ports, such as `npu_dma` in its block test).
 
-    A toplevel with a `clk_o` port (`npu_sim` built with InternalClock = 1) runs its own
-    clock; for any other, the harness starts a cocotb `Clock` on `clk_i` at reset.
+    A toplevel with a `clk_o` port (`npu_sim`, whose clock the simulator's main loop
+    drives: rtl/sim/npu_sim_main.cpp) has its clock running already; for any other, the
+    harness starts a cocotb `Clock` on `clk_i` at reset.
 
     Args:
         dut: The cocotb handle of the toplevel.

@@ -1,0 +1,238 @@
+// The cocotb harness model's main loop (npu_sim built by npuemu.sim.build, in place of
+// cocotb's share/lib/verilator/verilator.cpp).
+//
+// It does what cocotb's loop does per time step (the same VPI calls in the same order:
+// value-change callbacks after every evaluation, ReadWriteSynch, ReadOnlySynch, NextSimTime,
+// then the timed callbacks of the next time), with two differences:
+//
+// - The clock is driven here: `clk_i` rises at odd and falls at even multiples of half
+//   of NPU_SIM_CLOCK_PERIOD_PS (ps; the model is built with --timescale 1ps/1ps), as the
+//   `forever #(ClockPeriodPs/2)` oscillator did that the model had before. Without
+//   --timing there is no delay scheduler and no coroutine to resume per half period; a
+//   time step that is a clock edge and a cocotb deadline at once toggles the clock in the
+//   step's first evaluation, before cocotb's writes of that step are applied, as before.
+// - A quiet time step skips the VPI calls that provably do nothing. A step is quiet when
+//   no callback ran in the step before (so Python queued no write and registered no
+//   NextSimTime callback, which only a callback can do) and no ReadWriteSynch,
+//   ReadOnlySynch or NextSimTime callback is current. It then evaluates once, runs the
+//   value-change callbacks once (when any are registered: cocotb's RisingEdge/FallingEdge),
+//   and calls the timed callbacks only when the next cocotb deadline is the new time. If a
+//   value-change callback fires, the step continues as a careful one: every call of
+//   cocotb's loop, in its order. A careful step is also what follows any step in which a
+//   callback ran, so semantics are those of cocotb's loop.
+//
+// Arguments as cocotb's main: --trace (dump every time step to --trace-file, dump.fst),
+// --trace-flush; plusargs go to the model.
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "Vtop.h"
+#include "verilated.h"
+#include "verilated_vpi.h"
+
+#if VM_TRACE
+#if VM_TRACE_FST
+#include <verilated_fst_c.h>
+using TraceFile = VerilatedFstC;
+#else
+#include <verilated_vcd_c.h>
+using TraceFile = VerilatedVcdC;
+#endif
+#endif
+
+#ifndef NPU_SIM_CLOCK_PERIOD_PS
+#error "build with -DNPU_SIM_CLOCK_PERIOD_PS=<clock period in ps> (npuemu.sim.build does)"
+#endif
+static_assert(NPU_SIM_CLOCK_PERIOD_PS % 2 == 0, "the clock period must be an even number of ps");
+
+extern "C" void vlog_startup_routines_bootstrap(void);  // cocotb's VPI library
+
+namespace {
+
+constexpr uint64_t kHalfPeriodPs = NPU_SIM_CLOCK_PERIOD_PS / 2;
+
+#if VM_TRACE
+TraceFile* g_trace = nullptr;
+#endif
+
+// Set when any VPI callback ran: the next step must be careful.
+bool g_callback_ran = false;
+
+bool call_cbs(uint32_t reason) {
+    const bool called = VerilatedVpi::callCbs(reason);
+    g_callback_ran |= called;
+    return called;
+}
+
+// Value-change callbacks until none fires (they may write signals); true if any fired.
+bool settle_value_callbacks() {
+    if (!VerilatedVpi::hasCbs(cbValueChange)) return false;
+    const bool called = VerilatedVpi::callValueCbs();
+    if (called) {
+        g_callback_ran = true;
+        while (VerilatedVpi::callValueCbs()) {
+        }
+    }
+    return called;
+}
+
+void wrap_up() {
+    VerilatedVpi::callCbs(cbEndOfSimulation);
+#if VM_TRACE
+    if (g_trace != nullptr) g_trace->close();  // not deleted: the model keeps a pointer
+#endif
+}
+
+class Loop {
+  public:
+    explicit Loop(Vtop* top) : m_top(top), m_ctx(Verilated::threadContextp()) {}
+
+    void run(bool trace_flush) {
+        m_top->clk_i = 0;
+        bool careful = true;  // cbStartOfSimulation ran Python
+        while (!Verilated::gotFinish()) {
+            g_callback_ran = false;
+            careful = evaluate(careful);
+#if VM_TRACE
+            if (g_trace != nullptr) {
+                g_trace->dump(m_ctx->time());
+                if (trace_flush) g_trace->flush();
+            }
+#else
+            (void)trace_flush;
+#endif
+            advance(careful);
+            // After any callback (Python may have queued writes or registered a
+            // NextSimTime callback, neither of which the VPI API shows) or with a
+            // synchronisation callback current, the next step takes every call.
+            careful = g_callback_ran || VerilatedVpi::hasCbs(cbReadWriteSynch)
+                      || VerilatedVpi::hasCbs(cbReadOnlySynch)
+                      || VerilatedVpi::hasCbs(cbNextSimTime);
+        }
+    }
+
+  private:
+    // All evaluations of the current time step; returns whether it turned careful.
+    bool evaluate(bool careful) {
+        const uint64_t now = m_ctx->time();
+        if (now == m_next_edge) {
+            m_top->clk_i = static_cast<CData>((now / kHalfPeriodPs) & 1U);
+            m_next_edge += kHalfPeriodPs;
+        }
+        if (!careful) {
+            m_top->eval_step();
+            VerilatedVpi::clearEvalNeeded();
+            if (!settle_value_callbacks()) {
+                m_top->eval_end_step();
+                return false;
+            }
+            // A callback fired: go on as cocotb's loop would after this first settle.
+            if (VerilatedVpi::evalNeeded()) evaluate_careful_inner();
+            finish_careful();
+            return true;
+        }
+        evaluate_careful_inner();
+        finish_careful();
+        return true;
+    }
+
+    // cocotb's inner loop: evaluate until no VPI write asks for another evaluation.
+    void evaluate_careful_inner() {
+        do {
+            m_top->eval_step();
+            VerilatedVpi::clearEvalNeeded();
+            VerilatedVpi::doInertialPuts();
+            settle_value_callbacks();
+        } while (VerilatedVpi::evalNeeded());
+    }
+
+    // The rest of a careful step: ReadWriteSynch (which may write and so evaluate again),
+    // then the end of the step and ReadOnlySynch.
+    void finish_careful() {
+        while (true) {
+            call_cbs(cbReadWriteSynch);
+            VerilatedVpi::doInertialPuts();
+            settle_value_callbacks();
+            if (!VerilatedVpi::evalNeeded()) break;
+            evaluate_careful_inner();
+        }
+        m_top->eval_end_step();
+        call_cbs(cbReadOnlySynch);
+    }
+
+    // Move to the next time (a clock edge or a cocotb deadline, whichever is first) and run
+    // the callbacks due there. After a quiet step no NextSimTime callback can be pending
+    // and no timed one is current: only a deadline reached calls them.
+    void advance(bool careful) {
+        const uint64_t deadline = VerilatedVpi::cbNextDeadline();
+        const uint64_t next = deadline < m_next_edge ? deadline : m_next_edge;
+        m_ctx->time(next);
+        if (careful) {
+            call_cbs(cbNextSimTime);
+            settle_value_callbacks();
+        }
+        if (careful || deadline <= next) {
+            call_cbs(cbAfterDelay);  // cocotb's timers (VerilatedVpi::callTimedCbs)
+            settle_value_callbacks();
+        }
+    }
+
+    Vtop* m_top;
+    VerilatedContext* m_ctx;
+    uint64_t m_next_edge = kHalfPeriodPs;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const char* trace_path = VM_TRACE_FST ? "dump.fst" : "dump.vcd";
+    bool trace_on = false;
+    bool trace_flush = false;
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        if (arg == "--trace") {
+            trace_on = true;
+        } else if (arg == "--trace-flush") {
+            trace_flush = true;
+        } else if (arg == "--trace-file" && i + 1 < argc) {
+            trace_path = argv[++i];
+        }
+    }
+#if !VM_TRACE
+    if (trace_on) {
+        std::fprintf(stderr, "Error: --trace needs a model built with waves (WAVES=1)\n");
+        return 2;
+    }
+#endif
+
+    Verilated::commandArgs(argc, argv);
+    std::unique_ptr<Vtop> top(new Vtop(""));
+    Verilated::fatalOnVpiError(false);  // cocotb probes with calls that may fail
+    if (Verilated::threadContextp()->timeprecision() != -12) {
+        std::fprintf(stderr, "Error: npu_sim_main.cpp needs a model built with 1ps precision\n");
+        return 2;
+    }
+#if VM_TRACE
+    Verilated::traceEverOn(true);
+    if (trace_on) {
+        g_trace = new TraceFile;
+        top->trace(g_trace, 99);
+        g_trace->open(trace_path);
+    }
+#endif
+
+    vlog_startup_routines_bootstrap();
+    Verilated::addExitCb([](void*) { wrap_up(); }, nullptr);
+    VerilatedVpi::callCbs(cbStartOfSimulation);
+    settle_value_callbacks();
+
+    Loop(top.get()).run(trace_flush);
+
+    top->final();
+    wrap_up();
+    return Verilated::threadContextp()->errorCount() > 0 ? 1 : 0;
+}
