@@ -2,7 +2,8 @@
 
 Writes one JSON object per run to the file named by BENCH_OUT; each output is checked
 against the host kernel. For instruction counting under valgrind, BENCH_ONLY runs one
-workload once: "idle:CYCLES" (0 for the base run) or a case's name."""
+workload once: "idle:CYCLES" (0 for the base run), "wait:CYCLES" (the engine idle, waited
+on with `wait_irq` as a running program is) or a case's name."""
 
 from __future__ import annotations
 
@@ -40,6 +41,10 @@ async def compute_speed(dut):
         repeat, idle_cases = 1, []
         if only.startswith("idle:"):
             await h.run_cycles(int(only.removeprefix("idle:")))
+            all_cases = []
+        elif only.startswith("wait:"):  # as while a program runs: a trigger on irq_o too
+            wait = await h.wait_irq(int(only.removeprefix("wait:")))
+            assert not wait.fired, wait
             all_cases = []
         else:
             all_cases = [c for c in all_cases if c.name == only]
