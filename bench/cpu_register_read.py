@@ -1,7 +1,7 @@
 """CPU time per register read in each process (client, server, worker) beside a bare gRPC
 unary echo's (client, echo server), for servers started differently, interleaved.
 
-    .venv/bin/python bench/cpu_register_read.py [--reads 300] [--rounds 12]
+    .venv/bin/python bench/cpu_register_read.py [--reads 300] [--rounds 12] [--batch 64]
         [--variant NAME:VAR=VALUE,VAR=VALUE ...]
 
 Starts the echo of `bench_registers.py` and one `npu-emu serve` per variant (its extra
@@ -11,7 +11,8 @@ difference is the measurement's own noise). Each round makes `--reads` echoes, t
 turns in every place of a round), reading each process's CPU time (the scheduler's
 nanosecond count) and context switches before and after. Prints medians over the rounds:
 microseconds per call, the wall time per call with its ratio to the echo's, and the
-context switches per call of the server and the worker.
+context switches per call of the server and the worker. With ``--batch N`` the reads go
+in RegisterBatch calls of N reads each (``execute``), and the figures are per read.
 
 On this shared 2-core machine, two instances of the same server differ by up to a third
 in CPU per read over a dozen rounds (where the scheduler places the three processes of a
@@ -37,6 +38,7 @@ import grpc
 
 from npuemu.server.launch import ServerProcess
 from xrt._generated.regmap_npu import NPU
+from xrt.registers import RegRead
 from xrt.transport.grpc import GrpcTransport
 
 ECHO_METHOD = "/bench.Echo/Echo"
@@ -89,9 +91,18 @@ def main() -> None:
     parser.add_argument("--reads", type=int, default=300, help="calls per round and process")
     parser.add_argument("--rounds", type=int, default=12)
     parser.add_argument("--variant", action="append", help="NAME:VAR=VALUE,... (repeatable)")
+    parser.add_argument(
+        "--batch",
+        type=int,
+        default=0,
+        help="reads per RegisterBatch instead of one ReadRegister per read (figures per op)",
+    )
     args = parser.parse_args()
     variants = dict(parse_variant(v) for v in args.variant or DEFAULT_VARIANTS)
     n = args.reads
+    batch = args.batch
+    if batch:
+        n -= n % batch  # whole batches; the echo keeps one call per read for the yardstick
     bench = Path(__file__).with_name("bench_registers.py")
     echo_proc = subprocess.Popen(
         [sys.executable, str(bench), "--echo-server"], stdout=subprocess.PIPE, text=True
@@ -115,6 +126,7 @@ def main() -> None:
             addr = npu.base + NPU.register("SCRATCH").offset
             (worker,) = children(srv.proc.pid)
             clients[name] = (t, npu, addr, srv.proc.pid, worker)
+            reads = [RegRead(addr)] * batch
             for _ in range(100):  # warm up
                 npu.read(addr)
                 echo(b"x" * 16)
@@ -134,8 +146,12 @@ def main() -> None:
                 c0, s0, k0 = self_cpu_s(), proc_cpu_s(server), proc_cpu_s(worker)
                 x0, y0 = switches(server), switches(worker)
                 w0 = time.perf_counter()
-                for _ in range(n):
-                    npu.read(addr)
+                if batch:
+                    for _ in range(n // batch):
+                        npu.execute(reads)
+                else:
+                    for _ in range(n):
+                        npu.read(addr)
                 record(f"{name}: wall", time.perf_counter() - w0)
                 record(f"{name}: client cpu", self_cpu_s() - c0)
                 record(f"{name}: server cpu", proc_cpu_s(server) - s0)
@@ -155,6 +171,7 @@ def main() -> None:
     print(
         f"load average {load[0]:.1f} -> {after[0]:.1f} ({os.cpu_count()} cores); "
         f"{args.rounds} rounds of {n} calls per process; medians, us per call"
+        + (f" (register reads: per op, in batches of {batch})" if batch else "")
     )
     echo_wall = statistics.median(rows["echo: wall"])
     for name, values in rows.items():

@@ -49,42 +49,18 @@ module npu_axil_checker #(
   // Transaction state: a read or a write address / data has been accepted.
   logic        rd_open_q, aw_open_q, w_open_q;
 
-  wire aw_fire = awvalid && awready;
-  wire w_fire  = wvalid && wready;
-  wire b_fire  = bvalid && bready;
-  wire ar_fire = arvalid && arready;
-  wire r_fire  = rvalid && rready;
-
-  // Rules broken this cycle, one bit each.
+  // Rules broken at an edge, one bit each.
   typedef enum int unsigned {
     RuleAwStable, RuleWStable, RuleBStable, RuleArStable, RuleRStable,
     RuleOneOutstanding, RuleRespWithoutRequest, RuleExokay, RuleCount
   } rule_e;
-  logic [RuleCount-1:0] broken;
 
-  // Nothing to check on an idle link (no valid, nothing waiting or open): the rules are
-  // evaluated only then, so a verilated model skips them between transactions (they sit
-  // on the toplevel's inputs, which the model re-evaluates at every eval() call).
-  wire active = awvalid || wvalid || bvalid || arvalid || rvalid || aw_wait_q || w_wait_q
-             || b_wait_q || ar_wait_q || r_wait_q || rd_open_q || aw_open_q || w_open_q;
-
-  always_comb begin
-    broken = '0;
-    if (active) begin
-      broken[RuleAwStable] = aw_wait_q && !(awvalid && {awaddr, awprot} == aw_q);
-      broken[RuleWStable]  = w_wait_q && !(wvalid && {wdata, wstrb} == w_q);
-      broken[RuleBStable]  = b_wait_q && !(bvalid && bresp == b_q);
-      broken[RuleArStable] = ar_wait_q && !(arvalid && {araddr, arprot} == ar_q);
-      broken[RuleRStable]  = r_wait_q && !(rvalid && {rdata, rresp} == r_q);
-      broken[RuleOneOutstanding] =
-          (ar_fire && (rd_open_q || aw_open_q || w_open_q || aw_fire || w_fire))
-        || (aw_fire && (rd_open_q || aw_open_q)) || (w_fire && (rd_open_q || w_open_q));
-      broken[RuleRespWithoutRequest] =
-          (rvalid && !rd_open_q) || (bvalid && !(aw_open_q && w_open_q));
-      broken[RuleExokay] = (rvalid && rresp == RespExokay) || (bvalid && bresp == RespExokay);
-    end
-  end
-
+  // Everything is evaluated inside the clocked block, at the edge, and only on an active
+  // link (a valid, or a handshake waiting or a transaction open): nothing to check on an
+  // idle one. The rules sit on the toplevel's inputs; as combinational logic they would be
+  // in the input-settling region that a verilated model re-evaluates at every eval() call
+  // (two per cycle), and Verilator's dataflow optimizer would compute them whether the
+  // link is active or not.
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       aw_wait_q    <= 1'b0;
@@ -101,7 +77,28 @@ module npu_axil_checker #(
       aw_open_q    <= 1'b0;
       w_open_q     <= 1'b0;
       violations_o <= '0;
-    end else if (active) begin  // otherwise every register keeps its value
+    end else if (awvalid || wvalid || bvalid || arvalid || rvalid || aw_wait_q || w_wait_q
+                 || b_wait_q || ar_wait_q || r_wait_q || rd_open_q || aw_open_q || w_open_q)
+    begin : check  // otherwise every register keeps its value
+      logic aw_fire, w_fire, b_fire, ar_fire, r_fire;
+      logic [RuleCount-1:0] broken;
+      aw_fire = awvalid && awready;
+      w_fire  = wvalid && wready;
+      b_fire  = bvalid && bready;
+      ar_fire = arvalid && arready;
+      r_fire  = rvalid && rready;
+      broken[RuleAwStable] = aw_wait_q && !(awvalid && {awaddr, awprot} == aw_q);
+      broken[RuleWStable]  = w_wait_q && !(wvalid && {wdata, wstrb} == w_q);
+      broken[RuleBStable]  = b_wait_q && !(bvalid && bresp == b_q);
+      broken[RuleArStable] = ar_wait_q && !(arvalid && {araddr, arprot} == ar_q);
+      broken[RuleRStable]  = r_wait_q && !(rvalid && {rdata, rresp} == r_q);
+      broken[RuleOneOutstanding] =
+          (ar_fire && (rd_open_q || aw_open_q || w_open_q || aw_fire || w_fire))
+        || (aw_fire && (rd_open_q || aw_open_q)) || (w_fire && (rd_open_q || w_open_q));
+      broken[RuleRespWithoutRequest] =
+          (rvalid && !rd_open_q) || (bvalid && !(aw_open_q && w_open_q));
+      broken[RuleExokay] = (rvalid && rresp == RespExokay) || (bvalid && bresp == RespExokay);
+
       aw_wait_q <= awvalid && !awready;
       w_wait_q  <= wvalid && !wready;
       b_wait_q  <= bvalid && !bready;

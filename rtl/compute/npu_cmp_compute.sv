@@ -49,6 +49,10 @@ module npu_cmp_compute #(
 );
   import npu_isa_pkg::*;
 
+  initial begin
+    if (Block % 8 != 0) $fatal(1, "npu_cmp_compute: Block must be a multiple of 8, got %0d", Block);
+  end
+
   localparam int unsigned LutEntries = LutTables * 256;
   localparam int unsigned LutAddrWidth = $clog2(LutEntries);
 
@@ -230,19 +234,13 @@ module npu_cmp_compute #(
     return 32'(b ^ 8'h80) - 32'd128;
   endfunction
 
-  function automatic logic signed [31:0] inp_byte(int p, int i);
-    return $signed(sext8(inp_rdata_i[p][i*8 +: 8]));
+  // The same as a 64-bit word.
+  function automatic logic [63:0] sext64(logic [7:0] b);
+    return 64'(b ^ 8'h80) - 64'd128;
   endfunction
 
-  // Output lane o of the MAC array: start + sum_i x[i] * w[o][i]. The products and the sum
-  // wrap at 32 bits, so unsigned word arithmetic gives the signed result bit for bit.
-  function automatic logic [31:0] mac_lane(int o);
-    logic [31:0] sum;
-    sum = s1_zero_q ? 32'd0 : acc_lane(0, o);
-    for (int i = 0; i < Block; i++) begin
-      sum = sum + sext8(inp_rdata_i[0][i*8 +: 8]) * sext8(wgt_rdata_i[(o*Block + i)*8 +: 8]);
-    end
-    return sum;
+  function automatic logic signed [31:0] inp_byte(int p, int i);
+    return $signed(sext8(inp_rdata_i[p][i*8 +: 8]));
   endfunction
 
   // Lane l of a vector function.
@@ -276,8 +274,38 @@ module npu_cmp_compute #(
   end
   always_ff @(posedge clk_i) begin
     if (s1_valid_q) begin
-      if (s1_gemm_q) begin
-        for (int o = 0; o < Block; o++) acc_wdata_o[o*32 +: 32] <= mac_lane(o);
+      if (s1_gemm_q) begin : mac_row
+        // The MAC row, two products per 64-bit multiply. With the weights as unsigned
+        // bytes u = w + 128 (w ^ 0x80), sum_i x_i * w_i = sum_i x_i * u_i - 128 * sum_i x_i,
+        // and the last term is the same for every output lane. Eight weights of one lane
+        // are one 64-bit word; shifted by 8j and masked with 0x000000FF_000000FF it holds
+        // u_j and u_(j+4) 32 bits apart, and times X_j = x_(j+4) + x_j * 2^32 (the inputs,
+        // packed once per row) it adds x_j * u_j + x_(j+4) * u_(j+4) to the upper word,
+        // mod 2^64. The lower word collects the cross terms x_(j+4) * u_j, whose sum over
+        // the row stays under 2^18 in magnitude: started at 2^31, it never carries into
+        // or borrows from the upper word, which ends as start - 128 * sum_i x_i +
+        // sum_i x_i * w_i, mod 2^32: the lane's result, bit for bit.
+        logic [63:0] xpack [Block/2];
+        logic [31:0] xsum;
+        logic [63:0] wq, t;
+        xsum = '0;
+        for (int h = 0; h < Block / 8; h++) begin
+          for (int j = 0; j < 4; j++) begin
+            xpack[h*4 + j] = (64'(sext8(inp_rdata_i[0][(h*8 + j)*8 +: 8])) << 32)
+                           + sext64(inp_rdata_i[0][(h*8 + j + 4)*8 +: 8]);
+          end
+        end
+        for (int i = 0; i < Block; i++) xsum = xsum + sext8(inp_rdata_i[0][i*8 +: 8]);
+        for (int o = 0; o < Block; o++) begin
+          t = {(s1_zero_q ? 32'd0 : acc_lane(0, o)) - (xsum << 7), 32'h8000_0000};
+          for (int h = 0; h < Block / 8; h++) begin
+            wq = wgt_rdata_i[(o*Block + h*8)*8 +: 64] ^ 64'h8080_8080_8080_8080;
+            for (int j = 0; j < 4; j++) begin
+              t = t + ((wq >> (8*j)) & 64'h0000_00FF_0000_00FF) * xpack[h*4 + j];
+            end
+          end
+          acc_wdata_o[o*32 +: 32] <= t[63:32];
+        end
       end else begin
         for (int l = 0; l < Block; l++) acc_wdata_o[l*32 +: 32] <= vec_lane(l);
       end

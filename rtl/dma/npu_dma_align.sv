@@ -72,15 +72,9 @@ module npu_dma_align #(
   // Lanes of the incoming beat that hold bytes of the row.
   wire first = beat_idx_q == '0;
   wire last  = beat_idx_q == last_beat;
+  // Computed with the rotation below, only with a beat on R (the only time it is read):
+  // in a block of its own, Verilator's dataflow optimizer computed it at every edge.
   logic [BusBytes-1:0] in_mask;
-  always_comb begin
-    in_mask = '0;
-    if (row_valid_i) begin
-      for (int l = 0; l < BusBytes; l++) begin
-        in_mask[l] = (!first || l >= int'(row_src_off_i)) && (!last || l <= int'(last_lane));
-      end
-    end
-  end
 
   // Rotate left by `r` lanes: lane l takes lane (l - r) mod BusBytes.
   function automatic logic [DataWidth-1:0] rotl_data(logic [DataWidth-1:0] d, logic [OffWidth-1:0] r);
@@ -109,12 +103,16 @@ module npu_dma_align #(
   logic [BusBytes-1:0]  tail_mask;      // what a flush beat would carry after this beat
 
   always_comb begin
+    in_mask     = '0;
     cur_data    = '0;
     cur_mask    = '0;
     tail_mask   = '0;
     merged_data = '0;
     merged_mask = '0;
     if (row_valid_i && r_valid_i) begin  // read only when a beat is taken
+      for (int l = 0; l < BusBytes; l++) begin
+        in_mask[l] = (!first || l >= int'(row_src_off_i)) && (!last || l <= int'(last_lane));
+      end
       cur_data  = rotl_data(r_data_i, rot);
       cur_mask  = rotl_mask(in_mask, rot);
       tail_mask = cur_mask & low_lanes;

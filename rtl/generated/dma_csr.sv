@@ -269,90 +269,149 @@ module dma_csr (
         is_valid_rw = '0;
         decoded_reg_strb = '{default: '0};
         if (cpuif_req_masked) begin
-            decoded_reg_strb.MAGIC = cpuif_req_masked & (cpuif_addr == 12'h0) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h0);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h0) & !cpuif_req_is_wr;
-            decoded_reg_strb.HW_VERSION = cpuif_req_masked & (cpuif_addr == 12'h4) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h4);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h4) & !cpuif_req_is_wr;
-            decoded_reg_strb.CAPS = cpuif_req_masked & (cpuif_addr == 12'h8) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h8);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h8) & !cpuif_req_is_wr;
-            decoded_reg_strb.SCRATCH = cpuif_req_masked & (cpuif_addr == 12'hc);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'hc);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'hc);
-            decoded_reg_strb.CTRL = cpuif_req_masked & (cpuif_addr == 12'h10);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h10);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h10);
-            decoded_reg_strb.STATUS = cpuif_req_masked & (cpuif_addr == 12'h14) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h14);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h14) & !cpuif_req_is_wr;
-            decoded_reg_strb.ERR_ADDR_LO = cpuif_req_masked & (cpuif_addr == 12'h18) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h18);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h18) & !cpuif_req_is_wr;
-            decoded_reg_strb.ERR_ADDR_HI = cpuif_req_masked & (cpuif_addr == 12'h1c) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h1c);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h1c) & !cpuif_req_is_wr;
-            decoded_reg_strb.INT_STATUS = cpuif_req_masked & (cpuif_addr == 12'h20);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h20);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h20);
-            decoded_reg_strb.INT_ENABLE = cpuif_req_masked & (cpuif_addr == 12'h24);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h24);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h24);
-            decoded_reg_strb.INT_RAW = cpuif_req_masked & (cpuif_addr == 12'h28) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h28);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h28) & !cpuif_req_is_wr;
-            decoded_reg_strb.SRC_LO = cpuif_req_masked & (cpuif_addr == 12'h40);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h40);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h40);
-            decoded_reg_strb.SRC_HI = cpuif_req_masked & (cpuif_addr == 12'h44);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h44);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h44);
-            decoded_reg_strb.DST_LO = cpuif_req_masked & (cpuif_addr == 12'h48);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h48);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h48);
-            decoded_reg_strb.DST_HI = cpuif_req_masked & (cpuif_addr == 12'h4c);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h4c);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h4c);
-            decoded_reg_strb.ROW_BYTES = cpuif_req_masked & (cpuif_addr == 12'h50);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h50);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h50);
-            decoded_reg_strb.ROWS = cpuif_req_masked & (cpuif_addr == 12'h54);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h54);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h54);
-            decoded_reg_strb.SRC_STRIDE = cpuif_req_masked & (cpuif_addr == 12'h58);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h58);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h58);
-            decoded_reg_strb.DST_STRIDE = cpuif_req_masked & (cpuif_addr == 12'h5c);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h5c);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h5c);
-            decoded_reg_strb.PERF_CTRL = cpuif_req_masked & (cpuif_addr == 12'h80);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h80);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h80);
-            decoded_reg_strb.BUSY_CYCLES_LO = cpuif_req_masked & (cpuif_addr == 12'h84) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h84);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h84) & !cpuif_req_is_wr;
-            decoded_reg_strb.BUSY_CYCLES_HI = cpuif_req_masked & (cpuif_addr == 12'h88) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h88);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h88) & !cpuif_req_is_wr;
-            decoded_reg_strb.BYTES_READ_LO = cpuif_req_masked & (cpuif_addr == 12'h8c) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h8c);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h8c) & !cpuif_req_is_wr;
-            decoded_reg_strb.BYTES_READ_HI = cpuif_req_masked & (cpuif_addr == 12'h90) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h90);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h90) & !cpuif_req_is_wr;
-            decoded_reg_strb.BYTES_WRITTEN_LO = cpuif_req_masked & (cpuif_addr == 12'h94) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h94);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h94) & !cpuif_req_is_wr;
-            decoded_reg_strb.BYTES_WRITTEN_HI = cpuif_req_masked & (cpuif_addr == 12'h98) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h98);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h98) & !cpuif_req_is_wr;
-            decoded_reg_strb.XFERS_DONE = cpuif_req_masked & (cpuif_addr == 12'h9c) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h9c);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h9c) & !cpuif_req_is_wr;
-            decoded_reg_strb.XFERS_FAILED = cpuif_req_masked & (cpuif_addr == 12'ha0) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'ha0);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'ha0) & !cpuif_req_is_wr;
+            case (cpuif_addr)
+                12'h0: begin
+                    decoded_reg_strb.MAGIC = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h4: begin
+                    decoded_reg_strb.HW_VERSION = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h8: begin
+                    decoded_reg_strb.CAPS = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'hc: begin
+                    decoded_reg_strb.SCRATCH = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h10: begin
+                    decoded_reg_strb.CTRL = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h14: begin
+                    decoded_reg_strb.STATUS = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h18: begin
+                    decoded_reg_strb.ERR_ADDR_LO = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h1c: begin
+                    decoded_reg_strb.ERR_ADDR_HI = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h20: begin
+                    decoded_reg_strb.INT_STATUS = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h24: begin
+                    decoded_reg_strb.INT_ENABLE = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h28: begin
+                    decoded_reg_strb.INT_RAW = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h40: begin
+                    decoded_reg_strb.SRC_LO = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h44: begin
+                    decoded_reg_strb.SRC_HI = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h48: begin
+                    decoded_reg_strb.DST_LO = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h4c: begin
+                    decoded_reg_strb.DST_HI = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h50: begin
+                    decoded_reg_strb.ROW_BYTES = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h54: begin
+                    decoded_reg_strb.ROWS = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h58: begin
+                    decoded_reg_strb.SRC_STRIDE = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h5c: begin
+                    decoded_reg_strb.DST_STRIDE = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h80: begin
+                    decoded_reg_strb.PERF_CTRL = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h84: begin
+                    decoded_reg_strb.BUSY_CYCLES_LO = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h88: begin
+                    decoded_reg_strb.BUSY_CYCLES_HI = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h8c: begin
+                    decoded_reg_strb.BYTES_READ_LO = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h90: begin
+                    decoded_reg_strb.BYTES_READ_HI = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h94: begin
+                    decoded_reg_strb.BYTES_WRITTEN_LO = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h98: begin
+                    decoded_reg_strb.BYTES_WRITTEN_HI = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h9c: begin
+                    decoded_reg_strb.XFERS_DONE = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'ha0: begin
+                    decoded_reg_strb.XFERS_FAILED = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                default: ;
+            endcase
         end
         decoded_err = (~is_valid_addr | (is_valid_addr & ~is_valid_rw)) & decoded_req;
     end

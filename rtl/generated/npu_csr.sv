@@ -331,276 +331,459 @@ module npu_csr (
         is_valid_rw = '0;
         decoded_reg_strb = '{default: '0};
         if (cpuif_req_masked) begin
-            decoded_reg_strb.MAGIC = cpuif_req_masked & (cpuif_addr == 12'h0) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h0);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h0) & !cpuif_req_is_wr;
-            decoded_reg_strb.HW_VERSION = cpuif_req_masked & (cpuif_addr == 12'h4) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h4);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h4) & !cpuif_req_is_wr;
-            decoded_reg_strb.TARGET = cpuif_req_masked & (cpuif_addr == 12'h8) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h8);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h8) & !cpuif_req_is_wr;
-            decoded_reg_strb.CAPS = cpuif_req_masked & (cpuif_addr == 12'hc) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'hc);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'hc) & !cpuif_req_is_wr;
-            decoded_reg_strb.UDMA_BASE_LO = cpuif_req_masked & (cpuif_addr == 12'h10) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h10);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h10) & !cpuif_req_is_wr;
-            decoded_reg_strb.UDMA_BASE_HI = cpuif_req_masked & (cpuif_addr == 12'h14) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h14);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h14) & !cpuif_req_is_wr;
-            decoded_reg_strb.UDMA_SIZE = cpuif_req_masked & (cpuif_addr == 12'h18) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h18);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h18) & !cpuif_req_is_wr;
-            decoded_reg_strb.PLDDR_BASE_LO = cpuif_req_masked & (cpuif_addr == 12'h20) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h20);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h20) & !cpuif_req_is_wr;
-            decoded_reg_strb.PLDDR_BASE_HI = cpuif_req_masked & (cpuif_addr == 12'h24) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h24);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h24) & !cpuif_req_is_wr;
-            decoded_reg_strb.PLDDR_SIZE = cpuif_req_masked & (cpuif_addr == 12'h28) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h28);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h28) & !cpuif_req_is_wr;
-            decoded_reg_strb.OCM_BASE_LO = cpuif_req_masked & (cpuif_addr == 12'h30) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h30);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h30) & !cpuif_req_is_wr;
-            decoded_reg_strb.OCM_BASE_HI = cpuif_req_masked & (cpuif_addr == 12'h34) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h34);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h34) & !cpuif_req_is_wr;
-            decoded_reg_strb.OCM_SIZE = cpuif_req_masked & (cpuif_addr == 12'h38) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h38);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h38) & !cpuif_req_is_wr;
-            decoded_reg_strb.SCRATCH = cpuif_req_masked & (cpuif_addr == 12'h40);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h40);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h40);
-            decoded_reg_strb.CTRL = cpuif_req_masked & (cpuif_addr == 12'h50);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h50);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h50);
-            decoded_reg_strb.STATUS = cpuif_req_masked & (cpuif_addr == 12'h54) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h54);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h54) & !cpuif_req_is_wr;
-            decoded_reg_strb.INT_STATUS = cpuif_req_masked & (cpuif_addr == 12'h60);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h60);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h60);
-            decoded_reg_strb.INT_ENABLE = cpuif_req_masked & (cpuif_addr == 12'h64);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h64);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h64);
-            decoded_reg_strb.INT_RAW = cpuif_req_masked & (cpuif_addr == 12'h68) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h68);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h68) & !cpuif_req_is_wr;
-            decoded_reg_strb.CYCLES_LO = cpuif_req_masked & (cpuif_addr == 12'h80) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h80);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h80) & !cpuif_req_is_wr;
-            decoded_reg_strb.CYCLES_HI = cpuif_req_masked & (cpuif_addr == 12'h84) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h84);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h84) & !cpuif_req_is_wr;
-            decoded_reg_strb.CORE_CTRL = cpuif_req_masked & (cpuif_addr == 12'h100);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h100);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h100);
-            decoded_reg_strb.CORE_STATUS = cpuif_req_masked & (cpuif_addr == 12'h104) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h104);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h104) & !cpuif_req_is_wr;
-            decoded_reg_strb.CORE_ERR_PC = cpuif_req_masked & (cpuif_addr == 12'h108) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h108);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h108) & !cpuif_req_is_wr;
-            decoded_reg_strb.CORE_ERR_ADDR_LO = cpuif_req_masked & (cpuif_addr == 12'h10c) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h10c);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h10c) & !cpuif_req_is_wr;
-            decoded_reg_strb.CORE_ERR_ADDR_HI = cpuif_req_masked & (cpuif_addr == 12'h110) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h110);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h110) & !cpuif_req_is_wr;
-            decoded_reg_strb.PROG_ADDR_LO = cpuif_req_masked & (cpuif_addr == 12'h118);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h118);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h118);
-            decoded_reg_strb.PROG_ADDR_HI = cpuif_req_masked & (cpuif_addr == 12'h11c);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h11c);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h11c);
-            decoded_reg_strb.PROG_INSNS = cpuif_req_masked & (cpuif_addr == 12'h120);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h120);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h120);
-            decoded_reg_strb.CORE_CAPS = cpuif_req_masked & (cpuif_addr == 12'h124) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h124);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h124) & !cpuif_req_is_wr;
-            decoded_reg_strb.CORE_ROWS0 = cpuif_req_masked & (cpuif_addr == 12'h128) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h128);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h128) & !cpuif_req_is_wr;
-            decoded_reg_strb.CORE_ROWS1 = cpuif_req_masked & (cpuif_addr == 12'h12c) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h12c);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h12c) & !cpuif_req_is_wr;
-            decoded_reg_strb.PERF_RUN_CYCLES_LO = cpuif_req_masked & (cpuif_addr == 12'h140) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h140);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h140) & !cpuif_req_is_wr;
-            decoded_reg_strb.PERF_RUN_CYCLES_HI = cpuif_req_masked & (cpuif_addr == 12'h144) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h144);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h144) & !cpuif_req_is_wr;
-            decoded_reg_strb.PERF_LOAD_BUSY_LO = cpuif_req_masked & (cpuif_addr == 12'h148) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h148);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h148) & !cpuif_req_is_wr;
-            decoded_reg_strb.PERF_LOAD_BUSY_HI = cpuif_req_masked & (cpuif_addr == 12'h14c) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h14c);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h14c) & !cpuif_req_is_wr;
-            decoded_reg_strb.PERF_COMPUTE_BUSY_LO = cpuif_req_masked & (cpuif_addr == 12'h150) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h150);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h150) & !cpuif_req_is_wr;
-            decoded_reg_strb.PERF_COMPUTE_BUSY_HI = cpuif_req_masked & (cpuif_addr == 12'h154) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h154);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h154) & !cpuif_req_is_wr;
-            decoded_reg_strb.PERF_STORE_BUSY_LO = cpuif_req_masked & (cpuif_addr == 12'h158) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h158);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h158) & !cpuif_req_is_wr;
-            decoded_reg_strb.PERF_STORE_BUSY_HI = cpuif_req_masked & (cpuif_addr == 12'h15c) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h15c);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h15c) & !cpuif_req_is_wr;
-            decoded_reg_strb.PERF_LOAD_TOKEN_WAIT_LO = cpuif_req_masked & (cpuif_addr == 12'h160) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h160);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h160) & !cpuif_req_is_wr;
-            decoded_reg_strb.PERF_LOAD_TOKEN_WAIT_HI = cpuif_req_masked & (cpuif_addr == 12'h164) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h164);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h164) & !cpuif_req_is_wr;
-            decoded_reg_strb.PERF_COMPUTE_TOKEN_WAIT_LO = cpuif_req_masked & (cpuif_addr == 12'h168) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h168);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h168) & !cpuif_req_is_wr;
-            decoded_reg_strb.PERF_COMPUTE_TOKEN_WAIT_HI = cpuif_req_masked & (cpuif_addr == 12'h16c) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h16c);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h16c) & !cpuif_req_is_wr;
-            decoded_reg_strb.PERF_STORE_TOKEN_WAIT_LO = cpuif_req_masked & (cpuif_addr == 12'h170) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h170);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h170) & !cpuif_req_is_wr;
-            decoded_reg_strb.PERF_STORE_TOKEN_WAIT_HI = cpuif_req_masked & (cpuif_addr == 12'h174) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h174);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h174) & !cpuif_req_is_wr;
-            decoded_reg_strb.PERF_GEMM_CYCLES_LO = cpuif_req_masked & (cpuif_addr == 12'h178) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h178);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h178) & !cpuif_req_is_wr;
-            decoded_reg_strb.PERF_GEMM_CYCLES_HI = cpuif_req_masked & (cpuif_addr == 12'h17c) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h17c);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h17c) & !cpuif_req_is_wr;
-            decoded_reg_strb.PERF_BYTES_READ_LO = cpuif_req_masked & (cpuif_addr == 12'h180) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h180);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h180) & !cpuif_req_is_wr;
-            decoded_reg_strb.PERF_BYTES_READ_HI = cpuif_req_masked & (cpuif_addr == 12'h184) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h184);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h184) & !cpuif_req_is_wr;
-            decoded_reg_strb.PERF_BYTES_WRITTEN_LO = cpuif_req_masked & (cpuif_addr == 12'h188) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h188);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h188) & !cpuif_req_is_wr;
-            decoded_reg_strb.PERF_BYTES_WRITTEN_HI = cpuif_req_masked & (cpuif_addr == 12'h18c) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h18c);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h18c) & !cpuif_req_is_wr;
-            decoded_reg_strb.PERF_LOAD_RETIRED_LO = cpuif_req_masked & (cpuif_addr == 12'h190) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h190);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h190) & !cpuif_req_is_wr;
-            decoded_reg_strb.PERF_LOAD_RETIRED_HI = cpuif_req_masked & (cpuif_addr == 12'h194) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h194);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h194) & !cpuif_req_is_wr;
-            decoded_reg_strb.PERF_COMPUTE_RETIRED_LO = cpuif_req_masked & (cpuif_addr == 12'h198) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h198);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h198) & !cpuif_req_is_wr;
-            decoded_reg_strb.PERF_COMPUTE_RETIRED_HI = cpuif_req_masked & (cpuif_addr == 12'h19c) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h19c);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h19c) & !cpuif_req_is_wr;
-            decoded_reg_strb.PERF_STORE_RETIRED_LO = cpuif_req_masked & (cpuif_addr == 12'h1a0) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h1a0);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h1a0) & !cpuif_req_is_wr;
-            decoded_reg_strb.PERF_STORE_RETIRED_HI = cpuif_req_masked & (cpuif_addr == 12'h1a4) & !cpuif_req_is_wr;
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h1a4);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h1a4) & !cpuif_req_is_wr;
-            decoded_reg_strb.BASE0_LO = cpuif_req_masked & (cpuif_addr == 12'h200);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h200);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h200);
-            decoded_reg_strb.BASE0_HI = cpuif_req_masked & (cpuif_addr == 12'h204);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h204);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h204);
-            decoded_reg_strb.BASE1_LO = cpuif_req_masked & (cpuif_addr == 12'h208);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h208);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h208);
-            decoded_reg_strb.BASE1_HI = cpuif_req_masked & (cpuif_addr == 12'h20c);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h20c);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h20c);
-            decoded_reg_strb.BASE2_LO = cpuif_req_masked & (cpuif_addr == 12'h210);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h210);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h210);
-            decoded_reg_strb.BASE2_HI = cpuif_req_masked & (cpuif_addr == 12'h214);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h214);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h214);
-            decoded_reg_strb.BASE3_LO = cpuif_req_masked & (cpuif_addr == 12'h218);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h218);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h218);
-            decoded_reg_strb.BASE3_HI = cpuif_req_masked & (cpuif_addr == 12'h21c);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h21c);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h21c);
-            decoded_reg_strb.BASE4_LO = cpuif_req_masked & (cpuif_addr == 12'h220);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h220);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h220);
-            decoded_reg_strb.BASE4_HI = cpuif_req_masked & (cpuif_addr == 12'h224);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h224);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h224);
-            decoded_reg_strb.BASE5_LO = cpuif_req_masked & (cpuif_addr == 12'h228);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h228);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h228);
-            decoded_reg_strb.BASE5_HI = cpuif_req_masked & (cpuif_addr == 12'h22c);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h22c);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h22c);
-            decoded_reg_strb.BASE6_LO = cpuif_req_masked & (cpuif_addr == 12'h230);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h230);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h230);
-            decoded_reg_strb.BASE6_HI = cpuif_req_masked & (cpuif_addr == 12'h234);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h234);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h234);
-            decoded_reg_strb.BASE7_LO = cpuif_req_masked & (cpuif_addr == 12'h238);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h238);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h238);
-            decoded_reg_strb.BASE7_HI = cpuif_req_masked & (cpuif_addr == 12'h23c);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h23c);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h23c);
-            decoded_reg_strb.BASE8_LO = cpuif_req_masked & (cpuif_addr == 12'h240);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h240);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h240);
-            decoded_reg_strb.BASE8_HI = cpuif_req_masked & (cpuif_addr == 12'h244);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h244);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h244);
-            decoded_reg_strb.BASE9_LO = cpuif_req_masked & (cpuif_addr == 12'h248);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h248);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h248);
-            decoded_reg_strb.BASE9_HI = cpuif_req_masked & (cpuif_addr == 12'h24c);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h24c);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h24c);
-            decoded_reg_strb.BASE10_LO = cpuif_req_masked & (cpuif_addr == 12'h250);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h250);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h250);
-            decoded_reg_strb.BASE10_HI = cpuif_req_masked & (cpuif_addr == 12'h254);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h254);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h254);
-            decoded_reg_strb.BASE11_LO = cpuif_req_masked & (cpuif_addr == 12'h258);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h258);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h258);
-            decoded_reg_strb.BASE11_HI = cpuif_req_masked & (cpuif_addr == 12'h25c);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h25c);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h25c);
-            decoded_reg_strb.BASE12_LO = cpuif_req_masked & (cpuif_addr == 12'h260);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h260);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h260);
-            decoded_reg_strb.BASE12_HI = cpuif_req_masked & (cpuif_addr == 12'h264);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h264);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h264);
-            decoded_reg_strb.BASE13_LO = cpuif_req_masked & (cpuif_addr == 12'h268);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h268);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h268);
-            decoded_reg_strb.BASE13_HI = cpuif_req_masked & (cpuif_addr == 12'h26c);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h26c);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h26c);
-            decoded_reg_strb.BASE14_LO = cpuif_req_masked & (cpuif_addr == 12'h270);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h270);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h270);
-            decoded_reg_strb.BASE14_HI = cpuif_req_masked & (cpuif_addr == 12'h274);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h274);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h274);
-            decoded_reg_strb.BASE15_LO = cpuif_req_masked & (cpuif_addr == 12'h278);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h278);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h278);
-            decoded_reg_strb.BASE15_HI = cpuif_req_masked & (cpuif_addr == 12'h27c);
-            is_valid_addr |= cpuif_req_masked & (cpuif_addr == 12'h27c);
-            is_valid_rw |= cpuif_req_masked & (cpuif_addr == 12'h27c);
+            case (cpuif_addr)
+                12'h0: begin
+                    decoded_reg_strb.MAGIC = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h4: begin
+                    decoded_reg_strb.HW_VERSION = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h8: begin
+                    decoded_reg_strb.TARGET = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'hc: begin
+                    decoded_reg_strb.CAPS = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h10: begin
+                    decoded_reg_strb.UDMA_BASE_LO = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h14: begin
+                    decoded_reg_strb.UDMA_BASE_HI = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h18: begin
+                    decoded_reg_strb.UDMA_SIZE = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h20: begin
+                    decoded_reg_strb.PLDDR_BASE_LO = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h24: begin
+                    decoded_reg_strb.PLDDR_BASE_HI = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h28: begin
+                    decoded_reg_strb.PLDDR_SIZE = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h30: begin
+                    decoded_reg_strb.OCM_BASE_LO = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h34: begin
+                    decoded_reg_strb.OCM_BASE_HI = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h38: begin
+                    decoded_reg_strb.OCM_SIZE = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h40: begin
+                    decoded_reg_strb.SCRATCH = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h50: begin
+                    decoded_reg_strb.CTRL = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h54: begin
+                    decoded_reg_strb.STATUS = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h60: begin
+                    decoded_reg_strb.INT_STATUS = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h64: begin
+                    decoded_reg_strb.INT_ENABLE = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h68: begin
+                    decoded_reg_strb.INT_RAW = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h80: begin
+                    decoded_reg_strb.CYCLES_LO = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h84: begin
+                    decoded_reg_strb.CYCLES_HI = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h100: begin
+                    decoded_reg_strb.CORE_CTRL = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h104: begin
+                    decoded_reg_strb.CORE_STATUS = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h108: begin
+                    decoded_reg_strb.CORE_ERR_PC = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h10c: begin
+                    decoded_reg_strb.CORE_ERR_ADDR_LO = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h110: begin
+                    decoded_reg_strb.CORE_ERR_ADDR_HI = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h118: begin
+                    decoded_reg_strb.PROG_ADDR_LO = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h11c: begin
+                    decoded_reg_strb.PROG_ADDR_HI = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h120: begin
+                    decoded_reg_strb.PROG_INSNS = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h124: begin
+                    decoded_reg_strb.CORE_CAPS = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h128: begin
+                    decoded_reg_strb.CORE_ROWS0 = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h12c: begin
+                    decoded_reg_strb.CORE_ROWS1 = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h140: begin
+                    decoded_reg_strb.PERF_RUN_CYCLES_LO = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h144: begin
+                    decoded_reg_strb.PERF_RUN_CYCLES_HI = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h148: begin
+                    decoded_reg_strb.PERF_LOAD_BUSY_LO = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h14c: begin
+                    decoded_reg_strb.PERF_LOAD_BUSY_HI = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h150: begin
+                    decoded_reg_strb.PERF_COMPUTE_BUSY_LO = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h154: begin
+                    decoded_reg_strb.PERF_COMPUTE_BUSY_HI = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h158: begin
+                    decoded_reg_strb.PERF_STORE_BUSY_LO = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h15c: begin
+                    decoded_reg_strb.PERF_STORE_BUSY_HI = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h160: begin
+                    decoded_reg_strb.PERF_LOAD_TOKEN_WAIT_LO = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h164: begin
+                    decoded_reg_strb.PERF_LOAD_TOKEN_WAIT_HI = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h168: begin
+                    decoded_reg_strb.PERF_COMPUTE_TOKEN_WAIT_LO = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h16c: begin
+                    decoded_reg_strb.PERF_COMPUTE_TOKEN_WAIT_HI = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h170: begin
+                    decoded_reg_strb.PERF_STORE_TOKEN_WAIT_LO = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h174: begin
+                    decoded_reg_strb.PERF_STORE_TOKEN_WAIT_HI = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h178: begin
+                    decoded_reg_strb.PERF_GEMM_CYCLES_LO = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h17c: begin
+                    decoded_reg_strb.PERF_GEMM_CYCLES_HI = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h180: begin
+                    decoded_reg_strb.PERF_BYTES_READ_LO = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h184: begin
+                    decoded_reg_strb.PERF_BYTES_READ_HI = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h188: begin
+                    decoded_reg_strb.PERF_BYTES_WRITTEN_LO = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h18c: begin
+                    decoded_reg_strb.PERF_BYTES_WRITTEN_HI = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h190: begin
+                    decoded_reg_strb.PERF_LOAD_RETIRED_LO = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h194: begin
+                    decoded_reg_strb.PERF_LOAD_RETIRED_HI = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h198: begin
+                    decoded_reg_strb.PERF_COMPUTE_RETIRED_LO = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h19c: begin
+                    decoded_reg_strb.PERF_COMPUTE_RETIRED_HI = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h1a0: begin
+                    decoded_reg_strb.PERF_STORE_RETIRED_LO = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h1a4: begin
+                    decoded_reg_strb.PERF_STORE_RETIRED_HI = !cpuif_req_is_wr;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= !cpuif_req_is_wr;
+                end
+                12'h200: begin
+                    decoded_reg_strb.BASE0_LO = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h204: begin
+                    decoded_reg_strb.BASE0_HI = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h208: begin
+                    decoded_reg_strb.BASE1_LO = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h20c: begin
+                    decoded_reg_strb.BASE1_HI = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h210: begin
+                    decoded_reg_strb.BASE2_LO = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h214: begin
+                    decoded_reg_strb.BASE2_HI = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h218: begin
+                    decoded_reg_strb.BASE3_LO = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h21c: begin
+                    decoded_reg_strb.BASE3_HI = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h220: begin
+                    decoded_reg_strb.BASE4_LO = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h224: begin
+                    decoded_reg_strb.BASE4_HI = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h228: begin
+                    decoded_reg_strb.BASE5_LO = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h22c: begin
+                    decoded_reg_strb.BASE5_HI = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h230: begin
+                    decoded_reg_strb.BASE6_LO = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h234: begin
+                    decoded_reg_strb.BASE6_HI = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h238: begin
+                    decoded_reg_strb.BASE7_LO = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h23c: begin
+                    decoded_reg_strb.BASE7_HI = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h240: begin
+                    decoded_reg_strb.BASE8_LO = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h244: begin
+                    decoded_reg_strb.BASE8_HI = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h248: begin
+                    decoded_reg_strb.BASE9_LO = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h24c: begin
+                    decoded_reg_strb.BASE9_HI = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h250: begin
+                    decoded_reg_strb.BASE10_LO = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h254: begin
+                    decoded_reg_strb.BASE10_HI = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h258: begin
+                    decoded_reg_strb.BASE11_LO = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h25c: begin
+                    decoded_reg_strb.BASE11_HI = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h260: begin
+                    decoded_reg_strb.BASE12_LO = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h264: begin
+                    decoded_reg_strb.BASE12_HI = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h268: begin
+                    decoded_reg_strb.BASE13_LO = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h26c: begin
+                    decoded_reg_strb.BASE13_HI = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h270: begin
+                    decoded_reg_strb.BASE14_LO = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h274: begin
+                    decoded_reg_strb.BASE14_HI = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h278: begin
+                    decoded_reg_strb.BASE15_LO = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                12'h27c: begin
+                    decoded_reg_strb.BASE15_HI = 1'b1;
+                    is_valid_addr = 1'b1;
+                    is_valid_rw |= 1'b1;
+                end
+                default: ;
+            endcase
         end
         decoded_err = (~is_valid_addr | (is_valid_addr & ~is_valid_rw)) & decoded_req;
     end
