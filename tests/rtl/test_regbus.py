@@ -10,10 +10,11 @@ cocotbext-axi's `AxiLiteMaster`, the independent AXI4-Lite verification IP, on t
   (`npu_axil_checker`) count no violation, and do count one that a hand-driven port makes.
 - A masked write stays atomic while another master writes the same register.
 
-cocotbext-axi's traffic itself is not checked: under Verilator with `npu_sim`'s internal
-clock (--timing) the checkers see its `valid` drop in cycles where the RTL saw `ready`
-low (it seems to sample `ready` after the edge); the demux tolerates that, an arbiter
-that withholds `ready` would not (the atomicity test drives its other master by hand).
+cocotbext-axi's traffic itself is not checked: under Verilator, with `npu_sim`'s clock
+driven from inside the simulator, the checkers see its `valid` drop in cycles where the
+RTL saw `ready` low (it seems to sample `ready` after the edge); the demux tolerates
+that, an arbiter that withholds `ready` would not (the atomicity test drives its other
+master by hand).
 """
 
 from __future__ import annotations

@@ -79,8 +79,9 @@ def _lz4_args() -> list[str]:
     return ["-CFLAGS", f"-I{LZ4_SHIM}", "-LDFLAGS", f"-L{LZ4_SHIM}"]
 
 
-# Verilator options beyond what cocotb's runner adds. --timing (for npu_sim's internal
-# clock) needs -fcoroutines with g++ 12. --no-public-flat-rw undoes the runner's blanket
+# Verilator options beyond what cocotb's runner adds. --timing (for delays in the RTL;
+# npu_sim's clock comes from rtl/sim/npu_sim_main.cpp instead) needs -fcoroutines with
+# g++ 12. --no-public-flat-rw undoes the runner's blanket
 # --public-flat-rw (a 4x slower model); rtl/sim/cocotb.vlt (npu_sim) and
 # block_public_config (a block alone) open the toplevel's own signals instead. The register
 # bus master's queue is filled from Python through ctypes in the simulator's own process:
@@ -244,7 +245,7 @@ def build_model(
         toplevel: HDL top module.
         parameters: Top-level parameter overrides (``-G``).
         waves: Add FST/VCD tracing; default from the ``WAVES`` environment variable.
-        timing: Build with --timing (delays in the RTL, such as npu_sim's own clock).
+        timing: Build with --timing (delays in the RTL, such as an oscillator written there).
         extra_args: More Verilator arguments (they are part of the cache key).
         name: Readable prefix of the cache folder (default: the toplevel).
         main: A C++ main loop (under `RTL_DIR`) in place of cocotb's ``verilator.cpp``.
