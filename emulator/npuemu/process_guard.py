@@ -14,8 +14,14 @@ import ctypes
 import ctypes.util
 import logging
 import os
+import sys
 
-__all__ = ["DEBUGGABLE_ENV", "drop_all_capabilities", "make_non_dumpable"]
+__all__ = [
+    "DEBUGGABLE_ENV",
+    "drop_all_capabilities",
+    "make_non_dumpable",
+    "unprivileged_command",
+]
 
 DEBUGGABLE_ENV = "NPU_EMU_DEBUGGABLE"
 _PR_SET_DUMPABLE = 4
@@ -40,8 +46,9 @@ def make_non_dumpable() -> bool:
 def drop_all_capabilities() -> None:
     """Empty this process's capability bounding set, so that the program it executes next
     runs with no privileges even as root (what every process of a normal user is). A no-op
-    for a process that is not root. Used before exec (``preexec_fn``) by tests that check
-    what an unprivileged process of the same user can reach."""
+    for a process that is not root. Run by `unprivileged_command`'s launcher, in a process
+    of its own: never as a ``preexec_fn``, which runs Python between fork and exec in a
+    copy of a multithreaded parent (gRPC's threads) and aborted there now and then."""
     if os.geteuid() != 0:
         return
     libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
@@ -50,3 +57,18 @@ def drop_all_capabilities() -> None:
     for cap in range(last_cap + 1):
         if libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), f"cannot drop capability {cap}")
+
+
+def unprivileged_command(command: list[str]) -> list[str]:
+    """`command` wrapped so that it runs with an empty capability bounding set: through
+    this module as a launcher (``python -m npuemu.process_guard CMD...``), which drops the
+    set in its own fresh process and then executes `command` in place (same pid). For tests
+    that check what an unprivileged process of the same user can reach."""
+    return [sys.executable, "-m", "npuemu.process_guard", *command]
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit("usage: python -m npuemu.process_guard COMMAND [ARG...]")
+    drop_all_capabilities()
+    os.execvp(sys.argv[1], sys.argv[1:])

@@ -34,7 +34,7 @@ from rpc_client import (
     wr,
 )
 
-from npuemu.process_guard import drop_all_capabilities
+from npuemu.process_guard import unprivileged_command
 from npuemu.server.launch import ServerProcess
 from npuemu.server.service import boot_id
 from xrt._generated.regmap_dma import DMA
@@ -271,8 +271,9 @@ def probe_proc_without_privileges(pids: list[int]) -> dict[str, dict]:
     """What an unprivileged process of this user gets when it opens the /proc doors of
     `pids` (each descriptor, the memory): `proc_probe.py`'s answer."""
     out = subprocess.run(
-        [sys.executable, str(Path(__file__).with_name("proc_probe.py")), *map(str, pids)],
-        preexec_fn=drop_all_capabilities,
+        unprivileged_command(
+            [sys.executable, str(Path(__file__).with_name("proc_probe.py")), *map(str, pids)]
+        ),
         capture_output=True,
         text=True,
         timeout=60,
@@ -314,10 +315,15 @@ def _check_the_memory_is_out_of_reach(server: ServerProcess, a: Client) -> None:
         assert got["mem"] == "PermissionError", f"{pid}: {got}"
     # ... while the same probe opens those of an ordinary process of the same user.
     with subprocess.Popen(
-        [sys.executable, "-c", "import sys; sys.stdin.read()"],
+        unprivileged_command(
+            [sys.executable, "-c", "import sys; print('up', flush=True); sys.stdin.read()"]
+        ),
         stdin=subprocess.PIPE,
-        preexec_fn=drop_all_capabilities,
+        stdout=subprocess.PIPE,
+        text=True,
     ) as plain:
+        # Probe the program, not its launcher (which still holds capabilities until exec).
+        assert plain.stdout.readline() == "up\n"
         got = probe_proc_without_privileges([plain.pid])[str(plain.pid)]
         plain.stdin.close()
     assert got["mem"] == "opened" and "opened" in got["fds"].values(), got

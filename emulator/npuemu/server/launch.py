@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from npuemu.process_guard import drop_all_capabilities
+from npuemu.process_guard import unprivileged_command
 
 __all__ = ["ServerProcess"]
 
@@ -117,13 +117,12 @@ class ServerProcess:
         log_path = Path(log_name)
         t0 = time.monotonic()
         proc = subprocess.Popen(
-            args,
+            unprivileged_command(args) if unprivileged else args,
             stdout=subprocess.PIPE,
             stderr=log_path.open("a"),  # O_APPEND, as the stdout pump: no overwriting
             text=True,
             env=child_env,
             cwd=cwd,
-            preexec_fn=drop_all_capabilities if unprivileged else None,
         )
         ready: list[re.Match[str]] = []
         got = threading.Event()
