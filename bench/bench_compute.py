@@ -153,13 +153,8 @@ def main() -> None:
             exe = args.raw_exe or build_raw(args.target, tmp_path / "raw")
             for row in rows:  # the memory files still hold the last case's data: rewrite each
                 case = next(c for c in all_cases if c.name == row["case"])
-                with files["plddr"].open("r+b") as f:
-                    for off, blob in case.images.items():
-                        f.seek(off)
-                        f.write(blob)
-                writes = tmp_path / "writes.txt"
-                writes.write_text("".join(f"{a} {v}\n" for a, v in row["launch"]))
-                raw.setdefault(case.name, []).append(run_raw([str(exe), str(writes), *plusargs]))
+                cmd = raw_case_command(exe, case, row, files, tmp_path)
+                raw.setdefault(case.name, []).append(run_raw(cmd))
             for _ in range(args.repeat):
                 idle_cmd = [str(exe), "--idle", str(RAW_IDLE_CYCLES), *plusargs]
                 raw.setdefault("idle", []).append(run_raw(idle_cmd))
@@ -276,6 +271,20 @@ def harness_instructions(
     return result
 
 
+def raw_case_command(
+    exe: Path, case: Case, row: dict, files: dict[str, Path], tmp: Path
+) -> list[str]:
+    """Load `case`'s memory images into the plddr file and write the launch writes the
+    harness recorded (`row`) for the raw loop; returns the raw loop's command for it."""
+    with files["plddr"].open("r+b") as f:
+        for off, blob in case.images.items():
+            f.seek(off)
+            f.write(blob)
+    writes = tmp / "writes.txt"
+    writes.write_text("".join(f"{a} {v}\n" for a, v in row["launch"]))
+    return [str(exe), str(writes), *(f"+npu_mem_{m}={p}" for m, p in files.items())]
+
+
 def raw_instructions(
     exe: Path, rows: list[dict], all_cases: list[Case], files: dict[str, Path], tmp: Path
 ) -> dict[str, float]:
@@ -290,13 +299,7 @@ def raw_instructions(
     for name in GRIND_CASES:
         case = next(c for c in all_cases if c.name == name)
         row = next(r for r in rows if r["case"] == name)
-        with files["plddr"].open("r+b") as f:
-            for off, blob in case.images.items():
-                f.seek(off)
-                f.write(blob)
-        writes = tmp / "writes.txt"
-        writes.write_text("".join(f"{a} {v}\n" for a, v in row["launch"]))
-        cmd = [str(exe), str(writes), *plusargs]
+        cmd = raw_case_command(exe, case, row, files, tmp)
         cycles = run_raw(cmd)["cycles"]
         result[name] = (valgrind_ir(cmd, dict(os.environ), tmp) - base) / cycles
     return result
