@@ -169,6 +169,10 @@ extern "C" {
 #define NPU_CSR__CORE_CTRL__ABORT_bp 1
 #define NPU_CSR__CORE_CTRL__ABORT_bw 1
 #define NPU_CSR__CORE_CTRL__ABORT_reset 0x0
+#define NPU_CSR__CORE_CTRL__WIPE_bm 0x4
+#define NPU_CSR__CORE_CTRL__WIPE_bp 2
+#define NPU_CSR__CORE_CTRL__WIPE_bw 1
+#define NPU_CSR__CORE_CTRL__WIPE_reset 0x0
 
 // reg - npu_csr::CORE_STATUS
 #define NPU_CSR__CORE_STATUS__BUSY_bm 0x1
@@ -180,6 +184,9 @@ extern "C" {
 #define NPU_CSR__CORE_STATUS__ERROR_bm 0x4
 #define NPU_CSR__CORE_STATUS__ERROR_bp 2
 #define NPU_CSR__CORE_STATUS__ERROR_bw 1
+#define NPU_CSR__CORE_STATUS__WIPING_bm 0x8
+#define NPU_CSR__CORE_STATUS__WIPING_bp 3
+#define NPU_CSR__CORE_STATUS__WIPING_bw 1
 #define NPU_CSR__CORE_STATUS__ERR_CODE_bm 0xf00
 #define NPU_CSR__CORE_STATUS__ERR_CODE_bp 8
 #define NPU_CSR__CORE_STATUS__ERR_CODE_bw 4

@@ -44,6 +44,8 @@ module npu_cmp_compute #(
   input  wire                  lut_we_i,
   input  wire  [15:0]          lut_row_i,
   input  wire  [InpWidth-1:0]  lut_wdata_i,
+  input  wire                  lut_wipe_i,     /// zero LUT row `lut_wipe_row_i` (npu_cmp_core's wipe)
+  input  wire  [16:0]          lut_wipe_row_i, /// ... this row (past the last row: none)
   // Status.
   output logic                 gemm_row_o      /// a MAC-array row was computed this cycle
 );
@@ -316,6 +318,9 @@ module npu_cmp_compute #(
   always_ff @(posedge clk_i) begin
     if (lut_we_i) begin
       for (int l = 0; l < Block; l++) lut_q[LutAddrWidth'(32'(lut_row_i) * Block + l)] <= lut_wdata_i[l*8 +: 8];
+    end
+    if (lut_wipe_i && 32'(lut_wipe_row_i) < LutEntries / Block) begin
+      for (int l = 0; l < Block; l++) lut_q[LutAddrWidth'(32'(lut_wipe_row_i) * Block + l)] <= 8'd0;
     end
   end
 

@@ -9,6 +9,10 @@
 ///   fetch -> decode/check -> queues -> LOAD    -> INP WGT ACC PRM LUT
 ///                                      COMPUTE -> MAC array / vector unit -> ACC
 ///                                      STORE   -> requantize -> memory
+///
+/// After reset, and on `wipe_i` while idle, the engine zeroes every row of every buffer
+/// (one row of each per cycle, as OpenTitan's OTBN wipes its memories) before it takes a
+/// program: nothing one program left on chip reaches a later one of another user.
 module npu_cmp_core
   import npu_cmp_pkg::*;
 #(
@@ -39,11 +43,13 @@ module npu_cmp_core
   // Control (CORE_CTRL and the launch registers).
   input  wire                  start_i,        /// run the program (one cycle; ignored while busy)
   input  wire                  abort_i,        /// stop the program with ABORTED (one cycle)
+  input  wire                  wipe_i,         /// zero every buffer (one cycle; ignored while busy)
   input  wire  [63:0]          prog_addr_i,    /// PROG_ADDR: first instruction
   input  wire  [31:0]          prog_insns_i,   /// PROG_INSNS
   input  wire  [15:0][63:0]    base_i,         /// BASE[0..15]
   // Status (CORE_STATUS, CORE_ERR_*).
-  output logic                 busy_o,         /// a program runs (or drains after an error)
+  output logic                 busy_o,         /// a program runs (or drains after an error), or a wipe
+  output logic                 wiping_o,       /// the buffers are being zeroed (after reset, WIPE)
   output logic                 done_o,         /// the last program reached FINISH
   output logic                 error_o,        /// the last program stopped with an error
   output npu_isa_pkg::err_e    err_code_o,     /// its code
@@ -89,6 +95,9 @@ module npu_cmp_core
   localparam int unsigned InpWidth = Block * 8;
   localparam int unsigned WgtWidth = Block * Block * 8;
   localparam int unsigned AccWidth = Block * 32;
+  localparam int unsigned LutRows = LutTables * 256 / Block;
+  localparam int unsigned WipeRows = InpRows > WgtRows
+      ? (InpRows > AccRows ? InpRows : AccRows) : (WgtRows > AccRows ? WgtRows : AccRows);
 
   initial begin
     if (Block != BusBytes || Block != 16)
@@ -104,7 +113,8 @@ module npu_cmp_core
   wire end_ok  = running_q && !stop && finished && fetch_drained;
   wire end_err = running_q && stop && fetch_drained && load_drained && store_drained;
   assign clear = end_ok || end_err;
-  wire start = start_i && !running_q;
+  logic wiping_q;
+  wire start = start_i && !running_q && !wiping_q;
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
@@ -132,13 +142,36 @@ module npu_cmp_core
     end
   end
 
-  assign busy_o        = running_q;
+  assign busy_o        = running_q || wiping_q;
+  assign wiping_o      = wiping_q;
   assign done_event_o  = end_ok;
   assign error_event_o = end_err;
   assign err_code_o    = err_q.code;
   assign err_unit_o    = err_q.unit;
   assign err_pc_o      = err_q.pc;
   assign err_addr_o    = err_q.addr;
+
+  // ---------------------------------------------------------------- buffer wipe
+  // One row counter over the deepest buffer (PRM and LUT rows fit under it: checked below);
+  // each buffer ignores rows past its own depth.
+  logic [16:0] wipe_row_q;
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      wiping_q   <= 1'b1;
+      wipe_row_q <= '0;
+    end else if (wiping_q) begin
+      if (32'(wipe_row_q) == WipeRows - 1) wiping_q <= 1'b0;
+      wipe_row_q <= wipe_row_q + 17'd1;
+    end else if (wipe_i && !running_q) begin
+      wiping_q   <= 1'b1;
+      wipe_row_q <= '0;
+    end
+  end
+  initial begin
+    if (PrmRows > WipeRows || LutRows > WipeRows)
+      $fatal(1, "npu_cmp_core: PRM (%0d) and LUT (%0d) rows must not exceed INP/WGT/ACC rows",
+             PrmRows, LutRows);
+  end
 
   // ---------------------------------------------------------------- read arbiter
   // One registered AR slot; fetch goes first (it has few bursts and gates everything).
@@ -278,21 +311,25 @@ module npu_cmp_core
   npu_cmp_sram #(.Width(InpWidth), .Depth(InpRows), .NumRead(2), .NumWrite(1)) u_inp (
     .clk_i, .we_i(ld_we && ld_buf == BufferInp), .waddr_i(ld_row),
     .wdata_i(ld_data[InpWidth-1:0]),
-    .re_i(c_inp_re), .raddr_i(c_inp_raddr), .rdata_o(inp_rdata)
+    .re_i(c_inp_re), .raddr_i(c_inp_raddr), .rdata_o(inp_rdata),
+    .wipe_i(wiping_q), .wipe_row_i(wipe_row_q)
   );
   npu_cmp_sram #(.Width(WgtWidth), .Depth(WgtRows), .NumRead(1), .NumWrite(1)) u_wgt (
     .clk_i, .we_i(ld_we && ld_buf == BufferWgt), .waddr_i(ld_row), .wdata_i(ld_data),
-    .re_i(c_wgt_re), .raddr_i(c_wgt_raddr), .rdata_o(wgt_rdata)
+    .re_i(c_wgt_re), .raddr_i(c_wgt_raddr), .rdata_o(wgt_rdata),
+    .wipe_i(wiping_q), .wipe_row_i(wipe_row_q)
   );
   npu_cmp_sram #(.Width(AccWidth), .Depth(AccRows), .NumRead(3), .NumWrite(2)) u_acc (
     .clk_i, .we_i({ld_we && ld_buf == BufferAcc, c_acc_we}), .waddr_i({ld_row, c_acc_waddr}),
     .wdata_i({ld_data[AccWidth-1:0], c_acc_wdata}),
-    .re_i({s_acc_re, c_acc_re}), .raddr_i({s_acc_raddr, c_acc_raddr}), .rdata_o(acc_rdata)
+    .re_i({s_acc_re, c_acc_re}), .raddr_i({s_acc_raddr, c_acc_raddr}), .rdata_o(acc_rdata),
+    .wipe_i(wiping_q), .wipe_row_i(wipe_row_q)
   );
   npu_cmp_sram #(.Width(AccWidth), .Depth(PrmRows), .NumRead(1), .NumWrite(1)) u_prm (
     .clk_i, .we_i(ld_we && ld_buf == BufferPrm), .waddr_i(ld_row),
     .wdata_i(ld_data[AccWidth-1:0]),
-    .re_i(s_prm_re), .raddr_i(s_prm_raddr), .rdata_o(prm_rdata)
+    .re_i(s_prm_re), .raddr_i(s_prm_raddr), .rdata_o(prm_rdata),
+    .wipe_i(wiping_q), .wipe_row_i(wipe_row_q)
   );
 
   // BASE[base] + offset of the held LOAD and STORE (base and offset sit at the same bits).
@@ -331,6 +368,7 @@ module npu_cmp_core
     .acc_we_o(c_acc_we), .acc_waddr_o(c_acc_waddr), .acc_wdata_o(c_acc_wdata),
     .lut_we_i(ld_we && ld_buf == BufferLut), .lut_row_i(ld_row),
     .lut_wdata_i(ld_data[InpWidth-1:0]),
+    .lut_wipe_i(wiping_q), .lut_wipe_row_i(wipe_row_q),
     .gemm_row_o(gemm_row)
   );
 

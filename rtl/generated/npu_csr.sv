@@ -848,6 +848,10 @@ module npu_csr (
                 logic next;
                 logic load_next;
             } ABORT;
+            struct {
+                logic next;
+                logic load_next;
+            } WIPE;
         } CORE_CTRL;
         struct {
             struct {
@@ -1102,6 +1106,9 @@ module npu_csr (
             struct {
                 logic value;
             } ABORT;
+            struct {
+                logic value;
+            } WIPE;
         } CORE_CTRL;
         struct {
             struct {
@@ -1526,6 +1533,32 @@ module npu_csr (
         end
     end
     assign hwif_out.CORE_CTRL.ABORT.value = field_storage.CORE_CTRL.ABORT.value;
+    // Field: npu_csr.CORE_CTRL.WIPE
+    always_comb begin
+        automatic logic [0:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.CORE_CTRL.WIPE.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.CORE_CTRL && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.CORE_CTRL.WIPE.value & ~decoded_wr_biten[2:2]) | (decoded_wr_data[2:2] & decoded_wr_biten[2:2]);
+            load_next_c = '1;
+        end else begin // singlepulse clears back to 0
+            next_c = '0;
+            load_next_c = '1;
+        end
+        field_combo.CORE_CTRL.WIPE.next = next_c;
+        field_combo.CORE_CTRL.WIPE.load_next = load_next_c;
+    end
+    always_ff @(posedge clk or negedge arst_n) begin
+        if(~arst_n) begin
+            field_storage.CORE_CTRL.WIPE.value <= 1'h0;
+        end else begin
+            if(field_combo.CORE_CTRL.WIPE.load_next) begin
+                field_storage.CORE_CTRL.WIPE.value <= field_combo.CORE_CTRL.WIPE.next;
+            end
+        end
+    end
+    assign hwif_out.CORE_CTRL.WIPE.value = field_storage.CORE_CTRL.WIPE.value;
     // Field: npu_csr.PROG_ADDR_LO.ADDR
     always_comb begin
         automatic logic [31:0] next_c;
@@ -2443,11 +2476,13 @@ module npu_csr (
             if(rd_mux_addr == 12'h100) begin
                 readback_data_var[0] = field_storage.CORE_CTRL.START.value;
                 readback_data_var[1] = field_storage.CORE_CTRL.ABORT.value;
+                readback_data_var[2] = field_storage.CORE_CTRL.WIPE.value;
             end
             if(rd_mux_addr == 12'h104) begin
                 readback_data_var[0] = hwif_in.CORE_STATUS.BUSY.next;
                 readback_data_var[1] = hwif_in.CORE_STATUS.DONE.next;
                 readback_data_var[2] = hwif_in.CORE_STATUS.ERROR.next;
+                readback_data_var[3] = hwif_in.CORE_STATUS.WIPING.next;
                 readback_data_var[11:8] = hwif_in.CORE_STATUS.ERR_CODE.next;
                 readback_data_var[13:12] = hwif_in.CORE_STATUS.ERR_UNIT.next;
             end

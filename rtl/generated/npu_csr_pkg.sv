@@ -201,6 +201,10 @@ package npu_csr_pkg;
     } npu_csr__CORE_STATUS__ERROR__in_t;
 
     typedef struct {
+        logic next;
+    } npu_csr__CORE_STATUS__WIPING__in_t;
+
+    typedef struct {
         logic [3:0] next;
     } npu_csr__CORE_STATUS__ERR_CODE__in_t;
 
@@ -212,6 +216,7 @@ package npu_csr_pkg;
         npu_csr__CORE_STATUS__BUSY__in_t BUSY;
         npu_csr__CORE_STATUS__DONE__in_t DONE;
         npu_csr__CORE_STATUS__ERROR__in_t ERROR;
+        npu_csr__CORE_STATUS__WIPING__in_t WIPING;
         npu_csr__CORE_STATUS__ERR_CODE__in_t ERR_CODE;
         npu_csr__CORE_STATUS__ERR_UNIT__in_t ERR_UNIT;
     } npu_csr__CORE_STATUS__in_t;
@@ -611,8 +616,13 @@ package npu_csr_pkg;
     } npu_csr__CORE_CTRL__ABORT__out_t;
 
     typedef struct {
+        logic value;
+    } npu_csr__CORE_CTRL__WIPE__out_t;
+
+    typedef struct {
         npu_csr__CORE_CTRL__START__out_t START;
         npu_csr__CORE_CTRL__ABORT__out_t ABORT;
+        npu_csr__CORE_CTRL__WIPE__out_t WIPE;
     } npu_csr__CORE_CTRL__out_t;
 
     typedef struct {

@@ -23,12 +23,30 @@
 //
 // Arguments as cocotb's main: --trace (dump every time step to --trace-file, dump.fst),
 // --trace-flush; plusargs go to the model.
+//
+// As a device worker of `npu-emu serve` (NPU_WORKER_HANDOUT names the server's hand-out
+// socket), main's first act is to make the process non-dumpable and tie it to the server
+// (parent-death signal); then it connects to the hand-out socket, where the server checks
+// the connecting process's pid (SO_PEERCRED) against the worker it started and only then
+// sends the IPC socket and the memory files (SCM_RIGHTS). So nothing secret is inherited
+// across exec, and nothing the process holds is reachable through /proc by another process
+// of the same user at any time (npuemu.server.worker_process, docs/emulator.md).
 
+#include <cerrno>
+#include <cstddef>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
+#include <sstream>
 #include <string>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include <vector>
 
 #include "Vtop.h"
 #include "verilated.h"
@@ -78,6 +96,87 @@ bool settle_value_callbacks() {
         }
     }
     return called;
+}
+
+[[noreturn]] void handout_failed(const char* what) {
+    std::fprintf(stderr, "Error: npu_sim worker hand-out: %s: %s\n", what, std::strerror(errno));
+    std::exit(3);
+}
+
+// Before anything else: non-dumpable (unless NPU_EMU_DEBUGGABLE asks otherwise), killed
+// with the server. Only as a worker: a test or bench run of the model stays debuggable.
+void guard_worker() {
+    const char* debuggable = std::getenv("NPU_EMU_DEBUGGABLE");
+    if (debuggable == nullptr || std::string(debuggable).empty() || std::string(debuggable) == "0")
+        prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    const char* server = std::getenv("NPU_SERVER_PID");
+    if (server != nullptr && getppid() != static_cast<pid_t>(std::strtol(server, nullptr, 10)))
+        std::exit(0);  // the server died before the signal was armed
+}
+
+// Connect to the server's hand-out socket (an abstract name: "@..." in `name`) and take the
+// descriptors it sends with their roles ("ipc", "fdchan", "mem:NAME"): the first two become
+// NPU_WORKER_FD and NPU_WORKER_FD_CHANNEL for the worker loop, each memory a plusarg.
+std::vector<std::string> receive_handout(const std::string& name) {
+    const int sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (sock < 0) handout_failed("socket");
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (name.size() < 2 || name[0] != '@' || name.size() > sizeof(addr.sun_path)) {
+        errno = EINVAL;
+        handout_failed("NPU_WORKER_HANDOUT must be an abstract socket name (@...)");
+    }
+    std::memcpy(addr.sun_path + 1, name.data() + 1, name.size() - 1);
+    const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + name.size());
+    if (connect(sock, reinterpret_cast<sockaddr*>(&addr), len) != 0) handout_failed("connect");
+    constexpr int kMaxFds = 8;
+    char text[512] = {};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFds)] = {};
+    iovec iov{text, sizeof(text) - 1};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    const ssize_t got = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+    if (got <= 0) handout_failed(got == 0 ? "the server refused this process" : "recvmsg");
+    if ((msg.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) != 0) {
+        errno = EMSGSIZE;
+        handout_failed("the hand-out was truncated");
+    }
+    std::vector<int> fds;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+        const size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < n; ++i) {
+            int fd;
+            std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+            fds.push_back(fd);
+        }
+    }
+    close(sock);
+    std::istringstream roles(std::string(text, static_cast<size_t>(got)));
+    std::vector<std::string> plusargs;
+    size_t i = 0;
+    for (std::string role; roles >> role; ++i) {
+        if (i >= fds.size()) {
+            errno = EPROTO;
+            handout_failed("fewer descriptors than roles");
+        }
+        const std::string fd = std::to_string(fds[i]);
+        if (role == "ipc") {
+            setenv("NPU_WORKER_FD", fd.c_str(), 1);
+        } else if (role == "fdchan") {
+            setenv("NPU_WORKER_FD_CHANNEL", fd.c_str(), 1);
+        } else if (role.rfind("mem:", 0) == 0) {
+            plusargs.push_back("+npu_mem_" + role.substr(4) + "=/proc/self/fd/" + fd);
+        } else {
+            errno = EPROTO;
+            handout_failed(("unknown role " + role).c_str());
+        }
+    }
+    return plusargs;
 }
 
 void wrap_up() {
@@ -189,6 +288,16 @@ class Loop {
 }  // namespace
 
 int main(int argc, char** argv) {
+    const char* handout = std::getenv("NPU_WORKER_HANDOUT");
+    if (handout != nullptr) guard_worker();  // first: nothing runs before it
+    std::vector<std::string> extra;
+    if (handout != nullptr) extra = receive_handout(handout);
+    std::vector<char*> args(argv, argv + argc);
+    for (std::string& plusarg : extra) args.push_back(plusarg.data());
+    args.push_back(nullptr);
+    argc = static_cast<int>(args.size()) - 1;
+    argv = args.data();
+
     const char* trace_path = VM_TRACE_FST ? "dump.fst" : "dump.vcd";
     bool trace_on = false;
     bool trace_flush = false;

@@ -53,12 +53,14 @@ module npu_regs
   // Compute engine.
   output logic        core_start_o,   /// CORE_CTRL.START (one cycle)
   output logic        core_abort_o,   /// CORE_CTRL.ABORT (one cycle)
+  output logic        core_wipe_o,    /// CORE_CTRL.WIPE (one cycle)
   output logic [63:0] core_prog_addr_o,   /// PROG_ADDR
   output logic [31:0] core_prog_insns_o,  /// PROG_INSNS
   output logic [15:0][63:0] core_base_o,  /// BASE0..15
   input  wire         core_busy_i,    /// CORE_STATUS.BUSY
   input  wire         core_done_i,    /// CORE_STATUS.DONE
   input  wire         core_error_i,   /// CORE_STATUS.ERROR
+  input  wire         core_wiping_i,  /// CORE_STATUS.WIPING
   input  wire  [3:0]  core_err_code_i,/// CORE_STATUS.ERR_CODE
   input  wire  [1:0]  core_err_unit_i,/// CORE_STATUS.ERR_UNIT
   input  wire  [31:0] core_err_pc_i,  /// CORE_ERR_PC
@@ -127,6 +129,7 @@ module npu_regs
     hwif_in.CORE_STATUS.BUSY.next     = core_busy_i;
     hwif_in.CORE_STATUS.DONE.next     = core_done_i;
     hwif_in.CORE_STATUS.ERROR.next    = core_error_i;
+    hwif_in.CORE_STATUS.WIPING.next   = core_wiping_i;
     hwif_in.CORE_STATUS.ERR_CODE.next = core_err_code_i;
     hwif_in.CORE_STATUS.ERR_UNIT.next = core_err_unit_i;
     hwif_in.CORE_ERR_PC.PC.next       = core_err_pc_i;
@@ -175,6 +178,7 @@ module npu_regs
   // ---------------------------------------------------------------- compute engine
   assign core_start_o      = hwif_out.CORE_CTRL.START.value;
   assign core_abort_o      = hwif_out.CORE_CTRL.ABORT.value;
+  assign core_wipe_o       = hwif_out.CORE_CTRL.WIPE.value;
   assign core_prog_addr_o  = {hwif_out.PROG_ADDR_HI.ADDR.value, hwif_out.PROG_ADDR_LO.ADDR.value};
   assign core_prog_insns_o = hwif_out.PROG_INSNS.COUNT.value;
   assign core_base_o = {

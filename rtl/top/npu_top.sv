@@ -122,7 +122,8 @@ module npu_top
   logic dma_busy, dma_irq, npu_irq;
 
   // Compute engine control and status (through npu_regs).
-  logic        c_start, c_abort, c_busy, c_done, c_error, c_done_ev, c_error_ev;
+  logic        c_start, c_abort, c_wipe, c_wiping, c_busy, c_done, c_error;
+  logic        c_done_ev, c_error_ev;
   logic [63:0] c_prog_addr, c_err_addr;
   logic [31:0] c_prog_insns, c_err_pc;
   logic [15:0][63:0] c_base;
@@ -148,9 +149,11 @@ module npu_top
     .s_axil_rready(r_rready[0]), .s_axil_rvalid(r_rvalid[0]), .s_axil_rdata(r_rdata[0]),
     .s_axil_rresp(r_rresp[0]),
     .dma_busy_i(dma_busy),
-    .core_start_o(c_start), .core_abort_o(c_abort), .core_prog_addr_o(c_prog_addr),
+    .core_start_o(c_start), .core_abort_o(c_abort), .core_wipe_o(c_wipe),
+    .core_prog_addr_o(c_prog_addr),
     .core_prog_insns_o(c_prog_insns), .core_base_o(c_base),
     .core_busy_i(c_busy), .core_done_i(c_done), .core_error_i(c_error),
+    .core_wiping_i(c_wiping),
     .core_err_code_i(c_err_code), .core_err_unit_i(c_err_unit), .core_err_pc_i(c_err_pc),
     .core_err_addr_i(c_err_addr), .core_done_event_i(c_done_ev),
     .core_error_event_i(c_error_ev), .core_perf_i(c_perf),
@@ -222,9 +225,9 @@ module npu_top
     .Mem2Base(OcmBase), .Mem2Size(OcmSizeEff)
   ) u_core (
     .clk_i, .rst_ni,
-    .start_i(c_start), .abort_i(c_abort), .prog_addr_i(c_prog_addr),
+    .start_i(c_start), .abort_i(c_abort), .wipe_i(c_wipe), .prog_addr_i(c_prog_addr),
     .prog_insns_i(c_prog_insns), .base_i(c_base),
-    .busy_o(c_busy), .done_o(c_done), .error_o(c_error), .err_code_o(c_err_code),
+    .busy_o(c_busy), .wiping_o(c_wiping), .done_o(c_done), .error_o(c_error), .err_code_o(c_err_code),
     .err_unit_o(c_err_unit), .err_pc_o(c_err_pc), .err_addr_o(c_err_addr),
     .done_event_o(c_done_ev), .error_event_o(c_error_ev), .perf_o(c_perf),
     .m_axi_arid(e_arid), .m_axi_araddr(e_araddr), .m_axi_arlen(e_arlen),

@@ -1,23 +1,35 @@
 """The server <-> worker framing (npuemu.worker.protocol) over a real Unix socket pair: the
 worker's blocking end and the server's asyncio protocol agree on every split of the byte
-stream, and a broken or closed channel is reported once, never silently dropped."""
+stream, a broken or closed channel is reported once, never silently dropped, and a frame
+that is not plain data (a pickle that would run code, a string past the bounds) runs
+nothing and closes the channel."""
 
 from __future__ import annotations
 
 import asyncio
+import pickle
 import socket
 import struct
+from pathlib import Path
 
+import msgpack
 import pytest
 
-from npuemu.worker.protocol import BlockingChannel, ChannelClosedError, FrameProtocol, frame
+from npuemu.worker.protocol import (
+    MAX_TEXT,
+    BlockingChannel,
+    ChannelClosedError,
+    FrameError,
+    FrameProtocol,
+    frame,
+)
 
 MESSAGES = [
     {"id": 1, "op": "read_reg", "addr": 0x4000_0010},
     {
         "id": 2,
         "op": "batch",
-        "ops": [("read", 0x4000_0000 + 4 * i, 0, 0, 0, 0) for i in range(4096)],
+        "ops": tuple(("read", 0x4000_0000 + 4 * i, 0, 0, 0, 0) for i in range(4096)),
     },
     {"id": 3, "op": "cancel"},
 ]
@@ -104,3 +116,40 @@ def test_blocking_end_sees_a_closed_channel() -> None:
     assert chan.pending()
     with pytest.raises(ChannelClosedError):
         chan.recv()
+
+
+class _Touch:
+    """Unpickling this creates a file: what a pickled frame could make the server do."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __reduce__(self):
+        return (Path.touch, (self.path,))
+
+
+def _raw(payload: bytes) -> bytes:
+    return struct.pack(">I", len(payload)) + payload
+
+
+def test_a_frame_that_is_not_plain_data_runs_nothing(tmp_path: Path) -> None:
+    """Defect: frames were pickles, so whoever could write to the channel (a process that
+    took the worker's socket while the worker was starting) ran code in the server."""
+    marker = tmp_path / "ran"
+    hostile = [
+        pickle.dumps({"id": 1, "ok": True, "x": _Touch(marker)}),
+        msgpack.packb([1, 2, 3]),  # not a map
+        msgpack.packb({1: "x"}),  # not string keys
+        msgpack.packb({"error": "x" * (MAX_TEXT + 1)}),  # a string past the bound
+    ]
+    for payload in hostile:
+        c = Collector()
+        c.protocol().data_received(_raw(payload))
+        assert c.frames == [] and len(c.lost) == 1, payload[:20]
+        assert isinstance(c.lost[0], FrameError)
+        a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        with a, b:
+            a.sendall(_raw(payload))
+            with pytest.raises(FrameError):
+                BlockingChannel(b).recv()
+    assert not marker.exists(), "decoding a frame ran code"

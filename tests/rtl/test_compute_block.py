@@ -10,7 +10,8 @@ Checked: GEMM (bias, accumulation, forwarding between consecutive iterations on 
 a 3x3 convolution as a tap loop of GEMMs over a padded LOAD, every VEC function,
 requantization edge cases against `xrt.ops.intmath.requantize`, random LOAD/STORE tiles
 (strides, padding, 4 KiB crossings), every error code the block can provoke followed by a
-correct program, one interrupt event per program, and the counters.
+correct program, one interrupt event per program, the counters, and the wipe of every
+buffer after reset and on request.
 """
 
 from __future__ import annotations
@@ -25,15 +26,16 @@ import cocotb
 import numpy as np
 import pytest
 from cocotb.clock import Clock
-from cocotb.triggers import FallingEdge, First, RisingEdge, Timer
+from cocotb.triggers import FallingEdge, First, ReadOnly, RisingEdge, Timer
 from cocotbext.axi import AxiBus, AxiResp, AxiSlave
 from cocotbext.axi import axi_slave as axi_slave_module
+from isolation_programs import reader_program, secret_program
 
 from npuemu.sim.build import build_model
 from npuemu.sim.cocotb_run import run_cocotb
 from xrt.hwconfig import MemoryWindow
 from xrt.npu import isa
-from xrt.npu.golden import ALL_BINS, Machine, coverage, generate_program, small_config
+from xrt.npu.golden import ALL_BINS, Machine, Memory, coverage, generate_program, small_config
 from xrt.npu.golden import run as golden_run
 from xrt.npu.golden.errorgen import error_cases
 from xrt.npu.isa import Buffer, EngineError, GemmInit, StoreMode, VecFunc
@@ -213,12 +215,14 @@ class Engine:
     async def start(self) -> None:
         d = self.dut
         cocotb.start_soon(Clock(d.clk_i, 10, unit="ns").start())
-        for name in ("start_i", "abort_i", "prog_addr_i", "prog_insns_i", "base_i"):
+        for name in ("start_i", "abort_i", "wipe_i", "prog_addr_i", "prog_insns_i", "base_i"):
             getattr(d, name).value = 0
         d.rst_ni.value = 0
         await Timer(50, unit="ns")
         d.rst_ni.value = 1
         await RisingEdge(d.clk_i)
+        while d.busy_o.value:  # the buffers are zeroed after reset; START waits for that
+            await FallingEdge(d.busy_o)
         cocotb.start_soon(self._count("done"))
         cocotb.start_soon(self._count("error"))
 
@@ -1249,25 +1253,83 @@ async def every_error_code(dut):
     await gemm_program(e, "random")
 
 
-# ---------------------------------------------------------------------------- golden model
-async def clear_buffers(e: Engine) -> None:
-    """Zero every buffer row (LOADs from zeroed memory): the golden model starts there."""
-    e.ram.data[DATA : DATA + 0x8000] = bytes(0x8000)
-    rows = {
-        Buffer.INP: (GCFG.inp_rows, B),
-        Buffer.WGT: (GCFG.wgt_rows, B * B),
-        Buffer.ACC: (GCFG.acc_rows, 4 * B),
-        Buffer.PRM: (GCFG.prm_rows, 4 * B),
-        Buffer.LUT: (GCFG.lut_tables * 256 // B, B),
-    }
-    prog = [
-        isa.Load(buffer=buf, base=0, x_size=n, y_size=1, z_size=1, x_stride=0)
-        for buf, (n, _) in rows.items()
+# ---------------------------------------------------------------------------- wipe
+async def pulse(e: Engine, port: str) -> None:
+    await RisingEdge(e.dut.clk_i)
+    getattr(e.dut, port).value = 1
+    await RisingEdge(e.dut.clk_i)
+    getattr(e.dut, port).value = 0
+
+
+@cocotb.test()
+async def wipe_zeroes_every_buffer(dut):
+    """After reset and after wipe_i (CORE_CTRL.WIPE) every buffer row reads zero: a program
+    that reads the ends of every buffer without loading them gives what the golden model
+    gives on a fresh engine, not what it gives on the engine a secret program left. While
+    the wipe runs, BUSY and WIPING are 1 and START is ignored (no program, no event)."""
+    e = Engine(dut)
+    await e.start()
+    reader, reader_data, probes = reader_program(GCFG)
+    secret, secret_data = secret_program(GCFG, seed=e.seed)
+    out_addr = DATA + 0x8000
+    nbytes = probes[-1].offset + probes[-1].nbytes
+
+    def memory(data: bytes):
+        mem = Memory(WINDOWS)
+        mem.write(DATA, data)
+        return mem
+
+    async def read_out(label: str) -> bytes:
+        e.put(DATA, np.frombuffer(reader_data, np.uint8))
+        res = await e.run(reader, {0: DATA, 1: out_addr})
+        assert res.ok, f"seed={e.seed} {label}: the reader failed: {res}"
+        return bytes(e.ram.data[out_addr : out_addr + nbytes])
+
+    fresh_mem = memory(reader_data)
+    assert golden_run(reader, fresh_mem, {0: DATA, 1: out_addr}, config=GCFG).ok
+    fresh = fresh_mem.read(out_addr, nbytes).tobytes()
+    assert await read_out("after reset") == fresh, "a buffer was not zero after reset"
+
+    e.put(DATA, np.frombuffer(secret_data, np.uint8))
+    assert (await e.run(secret, {0: DATA})).ok
+    left = Machine(GCFG)
+    assert golden_run(secret, memory(secret_data), {0: DATA}, config=GCFG, machine=left).ok
+    leaky_mem = memory(reader_data)
+    assert golden_run(reader, leaky_mem, {0: DATA, 1: out_addr}, config=GCFG, machine=left).ok
+    leaky = leaky_mem.read(out_addr, nbytes).tobytes()
+
+    e.put(PROG, np.frombuffer(isa.encode_program([isa.Finish()]), np.uint8))
+    dut.prog_addr_i.value, dut.prog_insns_i.value = PROG, 1
+    await pulse(e, "wipe_i")
+    await ReadOnly()  # the edge's updates
+    assert dut.busy_o.value and dut.wiping_o.value, "WIPE did not start a wipe"
+    events = Counter(e.events)
+    await pulse(e, "start_i")  # ignored: the wipe runs
+    cycles = 2
+    while dut.busy_o.value:
+        await RisingEdge(dut.clk_i)
+        cycles += 1
+    assert not dut.wiping_o.value
+    assert cycles >= max(GCFG.inp_rows, GCFG.wgt_rows, GCFG.acc_rows), f"wiped in {cycles} cycles"
+    await Timer(100, unit="ns")
+    assert e.events == events, "a START during the wipe ran a program"
+
+    got = await read_out("after WIPE")
+    leaks = [
+        p.what
+        for p in probes
+        if got[p.offset : p.offset + p.nbytes] != fresh[p.offset : p.offset + p.nbytes]
     ]
-    res = await e.run([*prog, isa.Finish()], {0: DATA})
-    assert res.ok, f"clearing the buffers failed: {res}"
+    blind = [
+        p.what
+        for p in probes
+        if leaky[p.offset : p.offset + p.nbytes] == fresh[p.offset : p.offset + p.nbytes]
+    ]
+    assert not blind, f"probes that could not see a leak: {blind}"
+    assert not leaks, f"seed={e.seed}: left after WIPE: {leaks}"
 
 
+# ---------------------------------------------------------------------------- golden model
 def load_memory(e: Engine, mem) -> None:
     """The RAM holds exactly the golden model's memories (zero elsewhere)."""
     e.ram.data[:] = bytes(RAM_SIZE)
@@ -1282,8 +1344,7 @@ async def golden_random_programs(dut):
     bytes, MACs) equal the golden model's; the coverage of opcodes and field-value
     classes is printed and must be complete."""
     e = Engine(dut)
-    await e.start()
-    await clear_buffers(e)
+    await e.start()  # the reset zeroes every buffer: the golden model's machine starts there
     machine = Machine(GCFG)  # the golden buffers follow the engine's from program to program
     programs = []
     ratios = []

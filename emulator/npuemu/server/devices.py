@@ -110,12 +110,7 @@ class SimDevice:
 
     def _new_worker(self) -> WorkerProcess:
         worker = WorkerProcess(
-            self.name,
-            self.model,
-            self.memory.plusargs,
-            self.workdir,
-            self.worker_env,
-            pass_fds=self.memory.pass_fds,
+            self.name, self.model, self.memory.fds, self.workdir, self.worker_env
         )
         worker.on_exit = self.schedule_restart
         return worker
@@ -211,7 +206,7 @@ class SimDevice:
                 self.counters.worker_restarts += 1
                 try:
                     if self.lease is None:  # what the dead worker's engines wrote goes
-                        self.memory.forget(self._fresh_memory())
+                        self._forget_all(self.memory.renew())
                     worker = self._new_worker()
                     await worker.start()
                 except Exception as exc:  # any failure: report it and try again later
@@ -238,11 +233,9 @@ class SimDevice:
                     self.on_fault(self)
                 return
 
-    def _fresh_memory(self) -> int:
-        """Zero every memory and put a new file behind udma; return the old udma file's
-        descriptor. Call only when no engine runs (worker reset or dead)."""
-        self.memory.zero()
-        return self.memory.renew_udma()
+    def _forget_all(self, fds: dict[str, int]) -> None:
+        for fd in fds.values():
+            self.memory.forget(fd)
 
     async def clear_after_lease(self) -> None:
         """A lease has ended: stop the engines (cancel the request in flight, reset), THEN
@@ -257,20 +250,22 @@ class SimDevice:
                 if worker is None or self.state in (DeviceState.RESTARTING, DeviceState.STARTING):
                     if worker is not None:
                         await worker.kill()
-                    self.memory.forget(self._fresh_memory())  # the next worker maps the new file
+                    self._forget_all(self.memory.renew())  # the next worker maps the new files
                     return  # the restart ends in FREE
                 self.state = DeviceState.RESETTING
                 worker.cancel_current()
                 if "NPU_EMU_WAVES_DIR" in self.worker_env:  # this lease's window is not the next's
                     await worker.call("waves_forget", self.watchdog_s)
+                # The reset stops the engines and zeroes their buffers (CORE_STATUS.WIPING).
                 await worker.call("reset", self.watchdog_s)
-                # A fresh udma file per lease: a former holder's mapping (the local fast
-                # path) stays on the old file and never sees the next holder.
-                old_fd = self._fresh_memory()
+                # Fresh memory files per lease: a descriptor or mapping anyone kept of the old
+                # ones (a former holder's local fast path) never sees the next holder.
+                old = self.memory.renew()
                 try:
-                    await worker.remap_memory(old_fd, self.memory.fds["udma"], self.watchdog_s)
+                    for name, old_fd in old.items():
+                        await worker.remap_memory(old_fd, self.memory.fds[name], self.watchdog_s)
                 finally:
-                    self.memory.forget(old_fd)
+                    self._forget_all(old)
                 await self._wipe_on_chip(worker)
                 self.state = DeviceState.FREE
             except Exception as exc:

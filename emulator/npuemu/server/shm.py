@@ -3,23 +3,20 @@
 Each memory is a file without a name: created with ``O_TMPFILE`` in the server's private
 folder under /dev/shm (or ``--memory-dir``), so it uses that file system's room but no
 process can open it by path. The server hands the descriptor to the simulation worker
-(inherited at start, passed over a socket on a renewal), which maps it (DPI-C,
-``+npu_mem_<name>=/proc/self/fd/N``). The server maps the host-visible one (``udma``) to
-serve memory reads and writes without the simulator; a client on the same machine that
-proves its lease gets the descriptor too (the local fast path,
-`npuemu.server.local_handout`). `zero()` gives memory back to the kernel (punching holes),
-which reads as zeros everywhere at once, even while mapped. `renew_udma()` puts a new file
-behind ``udma`` between leases (the worker maps it in place), so a mapping kept by a former
-holder never sees the next one. The server and its workers are non-dumpable
-(`npuemu.process_guard`), so a process of the same user cannot take a descriptor out of
-them through /proc/PID/fd either.
+(handed over once the worker proved its pid, passed over a socket on a renewal), which
+maps it (DPI-C, ``+npu_mem_<name>=/proc/self/fd/N``). The server maps the host-visible one
+(``udma``) to serve memory reads and writes without the simulator; a client on the same
+machine that proves its lease gets the descriptor too (the local fast path,
+`npuemu.server.local_handout`). `renew()` puts new (zero) files behind every memory between
+leases (the worker maps them in place), so a descriptor or mapping of a former holder, or
+of anyone who ever took one, never sees the next holder. The server and its workers are
+non-dumpable (`npuemu.process_guard`, rtl/sim/npu_sim_main.cpp), so a process of the same
+user cannot take a descriptor out of them through /proc/PID/fd either.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import errno
 import logging
 import mmap
@@ -36,9 +33,6 @@ __all__ = ["DeviceMemory", "remove_stale_dirs", "shm_root"]
 log = logging.getLogger("npuemu.server")
 
 _PREFIX = "npu-emu-"
-_FALLOC_FL_KEEP_SIZE = 0x01
-_FALLOC_FL_PUNCH_HOLE = 0x02
-_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 
 
 def shm_root() -> Path:
@@ -72,8 +66,8 @@ def new_server_dir(root: Path | None = None) -> Path:
 class DeviceMemory:
     """The memory files of one device, and the server's mapping of the host-visible one.
 
-    ``fds`` holds one descriptor per memory (``udma``, ``plddr``); the worker must get them
-    (`pass_fds`) and finds them through `plusargs`.
+    ``fds`` holds one descriptor per memory (``udma``, ``plddr``), which the worker gets
+    at start (`npuemu.server.worker_process`).
     """
 
     def __init__(self, folder: Path, device: str, target: TargetConfig) -> None:
@@ -106,27 +100,20 @@ class DeviceMemory:
         self._udma_map = mmap.mmap(self.fds["udma"], self.udma.size)
         self.udma_view = memoryview(self._udma_map)
 
-    @property
-    def pass_fds(self) -> tuple[int, ...]:
-        """The descriptors a worker process must inherit."""
-        return tuple(self.fds.values())
+    def renew(self) -> dict[str, int]:
+        """Put a new (zero) file behind every memory for the next lease; return the old
+        files' descriptors by memory name.
 
-    @property
-    def plusargs(self) -> list[str]:
-        """Simulator plusargs naming each memory (valid in a process that inherited it)."""
-        return [f"+npu_mem_{name}=/proc/self/fd/{fd}" for name, fd in self.fds.items()]
-
-    def renew_udma(self) -> int:
-        """Put a new (zero) file behind ``udma`` for the next lease; return the old file's
-        descriptor.
-
-        The server maps the new file at once; the caller has the worker map it too, then
-        calls `forget` on the old one. A mapping a former holder kept (the local fast path)
-        stays on the old file, which no one writes any more: it never sees the next holder.
+        The server maps the new ``udma`` at once; the caller has the worker map every new
+        file in place of the old one, then calls `forget` on the old ones. A descriptor or
+        mapping anyone kept (a former holder's local fast path) stays on an old file, which
+        no one writes any more: it never sees the next holder. New files are sparse, so a
+        renewal costs no time and frees the old holder's pages with its last mapping.
         """
-        old, new = self.fds["udma"], self._create(self.udma.size)
+        old = dict(self.fds)
+        new = {name: self._create(os.fstat(fd).st_size) for name, fd in old.items()}
         self._unmap_udma()
-        self.fds["udma"] = new
+        self.fds = new
         self._map_udma()
         return old
 
@@ -140,17 +127,6 @@ class DeviceMemory:
         with contextlib.suppress(BufferError):
             self.udma_view.release()
             self._udma_map.close()
-
-    def zero(self) -> None:
-        """Make every byte of every memory read 0 (holes: no time, no RAM)."""
-        for name, fd in self.fds.items():
-            size = os.fstat(fd).st_size
-            mode = _FALLOC_FL_PUNCH_HOLE | _FALLOC_FL_KEEP_SIZE
-            if _libc.fallocate(fd, mode, ctypes.c_long(0), ctypes.c_long(size)) != 0:
-                err = ctypes.get_errno()
-                log.warning("cannot punch %s (%s): writing zeros", name, os.strerror(err))
-                with mmap.mmap(fd, size) as m:
-                    m[:] = bytes(size)
 
     def close(self) -> None:
         self._unmap_udma()

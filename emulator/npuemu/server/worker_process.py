@@ -1,9 +1,16 @@
 """The server's handle on one simulation worker process.
 
 `WorkerProcess.start()` launches the verilated model with the worker's request loop
-(`npuemu.worker.sim_main`) and one end of a Unix socket pair; `call()` sends one request and
-waits for its answer under a wall-clock watchdog. A worker that exits or stops answering
-makes the call fail with `WorkerUnavailableError` (the caller restarts it); it never hangs.
+(`npuemu.worker.sim_main`); `call()` sends one request and waits for its answer under a
+wall-clock watchdog. A worker that exits or stops answering makes the call fail with
+`WorkerUnavailableError` (the caller restarts it); it never hangs.
+
+The worker inherits no descriptor worth taking: its main (rtl/sim/npu_sim_main.cpp) makes
+itself non-dumpable first, then connects to a hand-out socket of this server, which checks
+the connecting process's pid (SO_PEERCRED) against the process it started and only then
+sends the IPC socket and the memory files. A process of the same user that opens the
+worker's /proc/PID/fd while it starts finds nothing there; one that connects to the
+hand-out socket is refused.
 """
 
 from __future__ import annotations
@@ -13,8 +20,10 @@ import contextlib
 import itertools
 import logging
 import os
+import secrets
 import signal
 import socket
+import struct
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -48,27 +57,24 @@ class WorkerProcess:
     Args:
         name: Device name, for messages and logs.
         model: The built `npu_sim` model.
-        plusargs: Simulator plusargs (the shared-memory files).
+        memories: Memory name -> descriptor of its file (handed to the worker at start).
         workdir: Folder for the worker's log and results file.
         extra_env: More environment for the simulator process.
-        pass_fds: Descriptors the simulator inherits (the memory files `plusargs` names).
     """
 
     def __init__(
         self,
         name: str,
         model: BuiltModel,
-        plusargs: list[str],
+        memories: dict[str, int],
         workdir: Path,
         extra_env: dict[str, str] | None = None,
-        pass_fds: tuple[int, ...] = (),
     ) -> None:
         self.name = name
-        self.pass_fds = pass_fds
+        self.memories = dict(memories)
         self._fd_channel: socket.socket | None = None  # hands the worker new memory files
         self.extra_env = dict(extra_env or {})
         self.model = model
-        self.plusargs = plusargs
         self.workdir = workdir
         self.proc: asyncio.subprocess.Process | None = None
         self._transport: asyncio.Transport | None = None
@@ -103,49 +109,58 @@ class WorkerProcess:
             return "(no worker log)"
 
     async def start(self, timeout_s: float = 120.0) -> None:
-        """Launch the simulator and wait for its worker loop to report ready."""
+        """Launch the simulator, hand it its descriptors once it proves who it is, and wait
+        for its worker loop to report ready."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         fd_parent, fd_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
         self._fd_channel = fd_parent
+        # An abstract name: no file to clean up; anyone may connect, only the worker is served.
+        handout_name = f"npu-emu-{os.getpid()}-{self.name}-{secrets.token_hex(8)}"
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind("\0" + handout_name)
+        listener.listen(8)
+        listener.setblocking(False)
         env = simulator_env(
             self.model,
             WORKER_MODULE,
             self.workdir / "results.xml",
             {
                 **self.extra_env,
-                "NPU_WORKER_FD": str(child.fileno()),
-                "NPU_WORKER_FD_CHANNEL": str(fd_child.fileno()),
+                "NPU_WORKER_HANDOUT": "@" + handout_name,
                 "NPU_DEVICE": self.name,
                 "NPU_SERVER_PID": str(os.getpid()),  # the worker dies with this process
             },
         )
-        with self.log_path.open("ab") as logf:
-            self.proc = await asyncio.create_subprocess_exec(
-                str(self.model.executable),
-                *self.plusargs,
-                cwd=self.workdir,
-                env=env,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=logf,
-                stderr=asyncio.subprocess.STDOUT,
-                pass_fds=(child.fileno(), fd_child.fileno(), *self.pass_fds),
-                start_new_session=True,  # its own process group: killed as a whole
-            )
-        child.close()
-        fd_child.close()
         loop = asyncio.get_running_loop()
-        self._hello = loop.create_future()
-        self._transport, _ = await loop.create_unix_connection(
-            lambda: FrameProtocol(self._on_frame, self._on_lost), sock=parent
-        )
         try:
+            with self.log_path.open("ab") as logf:
+                self.proc = await asyncio.create_subprocess_exec(
+                    str(self.model.executable),
+                    cwd=self.workdir,
+                    env=env,
+                    stdin=asyncio.subprocess.DEVNULL,
+                    stdout=logf,
+                    stderr=asyncio.subprocess.STDOUT,
+                    start_new_session=True,  # its own process group: killed as a whole
+                )
+            handout = [("ipc", child.fileno()), ("fdchan", fd_child.fileno())]
+            handout += [(f"mem:{name}", fd) for name, fd in self.memories.items()]
+            await asyncio.wait_for(self._hand_out(listener, handout), timeout_s)
+            self._hello = loop.create_future()
+            self._transport, _ = await loop.create_unix_connection(
+                lambda: FrameProtocol(self._on_frame, self._on_lost), sock=parent
+            )
             hello = await asyncio.wait_for(self._hello, timeout_s)
-        except (TimeoutError, ChannelClosedError) as exc:
+        except (TimeoutError, ChannelClosedError, OSError) as exc:
             await self.kill()
             raise WorkerUnavailableError(
                 f"simulation worker of {self.name} did not start:\n{self.log_tail()}"
             ) from exc
+        finally:
+            listener.close()
+            child.close()
+            fd_child.close()
         self.cycles = int(hello.get("cycles", 0))
         log.info("worker %s ready (pid %d)", self.name, self.proc.pid)
 
@@ -235,6 +250,39 @@ class WorkerProcess:
         if not reply.get("ok"):
             raise WorkerError(f"{op} failed in the worker of {self.name}: {reply.get('error')}")
         return reply
+
+    async def _hand_out(self, listener: socket.socket, handout: list[tuple[str, int]]) -> None:
+        """Serve the hand-out socket until the worker itself connects: send it `handout`
+        (roles and descriptors). Any other process that connects (a same-user process that
+        found the name) is refused and logged; a worker that exits first ends the wait."""
+        loop = asyncio.get_running_loop()
+        assert self.proc is not None
+        exited = loop.create_task(self.proc.wait())
+        try:
+            while True:
+                accept = loop.create_task(loop.sock_accept(listener))
+                await asyncio.wait({accept, exited}, return_when=asyncio.FIRST_COMPLETED)
+                if not accept.done():
+                    accept.cancel()
+                    raise ChannelClosedError(f"the worker exited (status {exited.result()})")
+                conn, _ = accept.result()
+                with conn:
+                    pid, uid, _ = struct.unpack("3i", conn.getsockopt(
+                        socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")
+                    ))  # fmt: skip
+                    if pid != self.proc.pid or uid != os.getuid():
+                        log.warning(
+                            "worker %s: refused a hand-out connection from pid %d (uid %d)",
+                            self.name, pid, uid,
+                        )  # fmt: skip
+                        continue
+                    roles = " ".join(role for role, _ in handout).encode()
+                    conn.setblocking(True)
+                    socket.send_fds(conn, [roles], [fd for _, fd in handout])
+                    return
+        finally:
+            if not exited.done():
+                exited.cancel()
 
     def cancel_current(self) -> None:
         """Ask the worker to stop the request in flight, if any (its caller then gets

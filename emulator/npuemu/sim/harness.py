@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import cocotb
 from cocotb.clock import Clock
 from cocotb.handle import SimHandleBase
-from cocotb.triggers import First, RisingEdge, Timer
+from cocotb.triggers import FallingEdge, First, RisingEdge, Timer
 from cocotb.utils import get_sim_time
 from cocotbext.axi import AxiResp
 
@@ -198,7 +198,9 @@ class NpuHarness:
         """Start the clock if needed and pulse reset for `cycles` cycles.
 
         Registers return to their reset values; the memories keep their contents, as DDR
-        does across a device reset.
+        does across a device reset. Returns once the device takes requests: a compute
+        engine has zeroed its buffers (CORE_STATUS.WIPING, the largest buffer's rows in
+        cycles), so no program's data outlives the reset.
         """
         if not self._clock_started:
             cocotb.start_soon(Clock(self.dut.clk_i, self.period_ps, unit="ps").start())
@@ -209,6 +211,9 @@ class NpuHarness:
         self.dut.rst_ni.value = 1
         await RisingEdge(self.clock)
         await RisingEdge(self.clock)
+        busy = getattr(self.dut, "busy_o", None)  # npu_sim; the DMA block has none
+        while busy is not None and busy.value:
+            await FallingEdge(busy)
 
     # ------------------------------------------------------------------ registers
     async def run_rows(self, rows: Sequence[Row]) -> list[tuple[int, int, int]]:

@@ -1,27 +1,38 @@
-"""Framing of the server <-> worker IPC: length-prefixed pickles over a Unix socket.
+"""Framing of the server <-> worker IPC: length-prefixed msgpack maps over a Unix socket.
 
-Both ends are this project's own processes on one machine, so pickle is safe here. A frame
-is a 4-byte big-endian length followed by the pickled message (a dict). The worker side is
-blocking (it runs inside the simulator and must freeze simulated time while it waits); the
-server side is an asyncio protocol (`FrameProtocol`): frames are parsed in the event loop's
-reader callback and handed on at once, with no reader task to wake per message.
+A frame is a 4-byte big-endian length followed by one message: a msgpack map with string
+keys whose values are plain data (integers, floats, strings, booleans, None and tuples of
+them). Decoding runs no code, whatever the bytes (pickle would run any code a frame names:
+a process that got hold of the socket could have run code in the server), and is bounded:
+a frame of at most `MAX_FRAME` bytes, strings, arrays and maps of bounded length, bounded
+nesting (msgpack's own). A frame that breaks these rules closes the channel. The worker
+side is blocking (it runs inside the simulator and must freeze simulated time while it
+waits); the server side is an asyncio protocol (`FrameProtocol`): frames are parsed in the
+event loop's reader callback and handed on at once, with no reader task to wake per message.
 """
 
 from __future__ import annotations
 
 import asyncio
-import pickle
 import select
 import socket
 import struct
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["BlockingChannel", "ChannelClosedError", "FrameProtocol", "frame"]
+import msgpack
+
+__all__ = ["BlockingChannel", "ChannelClosedError", "FrameError", "FrameProtocol", "frame"]
 
 _HEADER = struct.Struct(">I")
-MAX_FRAME = 64 << 20  # register batches and results only: never bulk data
+MAX_FRAME = 16 << 20  # register batches and results only: never bulk data
+MAX_ITEMS = 1 << 16  # elements of one array or map (a batch holds at most 4096 ops)
+MAX_TEXT = 1 << 16  # bytes of one string (error messages, file paths)
 _RECV_CHUNK = 1 << 16
+
+
+class FrameError(ValueError):
+    """A frame that is not a well-formed message (too long, not a map of plain data)."""
 
 
 class ChannelClosedError(EOFError):
@@ -57,10 +68,10 @@ class BlockingChannel:
         self._fill(_HEADER.size)
         (length,) = _HEADER.unpack_from(self._buf)
         if length > MAX_FRAME:
-            raise ValueError(f"frame of {length} bytes exceeds {MAX_FRAME}")
+            raise FrameError(f"frame of {length} bytes exceeds {MAX_FRAME}")
         end = _HEADER.size + length
         self._fill(end)
-        message = pickle.loads(self._buf[_HEADER.size : end])
+        message = decode(self._buf[_HEADER.size : end])
         del self._buf[:end]
         return message
 
@@ -93,10 +104,10 @@ class FrameProtocol(asyncio.Protocol):
             end = _HEADER.size + length
             try:
                 if length > MAX_FRAME:
-                    raise ValueError(f"frame of {length} bytes exceeds {MAX_FRAME}")
+                    raise FrameError(f"frame of {length} bytes exceeds {MAX_FRAME}")
                 if len(buf) < end:
                     return
-                message = pickle.loads(buf[_HEADER.size : end])
+                message = decode(buf[_HEADER.size : end])
             except Exception as exc:  # a broken channel: nothing after it can be trusted
                 buf.clear()
                 self._on_lost(exc)
@@ -115,5 +126,32 @@ class FrameProtocol(asyncio.Protocol):
 
 def frame(message: dict[str, Any]) -> bytes:
     """One message as the bytes of a frame."""
-    payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    payload = msgpack.packb(message, use_bin_type=True)
+    if len(payload) > MAX_FRAME:
+        raise FrameError(f"message of {len(payload)} bytes exceeds {MAX_FRAME}")
     return _HEADER.pack(len(payload)) + payload
+
+
+def decode(payload: bytes | bytearray | memoryview) -> dict[str, Any]:
+    """The message in one frame's payload (arrays come back as tuples).
+
+    Raises:
+        FrameError: the payload is not one msgpack map with string keys within the bounds.
+    """
+    try:
+        message = msgpack.unpackb(
+            payload,
+            use_list=False,
+            raw=False,
+            strict_map_key=True,
+            max_str_len=MAX_TEXT,
+            max_bin_len=MAX_TEXT,
+            max_array_len=MAX_ITEMS,
+            max_map_len=MAX_ITEMS,
+            max_ext_len=0,
+        )
+    except Exception as exc:  # msgpack raises several types: one for the caller
+        raise FrameError(f"undecodable frame: {type(exc).__name__}: {exc}") from None
+    if not isinstance(message, dict):
+        raise FrameError(f"a frame must hold a map, not {type(message).__name__}")
+    return message

@@ -11,8 +11,10 @@ end of a Unix socket pair in NPU_WORKER_FD. The loop answers one request at a ti
 - a request: run it through the harness and answer, with the cycle count.
 
 Bulk data never comes here: host-visible memory is a shared-memory file the server reads
-and writes itself. The memory files have no name: inherited at start, passed over
-NPU_WORKER_FD_CHANNEL when the server renews one.
+and writes itself. The memory files have no name: the simulator's main receives them from
+the server at start (after making the process non-dumpable and proving its pid; see
+`npuemu.server.worker_process`), and they come over NPU_WORKER_FD_CHANNEL when the server
+renews one.
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ import ctypes.util
 import logging
 import mmap
 import os
-import signal
 import socket
 from collections.abc import Callable
 from pathlib import Path
@@ -31,7 +32,6 @@ from typing import Any
 import cocotb
 from cocotb.triggers import FallingEdge, First, Timer
 
-from npuemu.process_guard import make_non_dumpable
 from npuemu.sim.harness import NpuHarness
 from npuemu.sim.waves import WaveRecorder, WavesUnavailableError
 from npuemu.worker.protocol import BlockingChannel, ChannelClosedError
@@ -42,7 +42,6 @@ log = logging.getLogger("npuemu.worker")
 BUSY_SLICE_CYCLES = 2048  # while an engine runs: cycles between looks at the socket
 WATCH_SLICE_CYCLES = 4096  # while a request runs: cycles between looks for a cancel
 WATCHED_OPS = ("batch", "wait_irq")  # requests that may run long: cancellable
-_PR_SET_PDEATHSIG = 1
 _MAP_FIXED = 0x10
 # Status names of the IPC protocol, by the harness's status codes (npuemu.sim.regbus).
 STATUS_NAMES = {0: "OK", 2: "SLVERR", 3: "DECERR", 4: "POLL_TIMEOUT"}
@@ -209,20 +208,6 @@ def _bit_reader(handle: Any) -> Callable[[], bool]:
     return lambda: read_long() != 0
 
 
-def _die_with_the_server() -> int:
-    """Have the kernel SIGKILL this process when the server dies (PR_SET_PDEATHSIG), and
-    return the server's pid. Exits at once when the server is already gone."""
-    server = int(os.environ.get("NPU_SERVER_PID", "0"))
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        log.warning("no parent-death signal here: relying on the parent checks alone")
-    if server and os.getppid() != server:  # died before the signal was armed
-        os._exit(0)
-    return server
-
-
 def _orphaned(server: int) -> bool:
     return bool(server) and os.getppid() != server
 
@@ -274,8 +259,11 @@ async def run_request(
 @cocotb.test()
 async def serve(dut) -> None:
     """The request loop (the only 'test' of this module): runs until told to quit."""
-    server = _die_with_the_server()
-    make_non_dumpable()  # same-user processes cannot take the memory files out of it
+    # The simulator's main made this process non-dumpable and tied it to the server's life
+    # (parent-death signal) before anything else ran (rtl/sim/npu_sim_main.cpp).
+    server = int(os.environ.get("NPU_SERVER_PID", "0"))
+    if _orphaned(server):
+        os._exit(0)
     worker = Worker(dut)
     await worker.h.reset()
     chan = BlockingChannel(socket.socket(fileno=int(os.environ["NPU_WORKER_FD"])))

@@ -217,6 +217,7 @@ NPU = RegisterBlockInfo(
             fields=(
                 FieldInfo(name='START', lsb=0, width=1, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=True, desc='Write 1 to run the program at PROG_ADDR (PROG_INSNS instructions, BASE registers as written). Ignored while CORE_STATUS.BUSY = 1.', hw='r', has_reset=True),
                 FieldInfo(name='ABORT', lsb=1, width=1, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=True, desc='Write 1 to stop the running program: nothing new is issued, bursts in flight complete, and the program ends with ERR_CODE = ABORTED.', hw='r', has_reset=True),
+                FieldInfo(name='WIPE', lsb=2, width=1, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=True, desc="Write 1 to zero every row of the engine's buffers (INP, WGT, ACC, PRM, LUT), one row of each per cycle; BUSY and WIPING read 1 until it is done. Reset does the same. Ignored while a program runs.", hw='r', has_reset=True),
             ),
         ),
         RegisterInfo(
@@ -225,9 +226,10 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Compute engine status',
             fields=(
-                FieldInfo(name='BUSY', lsb=0, width=1, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='1 from START until the program ended (FINISH, or an error and every burst in flight completed).', hw='w', has_reset=False),
+                FieldInfo(name='BUSY', lsb=0, width=1, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='1 from START until the program ended (FINISH, or an error and every burst in flight completed), and while the buffers are wiped (WIPING). START is ignored while it is 1.', hw='w', has_reset=False),
                 FieldInfo(name='DONE', lsb=1, width=1, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='1 when the last program reached FINISH (cleared by START).', hw='w', has_reset=False),
                 FieldInfo(name='ERROR', lsb=2, width=1, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='1 when the last program stopped with an error (cleared by START).', hw='w', has_reset=False),
+                FieldInfo(name='WIPING', lsb=3, width=1, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc="1 while the engine zeroes its buffers: after reset (the largest buffer's rows in cycles) and after CORE_CTRL.WIPE.", hw='w', has_reset=False),
                 FieldInfo(name='ERR_CODE', lsb=8, width=4, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Error code of the last program (docs/isa.md: 0 NONE, 1 ILLEGAL_INSTRUCTION ... 13 ABORTED).', hw='w', has_reset=False),
                 FieldInfo(name='ERR_UNIT', lsb=12, width=2, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Unit that reported it: 0 LOAD, 1 COMPUTE, 2 STORE, 3 fetch/decode (and FINISH, watchdog without a waiting unit, abort).', hw='w', has_reset=False),
             ),
