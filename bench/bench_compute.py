@@ -50,7 +50,7 @@ from npuemu.sim.build import (  # noqa: E402
     verilator_env,
 )
 from npuemu.sim.cocotb_run import run_cocotb, simulator_env  # noqa: E402
-from xrt.hwconfig import target  # noqa: E402
+from xrt.hw.targets import target  # noqa: E402
 from xrt.npu import golden  # noqa: E402
 
 RAW_IDLE_CYCLES = 1_000_000

@@ -31,9 +31,9 @@ from npuemu.sim.build import (  # noqa: E402
     verilator_env,
 )
 from npuemu.sim.cocotb_run import run_cocotb  # noqa: E402
-from xrt._generated.hwconfig import DMA as DMA_CFG  # noqa: E402
-from xrt._generated.regmap_dma import DMA  # noqa: E402
-from xrt.hwconfig import target  # noqa: E402
+from xrt.hw.regs import DMA  # noqa: E402
+from xrt.hw.targets import DMA as DMA_CFG  # noqa: E402
+from xrt.hw.targets import target  # noqa: E402
 
 
 def timed_build(target_name: str, build_root: Path) -> float:

@@ -16,10 +16,9 @@ import time
 
 import numpy as np
 
-from xrt._generated.hwconfig import NPU
-from xrt.hwconfig import target
+from xrt.hw.isa import Buffer, Finish, Gemm, GemmInit, Load, Store, Sync, Unit
+from xrt.hw.targets import NPU, target
 from xrt.npu.golden import Machine, Memory, check, generate_program, run
-from xrt.npu.isa import Buffer, Finish, Gemm, GemmInit, Load, Store, Sync, Unit
 
 B = 16
 

@@ -6,7 +6,7 @@
   found all of plddr[0, 4 MiB) and udma zero; seconds until the device was leasable again;
 - tls: register round trip (ReadRegister) over plain gRPC and over TLS, same run (median);
 - retry: the same round trip on a channel with the runtime's gRPC retry policy
-  (xrt.transport._grpc_retry.SERVICE_CONFIG) and without, same server, interleaved;
+  (xrt.transport.grpc_retry.SERVICE_CONFIG) and without, same server, interleaved;
 - shutdown: seconds from SIGTERM to the server's exit with a poll of 2**40 cycles in flight
   (--drain 0 --shutdown-grace 1), and the status the poll's client got.
 
@@ -38,8 +38,7 @@ from rpc_fuzz import RpcFuzzer, prepare_b  # noqa: E402
 from test_hardening import KILLED_CLIENT, dma_and_wait  # noqa: E402
 
 from npuemu.server.launch import ServerProcess  # noqa: E402
-from xrt._proto.npuemu.v1 import device_pb2 as pb  # noqa: E402
-from xrt._proto.npuemu.v1 import device_pb2_grpc as pb_grpc  # noqa: E402
+from xrt.hw.wire import pb, pb_grpc  # noqa: E402
 
 
 def fuzz(count: int, seed: int) -> None:
@@ -170,7 +169,7 @@ def tls(reads: int) -> None:
 
 
 def retry(reads: int) -> None:
-    from xrt.transport._grpc_retry import SERVICE_CONFIG
+    from xrt.transport.grpc_retry import SERVICE_CONFIG
 
     with ServerProcess.start(devices=2) as srv:
         channels = {

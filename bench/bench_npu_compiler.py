@@ -26,9 +26,7 @@ from netutil import random_feeds  # noqa: E402
 from onnx_zoo import resnet18_model, squeezenet11_model  # noqa: E402
 
 from xrt.network import Network, NetworkView, run_network_reference  # noqa: E402
-from xrt.npu.compiler import compile_run  # noqa: E402
-from xrt.npu.compiler._golden_run import run_on_golden  # noqa: E402
-from xrt.npu.compiler._simulate import partition  # noqa: E402
+from xrt.npu.compiler import compile_run, partition, run_on_golden  # noqa: E402
 from xrt.quant import quantize_network  # noqa: E402
 
 MACS_PER_CYCLE = 256

@@ -38,8 +38,8 @@ from bench_dma import build_raw  # noqa: E402
 
 from npuemu.sim.build import build_npu_sim  # noqa: E402
 from npuemu.sim.cocotb_run import run_cocotb, simulator_env  # noqa: E402
-from xrt._generated.regmap_npu import NPU  # noqa: E402
-from xrt.hwconfig import target  # noqa: E402
+from xrt.hw.regs import NPU  # noqa: E402
+from xrt.hw.targets import target  # noqa: E402
 
 # Instruction-count workloads: 4096 reads in 4 batches and in 64, and idle cycles.
 GRIND_BASE, GRIND_BIG, GRIND_SMALL, GRIND_IDLE = "0x0", "1024x4", "64x64", "idle:12288"

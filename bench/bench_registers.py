@@ -36,8 +36,8 @@ import grpc
 
 from npuemu.server.launch import ServerProcess
 from xrt import RegRead
-from xrt._generated.regmap_npu import NPU
-from xrt._proto.npuemu.v1 import device_pb2 as pb
+from xrt.hw.regs import NPU
+from xrt.hw.wire import RegisterStatus, pb
 from xrt.transport.grpc import GrpcTransport
 
 ECHO_METHOD = "/bench.Echo/Echo"
@@ -123,7 +123,7 @@ def measure(address: str, echo: Callable[[bytes], bytes], n: int, label: str) ->
             t0 = time.perf_counter()
             reply = t._stub.RegisterBatch(request, timeout=600)
             speeds.append((reply.cycles - c0) / (time.perf_counter() - t0))
-            assert reply.results[-1].status == pb.REGISTER_STATUS_POLL_TIMEOUT, reply
+            assert reply.results[-1].status == RegisterStatus.POLL_TIMEOUT, reply
         out["idle_cycles_per_s"] = statistics.median(speeds) if speeds else 0.0
         t0 = time.perf_counter()
         for _ in range(10_000):

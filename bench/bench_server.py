@@ -17,8 +17,7 @@ import time
 import grpc
 
 from npuemu.sim.build import build_npu_sim
-from xrt._proto.npuemu.v1 import device_pb2 as pb
-from xrt._proto.npuemu.v1 import device_pb2_grpc as pb_grpc
+from xrt.hw.wire import pb, pb_grpc
 
 
 def one_start(devices: int) -> tuple[float, float]:

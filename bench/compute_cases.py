@@ -20,8 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "rtl")
 from npu_programs import HandConv, place_compiled, read_outputs
 from npu_util import single
 
-from xrt._generated.hwconfig import NPU
-from xrt.npu import isa
+from xrt.hw import isa
+from xrt.hw.targets import NPU
 from xrt.npu.compiler import compile_run
 
 Reader = Callable[[int, int], bytes]

@@ -15,10 +15,12 @@ import cocotb
 import numpy as np
 from compute_cases import cases
 
-from npuemu.sim.core_driver import _R, launch_ops, run_program
-from npuemu.sim.harness import NpuHarness, RegOp, RegOpKind
-from xrt._generated.hwconfig import CLOCK_PERIOD_PS
-from xrt.hwconfig import target
+from npuemu.sim.core_driver import run_program
+from npuemu.sim.harness import NpuHarness
+from xrt.hw.engine import launch_ops
+from xrt.hw.regops import RegRead, RegWrite
+from xrt.hw.regs import NPU
+from xrt.hw.targets import CLOCK_PERIOD_PS, target
 
 IDLE_CYCLES = 300_000
 
@@ -31,10 +33,10 @@ async def compute_speed(dut):
     plddr = cfg.memory("plddr")
     mem = np.memmap(os.environ["NPU_MEM_PLDDR"], np.uint8, "r+", shape=(plddr.size,))
     out = open(os.environ["BENCH_OUT"], "a")  # noqa: SIM115 - closed below
-    status = cfg.npu_base + _R["CORE_STATUS"]
+    status = cfg.npu_base + NPU.offset("CORE_STATUS")
     all_cases = cases()
     # The engine idle: the clock alone, then register reads (issue 13's traffic).
-    idle_cases = [("idle", None), ("idle_regs", [RegOp(RegOpKind.READ, status)] * 2000)]
+    idle_cases = [("idle", None), ("idle_regs", [RegRead(status)] * 2000)]
     repeat = int(os.environ["BENCH_REPEAT"])
     only = os.environ.get("BENCH_ONLY")
     if only is not None:
@@ -81,7 +83,7 @@ async def compute_speed(dut):
                         "seconds": seconds,
                         "cpu_seconds": cpu,
                         "perf": res.perf,
-                        "launch": [[op.addr, op.value] for op in ops],
+                        "launch": [[op.addr, op.value] for op in ops if isinstance(op, RegWrite)],
                     }
                 )
                 + "\n"

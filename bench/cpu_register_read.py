@@ -37,7 +37,7 @@ from pathlib import Path
 import grpc
 
 from npuemu.server.launch import ServerProcess
-from xrt._generated.regmap_npu import NPU
+from xrt.hw.regs import NPU
 from xrt.registers import RegRead
 from xrt.transport.grpc import GrpcTransport
 

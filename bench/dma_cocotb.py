@@ -14,9 +14,8 @@ import numpy as np
 
 from npuemu.sim.dma_driver import DmaTransfer, program_ops
 from npuemu.sim.harness import NpuHarness
-from xrt._generated.hwconfig import CLOCK_PERIOD_PS
-from xrt._generated.regmap_dma import DMA
-from xrt.hwconfig import target
+from xrt.hw.regs import DMA
+from xrt.hw.targets import CLOCK_PERIOD_PS, target
 
 
 @cocotb.test()

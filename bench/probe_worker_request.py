@@ -39,9 +39,10 @@ async def probe(dut) -> None:  # type: ignore[no-untyped-def]
     """Runs inside the simulator: writes its figures to $NPU_PROBE_OUT."""
     from npuemu.sim.harness import NpuHarness
     from npuemu.worker.sim_main import _bit_reader
-    from xrt._generated.hwconfig import CLOCK_PERIOD_PS
-    from xrt._generated.regmap_npu import NPU
-    from xrt.hwconfig import target
+    from xrt.hw.regops import RegKind, RegRow
+    from xrt.hw.regs import NPU
+    from xrt.hw.targets import CLOCK_PERIOD_PS, target
+    from xrt.hw.wire import RegisterStatus
 
     h = NpuHarness(dut, CLOCK_PERIOD_PS)
     await h.reset()
@@ -61,13 +62,13 @@ async def probe(dut) -> None:  # type: ignore[no-untyped-def]
             costs[name].append((time.process_time() - t0) / looks * 1e6)
     addr = target("buyi").npu_base + NPU.register("SCRATCH").offset
     reads = int(os.environ.get(READS_ENV, "2000"))
-    row = ("read", addr, 0, 0xFFFF_FFFF, 0, 0)
+    row = RegRow(RegKind.READ, addr)
     per_read = []
     for _ in range(5):
         t0 = time.process_time()
         for _ in range(reads // 5):
             ((status, _, _),) = await h.run_rows([row])
-            assert status == 0
+            assert status == RegisterStatus.OK
         per_read.append((time.process_time() - t0) / (reads // 5) * 1e6)
     lines = [
         f"one register read through run_rows: {statistics.median(per_read):6.1f} us CPU",
@@ -86,7 +87,7 @@ def main() -> None:
     from npuemu.server.shm import DeviceMemory
     from npuemu.sim.build import build_npu_sim
     from npuemu.sim.cocotb_run import simulator_env
-    from xrt.hwconfig import target
+    from xrt.hw.targets import target
 
     model = build_npu_sim("buyi")
     folder = Path(tempfile.mkdtemp(prefix="npu-probe-", dir="/dev/shm"))
@@ -99,9 +100,10 @@ def main() -> None:
             folder / "results.xml",
             {OUT_ENV: str(out), READS_ENV: str(args.reads)},
         )
+        plusargs = [f"+npu_mem_{name}=/proc/self/fd/{fd}" for name, fd in memory.fds.items()]
         proc = subprocess.run(
-            [str(model.executable), *memory.plusargs],
-            pass_fds=memory.pass_fds,
+            [str(model.executable), *plusargs],
+            pass_fds=tuple(memory.fds.values()),
             env=env,
             cwd=folder,
             capture_output=True,

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from npuemu.server.launch import ServerProcess
-from xrt._generated.regmap_npu import NPU
+from xrt.hw.regs import NPU
 from xrt.transport.grpc import GrpcTransport
 
 # Leaf frames that are a process waiting for the next message, not working on one.

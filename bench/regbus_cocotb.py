@@ -16,9 +16,9 @@ import time
 import cocotb
 
 from npuemu.sim.harness import NpuHarness
-from xrt._generated.hwconfig import CLOCK_PERIOD_PS
-from xrt._generated.regmap_npu import NPU
-from xrt.hwconfig import target
+from xrt.hw.regops import RegKind, RegRow
+from xrt.hw.regs import NPU
+from xrt.hw.targets import CLOCK_PERIOD_PS, target
 
 SIZES = (1, 64, 1024)
 IDLE_CYCLES = 3 * 1024  # the cycles of a 1024-read batch
@@ -30,14 +30,14 @@ async def regbus_speed(dut):
     h = NpuHarness(dut, CLOCK_PERIOD_PS)
     await h.reset()
     addr = cfg.npu_base + NPU.register("SCRATCH").offset
-    batches = {n: [("read", addr, 0, 0xFFFF_FFFF, 0, 0)] * n for n in SIZES}
+    batches = {n: [RegRow(RegKind.READ, addr)] * n for n in SIZES}
     only = os.environ.get("BENCH_ONLY")
     if only:  # one workload for instruction counts (valgrind), nothing printed
         if only.startswith("idle:"):
             await h.run_cycles(int(only[5:]))
         else:
             size, count = map(int, only.split("x"))
-            rows = [("read", addr, 0, 0xFFFF_FFFF, 0, 0)] * size
+            rows = [RegRow(RegKind.READ, addr)] * size
             for _ in range(count):
                 await h.run_rows(rows)
         return

@@ -1,6 +1,7 @@
 // Ordered source list: packages first. The build, the lint and the tests all read it
 // (paths relative to rtl/). C++ DPI sources are listed in tools/../npuemu/sim/build.py.
 generated/npu_config_pkg.sv
+generated/npu_wire_pkg.sv
 generated/npu_isa_pkg.sv
 compute/npu_cmp_pkg.sv
 generated/npu_csr_pkg.sv

@@ -15,12 +15,14 @@ def test_generator_covers_both_blocks_and_the_config():
     for expected in (
         "npu_csr.sv",
         "dma_csr.sv",
-        "regmap_npu.py",
-        "regmap_dma.py",
+        "regs_npu.py",
+        "regs_dma.py",
         "npu.md",
         "dma.md",
         "npu_config_pkg.sv",
-        "hwconfig.py",
+        "config.py",
+        "npu_wire_pkg.sv",
+        "wire.py",
         "npu_csr.h",
         "dma_csr.h",
         "npu_targets.h",
@@ -35,8 +37,7 @@ def test_register_map_matches_the_rdl_source():
     from systemrdl import RDLCompiler
 
     from tools.generate import RDL_DIR
-    from xrt._generated.regmap_dma import DMA
-    from xrt._generated.regmap_npu import NPU
+    from xrt.hw.regs import DMA, NPU
 
     for block in (NPU, DMA):
         rdlc = RDLCompiler()

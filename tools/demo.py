@@ -20,7 +20,7 @@ import numpy as np
 
 import xrt
 from npuemu.server.launch import ServerProcess
-from xrt._generated.hwconfig import CLOCK_PERIOD_PS
+from xrt.hw.targets import CLOCK_PERIOD_PS
 
 NBYTES = 16 << 20
 

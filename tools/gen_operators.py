@@ -61,8 +61,7 @@ def operators_markdown() -> str:
     """The page's text."""
     import onnx
 
-    from xrt.network import MIN_OPSET, SUPPORTED_ONNX_OPS
-    from xrt.network._onnx_limits import ONNX_OP_LIMITS
+    from xrt.network import MIN_OPSET, ONNX_OP_LIMITS, SUPPORTED_ONNX_OPS
     from xrt.network.onnx_import import PROMISED_OPSET
     from xrt.ops import get_op_def, op_types
 

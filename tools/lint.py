@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 from npuemu.sim.build import LINT_CONFIG, REPO_ROOT, rtl_sources, verilator_env
-from xrt._generated.hwconfig import TARGETS
+from xrt.hw.targets import TARGETS
 
 __all__ = ["LINT_TOPS", "RUFF_PATHS", "lint_rtl", "main", "ruff_check"]
 

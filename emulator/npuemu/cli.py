@@ -21,7 +21,7 @@ from pathlib import Path
 
 from npuemu import __version__
 from npuemu.device_cli import add_device_commands, run_device_command
-from xrt._generated.hwconfig import TARGETS
+from xrt.hw.targets import TARGETS
 
 __all__ = ["main"]
 

@@ -33,7 +33,7 @@ from xrt.errors import XrtError
 
 if TYPE_CHECKING:
     from xrt.devices.npu import NpuDevice
-    from xrt.regmap import FieldInfo, RegisterBlockInfo, RegisterInfo
+    from xrt.hw.regmap import FieldInfo, RegisterBlockInfo, RegisterInfo
 
 __all__ = ["add_device_commands", "run_device_command"]
 
@@ -131,8 +131,7 @@ def _device(server: str, name: str) -> Iterator[NpuDevice]:
 
 
 def _blocks() -> dict[str, RegisterBlockInfo]:
-    from xrt._generated.regmap_dma import DMA
-    from xrt._generated.regmap_npu import NPU
+    from xrt.hw.regs import DMA, NPU
 
     return {"npu": NPU, "dma": DMA}
 
@@ -269,8 +268,7 @@ def _mem(args: argparse.Namespace) -> int:
 def _devices(args: argparse.Namespace) -> int:
     import grpc
 
-    from xrt._proto.npuemu.v1 import device_pb2 as pb
-    from xrt._proto.npuemu.v1 import device_pb2_grpc as pb_grpc
+    from xrt.hw.wire import pb, pb_grpc
 
     token = os.environ.get("NPU_EMU_TOKEN")
     metadata = (("authorization", f"Bearer {token}"),) if token else ()

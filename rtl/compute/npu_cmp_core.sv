@@ -15,6 +15,10 @@
 /// program: nothing one program left on chip reaches a later one of another user.
 module npu_cmp_core
   import npu_cmp_pkg::*;
+  import npu_config_pkg::NumPerf, npu_config_pkg::PerfRunCycles, npu_config_pkg::PerfLoadBusy;
+  import npu_config_pkg::PerfLoadTokenWait, npu_config_pkg::PerfLoadRetired;
+  import npu_config_pkg::PerfGemmCycles, npu_config_pkg::PerfBytesRead;
+  import npu_config_pkg::PerfBytesWritten;
 #(
   parameter int unsigned BusBytes = 16,        /// bytes per data beat (= Block)
   parameter int unsigned AddrWidth = 40,       /// AXI address bits
@@ -58,7 +62,7 @@ module npu_cmp_core
   output logic [63:0]          err_addr_o,     /// the memory address involved
   output logic                 done_event_o,   /// a program ended without error (one cycle)
   output logic                 error_event_o,  /// a program ended with an error (one cycle)
-  output logic [NumPerf-1:0][63:0] perf_o,     /// counters, indices Perf* (npu_cmp_pkg)
+  output logic [NumPerf-1:0][63:0] perf_o,     /// counters, indices Perf* (npu_config_pkg)
   // AXI4 master.
   output logic [IdWidth-1:0]   m_axi_arid,
   output logic [AddrWidth-1:0] m_axi_araddr,
@@ -433,11 +437,11 @@ module npu_cmp_core
     perf_inc = '0;
     perf_inc[PerfRunCycles] = running_q;
     for (int u = 0; u < 3; u++) begin
-      perf_inc[PerfBusyLoad + u]    = u_busy[u];
-      perf_inc[PerfWaitLoad + u]    = u_wait[u];
-      perf_inc[PerfRetiredLoad + u] = u_retire[u];
+      perf_inc[PerfLoadBusy + u]      = u_busy[u];
+      perf_inc[PerfLoadTokenWait + u] = u_wait[u];
+      perf_inc[PerfLoadRetired + u]   = u_retire[u];
     end
-    perf_inc[PerfGemmRows] = gemm_row;
+    perf_inc[PerfGemmCycles] = gemm_row;
   end
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin

@@ -12,21 +12,9 @@ package npu_cmp_pkg;
   localparam logic [1:0] ErrUnitStore   = 2'd2;
   localparam logic [1:0] ErrUnitEngine  = 2'd3;
 
-  /// Performance counters (npu_cmp_core perf_o), each 64 bits, cleared at START.
-  localparam int unsigned PerfRunCycles    = 0;   // cycles from START to the end
-  localparam int unsigned PerfBusyLoad     = 1;   // cycles the unit holds an instruction
-  localparam int unsigned PerfBusyCompute  = 2;
-  localparam int unsigned PerfBusyStore    = 3;
-  localparam int unsigned PerfWaitLoad     = 4;   // of those, cycles waiting for a token
-  localparam int unsigned PerfWaitCompute  = 5;
-  localparam int unsigned PerfWaitStore    = 6;
-  localparam int unsigned PerfGemmRows     = 7;   // MAC-array rows computed (B*B MACs each)
-  localparam int unsigned PerfBytesRead    = 8;   // bytes LOAD read
-  localparam int unsigned PerfBytesWritten = 9;   // bytes STORE wrote
-  localparam int unsigned PerfRetiredLoad  = 10;  // instructions retired per unit
-  localparam int unsigned PerfRetiredCompute = 11;
-  localparam int unsigned PerfRetiredStore = 12;
-  localparam int unsigned NumPerf          = 13;
+  // The performance counters (npu_cmp_core perf_o, 64 bits each, cleared at START) are
+  // numbered in npu_config_pkg (Perf*, NumPerf), generated from the PERF_* registers of
+  // rtl/regs/npu.rdl: their meaning is documented there.
 
   /// One error report: the first one of a run is kept in the status.
   typedef struct packed {

@@ -29,7 +29,7 @@ struct RegbusOp {
 static_assert(sizeof(RegbusOp) == 32, "RegbusOp layout");
 
 struct RegbusResult {
-    uint32_t status;  // 0 OKAY, 2 SLVERR, 3 DECERR, 4 poll timeout
+    uint32_t status;  // the wire's RegisterStatus (rtl/generated/npu_wire_pkg.sv)
     uint32_t value;
     uint64_t cycles;
 };
@@ -39,7 +39,7 @@ struct Queue {
     std::vector<RegbusOp> ops;
     std::vector<RegbusResult> results;
     size_t next = 0;
-    bool stopped = false;    // a result that is not OKAY ends the batch
+    bool stopped = false;    // a failed result ends the batch
     bool cancelled = false;  // the harness gave up on the batch: end it soon
 };
 
@@ -93,7 +93,7 @@ extern "C" svBit npu_regbus_next(unsigned int* kind, unsigned int* addr, unsigne
 extern "C" svBit npu_regbus_cancelled() { return q.cancelled ? 1 : 0; }
 
 extern "C" void npu_regbus_done(unsigned int status, unsigned int value,
-                                unsigned long long cycles) {
+                                unsigned long long cycles, svBit failed) {
     q.results.push_back(RegbusResult{status, value, cycles});
-    if (status != 0) q.stopped = true;
+    if (failed) q.stopped = true;
 }

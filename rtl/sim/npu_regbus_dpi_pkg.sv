@@ -6,7 +6,7 @@
 /// toggles the master's kick input; the master takes the operations one by one with
 /// `npu_regbus_next` and reports each result with `npu_regbus_done`, without returning to
 /// Python between bus transactions. The queue stops handing out operations after the
-/// first result that is not OKAY (the batch semantics of the device server).
+/// first result that is not OK (the batch semantics of the device server).
 package npu_regbus_dpi_pkg;
   /// Operation kinds, as the queue stores them.
   typedef enum logic [1:0] {
@@ -15,10 +15,6 @@ package npu_regbus_dpi_pkg;
     OpMaskedWrite = 2'd2,  /// read-modify-write: bits under `mask` become those of `value`
     OpPoll        = 2'd3   /// read `addr` until `data & mask == expected`, within `max_cycles`
   } regbus_op_e;
-
-  /// Result status: the AXI response code of the failing (or last) transaction, or
-  /// StatusPollTimeout when a poll gave up.
-  localparam int unsigned StatusPollTimeout = 4;
 
   /// Take the next operation of the batch; 0 when the batch is finished (all done, or a
   /// failure stopped it).
@@ -30,11 +26,12 @@ package npu_regbus_dpi_pkg;
   /// The harness gave up on the batch (its caller went away): a poll stops waiting.
   import "DPI-C" function bit npu_regbus_cancelled();
 
-  /// Report the result of the operation last taken: status (0 OKAY, 2 SLVERR, 3 DECERR,
-  /// 4 poll timeout), the value (read, polled, or written by a masked write) and the
-  /// simulated cycles it took.
+  /// Report the result of the operation last taken: its status (the wire's
+  /// RegisterStatus, npu_wire_pkg), the value (read, polled, or written by a masked write),
+  /// the simulated cycles it took, and whether it failed (the batch stops there).
   import "DPI-C" function void npu_regbus_done(
-    input int unsigned status, input int unsigned value, input longint unsigned cycles);
+    input int unsigned status, input int unsigned value, input longint unsigned cycles,
+    input bit failed);
 endpackage
 
 `default_nettype wire

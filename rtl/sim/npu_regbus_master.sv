@@ -6,8 +6,9 @@
 ///
 /// Protocol with the harness: it queues the batch (one DPI-C call from Python), toggles
 /// `kick_i` and waits for `busy_o` to fall (one trigger). The master takes operation after
-/// operation from the queue and reports each one's status, value and cycle count there;
-/// the queue stops the batch after the first result that is not OKAY.
+/// operation from the queue and reports each one's status (the wire's RegisterStatus:
+/// `npu_wire_pkg`, generated from the proto), value and cycle count there; the queue stops
+/// the batch after the first result that is not OK.
 ///
 /// Semantics, as the Python harness had them:
 /// - read: one read; the value read (0 on SLVERR/DECERR).
@@ -17,7 +18,7 @@
 ///   atomic; the value written.
 /// - poll: reads `addr` until `data & mask == expected`; between reads it waits
 ///   `PollFirstInterval` cycles, doubling up to `PollMaxInterval`, never past `max_cycles`
-///   after the start; gives up (status 4) when a read that does not match comes
+///   after the start; gives up (POLL_TIMEOUT) when a read that does not match comes
 ///   `max_cycles` or more after the start, with the last value read, or when the harness
 ///   cancelled the batch.
 ///
@@ -25,9 +26,12 @@
 /// change after their handshake (they come from registers).
 module npu_regbus_master
   import npu_regbus_dpi_pkg::*;
+  import npu_wire_pkg::*;
 #(
-  parameter int unsigned PollFirstInterval = 8,    /// cycles between a poll's first reads
-  parameter int unsigned PollMaxInterval   = 1024  /// the interval doubles up to this
+  /// cycles between a poll's first reads (rtl/config/npu.toml [regbus])
+  parameter int unsigned PollFirstInterval = npu_config_pkg::RegbusPollFirstInterval,
+  /// the interval doubles up to this
+  parameter int unsigned PollMaxInterval   = npu_config_pkg::RegbusPollMaxInterval
 ) (
   input  wire         clk_i,       /// clock
   input  wire         rst_ni,      /// asynchronous reset, active low
@@ -55,6 +59,7 @@ module npu_regbus_master
   input  wire  [1:0]  m_rresp
 );
   localparam logic [1:0] RespOkay = 2'b00;
+  localparam logic [1:0] RespDecerr = 2'b11;
   localparam logic [2:0] ProtNonSecure = 3'b010;  // as cocotbext-axi's master sends
   localparam int unsigned IntervalWidth = $clog2(PollMaxInterval) + 1;
 
@@ -111,11 +116,16 @@ module npu_regbus_master
     end
   endtask
 
-  // Report the operation's result, then go on with the next one.
+  // Report the operation's result, then go on with the next one (the queue ends the batch
+  // after a result that is not OK).
   task automatic finish(int unsigned status, logic [31:0] value);
-    npu_regbus_done(status, value, cycle_q - op_start_q);
+    npu_regbus_done(status, value, cycle_q - op_start_q, status != RegStatusOk);
     take_next();
   endtask
+
+  function automatic int unsigned bus_error(logic [1:0] resp);
+    return resp == RespDecerr ? RegStatusDecerr : RegStatusSlverr;
+  endfunction
 
   // A read came back: what it means depends on the operation.
   task automatic on_read(logic [31:0] data, logic [1:0] resp);
@@ -123,7 +133,7 @@ module npu_regbus_master
     spent = cycle_q - op_start_q;
     left  = max_cycles_q - spent;
     if (resp != RespOkay) begin
-      finish({30'd0, resp}, '0);
+      finish(bus_error(resp), '0);
     end else begin
       unique case (kind_q)
         OpMaskedWrite: begin
@@ -132,9 +142,9 @@ module npu_regbus_master
         end
         OpPoll: begin
           if ((data & mask_q) == expected_q) begin
-            finish(0, data);
+            finish(RegStatusOk, data);
           end else if (spent >= max_cycles_q || npu_regbus_cancelled()) begin
-            finish(StatusPollTimeout, data);
+            finish(RegStatusPollTimeout, data);
           end else begin
             wait_q     <= left < 64'(interval_q) ? left : 64'(interval_q);
             interval_q <= interval_q >= IntervalWidth'(PollMaxInterval / 2)
@@ -142,7 +152,7 @@ module npu_regbus_master
             state_q    <= StPollWait;
           end
         end
-        default: finish(0, data);  // OpRead (OpWrite never reads)
+        default: finish(RegStatusOk, data);  // OpRead (OpWrite never reads)
       endcase
     end
   endtask
@@ -182,8 +192,8 @@ module npu_regbus_master
         end
         StB: begin
           if (m_bvalid) begin
-            if (m_bresp != RespOkay) finish({30'd0, m_bresp}, '0);
-            else finish(0, kind_q == OpMaskedWrite ? wdata_q : '0);
+            if (m_bresp != RespOkay) finish(bus_error(m_bresp), '0);
+            else finish(RegStatusOk, kind_q == OpMaskedWrite ? wdata_q : '0);
           end
         end
         StPollWait: begin

@@ -5,7 +5,15 @@
 /// counter, and the compute engine's launch registers, status and counters
 /// (`npu_cmp_core` is joined here through plain ports).
 module npu_regs
-  import npu_cmp_pkg::NumPerf;
+  // NumPerf and the Perf* counter indices: generated from the PERF_* registers of the RDL.
+  import npu_config_pkg::NumPerf;
+  import npu_config_pkg::PerfRunCycles, npu_config_pkg::PerfLoadBusy,
+    npu_config_pkg::PerfComputeBusy, npu_config_pkg::PerfStoreBusy,
+    npu_config_pkg::PerfLoadTokenWait, npu_config_pkg::PerfComputeTokenWait,
+    npu_config_pkg::PerfStoreTokenWait, npu_config_pkg::PerfGemmCycles,
+    npu_config_pkg::PerfBytesRead, npu_config_pkg::PerfBytesWritten,
+    npu_config_pkg::PerfLoadRetired, npu_config_pkg::PerfComputeRetired,
+    npu_config_pkg::PerfStoreRetired;
 #(
   parameter int unsigned TargetId = 1,          /// TARGET.ID (1 Buyi, 2 ZG330)
   parameter int unsigned HwVersionMajor = 0,    /// HW_VERSION.MAJOR
@@ -147,32 +155,32 @@ module npu_regs
     hwif_in.INT_STATUS.CORE_ERROR.hwset = core_error_event_i;
     hwif_in.INT_RAW.CORE_DONE.next  = core_done_i;
     hwif_in.INT_RAW.CORE_ERROR.next = core_error_i;
-    hwif_in.PERF_RUN_CYCLES_LO.COUNT.next         = core_perf_i[0][31:0];
-    hwif_in.PERF_RUN_CYCLES_HI.COUNT.next         = perf_hi_q[0];
-    hwif_in.PERF_LOAD_BUSY_LO.COUNT.next          = core_perf_i[1][31:0];
-    hwif_in.PERF_LOAD_BUSY_HI.COUNT.next          = perf_hi_q[1];
-    hwif_in.PERF_COMPUTE_BUSY_LO.COUNT.next       = core_perf_i[2][31:0];
-    hwif_in.PERF_COMPUTE_BUSY_HI.COUNT.next       = perf_hi_q[2];
-    hwif_in.PERF_STORE_BUSY_LO.COUNT.next         = core_perf_i[3][31:0];
-    hwif_in.PERF_STORE_BUSY_HI.COUNT.next         = perf_hi_q[3];
-    hwif_in.PERF_LOAD_TOKEN_WAIT_LO.COUNT.next    = core_perf_i[4][31:0];
-    hwif_in.PERF_LOAD_TOKEN_WAIT_HI.COUNT.next    = perf_hi_q[4];
-    hwif_in.PERF_COMPUTE_TOKEN_WAIT_LO.COUNT.next = core_perf_i[5][31:0];
-    hwif_in.PERF_COMPUTE_TOKEN_WAIT_HI.COUNT.next = perf_hi_q[5];
-    hwif_in.PERF_STORE_TOKEN_WAIT_LO.COUNT.next   = core_perf_i[6][31:0];
-    hwif_in.PERF_STORE_TOKEN_WAIT_HI.COUNT.next   = perf_hi_q[6];
-    hwif_in.PERF_GEMM_CYCLES_LO.COUNT.next        = core_perf_i[7][31:0];
-    hwif_in.PERF_GEMM_CYCLES_HI.COUNT.next        = perf_hi_q[7];
-    hwif_in.PERF_BYTES_READ_LO.COUNT.next         = core_perf_i[8][31:0];
-    hwif_in.PERF_BYTES_READ_HI.COUNT.next         = perf_hi_q[8];
-    hwif_in.PERF_BYTES_WRITTEN_LO.COUNT.next      = core_perf_i[9][31:0];
-    hwif_in.PERF_BYTES_WRITTEN_HI.COUNT.next      = perf_hi_q[9];
-    hwif_in.PERF_LOAD_RETIRED_LO.COUNT.next       = core_perf_i[10][31:0];
-    hwif_in.PERF_LOAD_RETIRED_HI.COUNT.next       = perf_hi_q[10];
-    hwif_in.PERF_COMPUTE_RETIRED_LO.COUNT.next    = core_perf_i[11][31:0];
-    hwif_in.PERF_COMPUTE_RETIRED_HI.COUNT.next    = perf_hi_q[11];
-    hwif_in.PERF_STORE_RETIRED_LO.COUNT.next      = core_perf_i[12][31:0];
-    hwif_in.PERF_STORE_RETIRED_HI.COUNT.next      = perf_hi_q[12];
+    hwif_in.PERF_RUN_CYCLES_LO.COUNT.next         = core_perf_i[PerfRunCycles][31:0];
+    hwif_in.PERF_RUN_CYCLES_HI.COUNT.next         = perf_hi_q[PerfRunCycles];
+    hwif_in.PERF_LOAD_BUSY_LO.COUNT.next          = core_perf_i[PerfLoadBusy][31:0];
+    hwif_in.PERF_LOAD_BUSY_HI.COUNT.next          = perf_hi_q[PerfLoadBusy];
+    hwif_in.PERF_COMPUTE_BUSY_LO.COUNT.next       = core_perf_i[PerfComputeBusy][31:0];
+    hwif_in.PERF_COMPUTE_BUSY_HI.COUNT.next       = perf_hi_q[PerfComputeBusy];
+    hwif_in.PERF_STORE_BUSY_LO.COUNT.next         = core_perf_i[PerfStoreBusy][31:0];
+    hwif_in.PERF_STORE_BUSY_HI.COUNT.next         = perf_hi_q[PerfStoreBusy];
+    hwif_in.PERF_LOAD_TOKEN_WAIT_LO.COUNT.next    = core_perf_i[PerfLoadTokenWait][31:0];
+    hwif_in.PERF_LOAD_TOKEN_WAIT_HI.COUNT.next    = perf_hi_q[PerfLoadTokenWait];
+    hwif_in.PERF_COMPUTE_TOKEN_WAIT_LO.COUNT.next = core_perf_i[PerfComputeTokenWait][31:0];
+    hwif_in.PERF_COMPUTE_TOKEN_WAIT_HI.COUNT.next = perf_hi_q[PerfComputeTokenWait];
+    hwif_in.PERF_STORE_TOKEN_WAIT_LO.COUNT.next   = core_perf_i[PerfStoreTokenWait][31:0];
+    hwif_in.PERF_STORE_TOKEN_WAIT_HI.COUNT.next   = perf_hi_q[PerfStoreTokenWait];
+    hwif_in.PERF_GEMM_CYCLES_LO.COUNT.next        = core_perf_i[PerfGemmCycles][31:0];
+    hwif_in.PERF_GEMM_CYCLES_HI.COUNT.next        = perf_hi_q[PerfGemmCycles];
+    hwif_in.PERF_BYTES_READ_LO.COUNT.next         = core_perf_i[PerfBytesRead][31:0];
+    hwif_in.PERF_BYTES_READ_HI.COUNT.next         = perf_hi_q[PerfBytesRead];
+    hwif_in.PERF_BYTES_WRITTEN_LO.COUNT.next      = core_perf_i[PerfBytesWritten][31:0];
+    hwif_in.PERF_BYTES_WRITTEN_HI.COUNT.next      = perf_hi_q[PerfBytesWritten];
+    hwif_in.PERF_LOAD_RETIRED_LO.COUNT.next       = core_perf_i[PerfLoadRetired][31:0];
+    hwif_in.PERF_LOAD_RETIRED_HI.COUNT.next       = perf_hi_q[PerfLoadRetired];
+    hwif_in.PERF_COMPUTE_RETIRED_LO.COUNT.next    = core_perf_i[PerfComputeRetired][31:0];
+    hwif_in.PERF_COMPUTE_RETIRED_HI.COUNT.next    = perf_hi_q[PerfComputeRetired];
+    hwif_in.PERF_STORE_RETIRED_LO.COUNT.next      = core_perf_i[PerfStoreRetired][31:0];
+    hwif_in.PERF_STORE_RETIRED_HI.COUNT.next      = perf_hi_q[PerfStoreRetired];
   end
 
   // ---------------------------------------------------------------- compute engine
@@ -201,15 +209,21 @@ module npu_regs
   };
 
   // 64-bit counters: reading LO latches HI (one register per counter, as the DMA's).
-  assign perf_lo_read = {
-    hwif_out.PERF_STORE_RETIRED_LO.COUNT.swacc, hwif_out.PERF_COMPUTE_RETIRED_LO.COUNT.swacc,
-    hwif_out.PERF_LOAD_RETIRED_LO.COUNT.swacc, hwif_out.PERF_BYTES_WRITTEN_LO.COUNT.swacc,
-    hwif_out.PERF_BYTES_READ_LO.COUNT.swacc, hwif_out.PERF_GEMM_CYCLES_LO.COUNT.swacc,
-    hwif_out.PERF_STORE_TOKEN_WAIT_LO.COUNT.swacc, hwif_out.PERF_COMPUTE_TOKEN_WAIT_LO.COUNT.swacc,
-    hwif_out.PERF_LOAD_TOKEN_WAIT_LO.COUNT.swacc, hwif_out.PERF_STORE_BUSY_LO.COUNT.swacc,
-    hwif_out.PERF_COMPUTE_BUSY_LO.COUNT.swacc, hwif_out.PERF_LOAD_BUSY_LO.COUNT.swacc,
-    hwif_out.PERF_RUN_CYCLES_LO.COUNT.swacc
-  };
+  always_comb begin
+    perf_lo_read[PerfRunCycles] = hwif_out.PERF_RUN_CYCLES_LO.COUNT.swacc;
+    perf_lo_read[PerfLoadBusy] = hwif_out.PERF_LOAD_BUSY_LO.COUNT.swacc;
+    perf_lo_read[PerfComputeBusy] = hwif_out.PERF_COMPUTE_BUSY_LO.COUNT.swacc;
+    perf_lo_read[PerfStoreBusy] = hwif_out.PERF_STORE_BUSY_LO.COUNT.swacc;
+    perf_lo_read[PerfLoadTokenWait] = hwif_out.PERF_LOAD_TOKEN_WAIT_LO.COUNT.swacc;
+    perf_lo_read[PerfComputeTokenWait] = hwif_out.PERF_COMPUTE_TOKEN_WAIT_LO.COUNT.swacc;
+    perf_lo_read[PerfStoreTokenWait] = hwif_out.PERF_STORE_TOKEN_WAIT_LO.COUNT.swacc;
+    perf_lo_read[PerfGemmCycles] = hwif_out.PERF_GEMM_CYCLES_LO.COUNT.swacc;
+    perf_lo_read[PerfBytesRead] = hwif_out.PERF_BYTES_READ_LO.COUNT.swacc;
+    perf_lo_read[PerfBytesWritten] = hwif_out.PERF_BYTES_WRITTEN_LO.COUNT.swacc;
+    perf_lo_read[PerfLoadRetired] = hwif_out.PERF_LOAD_RETIRED_LO.COUNT.swacc;
+    perf_lo_read[PerfComputeRetired] = hwif_out.PERF_COMPUTE_RETIRED_LO.COUNT.swacc;
+    perf_lo_read[PerfStoreRetired] = hwif_out.PERF_STORE_RETIRED_LO.COUNT.swacc;
+  end
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       perf_hi_q <= '0;

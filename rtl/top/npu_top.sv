@@ -129,7 +129,7 @@ module npu_top
   logic [15:0][63:0] c_base;
   npu_isa_pkg::err_e c_err_code;
   logic [1:0]  c_err_unit;
-  logic [npu_cmp_pkg::NumPerf-1:0][63:0] c_perf;
+  logic [npu_config_pkg::NumPerf-1:0][63:0] c_perf;
 
   npu_regs #(
     .TargetId(TargetId), .HwVersionMajor(HwVersionMajor), .HwVersionMinor(HwVersionMinor),

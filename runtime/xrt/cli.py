@@ -30,12 +30,12 @@ from pathlib import Path
 
 import numpy as np
 
-from xrt._progress import progress
 from xrt.backend import Backend, get_backend_type
 from xrt.device import Device, HostDevice
 from xrt.dtypes import DataType, TensorType
 from xrt.errors import ErrorCode, XrtError
 from xrt.network import Network
+from xrt.progress import progress
 from xrt.session import Session
 
 __all__ = ["main"]

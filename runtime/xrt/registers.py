@@ -55,12 +55,12 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from xrt._checks import as_bool, as_int, as_seconds, as_size, hex_range
 from xrt.errors import ErrorCode, XrtError
-from xrt.regmap import FieldInfo, RegisterBlockInfo, RegisterInfo
+from xrt.hw.regmap import FieldInfo, RegisterBlockInfo, RegisterInfo
+from xrt.hw.regops import MASK32, RegMaskedWrite, RegOp, RegPoll, RegRead, RegWrite
 from xrt.regtrace import env_trace_log
 
 if TYPE_CHECKING:
@@ -79,53 +79,8 @@ __all__ = [
     "RegisterView",
 ]
 
-MASK32 = 0xFFFF_FFFF
 DEFAULT_POLL_TIMEOUT_S = 1.0
 """Wall-clock limit of a poll that names neither `max_polls` nor `timeout_s`."""
-
-
-@dataclass(frozen=True, slots=True)
-class RegRead:
-    """Read the register at `addr`; the result is the value read."""
-
-    addr: int
-
-
-@dataclass(frozen=True, slots=True)
-class RegWrite:
-    """Write `value` to the register at `addr`; the result is None."""
-
-    addr: int
-    value: int
-
-
-@dataclass(frozen=True, slots=True)
-class RegMaskedWrite:
-    """Read-modify-write: ``new = (old & ~mask) | (value & mask)``; the result is None."""
-
-    addr: int
-    value: int
-    mask: int
-
-
-@dataclass(frozen=True, slots=True)
-class RegPoll:
-    """Read `addr` until ``value & mask == expected``; the result is the matching value.
-
-    Fails with XrtError 11015 after `max_polls` reads or `timeout_s` seconds, whichever
-    comes first (at least one read is always made). With neither given, the limit is
-    `DEFAULT_POLL_TIMEOUT_S`.
-    """
-
-    addr: int
-    mask: int
-    expected: int
-    max_polls: int | None = None
-    timeout_s: float | None = None
-    interval_s: float = 0.0
-
-
-RegOp: TypeAlias = RegRead | RegWrite | RegMaskedWrite | RegPoll
 
 
 class _UnknownNameError(XrtError, AttributeError):

@@ -21,9 +21,11 @@ import threading
 from pathlib import Path
 from typing import TextIO
 
-from xrt.regmap import RegisterBlockInfo
+from xrt.hw.regmap import RegisterBlockInfo
+from xrt.hw.regs import DMA, NPU
+from xrt.hw.targets import target as target_config
 
-__all__ = ["RegisterNamer", "RegisterTraceLog", "env_trace_log", "record_worker_request"]
+__all__ = ["RegisterNamer", "RegisterTraceLog", "env_trace_log"]
 
 ENV = "XRT_TRACE_REGISTERS"
 
@@ -36,10 +38,6 @@ class RegisterNamer:
 
     @classmethod
     def for_target(cls, target: str) -> RegisterNamer:
-        from xrt._generated.regmap_dma import DMA
-        from xrt._generated.regmap_npu import NPU
-        from xrt.hwconfig import target as target_config
-
         cfg = target_config(target)
         return cls({"npu": (cfg.npu_base, NPU), "dma": (cfg.dma_base, DMA)})
 
@@ -101,22 +99,3 @@ def env_trace_log() -> RegisterTraceLog | None:
         if _env_log is None or _env_log.destination != dest:
             _env_log = RegisterTraceLog(dest)
         return _env_log
-
-
-def record_worker_request(
-    log: RegisterTraceLog, device: str, op: str, args: dict, reply: dict
-) -> None:
-    """Log the register accesses of one emulator worker request (read_reg, write_reg,
-    batch); other requests are ignored. The cycle is the reply's (end of the request)."""
-    cycle = reply.get("cycles")
-    if op == "read_reg":
-        log.record(device, "read", args["addr"], reply.get("value"), cycle, reply.get("status", ""))
-    elif op == "write_reg":
-        log.record(device, "write", args["addr"], args["value"], cycle, reply.get("status", ""))
-    elif op == "batch":
-        for (kind, addr, value, *_), (status, got) in zip(
-            args["ops"], reply.get("results", ()), strict=False
-        ):
-            shown = value if kind == "write" else got  # masked writes report the value written
-            short = {"masked_write": "rmw"}.get(kind, kind)
-            log.record(device, short, addr, shown, cycle, status)

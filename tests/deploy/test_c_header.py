@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from xrt._generated.regmap_dma import DMA
-from xrt._generated.regmap_npu import NPU
-from xrt.hwconfig import target
+from xrt.hw.regs import DMA, NPU
+from xrt.hw.targets import target
 
 ROOT = Path(__file__).resolve().parents[2]
 GCC = shutil.which("gcc")

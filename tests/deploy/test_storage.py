@@ -19,7 +19,7 @@ from cli_helpers import run_cli
 
 from npuemu.server import storage
 from npuemu.server.launch import ServerProcess
-from xrt.hwconfig import target
+from xrt.hw.targets import target
 
 
 @pytest.fixture

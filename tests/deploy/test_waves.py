@@ -14,8 +14,8 @@ from cli_helpers import run_cli
 
 from npuemu.server.launch import ServerProcess
 from xrt import Device
-from xrt._generated.hwconfig import CLOCK_PERIOD_PS
 from xrt.errors import XrtError
+from xrt.hw.targets import CLOCK_PERIOD_PS
 
 pywellen = pytest.importorskip("pywellen")
 

@@ -16,8 +16,7 @@ import pytest
 
 from npuemu.server.launch import ServerProcess
 from npuemu.sim.build import BUILD_ROOT
-from xrt._proto.npuemu.v1 import device_pb2 as pb
-from xrt._proto.npuemu.v1 import device_pb2_grpc as pb_grpc
+from xrt.hw.wire import pb, pb_grpc
 
 pytestmark = pytest.mark.sim
 
@@ -55,7 +54,7 @@ def test_wheel_ships_the_rtl_and_serves(tmp_path):
     for rel in [ln for ln in rtl_files if ln.endswith(".sv")] + ["files.f", "config/npu.toml"]:
         assert f"npuemu/_rtl/{rel}" in names, rel
     assert "npuemu/_rtl/mem/npu_mem_dpi.cpp" in names
-    assert "xrt/_proto/npuemu/v1/device_pb2.py" in names
+    assert "xrt/hw/_proto/npuemu/v1/device_pb2.py" in names
 
     # A fresh environment with the wheel and nothing of the checkout. Its dependencies are
     # this environment's (a .pth adds its site-packages after the venv's own, without the

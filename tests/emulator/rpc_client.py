@@ -12,9 +12,9 @@ from pathlib import Path
 import grpc
 
 from npuemu.server.launch import ServerProcess
-from npuemu.sim.dma_driver import DmaTransfer, program_ops
-from xrt._proto.npuemu.v1 import device_pb2 as pb
-from xrt._proto.npuemu.v1 import device_pb2_grpc as pb_grpc
+from xrt.hw.dma import DmaTransfer, program_ops
+from xrt.hw.regops import RegWrite
+from xrt.hw.wire import pb, pb_grpc
 
 PROTOCOL = 1
 NPU_BASE, DMA_BASE, UDMA_BASE, PLDDR_BASE = 0x4000_0000, 0x8000_0000, 0x1000_0000, 0x1_0000_0000
@@ -107,7 +107,8 @@ def wr(addr: int, value: int) -> pb.RegisterOp:
 def dma_ops(src: int, dst: int, n: int) -> list[pb.RegisterOp]:
     """The DMA programming sequence (docs/hardware.md) as batch ops, ending with START: the
     harness's `program_ops`, whose offsets come from the generated register map."""
-    return [wr(op.addr, op.value) for op in program_ops(DMA_BASE, DmaTransfer(src, dst, n))]
+    ops = program_ops(DMA_BASE, DmaTransfer(src, dst, n))
+    return [wr(op.addr, op.value) for op in ops if isinstance(op, RegWrite)]
 
 
 def connect(server: ServerProcess, token: str | None = None) -> Client:

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 import grpc
 from rpc_client import DMA_BASE, NPU_BASE, PLDDR_BASE, PROTOCOL, UDMA_BASE, Client
 
-from xrt._generated.regmap_npu import NPU
-from xrt._proto.npuemu.v1 import device_pb2 as pb
+from xrt.hw.regs import NPU
+from xrt.hw.wire import pb
 
 UDMA_SIZE = 64 << 20
 CALL_DEADLINE_S = 30.0

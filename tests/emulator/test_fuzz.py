@@ -9,7 +9,7 @@ from rpc_client import connect
 from rpc_fuzz import RpcFuzzer, prepare_b
 
 from npuemu.server.launch import ServerProcess
-from xrt._proto.npuemu.v1 import device_pb2 as pb
+from xrt.hw.wire import pb
 
 pytestmark = pytest.mark.sim
 

@@ -37,9 +37,8 @@ from rpc_client import (
 from npuemu.process_guard import unprivileged_command
 from npuemu.server.launch import ServerProcess
 from npuemu.server.service import boot_id
-from xrt._generated.regmap_dma import DMA
-from xrt._generated.regmap_npu import NPU
-from xrt._proto.npuemu.v1 import device_pb2 as pb
+from xrt.hw.regs import DMA, NPU
+from xrt.hw.wire import pb
 from xrt.transport._local_memory import receive_memory_file
 
 pytestmark = pytest.mark.sim
@@ -190,7 +189,7 @@ KILLED_CLIENT = """
 import sys, grpc
 sys.path.insert(0, {tests!r})
 from rpc_client import dma_ops, UDMA_BASE, PLDDR_BASE
-from xrt._proto.npuemu.v1 import device_pb2 as pb, device_pb2_grpc as g
+from xrt.hw.wire import pb, pb_grpc as g
 s = g.DeviceServiceStub(grpc.insecure_channel({address!r}))
 r = s.OpenDevice(pb.OpenDeviceRequest(device="npu0", client="doomed", protocol_version=1))
 hold = s.HoldLease(pb.HoldLeaseRequest(lease_id=r.lease_id))

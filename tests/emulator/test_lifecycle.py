@@ -16,7 +16,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from rpc_client import NPU_BASE, connect
 
 from npuemu.server.launch import ServerProcess
-from xrt._proto.npuemu.v1 import device_pb2 as pb
+from xrt.hw.wire import pb
 
 pytestmark = pytest.mark.sim
 

@@ -4,7 +4,7 @@ The server marks a refusal that changed nothing (the device's worker is restarti
 trailing metadata; the runtime retries such calls within a bounded budget and fails with a
 clear message once it is spent. The call during which a worker died or hung is not marked
 (its effect is unknown) and is never retried, not even by gRPC's own retry policy.
-Real `npu-emu serve`, real workers, the runtime's gRPC transport (xrt.transport._grpc_retry).
+Real `npu-emu serve`, real workers, the runtime's gRPC transport (xrt.transport.grpc_retry).
 """
 
 from __future__ import annotations
@@ -22,11 +22,10 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from rpc_client import NPU_BASE, worker_pid, worker_starts_fail
 
 from npuemu.server.launch import ServerProcess
-from xrt._proto.npuemu.v1 import device_pb2 as pb
-from xrt._proto.npuemu.v1 import device_pb2_grpc as pb_grpc
 from xrt.errors import XrtError
-from xrt.transport._grpc_retry import REASON_RESTARTING, RETRY_REASON_KEY
+from xrt.hw.wire import pb, pb_grpc
 from xrt.transport.grpc import GrpcTransport
+from xrt.transport.grpc_retry import REASON_RESTARTING, RETRY_REASON_KEY
 
 pytestmark = pytest.mark.sim
 

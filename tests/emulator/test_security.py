@@ -26,8 +26,8 @@ from rpc_client import NPU_BASE, connect
 
 from npuemu.server.launch import ServerProcess
 from xrt import Device
-from xrt._proto.npuemu.v1 import device_pb2 as pb
 from xrt.errors import XrtError
+from xrt.hw.wire import pb
 
 pytestmark = pytest.mark.sim
 

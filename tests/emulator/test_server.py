@@ -38,9 +38,8 @@ from rpc_client import (
     wr,
 )
 
-from xrt._generated.regmap_dma import DMA
-from xrt._generated.regmap_npu import NPU
-from xrt._proto.npuemu.v1 import device_pb2 as pb
+from xrt.hw.regs import DMA, NPU
+from xrt.hw.wire import pb
 
 pytestmark = pytest.mark.sim
 
@@ -282,7 +281,7 @@ def test_killed_client_loses_its_lease(server):
     """A client process holding a lease (HoldLease) is SIGKILLed: the device frees up."""
     code = f"""
 import grpc, sys, time
-from xrt._proto.npuemu.v1 import device_pb2 as pb, device_pb2_grpc as g
+from xrt.hw.wire import pb, pb_grpc as g
 s = g.DeviceServiceStub(grpc.insecure_channel("{server.address}"))
 r = s.OpenDevice(pb.OpenDeviceRequest(device="npu1", client="doomed", protocol_version=1))
 stream = s.HoldLease(pb.HoldLeaseRequest(lease_id=r.lease_id))

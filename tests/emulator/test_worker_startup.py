@@ -21,7 +21,7 @@ from test_hardening import dma_and_wait, wait_until
 
 from npuemu.process_guard import unprivileged_command
 from npuemu.server.launch import ServerProcess
-from xrt.hwconfig import target
+from xrt.hw.targets import target
 
 pytestmark = pytest.mark.sim
 

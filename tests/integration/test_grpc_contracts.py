@@ -18,8 +18,8 @@ import pytest
 
 from npuemu.server.launch import ServerProcess
 from xrt import Device, MemRegion
-from xrt._generated.regmap_dma import DMA
 from xrt.devices import DmaMemRegion, NpuDevice
+from xrt.hw.regs import DMA
 from xrt.testing.contracts import (
     DEVICE_CHECKS,
     MEM_REGION_CHECKS,

@@ -14,9 +14,8 @@ import pytest
 
 from npuemu.server.launch import ServerProcess
 from xrt import Device, ErrorCode, MemPtr, RegPoll, RegRead, RegWrite, XrtError
-from xrt._generated.regmap_dma import DMA
-from xrt._generated.regmap_npu import NPU
 from xrt.devices import DEFAULT_BOUNCE_BYTES, BuyiDevice, NpuDevice, Zg330Device
+from xrt.hw.regs import DMA, NPU
 from xrt.transport.grpc import GrpcMemRegion, GrpcRegRegion
 
 

@@ -17,8 +17,8 @@ import pytest
 
 from npuemu.server.launch import ServerProcess
 from xrt import Device, ErrorCode, RegRead, XrtError
-from xrt._generated.regmap_dma import DMA
 from xrt.devices import DmaMemRegion, NpuDevice
+from xrt.hw.regs import DMA
 from xrt.transport import grpc as grpc_transport
 from xrt.transport.grpc import GrpcTransport
 

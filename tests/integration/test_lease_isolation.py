@@ -16,10 +16,11 @@ import pytest
 
 from npuemu.server.launch import ServerProcess
 from xrt import Device
-from xrt._generated.hwconfig import NPU
 from xrt.backend.npu._driver import EngineDriver
 from xrt.devices import NpuDevice
-from xrt.npu import golden, isa
+from xrt.hw import isa
+from xrt.hw.targets import NPU
+from xrt.npu import golden
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "rtl"))
 from isolation_programs import reader_program, secret_program

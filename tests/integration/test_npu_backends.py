@@ -361,7 +361,7 @@ def test_a_faulting_program_is_11014_and_the_device_stays_usable(buyi: NpuDevice
 
     from xrt import ErrorCode, XrtError
     from xrt.backend.npu import program_from_bytes, program_to_bytes
-    from xrt.npu import isa
+    from xrt.hw import isa
 
     good = manual_network()
     hard = good.op(3)
@@ -409,7 +409,7 @@ def test_engine_counters_describe_the_launch(buyi: NpuDevice) -> None:
     from collections import Counter
 
     from xrt.backend.npu import program_from_bytes
-    from xrt.npu import isa
+    from xrt.hw import isa
 
     network = manual_network()
     prog = program_from_bytes(np.asarray(network.params[network.op(3).params["program"]]).tobytes())

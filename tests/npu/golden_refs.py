@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from xrt.npu.isa import Gemm, GemmInit, Vec, VecFunc
+from xrt.hw.isa import Gemm, GemmInit, Vec, VecFunc
 
 
 def wrap32(v: int) -> int:

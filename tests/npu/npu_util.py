@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from xrt._generated.hwconfig import NPU
 from xrt.dtypes import QuantParams, TensorType
-from xrt.hwconfig import NpuConfig
+from xrt.hw.config import NpuConfig
+from xrt.hw.targets import NPU
 from xrt.network import Network, NetworkBuilder, run_network_reference
 from xrt.npu.compiler import NpuProgram, compile_run, refusal
 from xrt.npu.compiler._golden_run import run_on_golden

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from npu_util import SMALL, assert_npu_exact, i8, single
 
-from xrt._generated.hwconfig import NPU
+from xrt.hw.targets import NPU
 from xrt.ops import intmath
 from xrt.ops.pool import pool_counts
 

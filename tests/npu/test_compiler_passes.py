@@ -8,9 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from npu_util import SMALL, i8, npu_outputs, single
 
-from xrt._generated.hwconfig import NPU
+from xrt.hw import isa
+from xrt.hw.targets import NPU
 from xrt.network import run_network_reference
-from xrt.npu import golden, isa
+from xrt.npu import golden
 from xrt.npu.compiler import (
     ConvGeom,
     Step,

@@ -7,13 +7,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from xrt.hwconfig import MemoryWindow
+from xrt.hw.config import MemoryWindow
+from xrt.hw.isa import Buffer, Finish, Gemm, GemmInit, Load, Store, Sync, Unit
 from xrt.npu.golden import Memory, run
 from xrt.npu.golden.access import accesses
 from xrt.npu.golden.checker import check
 from xrt.npu.golden.generator import generate_program
 from xrt.npu.golden.tokens import FLAG_QUEUE, QUEUE_ENDS, token_ops, unit_of
-from xrt.npu.isa import Buffer, Finish, Gemm, GemmInit, Load, Store, Sync, Unit
 
 MEM = MemoryWindow("mem", 0x1000_0000, 1 << 16)
 

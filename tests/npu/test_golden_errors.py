@@ -5,12 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from xrt.hwconfig import MemoryWindow
-from xrt.npu.golden import Memory, run
-from xrt.npu.golden.checker import check
-from xrt.npu.golden.errorgen import error_cases
-from xrt.npu.golden.generator import small_config
-from xrt.npu.isa import (
+from xrt.hw.config import MemoryWindow
+from xrt.hw.isa import (
     Buffer,
     EngineError,
     Finish,
@@ -20,6 +16,10 @@ from xrt.npu.isa import (
     Unit,
     encode_program,
 )
+from xrt.npu.golden import Memory, run
+from xrt.npu.golden.checker import check
+from xrt.npu.golden.errorgen import error_cases
+from xrt.npu.golden.generator import small_config
 
 CASES = error_cases(seed=3)
 MEM = MemoryWindow("mem", 0x1000_0000, 1 << 16)

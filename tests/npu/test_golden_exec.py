@@ -9,10 +9,8 @@ import numpy as np
 import pytest
 from golden_refs import naive_requantize
 
-from xrt._generated.hwconfig import NPU
-from xrt.hwconfig import MemoryWindow
-from xrt.npu.golden import CostModel, Machine, Memory, Queue, prm_word, run
-from xrt.npu.isa import (
+from xrt.hw.config import MemoryWindow
+from xrt.hw.isa import (
     Buffer,
     EngineError,
     Finish,
@@ -24,6 +22,8 @@ from xrt.npu.isa import (
     Sync,
     Unit,
 )
+from xrt.hw.targets import NPU
+from xrt.npu.golden import CostModel, Machine, Memory, Queue, prm_word, run
 from xrt.ops.conv import qconv2d_forward
 
 B = NPU.block
@@ -429,7 +429,7 @@ def test_sync_and_tokens_are_counted():
 
 
 def test_bytes_and_instances_decode_the_same():
-    from xrt.npu.isa import encode_program
+    from xrt.hw.isa import encode_program
 
     prog = [Sync(unit=Unit.LOAD, push_next=True), Sync(unit=Unit.COMPUTE, pop_prev=True), Finish()]
     a = run(prog, Memory([MEM]))

@@ -12,10 +12,10 @@ from golden_refs import naive_gemm, naive_vec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xrt._generated.hwconfig import NPU
-from xrt.hwconfig import MemoryWindow
+from xrt.hw.config import MemoryWindow
+from xrt.hw.isa import Finish, Gemm, GemmInit, Vec, VecFunc
+from xrt.hw.targets import NPU
 from xrt.npu.golden import Machine, Memory, run
-from xrt.npu.isa import Finish, Gemm, GemmInit, Vec, VecFunc
 
 MEM = MemoryWindow("mem", 0x1000_0000, 1 << 20)
 SMALL = dataclasses.replace(

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from xrt.npu import isa
-from xrt.npu.isa import INSN_BYTES, IsaError
+from xrt.hw import isa
+from xrt.hw.isa import INSN_BYTES, IsaError
 
 INSN_CLASSES = (isa.Load, isa.Store, isa.Gemm, isa.Vec, isa.Sync, isa.Finish)
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from xrt.hwconfig import NpuConfig
-from xrt.npu import isa
-from xrt.npu.isa import Buffer, GemmInit, StoreMode, Unit, VecFunc
+from xrt.hw import isa
+from xrt.hw.config import NpuConfig
+from xrt.hw.isa import Buffer, GemmInit, StoreMode, Unit, VecFunc
 
 __all__ = ["EDGE", "Probe", "reader_program", "secret_program"]
 

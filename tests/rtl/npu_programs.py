@@ -22,11 +22,11 @@ from pathlib import Path
 
 import numpy as np
 
-from xrt._generated.hwconfig import NPU
+from xrt.hw import isa
+from xrt.hw.isa import Buffer, GemmInit, StoreMode
+from xrt.hw.targets import NPU
 from xrt.network import Network
-from xrt.npu import isa
 from xrt.npu.compiler import NpuProgram, from_tiled, to_tiled
-from xrt.npu.isa import Buffer, GemmInit, StoreMode
 from xrt.ops import intmath
 from xrt.ops.conv import qconv2d_forward
 from xrt.ops.pool import pool_counts

@@ -1,7 +1,7 @@
 """Block test of the compute engine (`npu_cmp_core`) against cocotbext-axi's AXI4 slave.
 
 The engine's AXI4 master talks to cocotbext-axi's `AxiSlave` over a bytearray, with random
-backpressure on every channel. Programs are encoded with `xrt.npu.isa`; their expected
+backpressure on every channel. Programs are encoded with `xrt.hw.isa`; their expected
 memory images are computed here with numpy, straight from docs/isa.md's semantics (the
 golden model `xrt.npu.golden` takes over the random programs when it lands). The buffers
 are small (a block-test configuration) so the model builds and runs fast.
@@ -33,12 +33,12 @@ from isolation_programs import reader_program, secret_program
 
 from npuemu.sim.build import build_model
 from npuemu.sim.cocotb_run import run_cocotb
-from xrt.hwconfig import MemoryWindow
-from xrt.npu import isa
+from xrt.hw import isa
+from xrt.hw.config import MemoryWindow
+from xrt.hw.isa import Buffer, EngineError, GemmInit, StoreMode, VecFunc
 from xrt.npu.golden import ALL_BINS, Machine, Memory, coverage, generate_program, small_config
 from xrt.npu.golden import run as golden_run
 from xrt.npu.golden.errorgen import error_cases
-from xrt.npu.isa import Buffer, EngineError, GemmInit, StoreMode, VecFunc
 from xrt.ops.intmath import requantize
 
 # The engine configuration of the golden model's RTL tests (small buffers), with a small

@@ -27,8 +27,9 @@ from cocotbext.axi import AxiBus, AxiSlave
 from npuemu.sim.build import build_model
 from npuemu.sim.cocotb_run import run_cocotb
 from npuemu.sim.dma_driver import DmaTransfer, program_ops, run_dma
-from npuemu.sim.harness import NpuHarness, WaitOutcome
-from xrt._generated.regmap_dma import DMA
+from npuemu.sim.harness import NpuHarness
+from xrt.hw.regs import DMA
+from xrt.hw.wire import WaitOutcome
 
 RAM_SIZE = 256 * 1024  # memory window 0: backed by the slave's bytearray
 FAULT_BASE = RAM_SIZE  # memory window 1: the DMA may address it; the slave answers SLVERR
@@ -285,7 +286,7 @@ class Bench:
         before = bytes(self.ram.data)
         self.watch.reset()
         res = await run_dma(self.h, 0, t, max_cycles=2_000_000, timeout_s=60)
-        assert res.ok, f"{where}: outcome {res.outcome.name}, ERR_CODE {res.err_code}"
+        assert res.ok, f"{where}: wait {res.wait.name}, ERR_CODE {res.err_code}"
         reads, writes, moves = expected_traffic(t, self.nb)
         want = bytearray(before)
         for d, s in moves.items():
@@ -369,7 +370,7 @@ async def bus_errors_and_abort_never_hang(dut):
             b.ram.fault = fault
             res = await run_dma(b.h, dma_base, t, max_cycles=1_000_000, timeout_s=60)
             b.ram.fault = range(0)
-            assert res.outcome is WaitOutcome.IRQ, f"{label}: no interrupt ({res.outcome})"
+            assert res.wait is WaitOutcome.INTERRUPT, f"{label}: no interrupt ({res.wait})"
             assert res.err_code == code, f"{label}: ERR_CODE {res.err_code}, want {code}"
             _, _, moves = expected_traffic(t, b.nb)
             for d, s in moves.items():

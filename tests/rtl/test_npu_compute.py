@@ -26,13 +26,12 @@ from npuemu.sim.cocotb_run import run_cocotb
 from npuemu.sim.core_driver import run_program
 from npuemu.sim.dma_driver import DmaTransfer, program_ops, run_dma
 from npuemu.sim.harness import NpuHarness
-from xrt._generated.hwconfig import CLOCK_PERIOD_PS, NPU
-from xrt._generated.regmap_dma import DMA
-from xrt.hwconfig import target
+from xrt.hw import isa
+from xrt.hw.isa import Buffer, StoreMode
+from xrt.hw.regs import DMA
+from xrt.hw.targets import CLOCK_PERIOD_PS, NPU, target
 from xrt.network import run_network_reference
-from xrt.npu import isa
 from xrt.npu.compiler import compile_run
-from xrt.npu.isa import Buffer, StoreMode
 
 B = 16
 C, H, W = 32, 8, 8  # channels in and out, height, width
@@ -282,7 +281,7 @@ async def bus_error_then_a_correct_program(dut):
     env.h.set_fault("plddr", offsets["wgt"] + 512, 16, AxiResp.DECERR)
     res = await run_program(env.h, env.cfg.npu_base, prog_addr, n, bases)
     env.h.clear_fault()
-    assert res.outcome.name == "IRQ" and res.err_code == 5, f"want LOAD_DECERR: {res}"
+    assert res.wait.name == "INTERRUPT" and res.err_code == 5, f"want LOAD_DECERR: {res}"
     first_wgt = next(
         i for i, insn in enumerate(prog) if isinstance(insn, isa.Load) and insn.buffer == Buffer.WGT
     )

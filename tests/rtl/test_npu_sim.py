@@ -19,21 +19,14 @@ from cocotbext.axi import AxiResp
 
 from npuemu.sim.cocotb_run import run_cocotb
 from npuemu.sim.dma_driver import DmaTransfer, program_ops, run_dma
-from npuemu.sim.harness import (
-    BusError,
-    NpuHarness,
-    PollTimeoutError,
-    RegOp,
-    RegOpKind,
-    WaitOutcome,
-)
-from xrt._generated.hwconfig import CLOCK_PERIOD_PS, HW_VERSION
-from xrt._generated.hwconfig import DMA as DMA_CFG
-from xrt._generated.hwconfig import NPU as NPU_CFG
-from xrt._generated.regmap_dma import DMA
-from xrt._generated.regmap_npu import NPU
-from xrt.hwconfig import target
-from xrt.regmap import RegisterBlockInfo
+from npuemu.sim.harness import BusError, NpuHarness, PollTimeoutError
+from xrt.hw.regmap import RegisterBlockInfo
+from xrt.hw.regops import RegKind, RegMaskedWrite, RegRead, RegRow, RegWrite
+from xrt.hw.regs import DMA, NPU
+from xrt.hw.targets import CLOCK_PERIOD_PS, HW_VERSION, target
+from xrt.hw.targets import DMA as DMA_CFG
+from xrt.hw.targets import NPU as NPU_CFG
+from xrt.hw.wire import RegisterStatus, WaitOutcome
 
 ERR = {  # STATUS.ERR_CODE values, as documented in rtl/regs/dma.rdl
     "OK": 0,
@@ -190,8 +183,8 @@ async def access_types_match_the_register_map(dut):
                 try:
                     await env.write(block, reg.name, 0xFFFF_FFFF)
                 except BusError as exc:
-                    with_error = exc.resp
-                assert with_error == AxiResp.SLVERR, f"{block.name}.{reg.name} is read-only"
+                    with_error = exc.status
+                assert with_error == RegisterStatus.SLVERR, f"{block.name}.{reg.name} is read-only"
                 after = await env.read(block, reg.name)
                 if not any(f.volatile for f in reg.fields):
                     assert after == before, f"{block.name}.{reg.name} changed by a refused write"
@@ -216,10 +209,10 @@ async def bad_register_addresses_fail_cleanly(dut):
     DECERR, and the bus keeps working afterwards."""
     env = await start(dut)
     for addr, resp in (
-        (env.cfg.npu_base + 0xFFC, AxiResp.SLVERR),
-        (env.cfg.dma_base + 0x800, AxiResp.SLVERR),
-        (0x2000_0000, AxiResp.DECERR),
-        (env.cfg.dma_base + 0x1000, AxiResp.DECERR),
+        (env.cfg.npu_base + 0xFFC, RegisterStatus.SLVERR),
+        (env.cfg.dma_base + 0x800, RegisterStatus.SLVERR),
+        (0x2000_0000, RegisterStatus.DECERR),
+        (env.cfg.dma_base + 0x1000, RegisterStatus.DECERR),
     ):
         for op in ("read", "write"):
             try:
@@ -228,7 +221,7 @@ async def bad_register_addresses_fail_cleanly(dut):
                 else:
                     await env.h.write_reg(addr, 1)
             except BusError as exc:
-                assert exc.resp == resp, f"{op} {addr:#x}: {exc.resp.name}, want {resp.name}"
+                assert exc.status == resp, f"{op} {addr:#x}: {exc.status.name}, want {resp.name}"
             else:
                 raise AssertionError(f"{op} {addr:#x} succeeded")
     await env.write(NPU, "SCRATCH", 0x1234_5678)
@@ -245,7 +238,7 @@ async def software_interrupt_and_waits(dut):
     w = await h.wait_irq(max_cycles=500)
     assert w.outcome is WaitOutcome.CYCLE_LIMIT and w.cycles >= 500
     w = await h.wait_irq(max_cycles=10**12, timeout_s=0.2)
-    assert w.outcome is WaitOutcome.WALL_TIMEOUT
+    assert w.outcome is WaitOutcome.DEADLINE
 
     await env.write(NPU, "CTRL", 1)  # SW_IRQ, not yet enabled
     assert not h.irq
@@ -277,18 +270,18 @@ async def cycle_counter_and_batches(dut):
     scratch = env.reg(NPU, "SCRATCH")
     results = await h.run_batch(
         [
-            RegOp(RegOpKind.WRITE, scratch, 0xFFFF_0000),
-            RegOp(RegOpKind.MASKED_WRITE, scratch, 0x0000_1234, mask=0x0000_FFFF),
-            RegOp(RegOpKind.READ, scratch),
-            RegOp(RegOpKind.POLL, scratch, mask=0xFF, expected=0x34, max_cycles=100),
+            RegWrite(scratch, 0xFFFF_0000),
+            RegMaskedWrite(scratch, 0x0000_1234, mask=0x0000_FFFF),
+            RegRead(scratch),
+            RegRow(RegKind.POLL, scratch, mask=0xFF, expected=0x34, max_cycles=100),
         ]
     )
     assert results == [None, 0xFFFF_1234, 0xFFFF_1234, 0xFFFF_1234]
     try:
         await h.run_batch(
             [
-                RegOp(RegOpKind.READ, scratch),
-                RegOp(RegOpKind.POLL, scratch, mask=0xFF, expected=0x00, max_cycles=300),
+                RegRead(scratch),
+                RegRow(RegKind.POLL, scratch, mask=0xFF, expected=0x00, max_cycles=300),
             ]
         )
     except PollTimeoutError as exc:
@@ -350,7 +343,7 @@ async def dma_copies_between_every_pair_of_memories(dut):
             dst_stride,
         )
         res = await env.dma(t)
-        assert res.ok, f"case {case} {t}: outcome {res.outcome}, err {res.err_code}"
+        assert res.ok, f"case {case} {t}: wait {res.wait}, err {res.err_code}"
         want = bytearray(background)
         for roff, row in _expected_2d(payload, t):
             want[64 + roff : 64 + roff + row_bytes] = row
@@ -394,7 +387,7 @@ async def dma_errors_end_the_transfer_with_a_code(dut):
     ]
     for code, t, addr in cases:
         res = await env.dma(t)
-        assert res.outcome is WaitOutcome.IRQ, f"{code}: no interrupt"
+        assert res.wait is WaitOutcome.INTERRUPT, f"{code}: no interrupt"
         assert res.err_code == ERR[code], f"{t}: ERR_CODE {res.err_code}, want {ERR[code]}"
         assert res.err_addr == addr, f"{t}: ERR_ADDR {res.err_addr:#x}, want {addr:#x}"
 
@@ -423,7 +416,7 @@ async def dma_errors_end_the_transfer_with_a_code(dut):
         env.h.set_fault(mem, fault_off, 4096, resp)
         res = await env.dma(t)
         env.h.clear_fault()
-        assert res.outcome is WaitOutcome.IRQ and res.err_code == ERR[code], (code, res)
+        assert res.wait is WaitOutcome.INTERRUPT and res.err_code == ERR[code], (code, res)
         fault_beat = env.cfg.memory(mem).base + fault_off
         assert fault_beat - 4096 < res.err_addr <= fault_beat + 4096, (code, hex(res.err_addr))
         assert await env.read(DMA, "INT_RAW") == 0b10  # ERROR level

@@ -29,14 +29,23 @@ import pytest
 from cocotb.triggers import FallingEdge, RisingEdge, Timer
 
 from npuemu.sim.cocotb_run import run_cocotb
-from npuemu.sim.harness import NpuHarness, RegStatus
+from npuemu.sim.harness import NpuHarness
 from npuemu.sim.regbus import CocotbextMaster, Row
-from xrt._generated.hwconfig import CLOCK_PERIOD_PS
-from xrt._generated.regmap_dma import DMA
-from xrt._generated.regmap_npu import NPU
-from xrt.hwconfig import target
+from xrt.hw.regops import RegKind
+from xrt.hw.regs import DMA, NPU
+from xrt.hw.targets import CLOCK_PERIOD_PS, target
+from xrt.hw.wire import RegisterStatus
 
 M32 = 0xFFFF_FFFF
+R, W, MW, P = RegKind.READ, RegKind.WRITE, RegKind.MASKED_WRITE, RegKind.POLL
+OK = RegisterStatus.OK
+_AXI_RESP = {RegisterStatus.SLVERR: 2, RegisterStatus.DECERR: 3}
+
+
+def axi(status: int) -> int:
+    """The AXI response the bus carried for an op that ended with `status` (a poll that
+    gave up read OKAY)."""
+    return _AXI_RESP.get(RegisterStatus(status), 0)
 
 
 # ---------------------------------------------------------------------------- pytest side
@@ -102,15 +111,15 @@ def directed_batches(pool: Pool) -> list[list[Row]]:
     reg = pool.scratch[0]
     return [
         [
-            ("write", reg, 0x1234_5678, M32, 0, 0),
-            ("read", reg, 0, M32, 0, 0),
-            ("masked_write", reg, 0xAB00, 0xFF00, 0, 0),
-            ("poll", reg, 0, M32, 0x1234_AB78, 9),  # matches at once
-            ("poll", reg, 0, 0xFF, 0x79, 9),  # never matches: gives up after 9 cycles
+            (W, reg, 0x1234_5678, M32, 0, 0),
+            (R, reg, 0, M32, 0, 0),
+            (MW, reg, 0xAB00, 0xFF00, 0, 0),
+            (P, reg, 0, M32, 0x1234_AB78, 9),  # matches at once
+            (P, reg, 0, 0xFF, 0x79, 9),  # never matches: gives up after 9 cycles
         ],
-        [("read", pool.slverr[0], 0, M32, 0, 0)],
-        [("write", pool.decerr[0], 0x5A5A, M32, 0, 0)],
-        [("read", pool.decerr[1], 0, M32, 0, 0)],
+        [(R, pool.slverr[0], 0, M32, 0, 0)],
+        [(W, pool.decerr[0], 0x5A5A, M32, 0, 0)],
+        [(R, pool.decerr[1], 0, M32, 0, 0)],
     ]
 
 
@@ -128,12 +137,12 @@ def random_batch(rng: random.Random, pool: Pool, n: int) -> list[Row]:
             addr = rng.choice(pool.scratch)
         else:
             addr = rng.choice(pool.other)
-        kind = rng.choices(["read", "write", "masked_write", "poll"], [3, 3, 2, 2])[0]
-        if kind == "poll" and known and rng.random() < 0.7:
+        kind = rng.choices([R, W, MW, P], [3, 3, 2, 2])[0]
+        if kind == P and known and rng.random() < 0.7:
             addr = rng.choice(list(known))  # most polls wait for a value written before
         value, mask = rng.getrandbits(32), rng.choice([M32, 0xFF, 0xFFFF_0000, rng.getrandbits(32)])
         expected, max_cycles = 0, 0
-        if kind == "poll":
+        if kind == P:
             max_cycles = rng.choice([0, 1, 9, 100, rng.randint(1, 3000)])
             if addr in known and rng.random() < 0.6:
                 expected = known[addr] & mask  # matches at once
@@ -142,11 +151,11 @@ def random_batch(rng: random.Random, pool: Pool, n: int) -> list[Row]:
                 expected = (known[addr] & mask) ^ (mask & -mask)  # never matches
             else:
                 expected = rng.getrandbits(32) & mask  # most likely gives up
-        elif kind == "write" and addr in pool.scratch:
+        elif kind == W and addr in pool.scratch:
             known[addr] = value
-        elif kind == "masked_write" and addr in known:
+        elif kind == MW and addr in known:
             known[addr] = (known[addr] & ~mask | value & mask) & M32
-        elif kind == "masked_write":
+        elif kind == MW:
             known.pop(addr, None)
         rows.append((kind, addr, value, mask, expected, max_cycles))
     return rows
@@ -265,21 +274,21 @@ def check_traffic(rows: list[Row], results: list[tuple[int, int, int]], txns: li
     for (kind, addr, value, mask, expected, _), (status, got, _) in zip(
         rows, results, strict=False
     ):
-        if kind == "read":
+        if kind == R:
             t = take("read", addr)
-            assert (t.resp, t.data if not t.resp else 0) == (status, got), (t, status, got)
-        elif kind == "write":
+            assert (t.resp, t.data if not t.resp else 0) == (axi(status), got), (t, status, got)
+        elif kind == W:
             t = take("write", addr)
-            assert (t.data, t.resp) == (value & M32, status), (t, status)
-        elif kind == "masked_write":
+            assert (t.data, t.resp) == (value & M32, axi(status)), (t, status)
+        elif kind == MW:
             t = take("read", addr)
             if t.resp:
-                assert t.resp == status, (t, status)
+                assert t.resp == axi(status), (t, status)
                 continue
             w = take("write", addr)
             assert w.data == (t.data & ~mask | value & mask) & M32, (t, w)
-            assert (w.resp, got) == (status, 0 if status else w.data), (w, status, got)
-        elif status == 0:  # a poll that matched: reads that did not, then the one that did
+            assert (w.resp, got) == (axi(status), w.data if status == OK else 0), (w, status)
+        elif status == OK:  # a poll that matched: reads that did not, then the one that did
             t = take("read", addr)
             while t.data & mask != expected & mask:
                 assert t.resp == 0, t
@@ -289,13 +298,12 @@ def check_traffic(rows: list[Row], results: list[tuple[int, int, int]], txns: li
             assert i < len(txns), f"poll of {addr:#x}: no read on the bus"
             while i < len(txns):
                 t = take("read", addr)
-            bus = status if status != RegStatus.POLL_TIMEOUT else 0
-            assert (t.resp, t.data if not t.resp else 0) == (bus, got), (t, status, got)
+            assert (t.resp, t.data if not t.resp else 0) == (axi(status), got), (t, status, got)
     assert i == len(txns), f"{len(txns) - i} transactions more than the ops need: {txns[i:]}"
 
 
 async def read_state(h: NpuHarness, pool: Pool) -> list[tuple[int, int]]:
-    rows = [("read", a, 0, M32, 0, 0) for a in pool.state]
+    rows = [(R, a, 0, M32, 0, 0) for a in pool.state]
     return [(s, v) for s, v, _ in await h.run_rows(rows)]
 
 
@@ -339,14 +347,14 @@ async def random_batches_match_cocotbext_axi(dut):
         )
         assert rtl_state == cx_state, f"case {case}: register state differs"
         for (kind, *_, max_cycles), (status, _, cycles) in zip(rows, rtl, strict=False):
-            if status == RegStatus.POLL_TIMEOUT:
+            if status == RegisterStatus.POLL_TIMEOUT:
                 assert cycles >= max_cycles, (kind, max_cycles, cycles)
                 outcomes["POLL_TIMEOUT"] += 1
-            elif status:
-                outcomes[RegStatus(status).name] += 1
+            elif status != OK:
+                outcomes[RegisterStatus(status).name] += 1
             else:
                 outcomes["ok"] += 1
-                outcomes["poll matched"] += kind == "poll"
+                outcomes["poll matched"] += kind == P
     dut._log.info("random batches: outcomes %s", outcomes)
     required = ("ok", "SLVERR", "DECERR", "POLL_TIMEOUT", "poll matched")
     assert all(outcomes[k] for k in required), f"a kind of outcome never happened: {outcomes}"
@@ -369,16 +377,14 @@ async def master_traffic_and_cycles(dut):
     assert not mon.errors, mon.errors[:5]
     check_traffic(rows, results, mon.txns)
     for (kind, *_), (status, _, cycles) in zip(rows, results, strict=False):
-        if kind in ("read", "write") and status == 0:
+        if kind in (R, W) and status == OK:
             assert 1 <= cycles <= 8, f"{kind} took {cycles} cycles"
 
     mon.txns.clear()
     scratch = pool.scratch[0]
-    results = await h.run_rows(
-        [("write", scratch, 5, M32, 0, 0), ("poll", scratch, 0, M32, 6, 1000)]
-    )
+    results = await h.run_rows([(W, scratch, 5, M32, 0, 0), (P, scratch, 0, M32, 6, 1000)])
     task.cancel()
-    assert [r[:2] for r in results] == [(0, 0), (RegStatus.POLL_TIMEOUT, 5)]
+    assert [r[:2] for r in results] == [(OK, 0), (RegisterStatus.POLL_TIMEOUT, 5)]
     assert 1000 <= results[1][2] <= 1000 + 16
     starts = [t.start for t in mon.txns if t.kind == "read"]
     gaps = [b - a for a, b in itertools.pairwise(starts)]
@@ -459,13 +465,13 @@ async def masked_write_is_atomic_beside_another_master(dut):
     # Foreign values have their low half zero; every masked write sets a low bit.
     foreign = [0xA000_0000 + (i << 16) for i in range(40)]
     other = cocotb.start_soon(hand_writes(dut, scratch, foreign))
-    rows = [("masked_write", scratch, 1 << (i % 16), 1 << (i % 16), 0, 0) for i in range(40)]
+    rows = [(MW, scratch, 1 << (i % 16), 1 << (i % 16), 0, 0) for i in range(40)]
     results = await h.run_rows(rows)
     await other
     for _ in range(3):
         await RisingEdge(dut.clk_o)
     task.cancel()
-    assert all(s == 0 for s, _, _ in results) and len(results) == len(rows), results
+    assert all(s == OK for s, _, _ in results) and len(results) == len(rows), results
     assert not mon.errors, mon.errors[:5]
     seq = mon.txns
     ours = [i for i, t in enumerate(seq) if t.kind == "write" and t.data & 0xFFFF]
@@ -490,12 +496,12 @@ async def a_cancelled_batch_ends_and_the_next_one_runs(dut):
     h = NpuHarness(dut, CLOCK_PERIOD_PS, master="regbus")
     await h.reset()
     scratch = Pool().scratch[0]
-    rows = [("poll", scratch, 0, M32, 1, 10**9), ("write", scratch, 7, M32, 0, 0)]
+    rows = [(P, scratch, 0, M32, 1, 10**9), (W, scratch, 7, M32, 0, 0)]
     task = cocotb.start_soon(h.run_rows(rows))
     await Timer(5000 * CLOCK_PERIOD_PS, unit="ps")
     task.cancel()
     start = h.cycles
-    results = await h.run_rows([("read", scratch, 0, M32, 0, 0)])
-    assert [r[:2] for r in results] == [(0, 0)], "the write after the cancelled poll ran"
+    results = await h.run_rows([(R, scratch, 0, M32, 0, 0)])
+    assert [r[:2] for r in results] == [(OK, 0)], "the write after the cancelled poll ran"
     assert h.cycles - start < 2 * 1024 + 64, "the cancelled poll went on waiting"
     assert h.axil_violations == (0, 0)

@@ -29,7 +29,7 @@ from xrt import (
     TensorType,
     XrtError,
 )
-from xrt.regmap import FieldInfo, RegisterBlockInfo, RegisterInfo
+from xrt.hw.regmap import FieldInfo, RegisterBlockInfo, RegisterInfo
 from xrt.testing.memory_transport import MemoryMemRegion, MemoryRegRegion
 
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -41,7 +41,7 @@ def test_mem_region_contract(check: Callable, make_region: Callable[[], MemRegio
 
 @pytest.fixture(params=["npu-map", "no-map"])
 def make_target(request: pytest.FixtureRequest) -> Callable[[], RegTarget]:
-    from xrt._generated.regmap_npu import NPU
+    from xrt.hw.regs import NPU
 
     def make() -> RegTarget:
         if request.param == "npu-map":

@@ -19,10 +19,9 @@ from pathlib import Path
 import pytest
 
 from xrt import Device, ErrorCode, MemRegion, XrtError
-from xrt._generated.regmap_dma import DMA
-from xrt._generated.regmap_npu import NPU
 from xrt.devices import BuyiDevice, NpuDevice, Zg330Device
-from xrt.hwconfig import target
+from xrt.hw.regs import DMA, NPU
+from xrt.hw.targets import target
 from xrt.testing.contracts import (
     DEVICE_CHECKS,
     MEM_REGION_CHECKS,

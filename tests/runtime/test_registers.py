@@ -17,8 +17,8 @@ from xrt import (
     RegWrite,
     XrtError,
 )
+from xrt.hw.regmap import FieldInfo, RegisterBlockInfo, RegisterInfo
 from xrt.registers import RegOp
-from xrt.regmap import FieldInfo, RegisterBlockInfo, RegisterInfo
 from xrt.testing.memory_transport import MemoryRegRegion
 
 BLOCK = RegisterBlockInfo(
@@ -308,8 +308,7 @@ def test_misbehaving_transports_raise_device_internal() -> None:
 
 def test_generated_maps() -> None:
     """The real NPU/DMA maps: w1c interrupt bits and single-pulse controls behave."""
-    from xrt._generated.regmap_dma import DMA
-    from xrt._generated.regmap_npu import NPU
+    from xrt.hw.regs import DMA, NPU
 
     npu = MemoryRegRegion("npu", 0x4000_0000, regmap=NPU)
     dma = MemoryRegRegion("dma", 0x8000_0000, regmap=DMA)

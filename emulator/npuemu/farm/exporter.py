@@ -42,9 +42,8 @@ import labgrid.remote.exporter as lg_exporter
 import yaml
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from xrt._proto.npuemu.v1 import device_pb2 as pb
-from xrt._proto.npuemu.v1 import device_pb2_grpc as pb_grpc
 from xrt.farm import RESOURCE_CLASS, coordinator_address
+from xrt.hw.wire import pb, pb_grpc
 
 __all__ = ["NpuEmuDeviceExport", "ServerMonitor", "add_arguments", "run"]
 

@@ -37,9 +37,9 @@ from npuemu.server.shm import new_server_dir, remove_stale_dirs
 from npuemu.server.storage import LogFolder, StartupError, choose_memory_dir
 from npuemu.server.waves_service import WavesDeviceService
 from npuemu.sim.build import ModelBuildError, build_npu_sim
-from xrt._progress import progress
-from xrt._proto.npuemu.v1 import device_pb2
-from xrt.hwconfig import target
+from xrt.hw.targets import target
+from xrt.hw.wire import pb as device_pb2
+from xrt.progress import progress
 from xrt.regtrace import RegisterNamer, RegisterTraceLog
 
 __all__ = ["ServeOptions", "serve"]

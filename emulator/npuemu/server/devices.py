@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import enum
 import logging
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
@@ -28,31 +27,27 @@ from npuemu.server.worker_process import (
     WorkerUnavailableError,
 )
 from npuemu.sim.build import BuiltModel
-from xrt._generated.regmap_dma import DMA
-from xrt.hwconfig import TargetConfig
-from xrt.regtrace import RegisterTraceLog, record_worker_request
-from xrt.transport._grpc_retry import REASON_BUSY, REASON_RESETTING, REASON_RESTARTING
+from npuemu.worker.protocol import trace_request
+from xrt.hw import dma
+from xrt.hw.config import TargetConfig
+from xrt.hw.regops import to_row
+from xrt.hw.wire import (
+    REASON_BUSY,
+    REASON_RESETTING,
+    REASON_RESTARTING,
+    DeviceState,
+    RegisterStatus,
+)
+from xrt.regtrace import RegisterTraceLog
 
-__all__ = ["PROTOCOL_VERSION", "DeviceManager", "DeviceState", "SimDevice"]
+__all__ = ["DeviceManager", "SimDevice"]
 
 log = logging.getLogger("npuemu.server")
 
-PROTOCOL_VERSION = 1
 DEFAULT_CALL_TIMEOUT_S = 30.0  # watchdog on any worker request
-DMA_STATUS_OFFSET = DMA.register("STATUS").offset
 RESTART_BACKOFF_S = (0.5, 1.0, 2.0, 5.0, 15.0, 30.0)  # then every 30 s, for ever
 RETRY_AFTER_S = 0.5  # the retry hint of a refusal that will likely work soon
 SHUTTING_DOWN = "the npu-emu server is shutting down"
-
-
-class DeviceState(enum.IntEnum):
-    """Mirrors npuemu.v1.DeviceState."""
-
-    STARTING = 1
-    FREE = 2
-    LEASED = 3
-    RESTARTING = 4
-    RESETTING = 5
 
 
 @dataclass
@@ -182,7 +177,7 @@ class SimDevice:
             raise ServiceError(grpc.StatusCode.INTERNAL, str(exc)) from exc
         self.counters.cycles = int(reply["cycles"])
         if self.register_trace is not None:
-            record_worker_request(self.register_trace, self.name, op, args, reply)
+            trace_request(self.register_trace, self.name, op, args, reply)
         return reply
 
     def schedule_restart(self, reason: str) -> None:
@@ -284,21 +279,21 @@ class SimDevice:
         ocm = next((m for m in self.target.memories if m.name == "ocm"), None)
         if ocm is None:
             return
-        from npuemu.sim.dma_driver import DmaTransfer, program_ops  # cocotb types: lazily
-
         udma = self.target.memory("udma")
-        transfer = DmaTransfer(udma.base, ocm.base, ocm.size)
-        ops = [
-            (op.kind.value, op.addr, op.value, op.mask, op.expected, op.max_cycles)
-            for op in program_ops(self.target.dma_base, transfer)
-        ]
         cycles = 4 * ocm.size  # far more than one 16-byte beat per cycle needs
-        ops.append(("poll", self.target.dma_base + DMA_STATUS_OFFSET, 0, 1, 0, cycles))
-        reply = await worker.call("batch", self.watchdog_s + cycles / 100_000, ops=ops)
-        statuses = [status for status, _ in reply["results"]]
-        error = (reply["results"][-1][1] >> 8) & 0xF if reply["results"] else 0
-        if len(statuses) != len(ops) or set(statuses) != {"OK"} or error:
-            raise RuntimeError(f"wiping the OCM failed: {statuses[-1:]}, DMA error {error}")
+        base = self.target.dma_base
+        ops = dma.program_ops(base, dma.DmaTransfer(udma.base, ocm.base, ocm.size))
+        ops += dma.readout_ops(base, busy_wait_s=cycles / 1e6)
+        reply = await worker.call(
+            "batch", self.watchdog_s + cycles / 100_000, ops=[to_row(op) for op in ops]
+        )
+        results = reply["results"]
+        out = dma.decode_readout([v for _, v in results[-4:-1]])
+        if len(results) != len(ops) or any(s != RegisterStatus.OK for s, _ in results):
+            failed = RegisterStatus(results[-1][0]).name if results else "no result"
+            raise RuntimeError(f"wiping the OCM failed: {failed} after {len(results)} ops")
+        if not out.ok:
+            raise RuntimeError(f"wiping the OCM failed: DMA {out.describe()}")
         await worker.call("reset", self.watchdog_s)
 
     def schedule_restart_locked(self, reason: str) -> None:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import grpc
 
-from xrt.hwconfig import TargetConfig
-from xrt.transport._grpc_retry import NO_PUSHBACK, RETRY_AFTER_KEY, RETRY_REASON_KEY
+from xrt.hw.config import TargetConfig
+from xrt.hw.wire import NO_PUSHBACK, RETRY_AFTER_KEY, RETRY_REASON_KEY
 
 __all__ = [
     "MAX_BATCH_OPS",
@@ -37,7 +37,7 @@ def clip(text: str, limit: int = MAX_ECHO) -> str:
 class ServiceError(Exception):
     """A request the service refuses: `code` is the gRPC status, `message` says why.
 
-    `retry_reason` (``xrt.transport._grpc_retry``: REASON_RESTARTING, REASON_BUSY) marks a
+    `retry_reason` (``xrt.hw.wire``: REASON_RESTARTING, REASON_BUSY) marks a
     refusal that changed nothing and will likely succeed after `retry_after_s`: it goes to
     the client in trailing metadata, which the runtime's bounded retry keys on.
     """

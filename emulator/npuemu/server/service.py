@@ -19,7 +19,7 @@ from typing import TypeVar
 
 import grpc
 
-from npuemu.server.devices import PROTOCOL_VERSION, DeviceManager, SimDevice
+from npuemu.server.devices import DeviceManager, SimDevice
 from npuemu.server.errors import (
     MAX_BATCH_OPS,
     MAX_CHUNK,
@@ -29,11 +29,10 @@ from npuemu.server.errors import (
     clip,
 )
 from npuemu.server.local_handout import handout_socket
-from xrt._generated.hwconfig import CLOCK_PERIOD_PS, DMA, HW_VERSION
-from xrt._proto.npuemu.v1 import device_pb2 as pb
-from xrt._proto.npuemu.v1 import device_pb2_grpc as pb_grpc
-from xrt.hwconfig import TargetConfig
-from xrt.transport._grpc_retry import NO_PUSHBACK
+from xrt.hw.config import TargetConfig
+from xrt.hw.regops import MASK32, MAX_POLL_CYCLES, RegKind
+from xrt.hw.targets import CLOCK_PERIOD_PS, DMA, HW_VERSION
+from xrt.hw.wire import NO_PUSHBACK, PROTOCOL_VERSION, pb, pb_grpc
 
 __all__ = ["DeviceService", "boot_id"]
 
@@ -46,17 +45,13 @@ DEFAULT_WAIT_MS = 10_000
 DEFAULT_POLL_CYCLES = 1_000_000
 MIN_SIM_SPEED = 100_000  # cycles/s assumed for watchdog budgets (measured: ~1,000,000)
 
-_STATUS = {
-    "OK": pb.REGISTER_STATUS_OK,
-    "SLVERR": pb.REGISTER_STATUS_SLVERR,
-    "DECERR": pb.REGISTER_STATUS_DECERR,
-    "POLL_TIMEOUT": pb.REGISTER_STATUS_POLL_TIMEOUT,
-}
-_OUTCOME = {
-    "irq": pb.WAIT_OUTCOME_INTERRUPT,
-    "cycle_limit": pb.WAIT_OUTCOME_CYCLE_LIMIT,
-    "wall_timeout": pb.WAIT_OUTCOME_DEADLINE,
-}
+# Rows of a batch, in `xrt.hw.regops.RegRow`'s field order (plain tuples: see there).
+_READ, _WRITE, _MASKED_WRITE, _POLL = (
+    RegKind.READ,
+    RegKind.WRITE,
+    RegKind.MASKED_WRITE,
+    RegKind.POLL,
+)
 
 Req = TypeVar("Req")
 Resp = TypeVar("Resp")
@@ -242,9 +237,7 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
         self._check_register(d, request.address)
         r = await d.call("read_reg", lease, addr=request.address)
         d.counters.register_ops += 1
-        return pb.ReadRegisterResponse(
-            value=r["value"], cycles=r["cycles"], status=_STATUS[r["status"]]
-        )
+        return pb.ReadRegisterResponse(value=r["value"], cycles=r["cycles"], status=r["status"])
 
     @_unary
     async def WriteRegister(self, request, context):
@@ -252,7 +245,7 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
         self._check_register(d, request.address)
         r = await d.call("write_reg", lease, addr=request.address, value=request.value)
         d.counters.register_ops += 1
-        return pb.WriteRegisterResponse(cycles=r["cycles"], status=_STATUS[r["status"]])
+        return pb.WriteRegisterResponse(cycles=r["cycles"], status=r["status"])
 
     @_unary
     async def RegisterBatch(self, request, context):
@@ -262,7 +255,7 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
                 grpc.StatusCode.INVALID_ARGUMENT,
                 f"{len(request.ops)} ops in one batch; at most {MAX_BATCH_OPS}",
             )
-        ops: list[tuple[str, int, int, int, int, int]] = []
+        ops: list[tuple[int, int, int, int, int, int]] = []
         append = ops.append
         poll_cycles = 0
         # Per op only what must be per op (a batch of 1024 made Python's per-op costs show):
@@ -280,20 +273,20 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
                 except ServiceError as exc:
                     raise ServiceError(exc.code, f"op {i}: {exc.message}") from None
             if kind == "read":
-                append(("read", address, 0, 0xFFFF_FFFF, 0, 0))
+                append((_READ, address, 0, MASK32, 0, 0))
             elif kind == "write":
-                append(("write", address, body.value, 0xFFFF_FFFF, 0, 0))
+                append((_WRITE, address, body.value, MASK32, 0, 0))
             elif kind == "masked_write":
-                append(("masked_write", address, body.value, body.mask, 0, 0))
+                append((_MASKED_WRITE, address, body.value, body.mask, 0, 0))
             else:
                 cycles = body.max_cycles or DEFAULT_POLL_CYCLES
-                if cycles > 1 << 40:
+                if cycles > MAX_POLL_CYCLES:
                     raise ServiceError(
                         grpc.StatusCode.INVALID_ARGUMENT,
                         f"op {i}: max_cycles {cycles} is more than 2**40",
                     )
                 poll_cycles += cycles
-                append(("poll", address, 0, body.mask, body.expected, cycles))
+                append((_POLL, address, 0, body.mask, body.expected, cycles))
         budget = len(ops) * 0.01 + poll_cycles / MIN_SIM_SPEED  # beyond the watchdog
         remaining = context.time_remaining()
         if remaining is not None:
@@ -306,7 +299,7 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
         add = response.results.add  # fields set on added messages: a fifth of the cost of
         for s, v in r["results"]:  # a RegisterResult(...) per op
             result = add()
-            result.status = _STATUS[s]
+            result.status = s  # already the proto's RegisterStatus (from the RTL on)
             result.value = v
         return response
 
@@ -402,7 +395,7 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
         # The watchdog allows the wait itself plus slack for a busy machine.
         r = await d.call("wait_irq", lease, timeout_s, max_cycles=max_cycles, wall_s=timeout_s)
         return pb.WaitInterruptResponse(
-            outcome=_OUTCOME[r["outcome"]], waited_cycles=r["waited"], cycles=r["cycles"]
+            outcome=r["outcome"], waited_cycles=r["waited"], cycles=r["cycles"]
         )
 
     @_unary

@@ -26,7 +26,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from xrt.hwconfig import TargetConfig
+from xrt.hw.config import TargetConfig
 
 __all__ = ["DeviceMemory", "remove_stale_dirs", "shm_root"]
 

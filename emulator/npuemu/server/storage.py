@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from xrt.hwconfig import TargetConfig
+from xrt.hw.config import TargetConfig
 
 __all__ = [
     "DEFAULT_MEMORY_DIR",

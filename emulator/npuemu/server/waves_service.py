@@ -14,7 +14,7 @@ import grpc
 
 from npuemu.server.errors import ServiceError
 from npuemu.server.service import DeviceService, _unary
-from xrt._proto.npuemu.v1 import device_pb2 as pb
+from xrt.hw.wire import pb
 
 __all__ = ["MAX_WINDOW_CYCLES", "WavesDeviceService"]
 

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from xrt._progress import progress
+from xrt.progress import progress
 
 __all__ = [
     "NPU_SIM_MAIN",
@@ -342,8 +342,7 @@ def build_npu_sim(target_name: str, *, waves: bool | None = None) -> BuiltModel:
     """The `npu_sim` model of a target ("buyi", "zg330") as the harness runs it: with our
     own main loop (`NPU_SIM_MAIN`), which drives the clock, so long waits cost no callback
     per clock edge and quiet time steps no VPI calls."""
-    from xrt._generated.hwconfig import CLOCK_PERIOD_PS
-    from xrt.hwconfig import target
+    from xrt.hw.targets import CLOCK_PERIOD_PS, target
 
     return build_model(
         "npu_sim",

@@ -1,9 +1,8 @@
-"""The compute engine's launch sequence (docs/isa.md "Launching a program") over the harness.
+"""The compute engine's launch sequence (`xrt.hw.engine`), run through the harness.
 
-`launch_ops` is the one batch of register writes a driver issues per launch: program
-address and length, the base registers, interrupt clear/enable and START. `run_program`
-issues it, waits for the interrupt and reads the outcome and the counters. The register
-offsets come from the generated register map.
+The sequence itself is the contract's, the one the runtime's driver runs over its register
+region; `run_program` only runs it on an `NpuHarness`: the launch batch, the wait for the
+interrupt under a simulated-cycle and a wall-clock limit, the readout batch.
 """
 
 from __future__ import annotations
@@ -11,63 +10,50 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from npuemu.sim.harness import NpuHarness, RegOp, RegOpKind, WaitOutcome
-from xrt._generated.regmap_npu import NPU
+from npuemu.sim.harness import NpuHarness
+from xrt.hw.engine import EngineOutcome, decode_readout, launch_ops, readout_ops
+from xrt.hw.wire import WaitOutcome
 
-__all__ = ["PERF_COUNTERS", "CoreResult", "launch_ops", "run_program"]
-
-_R = {r.name: r.offset for r in NPU.registers}
-_STATUS = NPU.register("CORE_STATUS")
-_CORE_EVENTS = 0b110  # INT_STATUS/INT_ENABLE: CORE_DONE | CORE_ERROR
-PERF_COUNTERS = (
-    "RUN_CYCLES",
-    "LOAD_BUSY",
-    "COMPUTE_BUSY",
-    "STORE_BUSY",
-    "LOAD_TOKEN_WAIT",
-    "COMPUTE_TOKEN_WAIT",
-    "STORE_TOKEN_WAIT",
-    "GEMM_CYCLES",
-    "BYTES_READ",
-    "BYTES_WRITTEN",
-    "LOAD_RETIRED",
-    "COMPUTE_RETIRED",
-    "STORE_RETIRED",
-)
+__all__ = ["CoreResult", "run_program"]
 
 
 @dataclass(frozen=True)
 class CoreResult:
-    """Outcome of one program run."""
+    """Outcome of one program run: the engine's readout, the cycles from START to the
+    interrupt, and how the wait for it ended."""
 
-    status: int  # CORE_STATUS
-    err_code: int
-    err_unit: int
-    err_pc: int
-    err_addr: int
-    perf: dict[str, int]  # PERF_* counters (64 bits each)
-    cycles: int  # simulated cycles from START to the interrupt
-    outcome: WaitOutcome
+    engine: EngineOutcome
+    cycles: int
+    wait: WaitOutcome
 
     @property
     def ok(self) -> bool:
-        return self.outcome is WaitOutcome.IRQ and self.err_code == 0 and bool(self.status & 2)
+        return self.wait is WaitOutcome.INTERRUPT and self.engine.ok
 
+    @property
+    def status(self) -> int:
+        return self.engine.status
 
-def launch_ops(
-    npu_base: int, prog_addr: int, prog_insns: int, bases: Mapping[int, int]
-) -> list[RegOp]:
-    """Register writes that launch a program (one batch): docs/isa.md steps 3 and 4."""
+    @property
+    def err_code(self) -> int:
+        return self.engine.err_code
 
-    def w(name: str, value: int) -> RegOp:
-        return RegOp(RegOpKind.WRITE, npu_base + _R[name], value & 0xFFFF_FFFF)
+    @property
+    def err_unit(self) -> int:
+        return self.engine.err_unit
 
-    ops = [w("PROG_ADDR_LO", prog_addr), w("PROG_ADDR_HI", prog_addr >> 32)]
-    ops.append(w("PROG_INSNS", prog_insns))
-    for n, value in sorted(bases.items()):
-        ops += [w(f"BASE{n}_LO", value), w(f"BASE{n}_HI", value >> 32)]
-    ops += [w("INT_STATUS", _CORE_EVENTS), w("INT_ENABLE", _CORE_EVENTS), w("CORE_CTRL", 1)]
-    return ops
+    @property
+    def err_pc(self) -> int:
+        return self.engine.err_pc
+
+    @property
+    def err_addr(self) -> int:
+        return self.engine.err_addr
+
+    @property
+    def perf(self) -> dict[str, int]:
+        """The PERF_* counters of this run, by name (`xrt.hw.regs.PERF_COUNTERS`)."""
+        return self.engine.counters
 
 
 async def run_program(
@@ -85,20 +71,5 @@ async def run_program(
     start = h.cycles
     wait = await h.wait_irq(max_cycles, timeout_s)
     cycles = h.cycles - start
-    names = ["CORE_STATUS", "CORE_ERR_PC", "CORE_ERR_ADDR_LO", "CORE_ERR_ADDR_HI"]
-    for c in PERF_COUNTERS:
-        names += [f"PERF_{c}_LO", f"PERF_{c}_HI"]  # LO first: it latches HI
-    values = await h.run_batch([RegOp(RegOpKind.READ, npu_base + _R[n]) for n in names])
-    await h.write_reg(npu_base + _R["INT_STATUS"], _CORE_EVENTS)
-    v = dict(zip(names, (int(x or 0) for x in values), strict=True))
-    status = v["CORE_STATUS"]
-    return CoreResult(
-        status=status,
-        err_code=_STATUS.field("ERR_CODE").extract(status),
-        err_unit=_STATUS.field("ERR_UNIT").extract(status),
-        err_pc=v["CORE_ERR_PC"],
-        err_addr=(v["CORE_ERR_ADDR_HI"] << 32) | v["CORE_ERR_ADDR_LO"],
-        perf={c: (v[f"PERF_{c}_HI"] << 32) | v[f"PERF_{c}_LO"] for c in PERF_COUNTERS},
-        cycles=cycles,
-        outcome=wait.outcome,
-    )
+    engine = decode_readout(await h.run_batch(readout_ops(npu_base)))
+    return CoreResult(engine, cycles, wait.outcome)

@@ -16,7 +16,6 @@ IPC channel outside any trigger: the simulation then stands still and costs no C
 
 from __future__ import annotations
 
-import enum
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,28 +27,19 @@ from cocotb.triggers import FallingEdge, First, RisingEdge, Timer
 from cocotb.utils import get_sim_time
 from cocotbext.axi import AxiResp
 
-from npuemu.sim.regbus import (
-    POLL_FIRST_INTERVAL,
-    POLL_MAX_INTERVAL,
-    CocotbextMaster,
-    RegbusMaster,
-    RegStatus,
-    Row,
+from npuemu.sim.regbus import CocotbextMaster, RegbusMaster
+from xrt.hw.regops import (
+    RegKind,
+    RegOp,
+    RegRead,
+    RegResult,
+    RegRow,
+    RegWrite,
+    to_row,
 )
+from xrt.hw.wire import RegisterStatus, WaitOutcome
 
-__all__ = [
-    "POLL_FIRST_INTERVAL",
-    "POLL_MAX_INTERVAL",
-    "BusError",
-    "IrqWait",
-    "NpuHarness",
-    "PollTimeoutError",
-    "RegOp",
-    "RegOpKind",
-    "RegResult",
-    "RegStatus",
-    "WaitOutcome",
-]
+__all__ = ["BusError", "IrqWait", "NpuHarness", "PollTimeoutError"]
 
 # Longest stretch of simulated time awaited in one trigger while waiting for the
 # interrupt: between stretches the wall-clock limit is checked.
@@ -59,9 +49,9 @@ WAIT_CHUNK_CYCLES = 1 << 16
 class BusError(Exception):
     """A register access got SLVERR or DECERR."""
 
-    def __init__(self, op: str, addr: int, resp: AxiResp) -> None:
-        self.op, self.addr, self.resp = op, addr, resp
-        super().__init__(f"register {op} at {addr:#010x} failed: {resp.name}")
+    def __init__(self, op: str, addr: int, status: RegisterStatus) -> None:
+        self.op, self.addr, self.status = op, addr, status
+        super().__init__(f"register {op} at {addr:#010x} failed: {status.name}")
 
 
 class PollTimeoutError(Exception):
@@ -81,53 +71,6 @@ class PollTimeoutError(Exception):
         )
 
 
-class RegOpKind(enum.Enum):
-    READ = "read"
-    WRITE = "write"
-    MASKED_WRITE = "masked_write"
-    POLL = "poll"
-
-
-@dataclass(frozen=True)
-class RegOp:
-    """One operation of a register batch.
-
-    READ: `addr`. WRITE: `addr`, `value`. MASKED_WRITE: bits of `value` under `mask` replace
-    those bits (read-modify-write on the bus). POLL: read `addr` until
-    ``value & mask == expected``, for at most `max_cycles` simulated cycles.
-    """
-
-    kind: RegOpKind
-    addr: int
-    value: int = 0
-    mask: int = 0xFFFF_FFFF
-    expected: int = 0
-    max_cycles: int = 1_000_000
-
-    def row(self) -> Row:
-        """The operation as a row of `npuemu.sim.regbus`."""
-        return (self.kind.value, self.addr, self.value, self.mask, self.expected, self.max_cycles)
-
-
-@dataclass(frozen=True)
-class RegResult:
-    """What one register operation gave: its status, value and simulated cycles."""
-
-    status: RegStatus
-    value: int
-    cycles: int
-
-    @property
-    def ok(self) -> bool:
-        return self.status is RegStatus.OKAY
-
-
-class WaitOutcome(enum.Enum):
-    IRQ = "irq"  # the interrupt line is high
-    CYCLE_LIMIT = "cycle_limit"  # the simulated-cycle limit passed first
-    WALL_TIMEOUT = "wall_timeout"  # the wall-clock limit passed first
-
-
 @dataclass(frozen=True)
 class IrqWait:
     """Result of `NpuHarness.wait_irq`."""
@@ -137,7 +80,7 @@ class IrqWait:
 
     @property
     def fired(self) -> bool:
-        return self.outcome is WaitOutcome.IRQ
+        return self.outcome is WaitOutcome.INTERRUPT
 
 
 class NpuHarness:
@@ -216,25 +159,28 @@ class NpuHarness:
             await FallingEdge(busy)
 
     # ------------------------------------------------------------------ registers
-    async def run_rows(self, rows: Sequence[Row]) -> list[tuple[int, int, int]]:
-        """Run rows ``(kind, addr, value, mask, expected, max_cycles)`` in order and stop
-        after the first that fails; one ``(status, value, cycles)`` per op run. The raw
-        form the worker uses (semantics in `npuemu.sim.regbus`)."""
+    async def run_rows(self, rows: Sequence[RegRow | tuple]) -> list[tuple[int, int, int]]:
+        """Run rows (`xrt.hw.regops.RegRow`, or plain tuples in its field order) and stop
+        after the first that fails; one ``(status, value, cycles)`` per op run, the status
+        an `xrt.hw.wire.RegisterStatus` value. The raw form the worker uses (semantics in
+        `npuemu.sim.regbus`)."""
         return await self.master.run(rows)
 
-    async def execute(self, ops: Sequence[RegOp]) -> list[RegResult]:
-        """Run `ops` in order and stop after the first that fails (bus error, poll
-        timeout); one result per op run, with its status, value and cycles."""
-        raw = await self.master.run([op.row() for op in ops])
-        return [RegResult(RegStatus(s), v, c) for s, v, c in raw]
+    async def execute(self, ops: Sequence[RegOp | RegRow]) -> list[RegResult]:
+        """Run `ops` (records of `xrt.hw.regops`, or rows for polls counted in cycles) in
+        order and stop after the first that fails (bus error, poll timeout); one result per
+        op run, with its status, value and cycles."""
+        rows = [op if isinstance(op, RegRow) else to_row(op) for op in ops]
+        raw = await self.master.run(rows)
+        return [RegResult(RegisterStatus(s), v, c) for s, v, c in raw]
 
     async def read_reg(self, addr: int) -> int:
         """Read the 32-bit register at physical address `addr`."""
-        return (await self.run_batch([RegOp(RegOpKind.READ, addr)]))[0]  # type: ignore[return-value]
+        return (await self.run_batch([RegRead(addr)]))[0]  # type: ignore[return-value]
 
     async def write_reg(self, addr: int, value: int) -> None:
         """Write the 32-bit register at physical address `addr`."""
-        await self.run_batch([RegOp(RegOpKind.WRITE, addr, value)])
+        await self.run_batch([RegWrite(addr, value)])
 
     async def poll(self, addr: int, mask: int, expected: int, max_cycles: int) -> int:
         """Read `addr` until ``value & mask == expected``; return the matching value.
@@ -242,33 +188,34 @@ class NpuHarness:
         Raises:
             PollTimeoutError: the condition did not hold within `max_cycles` cycles.
         """
-        op = RegOp(RegOpKind.POLL, addr, mask=mask, expected=expected, max_cycles=max_cycles)
-        return (await self.run_batch([op]))[0]  # type: ignore[return-value]
+        row = RegRow(RegKind.POLL, addr, 0, mask, expected, max_cycles)
+        return (await self.run_batch([row]))[0]  # type: ignore[return-value]
 
-    async def run_batch(self, ops: Sequence[RegOp]) -> list[int | None]:
+    async def run_batch(self, ops: Sequence[RegOp | RegRow]) -> list[int | None]:
         """Run register operations in order; return one result per op.
 
-        READ and POLL give the value read, WRITE gives None, MASKED_WRITE gives the value
-        written. The first failure (bus error, poll timeout) raises and stops the batch;
-        the exception carries `index`, the position of the failing op.
+        Reads and polls give the value read, writes give None, masked writes give the
+        value written. The first failure (bus error, poll timeout) raises and stops the
+        batch; the exception carries `index`, the position of the failing op.
         """
-        results = await self.execute(ops)
+        rows = [op if isinstance(op, RegRow) else to_row(op) for op in ops]
+        results = await self.execute(rows)
         if results and not results[-1].ok:
             index = len(results) - 1
-            op, r = ops[index], results[-1]
+            row, r = rows[index], results[-1]
             exc: BusError | PollTimeoutError
-            if r.status is RegStatus.POLL_TIMEOUT:
-                exc = PollTimeoutError(op.addr, op.mask, op.expected, r.value, r.cycles)
+            if r.status == RegisterStatus.POLL_TIMEOUT:
+                exc = PollTimeoutError(row.addr, row.mask, row.expected, r.value, r.cycles)
             else:
-                failed = {RegOpKind.WRITE: "write", RegOpKind.MASKED_WRITE: "masked write"}.get(
-                    op.kind, "read"
+                failed = {RegKind.WRITE: "write", RegKind.MASKED_WRITE: "masked write"}.get(
+                    row.kind, "read"
                 )
-                exc = BusError(failed, op.addr, AxiResp(int(r.status)))
+                exc = BusError(failed, row.addr, r.status)
             exc.index = index  # type: ignore[attr-defined]
             raise exc
         return [
-            None if op.kind is RegOpKind.WRITE else r.value
-            for op, r in zip(ops, results, strict=True)
+            None if row.kind == RegKind.WRITE else r.value
+            for row, r in zip(rows, results, strict=True)
         ]
 
     @property
@@ -297,12 +244,12 @@ class NpuHarness:
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while True:
             if self.irq:
-                return IrqWait(WaitOutcome.IRQ, self.cycles - start)
+                return IrqWait(WaitOutcome.INTERRUPT, self.cycles - start)
             spent = self.cycles - start
             if spent >= max_cycles:
                 return IrqWait(WaitOutcome.CYCLE_LIMIT, spent)
             if deadline is not None and time.monotonic() >= deadline:
-                return IrqWait(WaitOutcome.WALL_TIMEOUT, spent)
+                return IrqWait(WaitOutcome.DEADLINE, spent)
             chunk = min(WAIT_CHUNK_CYCLES, max_cycles - spent)
             await First(RisingEdge(self.dut.irq_o), Timer(chunk * self.period_ps, unit="ps"))
 

@@ -12,25 +12,25 @@ Two masters with one interface (`run(rows)`):
   the RTL master against, and the only master of tops without `npu_regbus_master` (the
   DMA block test's `npu_dma`).
 
-A row is ``(kind, addr, value, mask, expected, max_cycles)`` with kind one of "read",
-"write", "masked_write", "poll" (the worker's wire form); a result is ``(status, value,
-cycles)`` with status a `RegStatus` code. A batch stops after the first result that is
-not OKAY. Semantics, shared by both masters:
+A row is an `xrt.hw.regops.RegRow` ``(kind, addr, value, mask, expected, max_cycles)``
+(or a plain tuple in its field order, as the worker gets it); a result is ``(status, value,
+cycles)`` with status an `xrt.hw.wire.RegisterStatus` (the proto's numbers, which the RTL
+master reports itself). A batch stops after the first result that is not OK. Semantics,
+shared by both masters:
 
 - read: the value read (0 when the bus answers SLVERR/DECERR);
 - write: value 0;
 - masked write: read, then write ``(old & ~mask) | (value & mask)``, nothing else on the
   bus in between; the value written;
 - poll: read until ``value & mask == expected``; between reads wait `POLL_FIRST_INTERVAL`
-  cycles, doubling up to `POLL_MAX_INTERVAL`, never past `max_cycles` after the start; a
-  read that does not match `max_cycles` or more after the start gives POLL_TIMEOUT with
-  the value last read.
+  cycles, doubling up to `POLL_MAX_INTERVAL` (``rtl/config/npu.toml`` [regbus]), never past
+  `max_cycles` after the start; a read that does not match `max_cycles` or more after the
+  start gives POLL_TIMEOUT with the value last read.
 """
 
 from __future__ import annotations
 
 import ctypes
-import enum
 import logging
 import struct
 from collections.abc import Sequence
@@ -41,29 +41,24 @@ from cocotb.triggers import FallingEdge, Timer
 from cocotb.utils import get_sim_time
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster
 
+from xrt.hw.regops import RegKind, RegRow
+from xrt.hw.targets import POLL_FIRST_INTERVAL, POLL_MAX_INTERVAL
+from xrt.hw.wire import RegisterStatus
+
 __all__ = [
     "OP_LAYOUT",
-    "POLL_FIRST_INTERVAL",
-    "POLL_MAX_INTERVAL",
     "RESULT_LAYOUT",
     "CocotbextMaster",
-    "RegStatus",
     "RegbusError",
     "RegbusMaster",
     "Row",
     "encode_rows",
 ]
 
-# Poll-until reads back off from the first to the last interval (cycles between reads), so
-# a long wait costs few reads while a short one is seen quickly (npu_regbus_master's
-# parameters have the same defaults).
-POLL_FIRST_INTERVAL = 8
-POLL_MAX_INTERVAL = 1024
-
-Row = tuple[str, int, int, int, int, int]
+Row = RegRow | tuple[int, int, int, int, int, int]
 Result = tuple[int, int, int]
 
-KIND_CODES = {"read": 0, "write": 1, "masked_write": 2, "poll": 3}
+_KINDS = frozenset(int(k) for k in RegKind)
 
 # The layouts of RegbusOp and RegbusResult in rtl/sim/npu_regbus_dpi.cpp: kind, addr, value,
 # mask, expected, reserved (u32 each), max_cycles (u64); status, value (u32), cycles (u64).
@@ -71,15 +66,7 @@ OP_LAYOUT = struct.Struct("<6IQ")
 RESULT_LAYOUT = struct.Struct("<2IQ")
 
 _M32 = 0xFFFF_FFFF
-
-
-class RegStatus(enum.IntEnum):
-    """Outcome of one register operation: the AXI response, or a poll that gave up."""
-
-    OKAY = 0
-    SLVERR = 2
-    DECERR = 3
-    POLL_TIMEOUT = 4
+_OK = RegisterStatus.OK
 
 
 class RegbusError(RuntimeError):
@@ -95,16 +82,17 @@ def encode_rows(rows: Sequence[Row]) -> bytes:
     Raises:
         ValueError: an unknown kind, an address outside 32 bits or a negative cycle limit.
     """
-    pack, codes = OP_LAYOUT.pack, KIND_CODES
+    pack = OP_LAYOUT.pack
+    for row in rows:
+        if row[0] not in _KINDS:
+            raise ValueError(f"unknown register operation kind {row[0]!r}")
     try:
         try:  # rows from the server hold 32-bit values already: no masking (40% faster)
-            return b"".join([pack(codes[k], a, v, m, e, 0, c) for k, a, v, m, e, c in rows])
+            return b"".join([pack(k, a, v, m, e, 0, c) for k, a, v, m, e, c in rows])
         except struct.error:  # a value, mask or expected value outside 0..2**32-1
             return b"".join(
-                [pack(codes[k], a, v & _M32, m & _M32, e & _M32, 0, c) for k, a, v, m, e, c in rows]
+                [pack(k, a, v & _M32, m & _M32, e & _M32, 0, c) for k, a, v, m, e, c in rows]
             )
-    except KeyError as exc:
-        raise ValueError(f"unknown register operation {exc.args[0]!r}") from None
     except struct.error as exc:
         raise ValueError(f"register operation out of range: {exc}") from None
 
@@ -178,7 +166,7 @@ class RegbusMaster:
         # when the batch ends or when it has run that long: one trigger either way.
         bound = 256 * len(rows) + 4096
         for row in rows:
-            if row[0] == "poll":
+            if row[0] == RegKind.POLL:
                 bound += row[5] + POLL_MAX_INTERVAL
         if bound != self._guard:
             self._guard_h.value = Immediate(bound)
@@ -195,7 +183,7 @@ class RegbusMaster:
         results = list(RESULT_LAYOUT.iter_unpack(memoryview(self._results).cast("B")[: n * size]))
         # Finished: every op ran, or one failed (the queue stops there). Else the guard
         # ended the wait (read from the results: a signal read costs a VPI call per batch).
-        if n < len(rows) and not (n and results[-1][0]) and self._busy_h.value:
+        if n < len(rows) and not (n and results[-1][0] != _OK) and self._busy_h.value:
             raise RegbusError(f"the register bus master did not finish a batch in {bound} cycles")
         self._running = False
         return results
@@ -209,6 +197,10 @@ class CocotbextMaster:
         from cocotbext.axi import AxiResp
 
         self._okay = AxiResp.OKAY
+        self._status = {
+            AxiResp.SLVERR: RegisterStatus.SLVERR,
+            AxiResp.DECERR: RegisterStatus.DECERR,
+        }
         self.period_ps = period_ps
         self.axil = AxiLiteMaster(
             AxiLiteBus.from_prefix(dut, "s_axil"), clock, dut.rst_ni, reset_active_level=False
@@ -222,26 +214,26 @@ class CocotbextMaster:
     def _cycles(self) -> int:
         return int(get_sim_time("ps")) // self.period_ps
 
-    async def _read(self, addr: int) -> tuple[int, int]:
+    async def _read(self, addr: int) -> tuple[RegisterStatus, int]:
         resp = await self.axil.read(addr, 4)
         if resp.resp != self._okay:
-            return int(resp.resp), 0
-        return 0, int.from_bytes(resp.data, "little")
+            return self._status[resp.resp], 0
+        return _OK, int.from_bytes(resp.data, "little")
 
-    async def _write(self, addr: int, value: int) -> int:
+    async def _write(self, addr: int, value: int) -> RegisterStatus:
         resp = await self.axil.write(addr, (value & _M32).to_bytes(4, "little"))
-        return int(resp.resp)
+        return _OK if resp.resp == self._okay else self._status[resp.resp]
 
     async def _poll(self, addr: int, mask: int, expected: int, max_cycles: int) -> tuple[int, int]:
         start = self._cycles()
         interval = POLL_FIRST_INTERVAL
         while True:
             status, value = await self._read(addr)
-            if status or value & mask == expected:
+            if status != _OK or value & mask == expected:
                 return status, value
             spent = self._cycles() - start
             if spent >= max_cycles:
-                return int(RegStatus.POLL_TIMEOUT), value
+                return RegisterStatus.POLL_TIMEOUT, value
             await Timer(min(interval, max_cycles - spent) * self.period_ps, unit="ps")
             interval = min(interval * 2, POLL_MAX_INTERVAL)
 
@@ -251,20 +243,20 @@ class CocotbextMaster:
         results: list[Result] = []
         for kind, addr, value, mask, expected, max_cycles in rows:
             start = self._cycles()
-            if kind == "read":
+            if kind == RegKind.READ:
                 status, got = await self._read(addr)
-            elif kind == "write":
+            elif kind == RegKind.WRITE:
                 status, got = await self._write(addr, value), 0
-            elif kind == "masked_write":
+            elif kind == RegKind.MASKED_WRITE:
                 status, old = await self._read(addr)
                 got = 0
-                if not status:
+                if status == _OK:
                     new = ((old & ~mask) | (value & mask)) & _M32
                     status = await self._write(addr, new)
-                    got = 0 if status else new
+                    got = new if status == _OK else 0
             else:
                 status, got = await self._poll(addr, mask & _M32, expected & _M32, max_cycles)
             results.append((status, got, self._cycles() - start))
-            if status:
+            if status != _OK:
                 break
         return results

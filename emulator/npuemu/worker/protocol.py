@@ -22,7 +22,18 @@ from typing import Any
 
 import msgpack
 
-__all__ = ["BlockingChannel", "ChannelClosedError", "FrameError", "FrameProtocol", "frame"]
+from xrt.hw.regops import RegKind
+from xrt.hw.wire import RegisterStatus
+from xrt.regtrace import RegisterTraceLog
+
+__all__ = [
+    "BlockingChannel",
+    "ChannelClosedError",
+    "FrameError",
+    "FrameProtocol",
+    "frame",
+    "trace_request",
+]
 
 _HEADER = struct.Struct(">I")
 MAX_FRAME = 16 << 20  # register batches and results only: never bulk data
@@ -155,3 +166,34 @@ def decode(payload: bytes | bytearray | memoryview) -> dict[str, Any]:
     if not isinstance(message, dict):
         raise FrameError(f"a frame must hold a map, not {type(message).__name__}")
     return message
+
+
+_TRACE_KINDS = {
+    RegKind.READ: "read",
+    RegKind.WRITE: "write",
+    RegKind.MASKED_WRITE: "rmw",
+    RegKind.POLL: "poll",
+}
+
+
+def trace_request(
+    log: RegisterTraceLog, device: str, op: str, args: dict[str, Any], reply: dict[str, Any]
+) -> None:
+    """Log the register accesses of one request (read_reg, write_reg, batch) to `log` (the
+    server's ``--trace-registers``); other requests are ignored. The cycle is the reply's
+    (end of the request)."""
+    cycle = reply.get("cycles")
+
+    def status(s: int) -> str:
+        return RegisterStatus(s).name if s in RegisterStatus._value2member_map_ else str(s)
+
+    if op == "read_reg":
+        log.record(device, "read", args["addr"], reply.get("value"), cycle, status(reply["status"]))
+    elif op == "write_reg":
+        log.record(device, "write", args["addr"], args["value"], cycle, status(reply["status"]))
+    elif op == "batch":
+        for (kind, addr, value, *_), (s, got) in zip(
+            args["ops"], reply.get("results", ()), strict=False
+        ):
+            shown = value if kind == RegKind.WRITE else got  # masked writes: the value written
+            log.record(device, _TRACE_KINDS.get(kind, str(kind)), addr, shown, cycle, status(s))

@@ -35,7 +35,8 @@ from cocotb.triggers import FallingEdge, First, Timer
 from npuemu.sim.harness import NpuHarness
 from npuemu.sim.waves import WaveRecorder, WavesUnavailableError
 from npuemu.worker.protocol import BlockingChannel, ChannelClosedError
-from xrt._generated.hwconfig import CLOCK_PERIOD_PS
+from xrt.hw.regops import RegKind, RegRow
+from xrt.hw.targets import CLOCK_PERIOD_PS
 
 log = logging.getLogger("npuemu.worker")
 
@@ -43,9 +44,6 @@ BUSY_SLICE_CYCLES = 2048  # while an engine runs: cycles between looks at the so
 WATCH_SLICE_CYCLES = 4096  # while a request runs: cycles between looks for a cancel
 WATCHED_OPS = ("batch", "wait_irq")  # requests that may run long: cancellable
 _MAP_FIXED = 0x10
-# Status names of the IPC protocol, by the harness's status codes (npuemu.sim.regbus).
-STATUS_NAMES = {0: "OK", 2: "SLVERR", 3: "DECERR", 4: "POLL_TIMEOUT"}
-ALL_BITS = 0xFFFF_FFFF
 
 
 def remap_memory(old: tuple[int, int], fd: int) -> None:
@@ -145,12 +143,12 @@ class Worker:
             await h.reset()
             return {}
         if op == "read_reg":
-            ((status, value, _),) = await h.run_rows([("read", req["addr"], 0, ALL_BITS, 0, 0)])
-            return {"status": STATUS_NAMES[status], "value": value}
+            ((status, value, _),) = await h.run_rows([RegRow(RegKind.READ, req["addr"])])
+            return {"status": status, "value": value}
         if op == "write_reg":
-            row = ("write", req["addr"], req["value"], ALL_BITS, 0, 0)
+            row = RegRow(RegKind.WRITE, req["addr"], req["value"])
             ((status, _, _),) = await h.run_rows([row])
-            return {"status": STATUS_NAMES[status]}
+            return {"status": status}
         if op == "batch":
             return {"results": await self.batch(req["ops"])}
         if op == "remap":
@@ -167,15 +165,16 @@ class Worker:
                 return {"waves_error": str(exc)}
         if op == "wait_irq":
             w = await h.wait_irq(req["max_cycles"], req["wall_s"])
-            return {"outcome": w.outcome.value, "waited": w.cycles}
+            return {"outcome": int(w.outcome), "waited": w.cycles}
         raise ValueError(f"unknown worker request {op!r}")
 
-    async def batch(self, ops: list[tuple]) -> list[tuple[str, int]]:
-        """Run (kind, addr, value, mask, expected, max_cycles) ops; stop at the first failure.
+    async def batch(self, rows: list[tuple]) -> list[tuple[int, int]]:
+        """Run rows (`xrt.hw.regops.RegRow`'s fields); stop at the first failure. One
+        ``(status, value)`` per row run, the status an `xrt.hw.wire.RegisterStatus`.
 
         The whole batch is one hand-over to the register bus master in the simulation.
         """
-        return [(STATUS_NAMES[s], v) for s, v, _ in await self.h.run_rows(ops)]
+        return [(s, v) for s, v, _ in await self.h.run_rows(rows)]
 
     async def idle_or_busy(self, chan: BlockingChannel) -> None:
         """Advance time while an engine is busy and nobody is asking; else return.
@@ -218,7 +217,7 @@ def _may_run_long(req: dict[str, Any]) -> bool:
     4096 ops: well under a second of simulation), so it skips the task and its triggers."""
     op = req["op"]
     if op == "batch":
-        return any(row[0] == "poll" for row in req["ops"])
+        return any(row[0] == RegKind.POLL for row in req["ops"])
     return op in WATCHED_OPS
 
 

@@ -2,15 +2,10 @@
 them: `DmaEngine` programs the DMA through the ``dma`` register region and waits for its
 interrupt; `DmaMemRegion` is a `MemRegion` whose bytes move with it.
 
-A transfer (docs/hardware.md, "Programming sequence"), per piece:
-
-1. one batch: poll ``STATUS.BUSY = 0``; write ``SRC``, ``DST``, ``ROW_BYTES``, ``ROWS``,
-   the strides; ``INT_STATUS = 0x3`` (clear old events); ``INT_ENABLE = 0x3``;
-   ``CTRL.START``;
-2. wait for the interrupt (the transport: a WaitInterrupt RPC, UIO, or polling);
-3. one batch: poll ``STATUS.BUSY = 0`` (it already is when the DMA raised the line; it waits
-   when another source did), read ``ERR_ADDR_LO/HI``, write ``INT_STATUS = 0x3`` (ack).
-   ``STATUS.ERR_CODE != 0`` raises XrtError 11014 naming the code and the address.
+A transfer runs the programming sequence of `xrt.hw.dma` (docs/hardware.md, "Programming
+sequence"), per piece: the programming batch, a wait for the interrupt (the transport: a
+WaitInterrupt RPC, UIO, or polling), the readout batch. ``STATUS.ERR_CODE != 0`` raises
+XrtError 11014 naming the code and the address.
 
 Writes from the host stage through a *bounce buffer* in ``udma`` (the CPU cannot reach the
 destination): host -> bounce (a copy into the mapping, or a WriteMemory stream), then the
@@ -32,39 +27,22 @@ import threading
 import weakref
 from collections.abc import Callable
 
-from xrt._generated.regmap_dma import DMA
 from xrt.errors import ErrorCode, XrtError
+from xrt.hw import dma
+from xrt.hw.dma import DMA_ERRORS
+from xrt.hw.regs import DMA
 from xrt.memory import MemChunk, MemRegion
-from xrt.registers import RegOp, RegPoll, RegRead, RegRegion, RegWrite
+from xrt.registers import RegRegion
 from xrt.transport import NpuTransport
 
 __all__ = ["DMA_ERRORS", "DmaEngine", "DmaMemRegion"]
 
-DMA_ERRORS = {
-    1: "ZERO_LENGTH",
-    2: "SRC_RANGE",
-    3: "DST_RANGE",
-    4: "READ_SLVERR",
-    5: "READ_DECERR",
-    6: "WRITE_SLVERR",
-    7: "WRITE_DECERR",
-    8: "ABORTED",
-}
-"""``STATUS.ERR_CODE`` values (docs/hardware.md, "The DMA engine")."""
-
-_R = {reg.name: reg.offset for reg in DMA.registers}
-_STATUS = DMA.register("STATUS")
-_BUSY = _STATUS.field("BUSY").mask
-_ERR_CODE = _STATUS.field("ERR_CODE")
-_DONE_ERROR = 0x3  # INT_STATUS / INT_ENABLE: DONE | ERROR
-_START = DMA.register("CTRL").field("START").mask
-_ABORT = DMA.register("CTRL").field("ABORT").mask
+_BUSY = DMA.register("STATUS").field("BUSY").mask
 MAX_TRANSFER = 1 << 30  # bytes per programmed transfer (ROW_BYTES is 32 bits)
 BUDGET_CYCLES_PER_BEAT = 4  # simulated-cycle budget of a transfer: 4x its beats ...
 BUDGET_BASE_CYCLES = 200_000  # ... plus this (measured: ~1 beat per cycle)
 SIM_MIN_CYCLES_PER_S = 100_000  # wall-clock guard: a simulator this slow is broken
 MIN_WALL_S = 30.0
-IDLE_WAIT_S = 1.0  # budget of "wait until BUSY = 0" before programming
 
 
 class DmaEngine:
@@ -121,24 +99,8 @@ class DmaEngine:
 
     # -- one transfer ----------------------------------------------------------------------
 
-    def _a(self, name: str) -> int:
-        return self._dma.base + _R[name]
-
     def _start(self, dst: int, src: int, n: int) -> None:
-        ops: list[RegOp] = [
-            RegPoll(self._a("STATUS"), _BUSY, 0, timeout_s=IDLE_WAIT_S),
-            RegWrite(self._a("SRC_LO"), src & 0xFFFF_FFFF),
-            RegWrite(self._a("SRC_HI"), src >> 32),
-            RegWrite(self._a("DST_LO"), dst & 0xFFFF_FFFF),
-            RegWrite(self._a("DST_HI"), dst >> 32),
-            RegWrite(self._a("ROW_BYTES"), n),
-            RegWrite(self._a("ROWS"), 1),
-            RegWrite(self._a("SRC_STRIDE"), 0),
-            RegWrite(self._a("DST_STRIDE"), 0),
-            RegWrite(self._a("INT_STATUS"), _DONE_ERROR),
-            RegWrite(self._a("INT_ENABLE"), _DONE_ERROR),
-            RegWrite(self._a("CTRL"), _START),
-        ]
+        ops = dma.program_ops(self._dma.base, dma.DmaTransfer(src, dst, n))
         try:
             self._dma.execute(ops)
         except XrtError as exc:
@@ -155,40 +117,19 @@ class DmaEngine:
         budget = BUDGET_CYCLES_PER_BEAT * beats + BUDGET_BASE_CYCLES
         wall = max(MIN_WALL_S, budget / SIM_MIN_CYCLES_PER_S)
         what = f"DMA of {n} B from {src:#x} to {dst:#x}"
+        base = self._dma.base
         if not self._transport.wait_irq(wall, budget):
-            status = self._dma.read(self._a("STATUS"))
+            status = self._dma.read(base + DMA.offset("STATUS"))
             if status & _BUSY:
-                self._abort()
+                self._dma.execute(dma.abort_ops(base))
                 raise XrtError(
                     ErrorCode.TIMEOUT,
                     f"{what} did not finish within {budget} cycles / {wall:.0f} s "
                     f"(aborted; STATUS {status:#x})",
                 )
-        status, err_lo, err_hi, _ = self._dma.execute(
-            [
-                RegPoll(self._a("STATUS"), _BUSY, 0, timeout_s=budget / 1e6),
-                RegRead(self._a("ERR_ADDR_LO")),
-                RegRead(self._a("ERR_ADDR_HI")),
-                RegWrite(self._a("INT_STATUS"), _DONE_ERROR),
-            ]
-        )
-        assert status is not None and err_lo is not None and err_hi is not None
-        code = _ERR_CODE.extract(status)
-        if code:
-            name = DMA_ERRORS.get(code, f"code {code}")
-            raise XrtError(
-                ErrorCode.DEVICE_INTERNAL,
-                f"{what} failed: {name} at {(err_hi << 32) | err_lo:#x} (STATUS {status:#x})",
-            )
-
-    def _abort(self) -> None:
-        self._dma.execute(
-            [
-                RegWrite(self._a("CTRL"), _ABORT),
-                RegPoll(self._a("STATUS"), _BUSY, 0, timeout_s=IDLE_WAIT_S),
-                RegWrite(self._a("INT_STATUS"), _DONE_ERROR),
-            ]
-        )
+        out = dma.decode_readout(self._dma.execute(dma.readout_ops(base, budget / 1e6)))
+        if not out.ok:
+            raise XrtError(ErrorCode.DEVICE_INTERNAL, f"{what} failed: {out.describe()}")
 
     def transfer(self, dst: int, src: int, n: int) -> None:
         """Copy `n` bytes from physical `src` to physical `dst` (ranges must not overlap),

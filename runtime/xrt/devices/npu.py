@@ -27,12 +27,11 @@ from __future__ import annotations
 from typing import ClassVar
 
 from xrt._checks import as_seconds
-from xrt._generated.regmap_dma import DMA
-from xrt._generated.regmap_npu import NPU
 from xrt.device import Device, DeviceURL
 from xrt.devices.dma_region import DmaEngine, DmaMemRegion
 from xrt.errors import ErrorCode, XrtError
-from xrt.hwconfig import target as target_config
+from xrt.hw.regs import DMA, NPU
+from xrt.hw.targets import target as target_config
 from xrt.memptr import MemPtr
 from xrt.registers import RegRead, RegRegion
 from xrt.transport import HostRegion, NpuTransport

@@ -11,6 +11,7 @@
 
 from xrt.network._format import FORMAT_NAME, FORMAT_VERSION
 from xrt.network._graph import Network, NetworkBuilder, NetworkView, Operator
+from xrt.network._onnx_limits import ONNX_OP_LIMITS
 from xrt.network.onnx_import import MIN_OPSET, SUPPORTED_ONNX_OPS, import_onnx
 from xrt.network.reference import check_inputs, run_network_reference
 
@@ -18,6 +19,7 @@ __all__ = [
     "FORMAT_NAME",
     "FORMAT_VERSION",
     "MIN_OPSET",
+    "ONNX_OP_LIMITS",
     "SUPPORTED_ONNX_OPS",
     "Network",
     "NetworkBuilder",

@@ -22,9 +22,9 @@ from collections.abc import Callable, Mapping, Sequence
 
 from xrt.device import Device, DeviceURL, register_device
 from xrt.errors import ErrorCode, XrtError
+from xrt.hw.regmap import FieldInfo, RegisterBlockInfo
 from xrt.memory import MemRegion
 from xrt.registers import MASK32, RegOp, RegRegion
-from xrt.regmap import FieldInfo, RegisterBlockInfo
 
 __all__ = ["MemoryDevice", "MemoryMemRegion", "MemoryRegRegion"]
 
@@ -194,8 +194,7 @@ def _write_field(f: FieldInfo, stored: int, written: int, off: int, pulses: list
 
 def _default_maps() -> dict[str, RegisterBlockInfo]:
     try:
-        from xrt._generated.regmap_dma import DMA
-        from xrt._generated.regmap_npu import NPU
+        from xrt.hw.regs import DMA, NPU
     except ImportError:  # pragma: no cover - the generated maps are part of the package
         return {}
     return {"npu": NPU, "dma": DMA}

@@ -28,9 +28,9 @@ from types import MappingProxyType
 from typing import Protocol
 
 from xrt.errors import ErrorCode, XrtError
+from xrt.hw.regmap import RegisterBlockInfo
 from xrt.memory import MemRegion
 from xrt.registers import RegRegion
-from xrt.regmap import RegisterBlockInfo
 
 __all__ = [
     "CopyEngine",

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import grpc
 
-from xrt._proto.npuemu.v1 import device_pb2 as pb
 from xrt.errors import ErrorCode, XrtError
+from xrt.hw.wire import RegisterStatus
 
 __all__ = ["STATUS_TABLE", "register_status_error", "rpc_error"]
 
@@ -86,15 +86,15 @@ def register_status_error(
     """
     op_at = op if index is None else f"{op} (op {index})"
     where = f"{op_at} of register {address:#x} in region {region!r}"
-    if status == pb.REGISTER_STATUS_POLL_TIMEOUT:
+    if status == RegisterStatus.POLL_TIMEOUT:
         return XrtError(ErrorCode.TIMEOUT, f"{where} gave up{extra}; last value {value:#x}")
-    if status == pb.REGISTER_STATUS_SLVERR:
+    if status == RegisterStatus.SLVERR:
         return XrtError(
             ErrorCode.DEVICE_INTERNAL,
             f"{where} answered SLVERR: no register at that offset, or its access type "
             f"refuses a {op}",
         )
-    if status == pb.REGISTER_STATUS_DECERR:
+    if status == RegisterStatus.DECERR:
         return XrtError(
             ErrorCode.DEVICE_INTERNAL, f"{where} answered DECERR: nothing decodes that address"
         )

@@ -17,7 +17,7 @@ URL: ``grpc://HOST:PORT[/DEVICE][?token=...&local=0|1&client=NAME&ttl=SECONDS&wa
 ``$NPU_EMU_TOKEN``) goes to the server as ``authorization: Bearer <token>``; ``local=0`` turns
 the fast path off; ``wait`` waits that long for the device (or any device) to be free instead
 of failing at once; ``retry`` (default 30) bounds how long a call that meets a restart of the
-device's simulation worker is retried (`xrt.transport._grpc_retry` says what is retried).
+device's simulation worker is retried (`xrt.transport.grpc_retry` says what is retried).
 
 ``grpcs://HOST:PORT[...]`` is the same over TLS. The server's certificate is checked against
 ``ca=PATH`` (default ``$NPU_EMU_TLS_CA``; neither: the system's roots); mutual TLS adds the
@@ -25,12 +25,9 @@ client's ``cert=PATH`` and ``key=PATH`` (default ``$NPU_EMU_TLS_CERT``, ``$NPU_E
 Prefer the environment for the token: a URL ends up in logs.
 
 Poll limits: the server counts simulated cycles, the data model counts reads and seconds.
-A `RegPoll` becomes a ``RegisterPoll`` with ``max_cycles`` = the smaller of
-(a) the cycles the server's backoff (reads 8, 16, ... 1024 cycles apart, docs/hardware.md)
-takes to make `max_polls` reads, and (b) `timeout_s` at `POLL_CYCLES_PER_S` simulated cycles
-per second (1,000,000: about what the simulator runs per wall-clock second here, and the
-server's default poll budget). So ``timeout_s=1.0`` is a budget of a million cycles: a
-deterministic limit, which a slow or loaded machine cannot turn into a spurious timeout.
+A `RegPoll` becomes a ``RegisterPoll`` with the ``max_cycles`` of `xrt.hw.regops`'s
+`poll_max_cycles` (the contract's rule: a deterministic limit, which a slow or loaded
+machine cannot turn into a spurious timeout).
 
 Every failed call becomes an `XrtError` in `xrt.transport._grpc_errors` (the table is in
 docs/runtime-transports.md).
@@ -56,15 +53,16 @@ from urllib.parse import parse_qsl, urlsplit
 import grpc
 
 from xrt._checks import as_seconds
-from xrt._proto.npuemu.v1 import device_pb2 as pb
-from xrt._proto.npuemu.v1 import device_pb2_grpc as pb_grpc
 from xrt.device import DeviceURL
 from xrt.errors import ErrorCode, XrtError
+from xrt.hw.regmap import RegisterBlockInfo
+from xrt.hw.regops import POLL_CYCLES_PER_S, poll_max_cycles
+from xrt.hw.wire import PROTOCOL_VERSION, RegisterStatus, WaitOutcome, pb, pb_grpc
 from xrt.registers import RegMaskedWrite, RegOp, RegPoll, RegRead, RegRegion, RegWrite
-from xrt.regmap import RegisterBlockInfo
 from xrt.transport import HostRegion, MemoryInfo, NpuInfo, NpuTransport, RegisterBlock
 from xrt.transport._grpc_errors import register_status_error, rpc_error
-from xrt.transport._grpc_retry import (
+from xrt.transport._local_memory import receive_memory_file
+from xrt.transport.grpc_retry import (
     DEFAULT_RETRY_S,
     REASON_BUSY,
     REASON_RESETTING,
@@ -72,7 +70,6 @@ from xrt.transport._grpc_retry import (
     SERVICE_CONFIG,
     retry_hint,
 )
-from xrt.transport._local_memory import receive_memory_file
 
 __all__ = [
     "POLL_CYCLES_PER_S",
@@ -85,47 +82,16 @@ __all__ = [
     "poll_max_cycles",
 ]
 
-PROTOCOL_VERSION = 1
-"""The version of ``npuemu.v1`` this runtime speaks; the server must report the same."""
-
-POLL_CYCLES_PER_S = 1_000_000
-"""Simulated cycles per second of a poll's `timeout_s` (see the module docstring)."""
-
 URL_PARAMS = ("token", "local", "client", "ttl", "wait", "retry", "ca", "cert", "key")
 """Query parameters of ``grpc://`` URLs that the transport reads."""
 
 MAX_CHUNK = 1 << 20  # bytes per memory stream message (the server's limit)
 MAX_BATCH_OPS = 4096  # register ops per RegisterBatch (the server's limit)
 MAX_WAIT_MS = 600_000  # longest WaitInterrupt the server accepts
-MAX_POLL_CYCLES = 1 << 40
 RPC_SLACK_S = 120.0  # added to every deadline: longer than the server's own watchdog
 CLOSE_TIMEOUT_S = 30.0  # CloseDevice: a hung server must not hang close() for long
 STREAM_MIN_BYTES_PER_S = 8 << 20  # deadline of memory streams: this slow is broken
 SIM_MIN_CYCLES_PER_S = 100_000  # deadline of polls: a simulator this slow is broken
-_POLL_FIRST, _POLL_MAX = 8, 1024  # the server's backoff between the reads of a poll
-
-
-def _cycles_for_polls(polls: int) -> int:
-    """Cycles after which the server has made `polls` reads (and stops)."""
-    waits = polls - 1
-    doublings = int(math.log2(_POLL_MAX // _POLL_FIRST))  # 7 intervals below the cap
-    if waits <= doublings:
-        total = _POLL_FIRST * ((1 << waits) - 1)
-    else:
-        total = _POLL_FIRST * ((1 << doublings) - 1) + _POLL_MAX * (waits - doublings)
-    return total + 1
-
-
-def poll_max_cycles(op: RegPoll) -> int:
-    """The ``max_cycles`` a checked `RegPoll` becomes (see the module docstring)."""
-    limits = []
-    if op.max_polls is not None:
-        limits.append(_cycles_for_polls(op.max_polls))
-    if op.timeout_s is not None:
-        limits.append(max(1, math.ceil(op.timeout_s * POLL_CYCLES_PER_S)))
-    if not limits:  # checked ops always carry one; stay safe anyway
-        limits.append(POLL_CYCLES_PER_S)
-    return max(1, min(min(limits), MAX_POLL_CYCLES))
 
 
 TLS_ENV = {"ca": "NPU_EMU_TLS_CA", "cert": "NPU_EMU_TLS_CERT", "key": "NPU_EMU_TLS_KEY"}
@@ -245,7 +211,7 @@ class GrpcTransport(NpuTransport):
         tls: Channel credentials (`tls_credentials`): ``grpcs://``; None: plain.
         wait_s: How long to wait for the device (or a free one) when it is leased.
         retry_s: How long a call that meets a restart of the device's simulation worker is
-            retried (the server marks such refusals; see `xrt.transport._grpc_retry`).
+            retried (the server marks such refusals; see `xrt.transport.grpc_retry`).
 
     Raises:
         XrtError: 11014 when the server cannot be reached or speaks another protocol
@@ -284,7 +250,7 @@ class GrpcTransport(NpuTransport):
         options = [
             ("grpc.max_receive_message_length", MAX_CHUNK + (64 << 10)),
             ("grpc.max_send_message_length", MAX_CHUNK + (64 << 10)),
-            # Transport failures of idempotent calls are retried by gRPC (_grpc_retry).
+            # Transport failures of idempotent calls are retried by gRPC (grpc_retry).
             ("grpc.service_config", SERVICE_CONFIG),
         ]
         self._channel = (
@@ -502,7 +468,7 @@ class GrpcTransport(NpuTransport):
         """One unary call; failures become XrtError (in `_grpc_errors`).
 
         A refusal the server marks as safe to retry (trailing metadata, see
-        `xrt.transport._grpc_retry`) is retried: a worker restart or a device being reset
+        `xrt.transport.grpc_retry`) is retried: a worker restart or a device being reset
         for up to `retry_s`, a leased device (OpenDevice) for up to `wait_s`. Anything
         else (among it the call during which a worker died: its effect is unknown) fails
         at once; transport failures of idempotent methods are gRPC's own retries.
@@ -636,11 +602,11 @@ class GrpcTransport(NpuTransport):
                 f"wait for the interrupt of {self.info.name}",
                 timeout=ms / 1000 + RPC_SLACK_S,
             )
-            if resp.outcome == pb.WAIT_OUTCOME_INTERRUPT:
+            if resp.outcome == WaitOutcome.INTERRUPT:
                 return True
-            if resp.outcome == pb.WAIT_OUTCOME_CYCLE_LIMIT:
+            if resp.outcome == WaitOutcome.CYCLE_LIMIT:
                 return False
-            if resp.outcome != pb.WAIT_OUTCOME_DEADLINE:
+            if resp.outcome != WaitOutcome.DEADLINE:
                 raise XrtError(
                     ErrorCode.DEVICE_INTERNAL,
                     f"wait for the interrupt of {self.info.name}: unknown outcome {resp.outcome}",
@@ -767,7 +733,7 @@ class GrpcRegRegion(RegRegion):
             f"read of register {addr:#x} in region {self.name!r}",
             timeout=RPC_SLACK_S,
         )
-        if resp.status != pb.REGISTER_STATUS_OK:
+        if resp.status != RegisterStatus.OK:
             raise register_status_error(
                 resp.status, index=None, op="read", address=addr, value=resp.value, region=self.name
             )
@@ -782,7 +748,7 @@ class GrpcRegRegion(RegRegion):
             f"write of register {addr:#x} in region {self.name!r}",
             timeout=RPC_SLACK_S,
         )
-        if resp.status != pb.REGISTER_STATUS_OK:
+        if resp.status != RegisterStatus.OK:
             raise register_status_error(
                 resp.status, index=None, op="write", address=addr, value=value, region=self.name
             )
@@ -836,7 +802,7 @@ class GrpcRegRegion(RegRegion):
         )
         out: list[int | None] = []
         for i, (op, res) in enumerate(zip(ops, resp.results, strict=False)):
-            if res.status != pb.REGISTER_STATUS_OK:
+            if res.status != RegisterStatus.OK:
                 kind = type(op)
                 name = {RegRead: "read", RegPoll: "poll"}.get(kind, "write")
                 extra = ""

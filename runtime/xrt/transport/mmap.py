@@ -31,13 +31,12 @@ import time
 from collections.abc import Mapping
 
 from xrt._checks import as_seconds
-from xrt._generated.regmap_dma import DMA
-from xrt._generated.regmap_npu import NPU
 from xrt.device import DeviceURL
 from xrt.errors import ErrorCode, XrtError
-from xrt.hwconfig import target as target_config
+from xrt.hw.regmap import RegisterBlockInfo
+from xrt.hw.regs import DMA, NPU
+from xrt.hw.targets import target as target_config
 from xrt.registers import RegRegion
-from xrt.regmap import RegisterBlockInfo
 from xrt.transport import HostRegion, MemoryInfo, NpuInfo, NpuTransport, RegisterBlock
 
 __all__ = ["POLL_INTERVAL_S", "URL_PARAMS", "MmapMemRegion", "MmapRegRegion", "MmapTransport"]
@@ -60,7 +59,7 @@ class MmapTransport(NpuTransport):
     Args:
         path: ``/dev/mem`` on a board, or a regular file at least as large as the highest
             mapped address.
-        target: ``"buyi"`` or ``"zg330"``: the memory map (`xrt.hwconfig.target`).
+        target: ``"buyi"`` or ``"zg330"``: the memory map (`xrt.hw.targets.target`).
         name: Device name (the URL's board name).
         npu_base, dma_base: Register block bases (default: the target's).
         udma_base, udma_size: Host-visible window (default: the target's ``udma``).

@@ -33,7 +33,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from xrt._generated.hwconfig import NPU
 from xrt.backend._base import Backend, BindContext, Subgraph, read_array, write_array
 from xrt.backend.npu._cache import PROGRAM_CACHE, program_key
 from xrt.backend.npu._driver import EngineDriver, LaunchStats
@@ -41,7 +40,8 @@ from xrt.backend.npu._serialize import program_from_bytes, program_to_bytes
 from xrt.device import Device
 from xrt.devices.npu import NpuDevice
 from xrt.errors import ErrorCode, XrtError
-from xrt.hwconfig import NpuConfig
+from xrt.hw.config import NpuConfig
+from xrt.hw.targets import NPU
 from xrt.memory import MemChunk, MemRegion
 from xrt.network import NetworkView, Operator
 from xrt.npu.compiler import (

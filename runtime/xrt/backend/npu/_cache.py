@@ -16,7 +16,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from xrt.hwconfig import NpuConfig
+from xrt.hw.config import NpuConfig
 from xrt.network import NetworkView
 from xrt.npu.compiler import NpuProgram
 

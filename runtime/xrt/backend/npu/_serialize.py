@@ -16,7 +16,7 @@ import json
 import struct
 
 from xrt.errors import ErrorCode, XrtError
-from xrt.npu import isa
+from xrt.hw import isa
 from xrt.npu.compiler import BaseRole, LayerReport, NpuProgram, TensorBinding, TensorPlacement
 
 __all__ = ["program_from_bytes", "program_to_bytes"]

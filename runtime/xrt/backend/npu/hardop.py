@@ -14,10 +14,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from xrt._generated.hwconfig import NPU
 from xrt.backend.npu._serialize import program_to_bytes
 from xrt.errors import ErrorCode, XrtError
-from xrt.hwconfig import NpuConfig
+from xrt.hw.config import NpuConfig
+from xrt.hw.targets import NPU
 from xrt.network import Network, NetworkView, Operator
 from xrt.npu.compiler import compile_run
 from xrt.ops.hardop import output_type_to_json
@@ -27,7 +27,7 @@ __all__ = ["ocm_bytes", "to_hardop"]
 
 def ocm_bytes(target: str) -> int:
     """Size of `target`'s on-chip memory (0 when it has none), from the hardware config."""
-    from xrt._generated.hwconfig import TARGETS
+    from xrt.hw.targets import TARGETS
 
     cfg = TARGETS.get(target)
     return next((m.size for m in cfg.memories if m.name == "ocm"), 0) if cfg else 0

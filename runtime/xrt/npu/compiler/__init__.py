@@ -14,6 +14,7 @@ outputs.
 """
 
 from xrt.npu.compiler._compile import compile_run
+from xrt.npu.compiler._golden_run import run_on_golden
 from xrt.npu.compiler._layout import View, as_nchw, from_tiled, tiled_bytes, to_tiled, view_of
 from xrt.npu.compiler._legalize import NPU_OP_TYPES, accumulator_bound, refusal
 from xrt.npu.compiler._pack import ConstBlob, bias_rows, conv_blocks, lut_rows, prm_rows
@@ -24,6 +25,7 @@ from xrt.npu.compiler._program import (
     TensorBinding,
     TensorPlacement,
 )
+from xrt.npu.compiler._simulate import partition
 from xrt.npu.compiler._tiler import ConvGeom, ConvPlan, plan_conv
 from xrt.npu.compiler._tokens import Step, insert_tokens
 
@@ -47,9 +49,11 @@ __all__ = [
     "from_tiled",
     "insert_tokens",
     "lut_rows",
+    "partition",
     "plan_conv",
     "prm_rows",
     "refusal",
+    "run_on_golden",
     "tiled_bytes",
     "to_tiled",
     "view_of",

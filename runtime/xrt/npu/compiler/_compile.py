@@ -19,12 +19,12 @@ from typing import Any
 
 import numpy as np
 
-from xrt._generated.hwconfig import NPU
 from xrt.dtypes import TensorType
 from xrt.errors import ErrorCode, XrtError
-from xrt.hwconfig import NpuConfig
+from xrt.hw import isa
+from xrt.hw.config import NpuConfig
+from xrt.hw.targets import NPU
 from xrt.network import Network, NetworkView, Operator
-from xrt.npu import isa
 from xrt.npu.compiler import _vector as vx
 from xrt.npu.compiler._conv import ConvConsts, emit_conv
 from xrt.npu.compiler._emit import CONST_BASE, Emitter

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xrt.npu import isa
+from xrt.hw import isa
 from xrt.npu.compiler._emit import Emitter
 from xrt.npu.compiler._layout import View
 from xrt.npu.compiler._pack import PackedConv

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from xrt.hwconfig import NpuConfig
-from xrt.npu import isa
+from xrt.hw import isa
+from xrt.hw.config import NpuConfig
 from xrt.npu.compiler._layout import View
 from xrt.npu.compiler._pack import ConstBlob
 from xrt.npu.compiler._tokens import Access, Step

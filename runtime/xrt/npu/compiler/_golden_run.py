@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from xrt._generated.hwconfig import NPU
 from xrt.errors import ErrorCode, XrtError
-from xrt.hwconfig import NpuConfig
+from xrt.hw.config import NpuConfig
+from xrt.hw.targets import NPU
 from xrt.npu.compiler._layout import from_tiled, to_tiled
 from xrt.npu.compiler._program import NpuProgram
 

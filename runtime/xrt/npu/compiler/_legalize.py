@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from xrt.dtypes import DataType, TensorType
-from xrt.hwconfig import NpuConfig
+from xrt.hw.config import NpuConfig
 from xrt.network import Operator
 from xrt.npu.compiler._emit import MAX_COUNT
 from xrt.npu.compiler._layout import as_nchw

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from xrt.npu import isa
+from xrt.hw import isa
 
 __all__ = ["BaseRole", "LayerReport", "NpuProgram", "TensorBinding", "TensorPlacement"]
 

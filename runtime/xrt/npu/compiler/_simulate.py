@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from xrt._generated.hwconfig import NPU
-from xrt.hwconfig import NpuConfig
+from xrt.hw.config import NpuConfig
+from xrt.hw.targets import NPU
 from xrt.network import Network, NetworkView, Operator
 from xrt.network.reference import check_inputs
 from xrt.npu.compiler._compile import compile_run

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xrt.hwconfig import NpuConfig
+from xrt.hw.config import NpuConfig
 
 __all__ = ["ConvGeom", "ConvPlan", "plan_conv"]
 

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from xrt.npu import isa
+from xrt.hw import isa
 
 __all__ = ["Access", "Step", "insert_tokens"]
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from xrt.npu import isa
+from xrt.hw import isa
 from xrt.npu.compiler._emit import MAX_COUNT, Emitter
 from xrt.npu.compiler._layout import View
 

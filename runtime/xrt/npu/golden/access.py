@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from xrt.hwconfig import NpuConfig
-from xrt.npu.isa import Buffer, Gemm, GemmInit, Instruction, Load, Store, StoreMode, Vec, VecFunc
+from xrt.hw.config import NpuConfig
+from xrt.hw.isa import Buffer, Gemm, GemmInit, Instruction, Load, Store, StoreMode, Vec, VecFunc
 
 from . import footprint as fp
 

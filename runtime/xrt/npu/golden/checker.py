@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from xrt._generated.hwconfig import NPU
-from xrt.hwconfig import MemoryWindow, NpuConfig, TargetConfig, target
-from xrt.npu.isa import INSN_BYTES, Buffer, Finish, Instruction, IsaError, Unit, decode
+from xrt.hw.config import MemoryWindow, NpuConfig, TargetConfig
+from xrt.hw.isa import INSN_BYTES, Buffer, Finish, Instruction, IsaError, Unit, decode
+from xrt.hw.targets import NPU, target
 
 from . import footprint as fp
 from .access import MEM, Access, accesses

@@ -22,9 +22,9 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
-from xrt._generated.hwconfig import DMA
-from xrt.hwconfig import NpuConfig
-from xrt.npu.isa import Finish, Gemm, Instruction, Load, Store, Sync, Unit, Vec
+from xrt.hw.config import NpuConfig
+from xrt.hw.isa import Finish, Gemm, Instruction, Load, Store, Sync, Unit, Vec
+from xrt.hw.targets import DMA
 
 from . import footprint as fp
 

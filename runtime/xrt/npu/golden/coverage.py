@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from xrt.npu.isa import (
+from xrt.hw.isa import (
     Buffer,
     Gemm,
     GemmInit,

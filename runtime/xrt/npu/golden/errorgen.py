@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from xrt.hwconfig import MemoryWindow, NpuConfig
-from xrt.npu.isa import (
+from xrt.hw.config import MemoryWindow, NpuConfig
+from xrt.hw.isa import (
     INSN_BYTES,
     Buffer,
     EngineError,

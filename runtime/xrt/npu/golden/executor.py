@@ -27,9 +27,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from xrt._generated.hwconfig import NPU
-from xrt.hwconfig import NpuConfig
-from xrt.npu.isa import (
+from xrt.hw.config import NpuConfig
+from xrt.hw.isa import (
     INSN_BYTES,
     EngineError,
     Finish,
@@ -43,6 +42,7 @@ from xrt.npu.isa import (
     Vec,
     decode,
 )
+from xrt.hw.targets import NPU
 
 from . import footprint as fp
 from .cost import CostModel, CycleEstimate, DataBus
@@ -155,7 +155,7 @@ def run(
             fetch ``prog_insns`` instructions from ``memory`` at ``prog_addr``.
         memory: The target's memories (with any injected bus faults).
         bases: BASE register values (a sequence or {index: value}).
-        config: Buffer sizes (default: the hardware's, `xrt._generated.hwconfig.NPU`).
+        config: Buffer sizes (default: the hardware's, `xrt.hw.targets.NPU`).
         cost: Cost model parameters.
         machine: Buffer state to start from (default: all buffers zero).
         prog_addr: Where the program lies in memory; when given, fetching checks that each

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from xrt.hwconfig import NpuConfig
-from xrt.npu.isa import Buffer, Gemm, GemmInit, Load, Store, StoreMode, Vec, VecFunc
+from xrt.hw.config import NpuConfig
+from xrt.hw.isa import Buffer, Gemm, GemmInit, Load, Store, StoreMode, Vec, VecFunc
 
 __all__ = [
     "Loop",

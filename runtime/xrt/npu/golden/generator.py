@@ -20,9 +20,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from xrt._generated.hwconfig import NPU
-from xrt.hwconfig import MemoryWindow, NpuConfig, target
-from xrt.npu.isa import (
+from xrt.hw.config import MemoryWindow, NpuConfig
+from xrt.hw.isa import (
     Buffer,
     Finish,
     Gemm,
@@ -37,6 +36,7 @@ from xrt.npu.isa import (
     VecFunc,
     encode_program,
 )
+from xrt.hw.targets import NPU, target
 
 from . import footprint as fp
 from .access import accesses

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from xrt.hwconfig import NpuConfig
-from xrt.npu.isa import Buffer, Gemm, GemmInit, Load, Store, StoreMode, Vec, VecFunc
+from xrt.hw.config import NpuConfig
+from xrt.hw.isa import Buffer, Gemm, GemmInit, Load, Store, StoreMode, Vec, VecFunc
 from xrt.ops.intmath import requantize
 
 from . import footprint as fp

@@ -12,7 +12,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from xrt.hwconfig import MemoryWindow, TargetConfig, target
+from xrt.hw.config import MemoryWindow, TargetConfig
+from xrt.hw.targets import target
 
 __all__ = ["BusFault", "Memory"]
 

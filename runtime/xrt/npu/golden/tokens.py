@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from xrt.npu.isa import Finish, Instruction, Sync, Unit
+from xrt.hw.isa import Finish, Instruction, Sync, Unit
 
 __all__ = ["FLAG_QUEUE", "QUEUE_ENDS", "Queue", "token_ops", "unit_of"]
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from xrt.hwconfig import MemoryWindow, NpuConfig
-from xrt.npu.isa import (
+from xrt.hw.config import MemoryWindow, NpuConfig
+from xrt.hw.isa import (
     Buffer,
     EngineError,
     Finish,

@@ -2,7 +2,7 @@
 
 """Register map of the `dma` block: DMA engine."""
 
-from xrt.regmap import FieldInfo, RegisterBlockInfo, RegisterInfo
+from xrt.hw.regmap import FieldInfo, RegisterBlockInfo, RegisterInfo
 
 DMA = RegisterBlockInfo(
     name='dma',

@@ -2,7 +2,7 @@
 
 """Register map of the `npu` block: NPU control and status."""
 
-from xrt.regmap import FieldInfo, RegisterBlockInfo, RegisterInfo
+from xrt.hw.regmap import FieldInfo, RegisterBlockInfo, RegisterInfo
 
 NPU = RegisterBlockInfo(
     name='npu',

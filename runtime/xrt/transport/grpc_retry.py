@@ -18,13 +18,22 @@ Two layers, so that nothing is retried whose effect is unknown:
   `REASON_BUSY` only while ``Device.open(...?wait=SECONDS)`` waits. The call during which a
   worker died carries no such key: its effect is unknown and it fails at once.
 
-The server imports the key names from here: one source for both sides of the wire.
+The key names and reasons are the wire's (`xrt.hw.wire`): one source for both sides.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+
+from xrt.hw.wire import (
+    NO_PUSHBACK,
+    REASON_BUSY,
+    REASON_RESETTING,
+    REASON_RESTARTING,
+    RETRY_AFTER_KEY,
+    RETRY_REASON_KEY,
+)
 
 __all__ = [
     "DEFAULT_RETRY_S",
@@ -38,13 +47,6 @@ __all__ = [
     "retry_hint",
 ]
 
-RETRY_REASON_KEY = "npu-emu-retry-reason"
-RETRY_AFTER_KEY = "npu-emu-retry-after-ms"
-REASON_RESTARTING = "worker-restarting"
-REASON_RESETTING = "device-resetting"
-REASON_BUSY = "device-busy"
-NO_PUSHBACK = ("grpc-retry-pushback-ms", "-1")
-"""Trailing metadata on every status the server sends: gRPC's own retries stay off."""
 
 DEFAULT_RETRY_S = 30.0
 """How long a call that meets a worker restart is retried (a restart takes 1-2 s here; one

@@ -1,7 +1,7 @@
 """Encoding and decoding of one instruction, driven by the generated field tables.
 
 The instruction classes themselves (`Load`, `Store`, `Gemm`, `Vec`, `Sync`, `Finish`) are
-generated from ``rtl/isa/npu_isa.toml`` into `xrt._generated.isa`; this module gives them
+generated from ``rtl/isa/npu_isa.toml`` into `xrt.hw._generated.isa`; this module gives them
 their behaviour, so no field position is typed by hand anywhere in Python.
 """
 

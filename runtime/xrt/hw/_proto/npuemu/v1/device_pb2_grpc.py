@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from xrt._proto.npuemu.v1 import device_pb2 as npuemu_dot_v1_dot_device__pb2
+from xrt.hw._proto.npuemu.v1 import device_pb2 as npuemu_dot_v1_dot_device__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__

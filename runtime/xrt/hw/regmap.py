@@ -1,0 +1,166 @@
+"""Register map description types.
+
+The concrete maps (`xrt.hw.regs.NPU`, `xrt.hw.regs.DMA`) are generated
+from `rtl/regs/*.rdl` by `make regs`; nobody types an offset by hand. This module only
+defines the plain, immutable records those generated modules are made of, so the runtime
+can look registers and fields up by name without importing any RDL tooling.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+
+__all__ = ["FieldInfo", "RegisterBlockInfo", "RegisterInfo"]
+
+
+@dataclass(frozen=True)
+class FieldInfo:
+    """One bit field of a register.
+
+    Attributes:
+        name: Field name as in the RDL (upper case).
+        lsb: Lowest bit index.
+        width: Width in bits.
+        sw: Software access as SystemRDL says it: ``"rw"``, ``"r"`` or ``"w"``.
+        reset: Reset value of the field (already shifted down to bit 0).
+        onread: ``""`` or the RDL onread side effect (``"rclr"``...).
+        onwrite: ``""`` or the RDL onwrite side effect (``"woclr"`` is write-1-to-clear).
+        singlepulse: True when a written 1 pulses for one cycle and reads back 0.
+        desc: Human description from the RDL.
+        hw: Hardware access: ``"r"``, ``"w"``, ``"rw"`` or ``"na"``. A field hardware can
+            write (``"w"`` in it) is volatile: its value may change without a bus write.
+        has_reset: False for fields with no reset value of their own (hardware-driven
+            read-only fields such as status and counters); their `reset` is 0.
+    """
+
+    name: str
+    lsb: int
+    width: int
+    sw: str
+    reset: int
+    onread: str = ""
+    onwrite: str = ""
+    singlepulse: bool = False
+    desc: str = ""
+    hw: str = "na"
+    has_reset: bool = True
+
+    @property
+    def volatile(self) -> bool:
+        """True when hardware can change the field's value."""
+        return "w" in self.hw
+
+    @property
+    def msb(self) -> int:
+        return self.lsb + self.width - 1
+
+    @property
+    def mask(self) -> int:
+        """Mask of the field's bits in the register."""
+        return ((1 << self.width) - 1) << self.lsb
+
+    def extract(self, reg_value: int) -> int:
+        """Return this field's value from a whole-register value."""
+        return (reg_value >> self.lsb) & ((1 << self.width) - 1)
+
+    def insert(self, reg_value: int, value: int) -> int:
+        """Return `reg_value` with this field replaced by `value` (which must fit)."""
+        if not 0 <= value < (1 << self.width):
+            raise ValueError(f"value {value:#x} does not fit field {self.name} ({self.width} bits)")
+        return (reg_value & ~self.mask) | (value << self.lsb)
+
+
+@dataclass(frozen=True)
+class RegisterInfo:
+    """One register: where it is and what it holds.
+
+    Attributes:
+        name: Register name as in the RDL (upper case).
+        offset: Byte offset from the start of its block.
+        width: Register width in bits (32 for every register of this NPU).
+        fields: The register's fields, ordered by `lsb`.
+        desc: Human description from the RDL.
+    """
+
+    name: str
+    offset: int
+    width: int
+    fields: tuple[FieldInfo, ...]
+    desc: str = ""
+
+    @property
+    def reset(self) -> int:
+        """Reset value of the whole register (unused bits read as 0)."""
+        value = 0
+        for f in self.fields:
+            value |= f.reset << f.lsb
+        return value
+
+    @property
+    def readable(self) -> bool:
+        return any("r" in f.sw for f in self.fields)
+
+    @property
+    def writable(self) -> bool:
+        return any("w" in f.sw for f in self.fields)
+
+    def field(self, name: str) -> FieldInfo:
+        """Return the field called `name` (case-insensitive); KeyError names the register."""
+        for f in self.fields:
+            if f.name == name.upper():
+                return f
+        known = ", ".join(f.name for f in self.fields)
+        raise KeyError(f"register {self.name} has no field {name!r} (fields: {known})")
+
+
+@dataclass(frozen=True)
+class RegisterBlockInfo:
+    """A CSR block (an RDL addrmap): its registers and its size in bytes.
+
+    Attributes:
+        name: Block name (``"npu"``, ``"dma"``).
+        size: Bytes of address space the block decodes.
+        registers: Registers ordered by offset.
+        desc: Human description from the RDL.
+    """
+
+    name: str
+    size: int
+    registers: tuple[RegisterInfo, ...]
+    desc: str = ""
+    _by_name: Mapping[str, RegisterInfo] = field(init=False, repr=False, compare=False)
+    _by_offset: Mapping[int, RegisterInfo] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_name", {r.name: r for r in self.registers})
+        object.__setattr__(self, "_by_offset", {r.offset: r for r in self.registers})
+
+    def __iter__(self) -> Iterator[RegisterInfo]:
+        return iter(self.registers)
+
+    def __len__(self) -> int:
+        return len(self.registers)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name.upper() in self._by_name
+
+    def register(self, name: str) -> RegisterInfo:
+        """Return the register called `name` (case-insensitive); KeyError lists the block."""
+        try:
+            return self._by_name[name.upper()]
+        except KeyError:
+            raise KeyError(f"block {self.name} has no register {name!r}") from None
+
+    def at(self, offset: int) -> RegisterInfo | None:
+        """Return the register at byte `offset`, or None."""
+        return self._by_offset.get(offset)
+
+    def offset(self, name: str) -> int:
+        """Byte offset of the register called `name` (KeyError lists the block)."""
+        return self.register(name).offset
+
+    @property
+    def offsets(self) -> Mapping[str, int]:
+        """Register name -> byte offset, for every register of the block."""
+        return {name: reg.offset for name, reg in self._by_name.items()}

@@ -1,0 +1,64 @@
+"""The device server's wire contract (``proto/npuemu/v1/device.proto``) and the values both
+of its ends share: the protocol version, the register statuses and wait outcomes (carried
+end to end with the proto's numbers: the RTL register bus master reports them, the worker,
+the server and the runtime pass them on unchanged), the device states, and the retry hints
+a refusal carries.
+
+``pb`` and ``pb_grpc`` are the messages and the gRPC stubs generated from the proto by
+``make regs`` (grpcio-tools); the runtime's gRPC transport and the server both import them
+from here. They load on first use: ``import xrt`` on a board needs neither protobuf nor
+grpc (the enums here are generated from the proto as plain Python).
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+from xrt.hw._generated.wire import DeviceState, RegisterStatus, WaitOutcome
+
+if TYPE_CHECKING:
+    from xrt.hw._proto.npuemu.v1 import device_pb2 as pb
+    from xrt.hw._proto.npuemu.v1 import device_pb2_grpc as pb_grpc
+
+__all__ = [
+    "NO_PUSHBACK",
+    "PROTOCOL_VERSION",
+    "REASON_BUSY",
+    "REASON_RESETTING",
+    "REASON_RESTARTING",
+    "RETRY_AFTER_KEY",
+    "RETRY_REASON_KEY",
+    "DeviceState",
+    "RegisterStatus",
+    "WaitOutcome",
+    "pb",
+    "pb_grpc",
+]
+
+PROTOCOL_VERSION = 1
+"""Sent by the client in OpenDevice and reported by the server; a mismatch is refused."""
+
+# Retry hints in a refusal's trailing metadata (the runtime's retry policy:
+# `xrt.transport.grpc_retry`). A refusal carries them when the server did nothing and the
+# call will work later; the call during which a worker died carries none.
+RETRY_REASON_KEY = "npu-emu-retry-reason"
+RETRY_AFTER_KEY = "npu-emu-retry-after-ms"
+REASON_RESTARTING = "worker-restarting"  # the device's simulation worker is being restarted
+REASON_RESETTING = "device-resetting"  # the device is being cleared between two holders
+REASON_BUSY = "device-busy"  # the device is leased, or none is free
+NO_PUSHBACK = ("grpc-retry-pushback-ms", "-1")
+"""Trailing metadata on every status the server sends: gRPC's own retries stay off."""
+
+
+def __getattr__(name: str) -> ModuleType:
+    """``pb`` and ``pb_grpc``, imported when first asked for."""
+    if name == "pb":
+        from xrt.hw._proto.npuemu.v1 import device_pb2
+
+        return device_pb2
+    if name == "pb_grpc":
+        from xrt.hw._proto.npuemu.v1 import device_pb2_grpc
+
+        return device_pb2_grpc
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
