@@ -18,7 +18,7 @@ from typing import Any
 import grpc
 
 from npuemu.server.errors import ServiceError
-from npuemu.server.leases import Lease, LeaseTable
+from npuemu.server.leases import Lease, LeaseTable, check_transition
 from npuemu.server.shm import DeviceMemory
 from npuemu.server.worker_process import (
     WorkerCancelledError,
@@ -64,10 +64,9 @@ class SimDevice:
     """One simulated NPU: memory files, a worker process, a state and counters.
 
     The state changes only under `lock`, in tasks no RPC can cancel (see `DeviceManager.end`
-    and `_restart`): FREE -> LEASED (open) -> RESETTING (lease end: engines stopped, then
-    memory cleared) -> FREE; any state -> RESTARTING (the worker died or hung) -> LEASED or
-    FREE. A restart that keeps failing stays RESTARTING, retries with back-off and says why
-    in `fault` (health and error messages carry it).
+    and `_restart`), along the life cycle of `npuemu.server.leases.LIFE_CYCLE` (checked on
+    every change). A restart that keeps failing stays RESTARTING, retries with back-off and
+    says why in `fault` (health and error messages carry it).
     """
 
     def __init__(
@@ -92,7 +91,7 @@ class SimDevice:
         self.memory = DeviceMemory(folder, name, target)
         self.worker: WorkerProcess | None = None
         self.lease: Lease | None = None
-        self.state = DeviceState.STARTING
+        self._state = DeviceState.STARTING
         self.counters = Counters()
         self.lock = asyncio.Lock()  # held by every state transition
         self.fault = ""  # why restarts keep failing ("" while the worker is fine)
@@ -102,6 +101,16 @@ class SimDevice:
         self._restart_task: asyncio.Task[None] | None = None
         self._stopping = False
         self._calls_stopped = False  # server shutdown: no more requests to the worker
+
+    @property
+    def state(self) -> DeviceState:
+        """Where the device is in its life cycle (`npuemu.server.leases.LIFE_CYCLE`)."""
+        return self._state
+
+    @state.setter
+    def state(self, new: DeviceState) -> None:
+        check_transition(self.name, self._state, new)
+        self._state = new
 
     def _new_worker(self) -> WorkerProcess:
         worker = WorkerProcess(

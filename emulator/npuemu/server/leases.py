@@ -1,9 +1,19 @@
-"""Leases: who may use a device, and until when.
+"""Leases: who may use a device, and until when; and the device's life cycle around them.
 
 A device has at most one lease. A lease ends when its holder closes it, when its HoldLease
 stream closes (the client went away), or when its time-to-live passes without a call, a
 KeepAlive or an open HoldLease stream. The table remembers recently ended leases so a late
 call is told why its lease is gone (ABORTED) rather than that it never existed.
+
+The device's state (`xrt.hw.wire.DeviceState`, reported by ListDevices) moves only along
+`LIFE_CYCLE`::
+
+    STARTING --> FREE --open--> LEASED --lease ends--> RESETTING --cleared--> FREE
+        any state --worker died or hung--> RESTARTING --> LEASED (lease kept) | FREE
+
+`npuemu.server.devices.SimDevice` makes every change through `check_transition`, so a
+transition this table does not allow is a bug that fails loudly, not a device stuck in a
+state nobody expected.
 """
 
 from __future__ import annotations
@@ -16,8 +26,25 @@ from dataclasses import dataclass, field
 import grpc
 
 from npuemu.server.errors import ServiceError
+from xrt.hw.wire import DeviceState
 
-__all__ = ["Lease", "LeaseTable"]
+__all__ = ["LIFE_CYCLE", "Lease", "LeaseTable", "check_transition"]
+
+_S = DeviceState
+LIFE_CYCLE: dict[DeviceState, frozenset[DeviceState]] = {
+    _S.STARTING: frozenset({_S.FREE, _S.RESTARTING}),
+    _S.FREE: frozenset({_S.LEASED, _S.RESTARTING}),
+    _S.LEASED: frozenset({_S.RESETTING, _S.RESTARTING}),
+    _S.RESETTING: frozenset({_S.FREE, _S.RESTARTING}),
+    _S.RESTARTING: frozenset({_S.RESTARTING, _S.FREE, _S.LEASED}),
+}
+"""The states a device may move to from each state."""
+
+
+def check_transition(device: str, old: DeviceState, new: DeviceState) -> None:
+    """Raise RuntimeError when `LIFE_CYCLE` does not allow `old` -> `new` (a bug)."""
+    if new != old and new not in LIFE_CYCLE[old]:
+        raise RuntimeError(f"device {device}: no transition from {old.name} to {new.name}")
 
 
 @dataclass
