@@ -27,7 +27,7 @@ from npuemu.server.worker_process import (
     WorkerUnavailableError,
 )
 from npuemu.sim.build import BuiltModel
-from npuemu.worker.protocol import trace_request
+from npuemu.worker.protocol import Op, trace_request
 from xrt.hw import dma
 from xrt.hw.config import TargetConfig
 from xrt.hw.regops import to_row
@@ -259,9 +259,9 @@ class SimDevice:
                 self.state = DeviceState.RESETTING
                 worker.cancel_current()
                 if "NPU_EMU_WAVES_DIR" in self.worker_env:  # this lease's window is not the next's
-                    await worker.call("waves_forget", self.watchdog_s)
+                    await worker.call(Op.WAVES_FORGET, self.watchdog_s)
                 # The reset stops the engines and zeroes their buffers (CORE_STATUS.WIPING).
-                await worker.call("reset", self.watchdog_s)
+                await worker.call(Op.RESET, self.watchdog_s)
                 # Fresh memory files per lease: a descriptor or mapping anyone kept of the old
                 # ones (a former holder's local fast path) never sees the next holder.
                 old = self.memory.renew()
@@ -294,7 +294,7 @@ class SimDevice:
         ops = dma.program_ops(base, dma.DmaTransfer(udma.base, ocm.base, ocm.size))
         ops += dma.readout_ops(base, busy_wait_s=cycles / 1e6)
         reply = await worker.call(
-            "batch", self.watchdog_s + cycles / 100_000, ops=[to_row(op) for op in ops]
+            Op.BATCH, self.watchdog_s + cycles / 100_000, ops=[to_row(op) for op in ops]
         )
         results = reply["results"]
         out = dma.decode_readout([v for _, v in results[-4:-1]])
@@ -303,7 +303,7 @@ class SimDevice:
             raise RuntimeError(f"wiping the OCM failed: {failed} after {len(results)} ops")
         if not out.ok:
             raise RuntimeError(f"wiping the OCM failed: DMA {out.describe()}")
-        await worker.call("reset", self.watchdog_s)
+        await worker.call(Op.RESET, self.watchdog_s)
 
     def schedule_restart_locked(self, reason: str) -> None:
         """`schedule_restart` from inside a transition (the state is RESTARTING already)."""

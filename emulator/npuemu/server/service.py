@@ -29,6 +29,7 @@ from npuemu.server.errors import (
     clip,
 )
 from npuemu.server.local_handout import handout_socket
+from npuemu.worker.protocol import Op
 from xrt.hw.config import TargetConfig
 from xrt.hw.regops import MASK32, MAX_POLL_CYCLES, RegKind
 from xrt.hw.targets import CLOCK_PERIOD_PS, DMA, HW_VERSION
@@ -235,7 +236,7 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
     async def ReadRegister(self, request, context):
         lease, d = self.m.use(request.lease_id)
         self._check_register(d, request.address)
-        r = await d.call("read_reg", lease, addr=request.address)
+        r = await d.call(Op.READ_REG, lease, addr=request.address)
         d.counters.register_ops += 1
         return pb.ReadRegisterResponse(value=r["value"], cycles=r["cycles"], status=r["status"])
 
@@ -243,7 +244,7 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
     async def WriteRegister(self, request, context):
         lease, d = self.m.use(request.lease_id)
         self._check_register(d, request.address)
-        r = await d.call("write_reg", lease, addr=request.address, value=request.value)
+        r = await d.call(Op.WRITE_REG, lease, addr=request.address, value=request.value)
         d.counters.register_ops += 1
         return pb.WriteRegisterResponse(cycles=r["cycles"], status=r["status"])
 
@@ -293,7 +294,7 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
             # Nobody waits past the client's deadline: then the call is cancelled (and so is
             # the batch in the worker), so the watchdog need not allow more.
             budget = min(budget, max(0.0, remaining))
-        r = await d.call("batch", lease, budget, ops=ops)
+        r = await d.call(Op.BATCH, lease, budget, ops=ops)
         d.counters.register_ops += len(r["results"])
         response = pb.RegisterBatchResponse(cycles=r["cycles"])
         add = response.results.add  # fields set on added messages: a fifth of the cost of
@@ -393,7 +394,7 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
             timeout_s = max(0.0, min(timeout_s, remaining - 0.05))
         max_cycles = request.max_cycles or (1 << 62)
         # The watchdog allows the wait itself plus slack for a busy machine.
-        r = await d.call("wait_irq", lease, timeout_s, max_cycles=max_cycles, wall_s=timeout_s)
+        r = await d.call(Op.WAIT_IRQ, lease, timeout_s, max_cycles=max_cycles, wall_s=timeout_s)
         return pb.WaitInterruptResponse(
             outcome=r["outcome"], waited_cycles=r["waited"], cycles=r["cycles"]
         )
@@ -401,7 +402,7 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
     @_unary
     async def ResetDevice(self, request, context):
         lease, d = self.m.use(request.lease_id)
-        r = await d.call("reset", lease)
+        r = await d.call(Op.RESET, lease)
         return pb.ResetDeviceResponse(cycles=r["cycles"])
 
 

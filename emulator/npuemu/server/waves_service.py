@@ -14,6 +14,7 @@ import grpc
 
 from npuemu.server.errors import ServiceError
 from npuemu.server.service import DeviceService, _unary
+from npuemu.worker.protocol import Op
 from xrt.hw.wire import pb
 
 __all__ = ["MAX_WINDOW_CYCLES", "WavesDeviceService"]
@@ -52,14 +53,14 @@ class WavesDeviceService(DeviceService):
                 f"cycles {request.cycles} is more than {MAX_WINDOW_CYCLES}",
             )
         lease, d = self.m.use(request.lease_id)
-        r = self._checked(await d.call("waves_start", lease, cycles=request.cycles))
+        r = self._checked(await d.call(Op.WAVES_START, lease, cycles=request.cycles))
         return pb.StartWavesResponse(cycles=r["cycles"])
 
     @_unary
     async def StopWaves(self, request, context):
         self._check_enabled()
         lease, d = self.m.use(request.lease_id)
-        r = self._checked(await d.call("waves_stop", lease))
+        r = self._checked(await d.call(Op.WAVES_STOP, lease))
         if r["file"] is None:
             raise ServiceError(
                 grpc.StatusCode.FAILED_PRECONDITION,

@@ -30,7 +30,7 @@ from typing import Any
 
 from npuemu.sim.build import BuiltModel
 from npuemu.sim.cocotb_run import simulator_env
-from npuemu.worker.protocol import ChannelClosedError, FrameProtocol, frame
+from npuemu.worker.protocol import ChannelClosedError, FrameProtocol, Op, frame
 
 __all__ = ["WorkerCancelledError", "WorkerError", "WorkerProcess", "WorkerUnavailableError"]
 
@@ -292,7 +292,7 @@ class WorkerProcess:
 
     def _send_cancel(self, req_id: int) -> None:
         if self._transport is not None and not self._transport.is_closing():
-            self._transport.write(frame({"id": req_id, "op": "cancel"}))
+            self._transport.write(frame({"id": req_id, "op": Op.CANCEL}))
 
     async def _drain(
         self, fut: asyncio.Future[dict[str, Any]], req_id: int, timeout_s: float
@@ -366,7 +366,7 @@ class WorkerProcess:
             raise WorkerUnavailableError(f"simulation worker of {self.name} is not running")
         socket.send_fds(self._fd_channel, [b"fd"], [new_fd])
         st = os.fstat(old_fd)
-        await self.call("remap", timeout_s, old=(st.st_dev, st.st_ino))
+        await self.call(Op.REMAP, timeout_s, old=(st.st_dev, st.st_ino))
 
     def _close_channel(self) -> None:
         fd_channel, self._fd_channel = self._fd_channel, None
@@ -382,7 +382,7 @@ class WorkerProcess:
             self._close_channel()
             return
         try:
-            await self.call("quit", timeout_s)
+            await self.call(Op.QUIT, timeout_s)
             await asyncio.wait_for(self.proc.wait(), timeout_s)
         except (WorkerUnavailableError, WorkerError, TimeoutError):
             pass

@@ -9,11 +9,36 @@ nesting (msgpack's own). A frame that breaks these rules closes the channel. The
 side is blocking (it runs inside the simulator and must freeze simulated time while it
 waits); the server side is an asyncio protocol (`FrameProtocol`): frames are parsed in the
 event loop's reader callback and handed on at once, with no reader task to wake per message.
+
+The messages (`Op` names the requests; every request carries ``id`` and ``op``, every reply
+``id``, ``ok``, ``cycles`` and, when not ok, ``error``):
+
+=================  ======================================  ==============================
+op                 request fields                          reply fields
+=================  ======================================  ==============================
+reset              -                                       -
+read_reg           addr                                    status, value
+write_reg          addr, value                             status
+batch              ops: `xrt.hw.regops.RegRow` fields      results: (status, value) each
+wait_irq           max_cycles, wall_s                      outcome, waited
+remap              old: (device, inode) of the old file;   -
+                   the new file comes over the fd channel
+waves_start        cycles                                  (waves_error)
+waves_stop         -                                       file: (path, first, last) | None
+waves_forget       -                                       -
+cancel             id of the request to stop               (none: that request answers
+                                                           with cancelled)
+quit               -                                       -
+=================  ======================================  ==============================
+
+Statuses and outcomes are `xrt.hw.wire.RegisterStatus` and `WaitOutcome` numbers. The
+worker's first message is its hello: ``{"event": "ready", "cycles": N}``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import enum
 import select
 import socket
 import struct
@@ -31,6 +56,7 @@ __all__ = [
     "ChannelClosedError",
     "FrameError",
     "FrameProtocol",
+    "Op",
     "frame",
     "trace_request",
 ]
@@ -40,6 +66,22 @@ MAX_FRAME = 16 << 20  # register batches and results only: never bulk data
 MAX_ITEMS = 1 << 16  # elements of one array or map (a batch holds at most 4096 ops)
 MAX_TEXT = 1 << 16  # bytes of one string (error messages, file paths)
 _RECV_CHUNK = 1 << 16
+
+
+class Op(enum.StrEnum):
+    """The requests a worker serves (the table in the module docstring)."""
+
+    RESET = "reset"
+    READ_REG = "read_reg"
+    WRITE_REG = "write_reg"
+    BATCH = "batch"
+    WAIT_IRQ = "wait_irq"
+    REMAP = "remap"
+    WAVES_START = "waves_start"
+    WAVES_STOP = "waves_stop"
+    WAVES_FORGET = "waves_forget"
+    CANCEL = "cancel"
+    QUIT = "quit"
 
 
 class FrameError(ValueError):
@@ -187,11 +229,11 @@ def trace_request(
     def status(s: int) -> str:
         return RegisterStatus(s).name if s in RegisterStatus._value2member_map_ else str(s)
 
-    if op == "read_reg":
+    if op == Op.READ_REG:
         log.record(device, "read", args["addr"], reply.get("value"), cycle, status(reply["status"]))
-    elif op == "write_reg":
+    elif op == Op.WRITE_REG:
         log.record(device, "write", args["addr"], args["value"], cycle, status(reply["status"]))
-    elif op == "batch":
+    elif op == Op.BATCH:
         for (kind, addr, value, *_), (s, got) in zip(
             args["ops"], reply.get("results", ()), strict=False
         ):

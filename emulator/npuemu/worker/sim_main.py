@@ -34,7 +34,7 @@ from cocotb.triggers import FallingEdge, First, Timer
 
 from npuemu.sim.harness import NpuHarness
 from npuemu.sim.waves import WaveRecorder, WavesUnavailableError
-from npuemu.worker.protocol import BlockingChannel, ChannelClosedError
+from npuemu.worker.protocol import BlockingChannel, ChannelClosedError, Op
 from xrt.hw.regops import RegKind, RegRow
 from xrt.hw.targets import CLOCK_PERIOD_PS
 
@@ -42,7 +42,7 @@ log = logging.getLogger("npuemu.worker")
 
 BUSY_SLICE_CYCLES = 2048  # while an engine runs: cycles between looks at the socket
 WATCH_SLICE_CYCLES = 4096  # while a request runs: cycles between looks for a cancel
-WATCHED_OPS = ("batch", "wait_irq")  # requests that may run long: cancellable
+WATCHED_OPS = (Op.BATCH, Op.WAIT_IRQ)  # requests that may run long: cancellable
 _MAP_FIXED = 0x10
 
 
@@ -124,10 +124,10 @@ class Worker:
         return self._waves
 
     def handle_waves(self, op: str, req: dict[str, Any]) -> dict[str, Any]:
-        if op == "waves_start":
+        if op == Op.WAVES_START:
             self.waves().start(self.h.cycles * CLOCK_PERIOD_PS, req["cycles"])
             return {}
-        if op == "waves_forget":
+        if op == Op.WAVES_FORGET:
             if self._waves is not None:
                 self._waves.forget()
             return {}
@@ -139,19 +139,19 @@ class Worker:
     async def handle(self, req: dict[str, Any]) -> dict[str, Any]:
         op = req["op"]
         h = self.h
-        if op == "reset":
+        if op == Op.RESET:
             await h.reset()
             return {}
-        if op == "read_reg":
+        if op == Op.READ_REG:
             ((status, value, _),) = await h.run_rows([RegRow(RegKind.READ, req["addr"])])
             return {"status": status, "value": value}
-        if op == "write_reg":
+        if op == Op.WRITE_REG:
             row = RegRow(RegKind.WRITE, req["addr"], req["value"])
             ((status, _, _),) = await h.run_rows([row])
             return {"status": status}
-        if op == "batch":
+        if op == Op.BATCH:
             return {"results": await self.batch(req["ops"])}
-        if op == "remap":
+        if op == Op.REMAP:
             fd = receive_memory_fd()
             try:
                 remap_memory(tuple(req["old"]), fd)
@@ -163,7 +163,7 @@ class Worker:
                 return self.handle_waves(op, req)
             except WavesUnavailableError as exc:
                 return {"waves_error": str(exc)}
-        if op == "wait_irq":
+        if op == Op.WAIT_IRQ:
             w = await h.wait_irq(req["max_cycles"], req["wall_s"])
             return {"outcome": int(w.outcome), "waited": w.cycles}
         raise ValueError(f"unknown worker request {op!r}")
@@ -216,7 +216,7 @@ def _may_run_long(req: dict[str, Any]) -> bool:
     cancellable task with watches. A batch without polls is a few cycles per op (at most
     4096 ops: well under a second of simulation), so it skips the task and its triggers."""
     op = req["op"]
-    if op == "batch":
+    if op == Op.BATCH:
         return any(row[0] == RegKind.POLL for row in req["ops"])
     return op in WATCHED_OPS
 
@@ -246,7 +246,7 @@ async def run_request(
             os._exit(0)
         while chan.pending():
             msg = chan.recv()
-            if msg.get("op") == "cancel" and msg.get("id") == req["id"] and not cancelled:
+            if msg.get("op") == Op.CANCEL and msg.get("id") == req["id"] and not cancelled:
                 task.cancel()
                 cancelled = True
             # a cancel for an earlier request (already answered) needs nothing
@@ -274,9 +274,9 @@ async def serve(dut) -> None:
         except ChannelClosedError:
             log.info("server closed the channel: stopping")
             return
-        if req["op"] == "cancel":
+        if req["op"] == Op.CANCEL:
             continue  # its request was already answered
-        if req["op"] == "quit":
+        if req["op"] == Op.QUIT:
             if worker._waves is not None:
                 worker._waves.finish()  # name a window left open
             chan.send({"id": req["id"], "ok": True, "cycles": worker.h.cycles})
