@@ -92,3 +92,38 @@ def test_default_log_folder_is_removed_after_a_clean_run():
         folder = Path(re.search(r"worker logs in (\S+)", srv.log).group(1))
         assert folder.is_dir()
     assert not folder.exists()
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("planted", ["another user's folder", "a folder open to all", "a symlink"])
+def test_a_log_root_someone_else_planted_is_not_used(tmp_path, planted):
+    """Defect: the default log root was a fixed name ($TMPDIR/npu-emu-logs) made with
+    exist_ok: another user who made it first stopped every server at start (an uncaught
+    PermissionError), or, with it open to all, could swap a server's log folder for a
+    symlink. Now the root is per user, and one that is not this user's closed folder is
+    passed over for a fresh private folder, with a warning."""
+    root = tmp_path / f"npu-emu-logs-{os.getuid()}"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    if planted == "a symlink":
+        root.symlink_to(elsewhere)
+    else:
+        root.mkdir(mode=0o777)
+        root.chmod(0o777)
+        if planted == "another user's folder":
+            os.chown(root, 65534, 65534)
+    with ServerProcess.start(devices=1, env={"TMPDIR": str(tmp_path)}) as srv:
+        folder = Path(re.search(r"worker logs in (\S+)", srv.log).group(1))
+        assert (folder / "npu0" / "worker.log").is_file()
+        assert root not in folder.parents and elsewhere not in folder.resolve().parents
+        assert folder.stat().st_mode & 0o077 == 0
+        assert "worker logs go to" in srv.log
+    assert not any(elsewhere.iterdir()) and (planted == "a symlink" or not any(root.iterdir()))
+
+
+def test_the_default_log_root_is_private_to_the_user(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    root, why = storage.private_log_root()
+    assert root == tmp_path / f"npu-emu-logs-{os.getuid()}" and not why
+    assert root.stat().st_mode & 0o777 == 0o700
+    assert storage.private_log_root() == (root, "")  # the second server reuses it

@@ -5,13 +5,18 @@ of room while the simulated DMA writes dies of SIGBUS. So the server checks at s
 the memory folder has room for every byte of every device's memories, and refuses to
 start (naming the size needed) when it has not. The default folder is /dev/shm (RAM); when
 it is too small (a container's 64 MiB) the server falls back to the temporary folder with a
-warning. Worker logs go to their own folder, printed at start and kept after a crash.
+warning. Worker logs go to their own folder, printed at start and kept after a crash: by
+default in a root private to the user (``$TMPDIR/npu-emu-logs-<uid>``, mode 0700, checked
+to be a real folder owned by this user; if another user made it first, or made it open to
+others, the server uses a fresh private folder instead and says so).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
+import stat
 import tempfile
 import time
 from dataclasses import dataclass
@@ -27,7 +32,10 @@ __all__ = [
     "free_bytes",
     "memory_bytes_needed",
     "mib",
+    "private_log_root",
 ]
+
+log = logging.getLogger("npuemu.server")
 
 DEFAULT_MEMORY_DIR = Path("/dev/shm")
 # Files live in the device memories, so only the external ones (the OCM is inside the RTL).
@@ -104,6 +112,26 @@ def choose_memory_dir(
     )
 
 
+def private_log_root() -> tuple[Path | None, str]:
+    """``$TMPDIR/npu-emu-logs-<uid>``, made 0700 if missing; (None, why) when what is
+    there is not a folder of this user closed to others (never followed if a symlink)."""
+    root = Path(tempfile.gettempdir()) / f"npu-emu-logs-{os.getuid()}"
+    try:
+        root.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        return None, f"cannot make {root}: {exc.strerror}"
+    st = os.lstat(root)
+    if not stat.S_ISDIR(st.st_mode):
+        return None, f"{root} is not a folder"
+    if st.st_uid != os.getuid():
+        return None, f"{root} belongs to uid {st.st_uid}, not to this user"
+    if st.st_mode & 0o077:
+        return None, f"{root} is open to other users (mode {stat.S_IMODE(st.st_mode):o})"
+    return root, ""
+
+
 @dataclass
 class LogFolder:
     """The folder of a server's worker logs (one subfolder per device).
@@ -121,10 +149,14 @@ class LogFolder:
         if requested is not None:
             requested.mkdir(parents=True, exist_ok=True)
             return cls(requested.resolve(), True)
-        root = Path(tempfile.gettempdir()) / "npu-emu-logs"
-        root.mkdir(parents=True, exist_ok=True)
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        return cls(Path(tempfile.mkdtemp(prefix=f"{stamp}-{os.getpid()}-", dir=root)), False)
+        prefix = f"{stamp}-{os.getpid()}-"
+        root, why_not = private_log_root()
+        if root is None:  # someone else's folder: a fresh private one beside it instead
+            folder = Path(tempfile.mkdtemp(prefix=f"npu-emu-logs-{prefix}"))
+            log.warning("%s: worker logs go to %s instead", why_not, folder)
+            return cls(folder, False)
+        return cls(Path(tempfile.mkdtemp(prefix=prefix, dir=root)), False)
 
     def finish(self, crashed: bool) -> bool:
         """At shutdown: remove the default folder unless a worker crashed; True if kept."""
