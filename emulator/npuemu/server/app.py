@@ -49,7 +49,7 @@ log = logging.getLogger("npuemu.server")
 SERVICE_NAME = device_pb2.DESCRIPTOR.services_by_name["DeviceService"].full_name
 GRACE_S = 5.0  # calls in flight at shutdown get this long, then they are stopped
 DRAIN_S = 1.0  # health NOT_SERVING this long before calls are refused
-FINAL_S = 5.0  # after the grace: for stopped calls to send their status, then cancelled
+FINAL_S = 0.5  # after the grace: for stopped calls to send their status, then cancelled
 
 
 def device_health_name(device: str) -> str:
@@ -208,9 +208,8 @@ async def serve(opts: ServeOptions) -> int:
     )
 
     await stop.wait()
-    await _shut_down(server, manager, health_servicer, stop, opts)
+    await _shut_down(server, manager, health_servicer, stop, opts)  # workers stopped too
     await handout.stop()
-    await manager.stop()
     shutil.rmtree(folder, ignore_errors=True)
     crashed = any(d.counters.worker_restarts for d in manager.devices.values())
     if logs.finish(crashed):
@@ -241,7 +240,9 @@ async def _shut_down(
     opts: ServeOptions,
 ) -> None:
     """Drain window, then refuse new calls, then the grace for calls in flight; then the
-    calls still running are stopped in their workers and end with a clear status."""
+    calls still running are stopped in their workers and end with a clear status, while the
+    workers quit and streams still open (a health Watch) get `FINAL_S` before they are
+    cancelled. The whole takes drain + grace + about a second."""
     log.info(
         "shutting down: health NOT_SERVING, %.0f s drain, then %.0f s grace for calls in flight",
         opts.drain_s,
@@ -261,10 +262,13 @@ async def _shut_down(
     if not stopped.done():
         busy = manager.stop_calls()
         log.info("grace period over: stopping %d call(s) still running in the workers", busy)
-        # Their statuses go out at once; streams still open (a health Watch, a stalled
-        # upload) are cancelled after FINAL_S (the smaller grace of two stop() calls wins).
-        await server.stop(FINAL_S)
+        # Their statuses go out at once (each worker answers its stopped call before it
+        # quits); streams still open (a health Watch, a stalled upload) are cancelled after
+        # FINAL_S (the smaller grace of two stop() calls wins).
+        await asyncio.gather(server.stop(FINAL_S), manager.stop())
         await stopped
+    else:
+        await manager.stop()
 
 
 def run(opts: ServeOptions) -> int:

@@ -47,6 +47,8 @@ log = logging.getLogger("npuemu.server")
 DEFAULT_CALL_TIMEOUT_S = 30.0  # watchdog on any worker request
 RESTART_BACKOFF_S = (0.5, 1.0, 2.0, 5.0, 15.0, 30.0)  # then every 30 s, for ever
 RETRY_AFTER_S = 0.5  # the retry hint of a refusal that will likely work soon
+WORKER_QUIT_S = 1.0  # at server shutdown: a worker that has not quit by then is killed
+WAVES_QUIT_S = 10.0  # ... one that may close a waveform window on quit gets longer
 SHUTTING_DOWN = "the npu-emu server is shutting down"
 
 
@@ -313,13 +315,16 @@ class SimDevice:
         self._restart_task = asyncio.get_running_loop().create_task(self._restart())
 
     async def stop(self) -> None:
+        """Stop the device for good: its worker gets `WORKER_QUIT_S` to quit (time to write
+        a waveform window it closes: `WAVES_QUIT_S`), then it is killed."""
+        quit_s = WAVES_QUIT_S if "NPU_EMU_WAVES_DIR" in self.worker_env else WORKER_QUIT_S
         self._stopping = True
         if self._restart_task is not None:
             self._restart_task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._restart_task
         if self.worker is not None:
-            await self.worker.stop()
+            await self.worker.stop(quit_s)
         self.memory.close()
 
 

@@ -377,15 +377,19 @@ class WorkerProcess:
             transport.close()
 
     async def stop(self, timeout_s: float = 10.0) -> None:
-        """Ask the worker loop to quit; kill it if it does not."""
+        """Ask the worker loop to quit (it closes a waveform window left open); kill it
+        if it has not exited within `timeout_s` in all (a request still running included)."""
         if self.proc is None or self.proc.returncode is not None:
             self._close_channel()
             return
-        try:
+        proc = self.proc
+
+        async def quit_and_exit() -> None:
             await self.call(Op.QUIT, timeout_s)
-            await asyncio.wait_for(self.proc.wait(), timeout_s)
-        except (WorkerUnavailableError, WorkerError, TimeoutError):
-            pass
+            await proc.wait()
+
+        with contextlib.suppress(WorkerUnavailableError, WorkerError, TimeoutError):
+            await asyncio.wait_for(quit_and_exit(), timeout_s)
         await self.kill()
 
 
