@@ -235,7 +235,7 @@ class MemRegion(Region):
             raise XrtError(ErrorCode.WRONG_TYPE, f"{what}: {ptr!r} points to read-only memory")
         return view
 
-    # -- what it is ------------------------------------------------------------------------
+    # -- what it is (name, base, size, end, device, closed: see `Region`) -------------------
 
     @property
     def min_alignment(self) -> int:
