@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 import pytest
 
-import xrt.memory
+import xrt.memory.regions
 from xrt import ErrorCode, HostMemRegion, MemChunk, MemPtr, MemRegion, PtrKind, XrtError
 from xrt.testing.memory_transport import MemoryMemRegion
 
@@ -261,7 +261,7 @@ def test_host_region() -> None:
 
 
 def test_copies_through_the_host_go_piece_by_piece(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(xrt.memory, "_PIECE", 1000)
+    monkeypatch.setattr(xrt.memory.regions, "_PIECE", 1000)
     a = MemoryMemRegion("a", 0, 1 << 16, host_visible=False)
     b = MemoryMemRegion("b", 1 << 20, 1 << 16, host_visible=False)
     data = bytes(np.random.default_rng(0).integers(0, 256, 10_000, dtype=np.uint8))
