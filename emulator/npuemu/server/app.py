@@ -30,7 +30,8 @@ from grpc_reflection.v1alpha import reflection
 from npuemu.process_guard import make_non_dumpable
 from npuemu.server.auth import TokenAuthInterceptor
 from npuemu.server.devices import DeviceManager, SimDevice
-from npuemu.server.local_handout import LocalHandout
+from npuemu.server.limits import HANDSHAKE_TIMEOUT_S, plan_descriptors
+from npuemu.server.local_handout import MAX_CLIENTS, LocalHandout
 from npuemu.server.security import TlsFiles
 from npuemu.server.service import add_to_server
 from npuemu.server.shm import new_server_dir, remove_stale_dirs
@@ -107,6 +108,8 @@ async def serve(opts: ServeOptions) -> int:
         model.seconds,
     )
 
+    fd_limit, connections = plan_descriptors(opts.devices, MAX_CLIENTS)
+    log.info("open-file limit %d: at most %d client connections", fd_limit, connections)
     logs = LogFolder.create(opts.log_dir)
     print(f"npu-emu: worker logs in {logs.path}", flush=True)
     worker_env = {}
@@ -139,6 +142,9 @@ async def serve(opts: ServeOptions) -> int:
             # A busy port is an error, not a port shared with another server that would
             # silently take some of the clients.
             ("grpc.so_reuseport", 0),
+            # Bounded connections: a flood of idle ones cannot take every descriptor.
+            ("grpc.max_allowed_incoming_connections", connections),
+            ("grpc.server_handshake_timeout_ms", int(HANDSHAKE_TIMEOUT_S * 1000)),
         ],
     )
     add_to_server(WavesDeviceService(manager, waves), server)

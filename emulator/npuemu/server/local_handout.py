@@ -5,7 +5,9 @@ Host-visible memory (``udma``) is a shared-memory file without a name
 ``OpenDevice`` connects to the Unix socket named in its ``LocalMapping``, sends its lease id
 and a newline, and gets the file's descriptor (SCM_RIGHTS) with the line ``udma SIZE``.
 Anything else (no such lease, a lease that ended, a malformed or overlong request, no
-request within `REQUEST_TIMEOUT_S`) gets one line saying why and no descriptor. The
+request within `REQUEST_TIMEOUT_S`) gets one line saying why and no descriptor. At most
+`MAX_CLIENTS` connections are served at a time (more are closed at once), and the accept
+loop outlives any error (a descriptor shortage waits a moment and goes on). The
 descriptor is that of the lease's own file: at the lease end the server puts a new file
 behind ``udma``, so a descriptor (or mapping) kept by a former holder never sees the next
 holder.
@@ -23,11 +25,13 @@ from pathlib import Path
 from npuemu.server.devices import DeviceManager
 from npuemu.server.errors import ServiceError
 
-__all__ = ["REQUEST_TIMEOUT_S", "LocalHandout", "handout_socket"]
+__all__ = ["MAX_CLIENTS", "REQUEST_TIMEOUT_S", "LocalHandout", "handout_socket"]
 
 log = logging.getLogger("npuemu.server")
 
-REQUEST_TIMEOUT_S = 10.0  # a connected client sends its lease id within this
+REQUEST_TIMEOUT_S = 2.0  # a connected client sends its lease id within this
+MAX_CLIENTS = 32  # connections served at once; a legitimate one takes milliseconds
+ACCEPT_RETRY_S = 0.1  # after an accept error (no descriptor left): wait, then go on
 _MAX_REQUEST = 128  # bytes: a lease id is 24 hex digits
 
 
@@ -58,7 +62,7 @@ class LocalHandout:
             sock.bind(str(self.path))
         finally:
             os.umask(old_umask)
-        sock.listen(16)
+        sock.listen(MAX_CLIENTS)
         sock.setblocking(False)
         self._sock = sock
         self._accept_task = asyncio.get_running_loop().create_task(self._accept_loop())
@@ -78,8 +82,24 @@ class LocalHandout:
     async def _accept_loop(self) -> None:
         loop = asyncio.get_running_loop()
         assert self._sock is not None
+        failing = False
         while True:
-            conn, _ = await loop.sock_accept(self._sock)
+            try:
+                conn, _ = await loop.sock_accept(self._sock)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # EMFILE and the like: the loop must not die of it
+                if not failing:
+                    log.warning("local.sock: cannot accept (%s): retrying", exc)
+                failing = True
+                await asyncio.sleep(ACCEPT_RETRY_S)
+                continue
+            if failing:
+                log.info("local.sock: accepting again")
+                failing = False
+            if len(self._clients) >= MAX_CLIENTS:
+                conn.close()  # a flood: the clients already connected are served first
+                continue
             task = loop.create_task(self._serve(conn))
             self._clients.add(task)
             task.add_done_callback(self._clients.discard)

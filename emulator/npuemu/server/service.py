@@ -28,6 +28,7 @@ from npuemu.server.errors import (
     check_register,
     clip,
 )
+from npuemu.server.limits import StreamBudget
 from npuemu.server.local_handout import handout_socket
 from npuemu.worker.protocol import Op
 from xrt.hw.config import TargetConfig
@@ -110,6 +111,7 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
         self.hostname = socket.gethostname()
         self.boot_id = boot_id()
         self._windows = _register_windows(manager.target)  # every device: one target
+        self.streams = StreamBudget()  # WriteMemory streams in flight (npuemu.server.limits)
 
     def _check_register(self, d: SimDevice, address: int) -> None:
         """`check_register`, with the common case (an aligned address inside a block)
@@ -309,7 +311,20 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
     async def WriteMemory(self, request_iterator, context):
         """The whole stream is received and checked before any byte is written: a refused
         stream changes nothing. The lease is checked on every message and once more when
-        the bytes go in, so a stream outliving its lease writes nothing."""
+        the bytes go in, so a stream outliving its lease writes nothing. A stream is
+        admitted by the server's `StreamBudget` before it is received."""
+        admitted: list[tuple[str, int]] = []  # the stream's reservation, freed at its end
+        try:
+            return await self._write_memory(request_iterator, admitted)
+        finally:
+            for lease_id, nbytes in admitted:
+                self.streams.release(lease_id, nbytes)
+
+    async def _write_memory(
+        self,
+        request_iterator: AsyncIterator[pb.WriteMemoryRequest],
+        admitted: list[tuple[str, int]],
+    ) -> pb.WriteMemoryResponse:
         first = None
         lease = d = None
         offset = received = total = 0
@@ -320,6 +335,8 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
                 lease, d = self.m.use(msg.lease_id)
                 total = msg.length
                 offset = check_memory_range(d.target, msg.address, total)
+                self.streams.admit(lease.id, total)
+                admitted.append((lease.id, total))
             else:
                 self.m.check_live(lease)
             if len(msg.data) > MAX_CHUNK:
