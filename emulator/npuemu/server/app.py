@@ -30,10 +30,10 @@ from grpc_reflection.v1alpha import reflection
 from npuemu.process_guard import make_non_dumpable
 from npuemu.server.auth import TokenAuthInterceptor
 from npuemu.server.devices import DeviceManager, SimDevice
+from npuemu.server.handlers import add_to_server
 from npuemu.server.limits import HANDSHAKE_TIMEOUT_S, plan_descriptors
 from npuemu.server.local_handout import MAX_CLIENTS, LocalHandout
 from npuemu.server.security import TlsFiles
-from npuemu.server.service import add_to_server
 from npuemu.server.shm import new_server_dir, remove_stale_dirs
 from npuemu.server.storage import LogFolder, StartupError, choose_memory_dir
 from npuemu.server.waves_service import WavesDeviceService

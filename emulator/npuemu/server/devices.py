@@ -18,7 +18,7 @@ from typing import Any
 import grpc
 
 from npuemu.server.errors import ServiceError
-from npuemu.server.leases import Lease, LeaseTable, check_transition
+from npuemu.server.leases import UNCLAIMED_TTL_S, Lease, LeaseTable, check_transition
 from npuemu.server.shm import DeviceMemory
 from npuemu.server.worker_process import (
     WorkerCancelledError,
@@ -482,7 +482,12 @@ class DeviceManager:
                 # server's doing: the holder cannot call while it lasts.
                 lease.touch()
                 continue
-            self.spawn(self.end(lease, f"no keep-alive for {lease.ttl_s:.0f} s"))
+            why = (
+                f"no keep-alive for {lease.ttl_s:.0f} s"
+                if lease.claimed
+                else f"never used in the {UNCLAIMED_TTL_S:.0f} s after it was granted"
+            )
+            self.spawn(self.end(lease, why))
 
     def stop_calls(self) -> int:
         """Server shutdown, grace period over: stop every request still running in the

@@ -2,8 +2,12 @@
 
 A device has at most one lease. A lease ends when its holder closes it, when its HoldLease
 stream closes (the client went away), or when its time-to-live passes without a call, a
-KeepAlive or an open HoldLease stream. The table remembers recently ended leases so a late
-call is told why its lease is gone (ABORTED) rather than that it never existed.
+KeepAlive or an open HoldLease stream. A lease nobody has used since it was granted (no
+HoldLease, KeepAlive or call with its id) ends after `UNCLAIMED_TTL_S` whatever TTL it asked
+for: an OpenDevice whose answer never reached its client (a deadline, a dropped
+connection) must not keep the device for up to an hour. The table remembers recently ended
+leases so a late call is told why its lease is gone (ABORTED) rather than that it never
+existed.
 
 The device's state (`xrt.hw.wire.DeviceState`, reported by ListDevices) moves only along
 `LIFE_CYCLE`::
@@ -28,7 +32,9 @@ import grpc
 from npuemu.server.errors import ServiceError
 from xrt.hw.wire import DeviceState
 
-__all__ = ["LIFE_CYCLE", "Lease", "LeaseTable", "check_transition"]
+__all__ = ["LIFE_CYCLE", "UNCLAIMED_TTL_S", "Lease", "LeaseTable", "check_transition"]
+
+UNCLAIMED_TTL_S = 15.0
 
 _S = DeviceState
 LIFE_CYCLE: dict[DeviceState, frozenset[DeviceState]] = {
@@ -57,12 +63,14 @@ class Lease:
     id: str = field(default_factory=lambda: secrets.token_hex(12))
     last_seen: float = field(default_factory=time.monotonic)
     holds: int = 0  # open HoldLease streams
+    claimed: bool = False  # its id has been used since OpenDevice
 
     def touch(self) -> None:
         self.last_seen = time.monotonic()
 
     def expired(self, now: float) -> bool:
-        return self.holds == 0 and now - self.last_seen > self.ttl_s
+        ttl = self.ttl_s if self.claimed else min(self.ttl_s, UNCLAIMED_TTL_S)
+        return self.holds == 0 and now - self.last_seen > ttl
 
 
 class LeaseTable:
@@ -94,6 +102,7 @@ class LeaseTable:
                 "unknown lease: open the device first",
             )
         lease.touch()
+        lease.claimed = True
         return lease
 
     def ended_reason(self, lease_id: str) -> str | None:

@@ -28,6 +28,7 @@ from npuemu.server.errors import (
     check_register,
     clip,
 )
+from npuemu.server.handlers import refuse_undecodable
 from npuemu.server.limits import StreamBudget
 from npuemu.server.local_handout import handout_socket
 from npuemu.worker.protocol import Op
@@ -83,6 +84,7 @@ def _unary(
     @functools.wraps(method)
     async def wrapper(self: DeviceService, request: Req, context: grpc.aio.ServicerContext) -> Resp:
         try:
+            refuse_undecodable(request)
             return await method(self, request, context)
         except ServiceError as exc:
             log.warning(
@@ -202,6 +204,7 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
 
     async def HoldLease(self, request, context) -> AsyncIterator[pb.HoldLeaseResponse]:
         try:
+            refuse_undecodable(request)
             lease = self.m.leases.get(request.lease_id)
         except ServiceError as exc:
             await context.abort(exc.code, exc.message, exc.trailing_metadata())
@@ -330,6 +333,7 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
         offset = received = total = 0
         staged = bytearray()
         async for msg in request_iterator:
+            refuse_undecodable(msg)
             if first is None:
                 first = msg
                 lease, d = self.m.use(msg.lease_id)
@@ -369,6 +373,7 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
 
     async def ReadMemory(self, request, context) -> AsyncIterator[pb.ReadMemoryResponse]:
         try:
+            refuse_undecodable(request)
             lease, d = self.m.use(request.lease_id)
             offset = check_memory_range(d.target, request.address, request.length)
             chunk = request.chunk_size or MAX_CHUNK
@@ -421,7 +426,3 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
         lease, d = self.m.use(request.lease_id)
         r = await d.call(Op.RESET, lease)
         return pb.ResetDeviceResponse(cycles=r["cycles"])
-
-
-def add_to_server(service: DeviceService, server: grpc.aio.Server) -> None:
-    pb_grpc.add_DeviceServiceServicer_to_server(service, server)
