@@ -483,9 +483,9 @@ class DeviceManager:
                 lease.touch()
                 continue
             why = (
-                f"no keep-alive for {lease.ttl_s:.0f} s"
-                if lease.claimed
-                else f"never used in the {UNCLAIMED_TTL_S:.0f} s after it was granted"
+                f"never used in the {UNCLAIMED_TTL_S:.0f} s after it was granted"
+                if not lease.claimed and lease.ttl_s > UNCLAIMED_TTL_S
+                else f"no keep-alive for {lease.ttl_s:.0f} s"
             )
             self.spawn(self.end(lease, why))
 
