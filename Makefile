@@ -61,8 +61,8 @@ bench: $(STAMP) ## Print the performance figures (docs/performance.md keeps the 
 	$(PY) bench/bench_compute.py
 	$(PY) bench/bench_npu_backend.py --repeat 1
 
-fuzz: $(STAMP) ## Longer server fuzz, kill-mid-DMA trials and TLS round trip (bench/bench_hardening.py)
-	$(PY) bench/bench_hardening.py --fuzz 20000 --kills 20 --reads 2000
+fuzz: $(STAMP) ## Server fuzz at scale (100,000 requests, 4 seeds, device probed every 300), kill-mid-DMA trials, TLS
+	$(PY) bench/bench_hardening.py --fuzz 25000 --seeds 1,2,3,4 --probe-every 300 --kills 20 --reads 2000
 
 clean: ## Remove build products (keeps .venv)
 	rm -rf build .pytest_cache .hypothesis .ruff_cache

@@ -1,7 +1,9 @@
 """Figures of the server's hardening (issue 8), measured in one run on real processes:
 
-- fuzz: requests of a longer structure-aware fuzz run (tests/emulator/rpc_fuzz.py), how many
-  were accepted on a valid lease, crashes, hangs, changes to the bystander device;
+- fuzz: requests of a longer structure-aware fuzz run per seed (tests/emulator/rpc_fuzz.py:
+  every RPC, raw bytes and TCP garbage), how many were accepted on a valid lease, crashes,
+  hangs, changes to the bystander device, and outages: probes (every --probe-every
+  requests) in which a fresh client could not open and read the fuzzed device in 30 s;
 - kill: clients SIGKILLed in the middle of a 4 MiB DMA into plddr; trials whose next holder
   found all of plddr[0, 4 MiB) and udma zero; seconds until the device was leasable again;
 - tls: register round trip (ReadRegister) over plain gRPC and over TLS, same run (median);
@@ -10,7 +12,8 @@
 - shutdown: seconds from SIGTERM to the server's exit with a poll of 2**40 cycles in flight
   (--drain 0 --shutdown-grace 1), and the status the poll's client got.
 
-Usage: python bench/bench_hardening.py [--fuzz 5000] [--kills 20] [--reads 2000]
+Usage: python bench/bench_hardening.py [--fuzz 5000] [--seeds 1,2] [--probe-every 300]
+                                       [--kills 20] [--reads 2000]
                                        [--only tls,retry,shutdown,kill,fuzz]
 """
 
@@ -41,21 +44,30 @@ from npuemu.server.launch import ServerProcess  # noqa: E402
 from xrt.hw.wire import pb, pb_grpc  # noqa: E402
 
 
-def fuzz(count: int, seed: int) -> None:
-    with ServerProcess.start(devices=2, watchdog_s=10.0) as srv:
-        a, b = connect(srv), connect(srv)
-        a.open(device="npu0", client="fuzz-a")
-        prepare_b(b)
-        f = RpcFuzzer(a, b, seed)
-        t0 = time.monotonic()
-        rep = f.run(count)
-        changed = f.other_device_changed()
-        print(
-            f"fuzz: {rep.requests} requests in {time.monotonic() - t0:.0f} s, "
-            f"{rep.accepted_valid_lease} accepted on a valid lease, {len(rep.crashes)} crashes, "
-            f"{len(rep.hangs)} hangs, other device changed: {changed}, "
-            f"server tracebacks: {srv.log.count('Traceback')}"
-        )
+def fuzz(count: int, seeds: list[int], probe_every: int) -> None:
+    """`count` requests per seed, one server per seed, npu0 probed every `probe_every`."""
+    for seed in seeds:
+        with ServerProcess.start(devices=2, watchdog_s=10.0) as srv:
+            a, b, p = connect(srv), connect(srv), connect(srv)
+            a.open(device="npu0", client="fuzz-a")
+            prepare_b(b)
+            f = RpcFuzzer(a, b, seed, probe=p)
+            t0 = time.monotonic()
+            rep = f.run(count, probe_every=probe_every)
+            changed = f.other_device_changed()
+            print(
+                f"fuzz seed {seed}: {rep.requests} requests in {time.monotonic() - t0:.0f} s, "
+                f"{rep.accepted_valid_lease} accepted on a valid lease, {len(rep.crashes)} "
+                f"crashes, {len(rep.hangs)} hangs, other device changed: {changed}, "
+                f"{rep.probes} probes, {len(rep.outages)} outages, "
+                f"server tracebacks: {srv.log.count('Traceback')}",
+                flush=True,
+            )
+            for what in (rep.crashes[:5], rep.hangs[:5], rep.outages[:5]):
+                if what:
+                    print("  ", what, flush=True)
+            top = ", ".join(f"{k} {v}" for k, v in rep.statuses.most_common(8))
+            print(f"   most frequent statuses: {top}", flush=True)
 
 
 def kills(trials: int) -> None:
@@ -231,8 +243,9 @@ def shutdown(trials: int = 3) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--fuzz", type=int, default=5000)
-    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--fuzz", type=int, default=5000, help="requests per seed")
+    ap.add_argument("--seeds", default="1", help="comma-separated fuzz seeds, one server each")
+    ap.add_argument("--probe-every", type=int, default=300, help="requests between probes")
     ap.add_argument("--kills", type=int, default=20)
     ap.add_argument("--reads", type=int, default=2000)
     ap.add_argument("--only", default="tls,retry,shutdown,kill,fuzz")
@@ -248,7 +261,7 @@ def main() -> None:
     if "kill" in parts:
         kills(a.kills)
     if "fuzz" in parts:
-        fuzz(a.fuzz, a.seed)
+        fuzz(a.fuzz, [int(x) for x in a.seeds.split(",")], a.probe_every)
 
 
 if __name__ == "__main__":

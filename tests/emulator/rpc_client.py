@@ -29,6 +29,7 @@ class Client:
     metadata: tuple[tuple[str, str], ...] = ()
     lease: str = ""
     device: str = ""
+    address: str = ""  # host:port of the server
 
     def open(self, device: str = "", client: str = "test", **kw) -> pb.OpenDeviceResponse:
         resp = self.stub.OpenDevice(
@@ -114,7 +115,7 @@ def dma_ops(src: int, dst: int, n: int) -> list[pb.RegisterOp]:
 def connect(server: ServerProcess, token: str | None = None) -> Client:
     channel = grpc.insecure_channel(server.address)
     md = (("authorization", f"Bearer {token}"),) if token else ()
-    return Client(channel, pb_grpc.DeviceServiceStub(channel), md)
+    return Client(channel, pb_grpc.DeviceServiceStub(channel), md, address=server.address)
 
 
 def worker_pid(server: ServerProcess, device: str) -> int:

@@ -1,17 +1,22 @@
 """A structure-aware fuzzer of every DeviceService RPC (shared by tests/emulator/test_fuzz.py
-and bench/fuzz_server.py).
+and bench/bench_hardening.py --fuzz).
 
 Client A holds npu0 and is the fuzzer; client B holds npu1 with known registers and memory.
-Each request is well-formed protobuf with field values drawn from edge cases (register and
+Most requests are well-formed protobuf with field values drawn from edge cases (register and
 memory boundaries, misalignment, huge lengths, garbage and ended lease ids, empty and
-oversized stream messages). Tallied: statuses, requests accepted on A's valid lease,
-crashes (INTERNAL/UNKNOWN or the server gone), hangs (no answer within the deadline), and
-whether anything of B's device changed.
+oversized stream messages); some are raw bytes that are no message at all, sent to a random
+method, and some are garbage on a plain TCP connection. Tallied: statuses, requests accepted
+on A's valid lease, crashes (INTERNAL/UNKNOWN or the server gone), hangs (no answer within
+the deadline), whether anything of B's device changed, and, when `run` is given a probe
+interval, outages: times the fuzzed device could not be opened and read by a fresh client
+within `PROBE_S` once A had closed its lease.
 """
 
 from __future__ import annotations
 
+import contextlib
 import random
+import socket
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -22,8 +27,11 @@ from rpc_client import DMA_BASE, NPU_BASE, PLDDR_BASE, PROTOCOL, UDMA_BASE, Clie
 from xrt.hw.regs import NPU
 from xrt.hw.wire import pb
 
+SERVICE = pb.DESCRIPTOR.services_by_name["DeviceService"]
+
 UDMA_SIZE = 64 << 20
 CALL_DEADLINE_S = 30.0
+PROBE_S = 30.0  # a free device must be opened and read within this
 B_SCRATCH = 0x600DF00D
 B_PATTERN = bytes(range(256)) * 16
 SCRATCH = NPU_BASE + NPU.register("SCRATCH").offset
@@ -37,11 +45,14 @@ class FuzzReport:
     hangs: list[str] = field(default_factory=list)
     statuses: Counter = field(default_factory=Counter)
     other_device_changed: bool = False
+    probes: int = 0
+    outages: list[str] = field(default_factory=list)
 
 
 class RpcFuzzer:
-    def __init__(self, a: Client, b: Client, seed: int) -> None:
+    def __init__(self, a: Client, b: Client, seed: int, probe: Client | None = None) -> None:
         self.a, self.b, self.rng = a, b, random.Random(seed)
+        self.probe_client = probe
         self.ended: list[str] = []
 
     # ---------------------------------------------------------------- values
@@ -110,8 +121,16 @@ class RpcFuzzer:
                 "ReadMemory",
                 "WaitInterrupt",
                 "ResetDevice",
+                "Raw",
+                "TcpGarbage",
             ]
         )
+        if method == "Raw":
+            name = r.choice([m.name for m in SERVICE.methods])
+            body = r.choice([b"\xff" * 8, b"\n\x05ab", r.randbytes(r.randrange(1, 64))])
+            return method, lambda: self.raw(name, body)
+        if method == "TcpGarbage":
+            return method, lambda: self.tcp_garbage(r.randbytes(r.randrange(1, 200)))
         if method == "ListDevices":
             return method, lambda: s.ListDevices(pb.ListDevicesRequest(), timeout=t)
         if method == "GetCounters":
@@ -179,9 +198,28 @@ class RpcFuzzer:
         req = pb.ResetDeviceRequest(lease_id=lease)
         return method, lambda: s.ResetDevice(req, timeout=t)
 
-    def run(self, count: int) -> FuzzReport:
+    def raw(self, name: str, body: bytes) -> object:
+        """`body` as the request of method `name`, whatever it is."""
+        method = SERVICE.methods_by_name[name]
+        path = f"/{SERVICE.full_name}/{name}"
+        ch, t = self.a.channel, CALL_DEADLINE_S
+        if method.client_streaming:
+            return ch.stream_unary(path)(iter([body]), timeout=t)
+        if method.server_streaming:
+            return list(ch.unary_stream(path)(body, timeout=t))
+        return ch.unary_unary(path)(body, timeout=t)
+
+    def tcp_garbage(self, body: bytes) -> None:
+        host, port = self.a.address.rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=5) as s:
+            s.sendall(body)
+
+    def run(self, count: int, probe_every: int = 0) -> FuzzReport:
+        """`count` requests; with `probe_every`, a probe of npu0 after each that many."""
         rep = FuzzReport()
         for i in range(count):
+            if probe_every and i and i % probe_every == 0:
+                self.probe(rep, i)
             if i % 25 == 0:  # the bystander keeps its lease however long the run takes
                 self.b.stub.KeepAlive(pb.KeepAliveRequest(lease_id=self.b.lease), timeout=30)
             method, call = self.one()
@@ -217,6 +255,35 @@ class RpcFuzzer:
                 except grpc.RpcError:
                     time.sleep(0.05)
             raise AssertionError("npu0 did not come back after its lease ended") from None
+
+    def probe(self, rep: FuzzReport, index: int) -> None:
+        """Close A's lease on npu0; a fresh client must open npu0 and read its ID within
+        PROBE_S (waiting while it is resetting or held by a lease the fuzz left). Then A
+        opens it again."""
+        p = self.probe_client
+        assert p is not None, "run(probe_every=...) needs a probe client"
+        rep.probes += 1
+        with contextlib.suppress(grpc.RpcError):
+            self.a.stub.CloseDevice(pb.CloseDeviceRequest(lease_id=self.a.lease), timeout=30)
+        self.ended.append(self.a.lease)
+        self.a.lease = ""
+        t0 = time.monotonic()
+        why = ""
+        while time.monotonic() - t0 < PROBE_S:
+            try:
+                p.open(device="npu0", client="probe")
+                ok = p.read(NPU_BASE) == 0x4E50_5530
+                p.close()
+                if ok:
+                    break
+                why = "the ID register read wrong"
+            except grpc.RpcError as exc:
+                why = f"{exc.code().name}: {exc.details()[:160]}"
+                p.lease = ""
+            time.sleep(0.1)
+        else:
+            rep.outages.append(f"after request {index}: {why}")
+        self._reopen_if_lost()
 
     def other_device_changed(self) -> bool:
         b = self.b
