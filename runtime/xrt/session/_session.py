@@ -13,12 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from xrt.backend._base import (
-    Backend,
-    Subgraph,
-    read_array,
-    write_array,
-)
+from xrt.backend._arrays import read_array, write_array
+from xrt.backend._base import Backend, Subgraph
 from xrt.device import Device, HostDevice
 from xrt.errors import ErrorCode, XrtError
 from xrt.memory import HostMemRegion, MemChunk, MemRegion
