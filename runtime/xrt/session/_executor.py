@@ -97,6 +97,10 @@ class Executor:
         flow: The values of the session's view.
         bindings: Op id -> backend.
         options: The session's options (read at every unit, so changes apply at once).
+
+    Attributes:
+        plan: What `Session.apply` prepared (None before, and after `Session.close`).
+        record: What the current (or last) call measured.
     """
 
     def __init__(
@@ -111,8 +115,12 @@ class Executor:
         self._bindings = bindings
         self._options = options
         self.plan: ExecutionPlan | None = None
-        self.run: _Run | None = None
+        self._run: _Run | None = None
         self.record = RunRecord()
+
+    def end_run(self) -> None:
+        """Forget the run in progress: the next `step_to` starts a new one."""
+        self._run = None
 
     def _plan(self) -> ExecutionPlan:
         assert self.plan is not None  # the session checks that it was applied
@@ -124,7 +132,7 @@ class Executor:
         """`Session.forward`: run every unit, return the outputs (into `placed` if given)."""
         plan = self._plan()
         t0 = time.perf_counter()
-        self.run = None
+        self._run = None
         run = self._start(inputs)
         if placed is not None:
             run.placed = dict(zip(self._flow.outputs, placed, strict=True))
@@ -132,7 +140,7 @@ class Executor:
             if hasattr(b, "output_paths"):
                 b.output_paths = {}
         self._advance(run, plan.end, None)
-        self.run = run  # finished: step_to restarts from its inputs
+        self._run = run  # finished: step_to restarts from its inputs
         t1 = time.perf_counter()
         results: list[Tensor] = []
         paths: dict[str, str] = {}
@@ -181,7 +189,7 @@ class Executor:
         """`Session.step_to` for an id `check_op_id` accepted: continue the run, or restart."""
         t0 = time.perf_counter()
         target = self._plan().position[op_id]
-        run = self.run
+        run = self._run
         restart = (
             run is None
             or run.done
@@ -196,16 +204,16 @@ class Executor:
                         "step_to: no run to continue; pass the inputs to start one",
                     )
                 inputs = run.inputs
-            self.run = None
+            self._run = None
             run = self._start(inputs)
-            self.run = run
+            self._run = run
         assert run is not None
         view = self._flow.view
         op = view.ops[view.op_ids.index(op_id)]
         try:
             captured = self._advance(run, target, op)
         except BaseException:
-            self.run = None  # a failed run cannot be continued
+            self._run = None  # a failed run cannot be continued
             raise
         self.record.total_s = time.perf_counter() - t0
         return captured

@@ -239,7 +239,7 @@ class Session:
             raise XrtError(ErrorCode.WRONG_ORDER, "the session is closed")
         with self._busy():
             self._applied = False
-            self._executor.run = None
+            self._executor.end_run()
             for b in self._used_backends():
                 b.apply()
             host = next((b for b in self._used_backends() if b.is_host), None)
@@ -483,7 +483,7 @@ class Session:
                 b.deinit()
             self._closed = True
             self._applied = False
-            self._executor.run = None
+            self._executor.end_run()
             self._executor.plan = None
 
     def __enter__(self) -> Session:
