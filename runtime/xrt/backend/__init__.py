@@ -8,24 +8,16 @@
   (`Backend.forward_subgraph`, the hook NPU backends override).
 * `BindContext`: what a constraint may ask about the bindings made so far.
 * `register_backend_type` / `get_backend_type`: backend classes by name (``xrt run``).
+* `read_array` / `write_array`: a tensor's values as numpy and back (zero-copy where the
+  memory allows).
 
 docs/session.md describes how these fit together.
 """
 
-from xrt.backend._base import (
-    Backend,
-    BackendOp,
-    BindContext,
-    OpConstraintFn,
-    OpForwardFn,
-    OpInitFn,
-    Subgraph,
-    backend_types,
-    get_backend_type,
-    read_array,
-    register_backend_type,
-    write_array,
-)
+from xrt.backend._arrays import read_array, write_array
+from xrt.backend._base import Backend, Subgraph
+from xrt.backend._names import backend_types, get_backend_type, register_backend_type
+from xrt.backend._registry import BackendOp, BindContext, OpConstraintFn, OpForwardFn, OpInitFn
 from xrt.backend.host import HostBackend, HostOpState, host_forward, host_init
 
 __all__ = [

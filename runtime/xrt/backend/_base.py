@@ -1,119 +1,33 @@
-"""The `Backend` base class, its per-class operator registry and `Subgraph`.
+"""The `Backend` base class, its life cycle, and `Subgraph`.
 
-A backend is one kind of compute resource (the host CPU, an NPU). Each backend *class* keeps
-a registry of the operator types it can run: for each op type a forward function, an
-optional init function (run once per operator by `Backend.apply`) and an optional
-constraint (the manual's ``ICRAFT_ADD_OP_TO_BACKEND(Op, Backend).set_init(...)
-.set_forward(...).set_constraint(...)``). A backend *object* is bound to a network view and
-a device (`Backend.init`), prepares its operators (`Backend.apply`) and runs them
-(`Backend.forward_op`, `Backend.forward_subgraph`).
+A backend is one kind of compute resource (the host CPU, an NPU). A backend *object* is
+bound to a network view and a device (`Backend.init`), prepares its operators
+(`Backend.apply`) and runs them (`Backend.forward_op`, `Backend.forward_subgraph`). What a
+backend *class* can run is its operator registry (`xrt.backend._registry.OpRegistry`, which
+`Backend` derives from); backend classes by name are in `xrt.backend._names`.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
+from xrt.backend._arrays import write_array
+from xrt.backend._registry import OpRegistry
 from xrt.device import Device
 from xrt.errors import ErrorCode, XrtError
 from xrt.network import Network, NetworkView, Operator
-from xrt.ops import get_op_def
 from xrt.tensor import Tensor
 from xrt.timeline import TraceRecorder
 
-__all__ = [
-    "Backend",
-    "BackendOp",
-    "BindContext",
-    "OpConstraintFn",
-    "OpForwardFn",
-    "OpInitFn",
-    "Subgraph",
-    "backend_types",
-    "get_backend_type",
-    "read_array",
-    "register_backend_type",
-    "write_array",
-]
+__all__ = ["Backend", "Subgraph"]
 
 B = TypeVar("B", bound="Backend")
-
-OpInitFn = Callable[[Operator, "Backend"], Any]
-"""``init(op, backend) -> state``: prepares one operator; the state is `Backend.op_state`."""
-
-OpForwardFn = Callable[
-    [Operator, list[Tensor], list[Tensor], "Backend"], "Sequence[np.ndarray | Tensor] | None"
-]
-"""``forward(op, inputs, outputs, backend)``.
-
-`inputs` are the operator's input tensors in ``op.inputs`` order, `outputs` tensors with
-memory for each of ``op.outputs``. The function either fills `outputs` and returns None,
-or returns one array (or tensor) per output, which the backend checks against the declared
-types and copies into `outputs`.
-"""
-
-OpConstraintFn = Callable[[Operator, "Backend", "BindContext"], bool]
-"""``constraint(op, backend, ctx) -> bool``: may this backend run `op` here?"""
-
-
-@dataclass(frozen=True)
-class BackendOp:
-    """One registry entry: how a backend class runs one op type.
-
-    Attributes:
-        op_type: The op type (`xrt.ops.op_types`).
-        forward: The forward function (`OpForwardFn`).
-        init: Called once per bound operator by `Backend.apply`; its result is the
-            operator's state (`Backend.op_state`). None: the state is None.
-        constraint: Decides per operator whether the backend takes it (`OpConstraintFn`);
-            None: always.
-    """
-
-    op_type: str
-    forward: OpForwardFn
-    init: OpInitFn | None = None
-    constraint: OpConstraintFn | None = None
-
-
-class BindContext:
-    """What a constraint may ask about the network and the bindings made so far.
-
-    `Session.create` binds operators in network order, so when an operator's constraint
-    runs, every operator before it is bound: `producer_backend` answers for each of its
-    inputs (the manual's constraints ask where an input lives; here a value lives on the
-    backend that produces it).
-
-    Args:
-        graph: The network or view being bound; None when a backend is asked outside a
-            session before it is bound (`Backend.is_op_supported` without a context).
-        bindings: Op id -> backend, for the operators bound so far.
-    """
-
-    def __init__(
-        self, graph: Network | NetworkView | None, bindings: Mapping[int, Backend]
-    ) -> None:
-        self.graph = graph
-        self._bindings = bindings
-        ops = graph.ops if graph is not None else ()
-        self._producer = {v: op for op in ops for v in op.outputs}
-
-    def backend_of(self, op_id: int) -> Backend | None:
-        """The backend op `op_id` is bound to, or None (not bound yet)."""
-        return self._bindings.get(op_id)
-
-    def producer(self, value: str) -> Operator | None:
-        """The operator of the graph producing `value` (None for the graph's inputs)."""
-        return self._producer.get(value)
-
-    def producer_backend(self, value: str) -> Backend | None:
-        """The backend producing `value`; None for graph inputs and unbound producers."""
-        op = self._producer.get(value)
-        return None if op is None else self._bindings.get(op.op_id)
 
 
 @dataclass(frozen=True, eq=False)
@@ -167,42 +81,6 @@ class Subgraph:
         return f"{label} {self.op_ids} ({types}) on {type(self.backend).__name__}"
 
 
-_BACKEND_TYPES: dict[str, type[Backend]] = {}
-
-
-def register_backend_type(name: str) -> Callable[[type[B]], type[B]]:
-    """Class decorator: make a backend class known by `name` (``xrt run --backends NAME``)."""
-    if not isinstance(name, str) or not name:
-        raise XrtError(ErrorCode.WRONG_TYPE, f"backend names are non-empty strings: {name!r}")
-
-    def decorate(cls: type[B]) -> type[B]:
-        if not (isinstance(cls, type) and issubclass(cls, Backend)):
-            raise XrtError(ErrorCode.WRONG_TYPE, f"{cls!r} is not a Backend subclass")
-        old = _BACKEND_TYPES.get(name)
-        if old is not None and old is not cls:
-            raise XrtError(
-                ErrorCode.WRONG_TYPE, f"backend name {name!r} is taken by {old.__name__}"
-            )
-        _BACKEND_TYPES[name] = cls
-        return cls
-
-    return decorate
-
-
-def backend_types() -> dict[str, type[Backend]]:
-    """Registered backend classes by name."""
-    return dict(_BACKEND_TYPES)
-
-
-def get_backend_type(name: str) -> type[Backend]:
-    """The backend class registered as `name`; XrtError 11010 listing the names otherwise."""
-    try:
-        return _BACKEND_TYPES[name]
-    except (KeyError, TypeError):
-        known = ", ".join(sorted(_BACKEND_TYPES))
-        raise XrtError(ErrorCode.WRONG_TYPE, f"unknown backend {name!r} (known: {known})") from None
-
-
 def _as_view(graph: object, what: str) -> NetworkView:
     if isinstance(graph, NetworkView):
         return graph
@@ -215,7 +93,7 @@ def _as_view(graph: object, what: str) -> NetworkView:
     )
 
 
-class Backend:
+class Backend(OpRegistry):
     """A compute resource that runs operators (the manual's ``Backend``).
 
     Life cycle (the manual's): ``Backend()`` (``Init``) makes an unbound backend;
@@ -246,11 +124,6 @@ class Backend:
     """How logs name a merged run (`Subgraph.describe`)."""
     supports_output_placement: ClassVar[bool] = True
     """False when ``Session.forward(inputs, outputs)`` must be refused (Buyi, per the manual)."""
-    _own_ops: ClassVar[dict[str, BackendOp]] = {}
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        cls._own_ops = {}
 
     def __init__(self) -> None:
         self.network_view: NetworkView | None = None
@@ -262,129 +135,6 @@ class Backend:
         self._applied = False
         self._memory_s = 0.0
         self._hardware_s = 0.0
-
-    # -- registry ---------------------------------------------------------------------------
-
-    @classmethod
-    def add_op(
-        cls,
-        op_type: str,
-        forward: OpForwardFn,
-        *,
-        init: OpInitFn | None = None,
-        constraint: OpConstraintFn | None = None,
-        replace: bool = False,
-    ) -> BackendOp:
-        """Register how this backend class runs `op_type` (``ICRAFT_ADD_OP_TO_BACKEND``).
-
-        Args:
-            op_type: A registered op type.
-            forward: The forward function (`OpForwardFn`).
-            init: Per-operator preparation (`OpInitFn`), run by `apply`.
-            constraint: Per-operator admission test (`OpConstraintFn`).
-            replace: Allow replacing this class's own entry for `op_type`.
-
-        Returns:
-            The new entry.
-
-        Raises:
-            XrtError: 11010 for an unknown op type, a non-callable function, registering
-                on `Backend` itself, or a second entry for the same class without `replace`.
-        """
-        if cls is Backend:
-            raise XrtError(ErrorCode.WRONG_TYPE, "register operators on a Backend subclass")
-        get_op_def(op_type)
-        for what, fn in (("forward", forward), ("init", init), ("constraint", constraint)):
-            if fn is not None and not callable(fn):
-                raise XrtError(ErrorCode.WRONG_TYPE, f"{op_type}: {what} must be callable")
-        if forward is None:
-            raise XrtError(ErrorCode.WRONG_TYPE, f"{op_type}: a forward function is required")
-        if op_type in cls._own_ops and not replace:
-            raise XrtError(
-                ErrorCode.WRONG_TYPE,
-                f"{cls.__name__} already registers {op_type} (pass replace=True to change it)",
-            )
-        entry = BackendOp(op_type, forward, init, constraint)
-        cls._own_ops[op_type] = entry
-        return entry
-
-    @classmethod
-    def op(
-        cls,
-        op_type: str,
-        *,
-        init: OpInitFn | None = None,
-        constraint: OpConstraintFn | None = None,
-        replace: bool = False,
-    ) -> Callable[[OpForwardFn], OpForwardFn]:
-        """Decorator form of `add_op`: ``@MyBackend.op("Conv2d", constraint=...)`` on the
-        forward function (which is returned unchanged)."""
-
-        def decorate(forward: OpForwardFn) -> OpForwardFn:
-            cls.add_op(op_type, forward, init=init, constraint=constraint, replace=replace)
-            return forward
-
-        return decorate
-
-    @classmethod
-    def op_registry(cls) -> Mapping[str, BackendOp]:
-        """Every entry of this class, its own over its parents' (read-only)."""
-        merged: dict[str, BackendOp] = {}
-        for klass in reversed(cls.__mro__):
-            own = klass.__dict__.get("_own_ops")
-            if own:
-                merged.update(own)
-        return MappingProxyType(merged)
-
-    @classmethod
-    def lookup(cls, op_type: str) -> BackendOp | None:
-        """This class's entry for `op_type` (searching its parents), or None."""
-        for klass in cls.__mro__:
-            own = klass.__dict__.get("_own_ops")
-            if own and op_type in own:
-                return own[op_type]  # type: ignore[no-any-return]
-        return None
-
-    @classmethod
-    def supports(cls, op_type: str) -> bool:
-        """True when the registry has `op_type` (constraints are not consulted)."""
-        return cls.lookup(op_type) is not None
-
-    def is_op_supported(self, op: Operator, ctx: BindContext | None = None) -> bool:
-        """True when the registry has ``op.op_type`` and its constraint accepts `op`.
-
-        Args:
-            op: The operator.
-            ctx: Bindings so far; default: a context over this backend's view (None
-                before `init`) with nothing bound.
-
-        Raises:
-            XrtError: 11013 naming the operator when the constraint raises or returns
-                something other than a bool.
-        """
-        entry = self.lookup(op.op_type)
-        if entry is None:
-            return False
-        if entry.constraint is None:
-            return True
-        if ctx is None:
-            ctx = BindContext(self.network_view, {})
-        try:
-            ok = entry.constraint(op, self, ctx)
-        except XrtError:
-            raise
-        except Exception as exc:
-            raise XrtError(
-                ErrorCode.BACKEND_INTERNAL,
-                f"{type(self).__name__}: constraint for {op.describe()} failed: {exc!r}",
-            ) from exc
-        if not isinstance(ok, bool | np.bool_):
-            raise XrtError(
-                ErrorCode.BACKEND_INTERNAL,
-                f"{type(self).__name__}: constraint for {op.describe()} returned {ok!r}, "
-                f"not a bool",
-            )
-        return bool(ok)
 
     def is_type(self, cls: type[Backend]) -> bool:
         """``isinstance(self, cls)`` (the manual's ``is_type``)."""
@@ -781,20 +531,3 @@ class Backend:
             return f"<{type(self).__name__} (not initialised)>"
         state = "applied" if self._applied else "initialised"
         return f"<{type(self).__name__} ops={self.network_view.op_ids} {state}>"
-
-
-def read_array(tensor: Tensor) -> np.ndarray:
-    """The tensor's logical values as numpy: a zero-copy view when the memory allows."""
-    region = tensor.region
-    if region is not None and region.host_visible and tensor.hw_layout is None:
-        return tensor.numpy(copy=False)
-    return tensor.numpy()
-
-
-def write_array(tensor: Tensor, array: np.ndarray) -> None:
-    """Copy `array` (logical layout, exact dtype and shape) into `tensor`."""
-    region = tensor.region
-    if region is not None and region.host_visible and tensor.hw_layout is None:
-        np.copyto(tensor.numpy(copy=False), array, casting="no")
-    else:
-        tensor.copy_data(np.ascontiguousarray(array))

@@ -20,7 +20,9 @@ from types import MappingProxyType
 
 import numpy as np
 
-from xrt.backend._base import Backend, read_array, register_backend_type
+from xrt.backend._arrays import read_array
+from xrt.backend._base import Backend
+from xrt.backend._names import register_backend_type
 from xrt.device import Device, HostDevice
 from xrt.errors import ErrorCode, XrtError
 from xrt.network import Operator

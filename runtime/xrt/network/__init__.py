@@ -2,6 +2,7 @@
 
 * `Network`: operators with stable ids in topological order, values, parameters;
   `Network.load` / `save` (docs/network-format.md), `Network.from_onnx`, `Network.view`.
+* `save_network` / `load_network` (= `Network.save` / `Network.load`): the file format.
 * `NetworkView`: a subset of a network's operators with derived inputs and outputs.
 * `NetworkBuilder`: builds a network op by op, inferring types.
 * `run_network_reference`: runs a network or view with the numpy host kernels.
@@ -9,7 +10,7 @@
   package is imported only when a model is imported.
 """
 
-from xrt.network._format import FORMAT_NAME, FORMAT_VERSION
+from xrt.network._format import FORMAT_NAME, FORMAT_VERSION, load_network, save_network
 from xrt.network._graph import Network, NetworkBuilder, NetworkView, Operator
 from xrt.network._onnx_limits import ONNX_OP_LIMITS
 from xrt.network.onnx_import import MIN_OPSET, SUPPORTED_ONNX_OPS, import_onnx
@@ -27,5 +28,7 @@ __all__ = [
     "Operator",
     "check_inputs",
     "import_onnx",
+    "load_network",
     "run_network_reference",
+    "save_network",
 ]

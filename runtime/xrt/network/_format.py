@@ -1,7 +1,9 @@
 """The network file format: one JSON document and one raw parameter file.
 
 See docs/network-format.md for the specification. Loading validates everything and turns
-every problem into XrtError 11011 naming it (11002 for a missing file).
+every problem into XrtError 11011 naming it (11002 for a missing file). `save_network` and
+`load_network` are also `Network.save` and `Network.load`, attached at the end of this
+module (see the note in `Network`).
 """
 
 from __future__ import annotations
@@ -312,7 +314,21 @@ def load_network(
     *,
     verify_checksum: bool = True,
 ) -> Network:
-    """Read and validate a network file pair; see `Network.load`."""
+    """Read a network written by `save_network` and validate all of it.
+
+    Args:
+        json_path: The JSON file.
+        raw_path: The parameter file; default: the ``raw.file`` named in the JSON, next to it.
+        verify_checksum: Check the JSON's own SHA-256 (turn off only to load a JSON file
+            edited by hand; everything else is still validated).
+
+    Returns:
+        The validated `Network`.
+
+    Raises:
+        XrtError: 11002 when a file is missing; 11011 naming what is wrong for anything
+            corrupt, truncated or inconsistent.
+    """
     jpath = Path(json_path)
     text = _read(jpath, "network file")
     try:
@@ -380,3 +396,30 @@ def load_network(
             raise _BadError(exc.message) from None
     except _BadError as exc:
         raise XrtError(ErrorCode.LOAD_FAILED, f"network file {str(jpath)!r}: {exc}") from None
+
+
+def _network_save(
+    self: Network, json_path: str | os.PathLike[str], raw_path: str | os.PathLike[str] | None = None
+) -> None:
+    """Write the network file (JSON) and its parameter file (raw); see docs/network-format.md.
+
+    Args:
+        json_path: Where the JSON goes.
+        raw_path: Where the parameters go; default: `json_path` with suffix ``.raw``.
+    """
+    save_network(self, json_path, raw_path)
+
+
+def _network_load(
+    cls: type[Network],
+    json_path: str | os.PathLike[str],
+    raw_path: str | os.PathLike[str] | None = None,
+    *,
+    verify_checksum: bool = True,
+) -> Network:
+    """Read a network written by `save` and validate all of it; see `load_network`."""
+    return load_network(json_path, raw_path, verify_checksum=verify_checksum)
+
+
+Network.save = _network_save  # type: ignore[method-assign]
+Network.load = classmethod(_network_load)  # type: ignore[method-assign,assignment]

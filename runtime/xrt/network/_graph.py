@@ -379,65 +379,36 @@ class Network(_Graph):
         chosen = sorted((self._by_id[i] for i in wanted), key=lambda op: self._index[op.op_id])
         return NetworkView(self, chosen)
 
-    # -- files ------------------------------------------------------------------------
+    # -- files and ONNX ---------------------------------------------------------------
+    # `save` and `load` are attached by xrt.network._format, `from_onnx` by
+    # xrt.network.onnx_import: thin facades over `save_network`, `load_network` and
+    # `import_onnx`. Those modules build Networks, so methods defined here that called them
+    # would close an import circle. Their signatures, for type checkers and readers:
+    if TYPE_CHECKING:
 
-    def save(
-        self, json_path: str | PathLike[str], raw_path: str | PathLike[str] | None = None
-    ) -> None:
-        """Write the network file (JSON) and its parameter file (raw); see docs/network-format.md.
+        def save(
+            self, json_path: str | PathLike[str], raw_path: str | PathLike[str] | None = None
+        ) -> None: ...
 
-        Args:
-            json_path: Where the JSON goes.
-            raw_path: Where the parameters go; default: `json_path` with suffix ``.raw``.
-        """
-        from xrt.network._format import save_network
+        @classmethod
+        def load(
+            cls,
+            json_path: str | PathLike[str],
+            raw_path: str | PathLike[str] | None = None,
+            *,
+            verify_checksum: bool = True,
+        ) -> Network: ...
 
-        save_network(self, json_path, raw_path)
-
-    @classmethod
-    def load(
-        cls,
-        json_path: str | PathLike[str],
-        raw_path: str | PathLike[str] | None = None,
-        *,
-        verify_checksum: bool = True,
-    ) -> Network:
-        """Read a network written by `save` and validate all of it.
-
-        Args:
-            json_path: The JSON file.
-            raw_path: The parameter file; default: the ``raw.file`` named in the JSON, next to it.
-            verify_checksum: Check the JSON's own SHA-256 (turn off only to load a JSON file
-                edited by hand; everything else is still validated).
-
-        Raises:
-            XrtError: 11002 when a file is missing; 11011 naming what is wrong for anything
-                corrupt, truncated or inconsistent.
-        """
-        from xrt.network._format import load_network
-
-        return load_network(json_path, raw_path, verify_checksum=verify_checksum)
-
-    @classmethod
-    def from_onnx(
-        cls,
-        model: str | PathLike[str] | bytes | onnx.ModelProto,
-        input_shapes: Mapping[str, Sequence[int]] | None = None,
-        *,
-        name: str | None = None,
-        fold_batchnorm: bool = True,
-        input_values: Mapping[str, np.ndarray] | None = None,
-    ) -> Network:
-        """Import an ONNX model (opset >= 7); see `xrt.network.onnx_import.import_onnx`."""
-        from xrt.network.onnx_import import import_onnx
-
-        return import_onnx(
-            model,
-            input_shapes,
-            name=name,
-            fold_batchnorm=fold_batchnorm,
-            input_values=input_values,
-        )
+        @classmethod
+        def from_onnx(
+            cls,
+            model: str | PathLike[str] | bytes | onnx.ModelProto,
+            input_shapes: Mapping[str, Sequence[int]] | None = None,
+            *,
+            name: str | None = None,
+            fold_batchnorm: bool = True,
+            input_values: Mapping[str, np.ndarray] | None = None,
+        ) -> Network: ...
 
     def __repr__(self) -> str:
         return (

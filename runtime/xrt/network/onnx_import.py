@@ -16,6 +16,8 @@ nothing else.
 Node handlers live in `_onnx_nn` (layers) and `_onnx_tensor` (math, shapes, indexing);
 `SUPPORTED_ONNX_OPS` lists what they map, and docs/onnx-operators.md (generated) their
 opset ranges and limits. Anything else is XrtError 11011 naming the operator and its node.
+`import_onnx` is also `Network.from_onnx`, attached at the end of this module (see the note
+in `Network`).
 """
 
 from __future__ import annotations
@@ -407,3 +409,25 @@ def import_onnx(
         return ctx.b.build(outputs)
     except XrtError as exc:
         raise XrtError(ErrorCode.LOAD_FAILED, f"ONNX model: {exc.message}") from None
+
+
+def _network_from_onnx(
+    cls: type[Network],
+    model: Any,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    *,
+    name: str | None = None,
+    fold_batchnorm: bool = True,
+    input_values: Mapping[str, np.ndarray] | None = None,
+) -> Network:
+    """Import an ONNX model (opset >= 7); see `import_onnx`."""
+    return import_onnx(
+        model,
+        input_shapes,
+        name=name,
+        fold_batchnorm=fold_batchnorm,
+        input_values=input_values,
+    )
+
+
+Network.from_onnx = classmethod(_network_from_onnx)  # type: ignore[method-assign,assignment]

@@ -8,7 +8,10 @@
 docs/session.md describes the whole; docs/api-mapping.md maps the manual's names.
 """
 
-from xrt.session._session import Callback, InputLike, Session, Unit
+from xrt.session._io_checks import InputLike
+from xrt.session._options import Callback
+from xrt.session._session import Session
+from xrt.session._units import Unit
 from xrt.session.planner import DEFAULT_ALIGNMENT, Lifetime, MemoryPlan, Placement, plan_memory
 from xrt.session.profile import OpTime, format_profile_table
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xrt.backend._base import Backend, BindContext, _as_view
+from xrt.backend._base import Backend, _as_view
+from xrt.backend._registry import BindContext
 from xrt.device import Device
 from xrt.errors import ErrorCode, XrtError
 from xrt.network import Network, NetworkView

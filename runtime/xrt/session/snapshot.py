@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from xrt.backend import Backend, BindContext
 from xrt.device import Device
 from xrt.errors import ErrorCode, XrtError
-from xrt.network import Network
+from xrt.network import load_network, save_network
 from xrt.session._binding import resolve_devices
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ def write_snapshot(session: Session, path: str | os.PathLike[str]) -> None:
     network = view.network
     members: dict[str, bytes] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        network.save(Path(tmp) / "network.json", Path(tmp) / "network.raw")
+        save_network(network, Path(tmp) / "network.json", Path(tmp) / "network.raw")
         for name in ("network.json", "network.raw"):
             members[name] = (Path(tmp) / name).read_bytes()
     bindings = session.backend_bindings()
@@ -217,7 +217,7 @@ def load_snapshot(
                 raise _bad(where, f"member {name!r} is missing")
             (Path(tmp) / name).write_bytes(blobs[name])
         try:
-            network = Network.load(Path(tmp) / "network.json", Path(tmp) / "network.raw")
+            network = load_network(Path(tmp) / "network.json", Path(tmp) / "network.raw")
         except XrtError as exc:
             raise _bad(where, f"its network does not load: {exc.message}") from None
     try:

@@ -9,7 +9,7 @@ on-chip memory (``ocm``) when they fit.
 
 from __future__ import annotations
 
-from xrt.backend._base import register_backend_type
+from xrt.backend._names import register_backend_type
 from xrt.backend.npu._backend import NpuBackend, Segment
 from xrt.backend.npu._cache import PROGRAM_CACHE, ProgramCache, program_key
 from xrt.backend.npu._driver import EngineDriver, LaunchStats

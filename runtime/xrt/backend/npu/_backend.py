@@ -33,7 +33,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from xrt.backend._base import Backend, BindContext, Subgraph, read_array, write_array
+from xrt.backend._arrays import read_array, write_array
+from xrt.backend._base import Backend, Subgraph
+from xrt.backend._registry import BindContext
 from xrt.backend.npu._cache import PROGRAM_CACHE, program_key
 from xrt.backend.npu._driver import EngineDriver, LaunchStats
 from xrt.backend.npu._serialize import program_from_bytes, program_to_bytes
