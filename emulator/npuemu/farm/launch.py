@@ -331,9 +331,27 @@ class FarmJob:
         assert self.proc.stdin is not None
         self.proc.stdin.write("done\n")
         self.proc.stdin.flush()
-        event = self.wait_event("released", timeout_s)
-        assert self.proc.wait(timeout_s) == 0, self.stderr
+        try:
+            event = self.wait_event("released", timeout_s)
+            code = self.proc.wait(timeout_s)
+        except (AssertionError, subprocess.TimeoutExpired) as exc:
+            raise AssertionError(f"{exc}\nwhere job {self.proc.pid} is:\n{self.stacks()}") from None
+        assert code == 0, self.stderr
         return event
+
+    def stacks(self) -> str:
+        """The job's Python stacks now (py-spy, when this process may trace it)."""
+        spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+        try:
+            out = subprocess.run(
+                [spy, "dump", "--pid", str(self.proc.pid)],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"(no stacks: {exc})"
+        return (out.stdout + out.stderr)[-6000:]
 
     def kill(self) -> None:
         self.proc.send_signal(signal.SIGKILL)
