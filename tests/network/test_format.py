@@ -155,6 +155,10 @@ CORRUPTIONS: dict[str, tuple[Any, str]] = {
         "CRC32",
     ),
     "param dtype changed": (lambda d: _first_param(d).update(dtype="SInt32"), ""),
+    "param shape numpy cannot hold": (  # 0 elements, but no array has a 2**62 dimension
+        lambda d: _first_param(d).update(shape=[2**62, 0], nbytes=0, offset=0, crc32=0),
+        "cannot be held",
+    ),
     "raw size lies": (lambda d: d["raw"].update(nbytes=d["raw"]["nbytes"] + 1), "bytes"),
     "raw path escapes": (lambda d: d["raw"].update(file="../etc/passwd"), "plain file name"),
     "output unknown": (lambda d: d.update(outputs=["ghost"]), "ghost"),

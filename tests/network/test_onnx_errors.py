@@ -187,3 +187,34 @@ def test_shape_inference_failure_is_11011() -> None:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     err = _err(model)
     assert err.code == ErrorCode.LOAD_FAILED and "shape inference" in err.message
+
+
+def _one_initializer_model(init: TensorProto) -> bytes:
+    graph = helper.make_graph(
+        [N("Add", ["x", "w"], ["y"], name="add")],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [16])],
+        [init],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    return model.SerializeToString()
+
+
+def test_an_initializer_whose_data_does_not_fill_its_dims_is_11011() -> None:
+    """Defect: an initializer declaring dims [2**40] with 64 bytes of data escaped as
+    numpy's ValueError."""
+    init = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[2**40], raw_data=bytes(64))
+    err = _err(_one_initializer_model(init))
+    assert err.code == ErrorCode.LOAD_FAILED and "'w'" in err.message, err.message
+
+
+def test_external_data_in_a_model_given_as_bytes_is_11011() -> None:
+    """Defect: a model given as bytes whose initializer keeps its data in an external file
+    escaped as onnx's ValidationError."""
+    init = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[16])
+    init.data_location = TensorProto.EXTERNAL
+    entry = init.external_data.add()
+    entry.key, entry.value = "location", "weights.bin"
+    err = _err(_one_initializer_model(init))
+    assert err.code == ErrorCode.LOAD_FAILED and "external file" in err.message, err.message

@@ -163,3 +163,35 @@ def test_a_backend_without_state_refuses_state_it_does_not_know() -> None:
     b: Backend = HostBackend()
     err = _code(b.restore_snapshot, {"auto_merge": True}, {"program": b"x"})
     assert err.code == ErrorCode.LOAD_FAILED and "program" in err.message
+
+
+def test_a_snapshot_that_would_expand_or_nest_without_end_is_11011(snapshot: Path) -> None:
+    """Defects: members were read whole before any size check (a 1 MiB zip with a 1 GiB
+    member: 2 GiB of memory, then 11011; a 4 GiB one: a bare MemoryError), and a manifest
+    nested 100,000 deep raised RecursionError. Now members must be stored uncompressed (as
+    xrt writes them) and fit the file, sizes are checked before reading, and any malformed
+    JSON is 11011."""
+    backends = [TinyNpuBackend, HostBackend]
+    good = snapshot.read_bytes()
+
+    # A small file declaring a 1 GiB member (deflated zeros): refused before reading.
+    with zipfile.ZipFile(snapshot) as zf:
+        members = {n: zf.read(n) for n in zf.namelist()}
+    with zipfile.ZipFile(snapshot, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        doc = json.loads(members["snapshot.json"])
+        doc["members"]["bomb.bin"] = "sha256:0"
+        for n, blob in members.items():
+            zf.writestr(n, json.dumps(doc).encode() if n == "snapshot.json" else blob)
+        with zf.open("bomb.bin", "w", force_zip64=True) as f:
+            zeros = bytes(16 << 20)
+            for _ in range(64):  # 1 GiB
+                f.write(zeros)
+    assert snapshot.stat().st_size < 8 << 20
+    err = _code(Session.create_with_snapshot, snapshot, backends)
+    assert err.code == ErrorCode.LOAD_FAILED and "compressed" in err.message, err.message
+
+    # A manifest nested 100,000 deep.
+    snapshot.write_bytes(good)
+    _rewrite(snapshot, lambda m: m.__setitem__("snapshot.json", b"[" * 100_000 + b"]" * 100_000))
+    err = _code(Session.create_with_snapshot, snapshot, backends)
+    assert err.code == ErrorCode.LOAD_FAILED and "unreadable" in err.message, err.message

@@ -468,9 +468,12 @@ class Backend(OpRegistry):
         """
         return {}
 
-    def restore_snapshot(self, options: Mapping[str, Any], state: Mapping[str, bytes]) -> None:
+    def restore_snapshot(
+        self, options: Mapping[str, Any], state: Mapping[str, bytes], *, verify: bool = False
+    ) -> None:
         """Take back what `snapshot_options` and `snapshot_state` gave (after `init`,
-        before `apply`).
+        before `apply`). Artefacts stay private to this backend's session unless `verify`
+        checked that they are what this runtime would prepare itself.
 
         Raises:
             XrtError: 11011 when the options or the state do not fit this backend (or its

@@ -269,8 +269,11 @@ def _parse_param(name: str, p: Any, raw: memoryview) -> np.ndarray:
         raise _BadError(
             f"{where}: CRC32 mismatch (the raw file is corrupt or belongs to another network)"
         )
-    arr = np.frombuffer(chunk, dtype=dtype.numpy.newbyteorder("<")).reshape(shape)
-    return arr.astype(dtype.numpy, copy=True)
+    try:
+        arr = np.frombuffer(chunk, dtype=dtype.numpy.newbyteorder("<")).reshape(shape)
+        return arr.astype(dtype.numpy, copy=True)
+    except (ValueError, MemoryError, OverflowError) as exc:  # a shape numpy cannot hold
+        raise _BadError(f"{where}: shape {shape} cannot be held: {exc}") from None
 
 
 def _parse_op(i: int, o: Any) -> Operator:

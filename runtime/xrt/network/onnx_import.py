@@ -98,6 +98,24 @@ _DATA_FIELDS = (
 )
 
 
+def _initializer_array(onnx: Any, init: Any) -> np.ndarray:
+    """The value of an initializer; a malformed one (dims its data does not fill, data in
+    an external file the model cannot name) is XrtError 11011 naming it."""
+    if init.data_location == onnx.TensorProto.EXTERNAL:
+        raise XrtError(
+            ErrorCode.LOAD_FAILED,
+            f"initializer {init.name!r} keeps its data in an external file, which this "
+            "model cannot name (give the .onnx file's path, with its data beside it)",
+        )
+    try:
+        return onnx.numpy_helper.to_array(init)
+    except Exception as exc:  # numpy's ValueError, onnx's ValidationError, MemoryError...
+        raise XrtError(
+            ErrorCode.LOAD_FAILED,
+            f"initializer {init.name!r} (dims {list(init.dims)}) cannot be read: {exc}",
+        ) from None
+
+
 def _detach_weights(onnx: Any, proto: Any) -> dict[str, np.ndarray]:
     """Take the data of large initializers out of `proto` (dims and type stay).
 
@@ -111,7 +129,7 @@ def _detach_weights(onnx: Any, proto: Any) -> dict[str, np.ndarray]:
             continue
         if math.prod(init.dims) < _DETACH_MIN_ELEMENTS:
             continue
-        out[init.name] = onnx.numpy_helper.to_array(init)
+        out[init.name] = _initializer_array(onnx, init)
         for field in _DATA_FIELDS:
             init.ClearField(field)
     return out
@@ -325,6 +343,23 @@ def import_onnx(
             11003 for bad `input_shapes` or `input_values` (unknown name, wrong shape),
             11010 for an `input_values` entry of the wrong element type.
     """
+    try:
+        return _import(model, input_shapes, name, fold_batchnorm, input_values)
+    except XrtError:
+        raise
+    except Exception as exc:  # malformed input must never escape as numpy or onnx errors
+        raise XrtError(
+            ErrorCode.LOAD_FAILED, f"ONNX model cannot be imported: {type(exc).__name__}: {exc}"
+        ) from None
+
+
+def _import(
+    model: Any,
+    input_shapes: Mapping[str, Sequence[int]] | None,
+    name: str | None,
+    fold_batchnorm: bool,
+    input_values: Mapping[str, np.ndarray] | None,
+) -> Network:
     onnx = require_onnx()
     proto = onnx.ModelProto()
     proto.CopyFrom(_load_model(onnx, model))
@@ -354,7 +389,7 @@ def import_onnx(
     ctx = Ctx(onnx, inferred, opset, name or inferred.graph.name or "network", fold_batchnorm)
     for init in inferred.graph.initializer:
         arr = weights.get(init.name)
-        ctx.consts[init.name] = arr if arr is not None else onnx.numpy_helper.to_array(init)
+        ctx.consts[init.name] = arr if arr is not None else _initializer_array(onnx, init)
     for in_name, ttype in inputs:
         ctx.b.input(in_name, ttype)
     for node in inferred.graph.node:
@@ -380,6 +415,8 @@ def import_onnx(
             if exc.code in (ErrorCode.LOAD_FAILED, ErrorCode.FILE_NOT_FOUND):
                 raise
             raise ctx.fail(exc.message) from None
+        except Exception as exc:  # a malformed node (numpy, onnx's evaluator): say which
+            raise ctx.fail(f"{type(exc).__name__}: {exc}") from None
         for out in node.output:
             mine = ctx.alias.get(out, out)
             if out in known and mine in ctx.b.values and ctx.b.values[mine].shape != known[out]:

@@ -167,21 +167,30 @@ class Session:
         path: str | os.PathLike[str],
         backends: Sequence[type[Backend] | Backend],
         devices: Sequence[Device | None] | None = None,
+        *,
+        verify: bool = False,
     ) -> Session:
         """A ready (applied) session from a file written by `dump_snapshot`, without
         preparing again what the snapshot holds (the manual's ``CreateWithSnapshot``).
+
+        A snapshot's prepared artefacts (compiled NPU programs) serve only the session
+        made from it. A snapshot from someone else is untrusted input: `verify` prepares
+        everything again and refuses the snapshot unless its artefacts are the same (then
+        they are shared like any prepared artefact); it costs what the snapshot saves.
 
         Args:
             path: The snapshot file.
             backends: The backend classes (or fresh objects) the snapshot was made with, in
                 the same order.
             devices: One device per backend (None: defaults).
+            verify: Check the artefacts against the network before using them.
 
         Raises:
             XrtError: 11002 for a missing file; 11011 naming the reason for a corrupt
-                snapshot or one made with other backends, another target or hardware.
+                snapshot or one made with other backends, another target or hardware, or
+                (with `verify`) one whose artefacts differ from what this runtime prepares.
         """
-        return load_snapshot(cls, path, backends, devices)
+        return load_snapshot(cls, path, backends, devices, verify=verify)
 
     def dump_snapshot(self, path: str | os.PathLike[str]) -> None:
         """Write the session (network, bindings, backend options and prepared artefacts)

@@ -16,6 +16,14 @@ backend to its op ids and device, gives it its options and artefacts back
 (`Backend.restore_snapshot`), and applies the session. As the manual says, options that
 shape the prepared result (merging) come from the snapshot, not from the backend objects
 given. Anything missing, corrupt or made for other backends is XrtError 11011 naming why.
+
+A snapshot is read as untrusted bytes: every member is stored uncompressed (as
+`write_snapshot` writes them; a compressed member is refused, so a small file cannot
+expand into a large one), its size is checked against `MAX_MEMBER_BYTES` and the total
+against the file's own size before anything is read, and malformed JSON of any depth is an
+11011, never another exception. Whether its compiled programs may be trusted is the
+loader's choice: `Session.create_with_snapshot(..., verify=True)` checks them against the
+network (docs/session.md, "Snapshots").
 """
 
 from __future__ import annotations
@@ -38,12 +46,20 @@ from xrt.session._binding import resolve_devices
 if TYPE_CHECKING:
     from xrt.session._session import Session
 
-__all__ = ["SNAPSHOT_FORMAT", "SNAPSHOT_VERSION", "load_snapshot", "write_snapshot"]
+__all__ = [
+    "MAX_MEMBER_BYTES",
+    "SNAPSHOT_FORMAT",
+    "SNAPSHOT_VERSION",
+    "load_snapshot",
+    "write_snapshot",
+]
 
 SNAPSHOT_FORMAT = "xrt-session-snapshot"
 SNAPSHOT_VERSION = 1
 _MANIFEST = "snapshot.json"
 _MAX_MANIFEST = 64 << 20
+MAX_MEMBER_BYTES = 4 << 30
+"""The largest member a snapshot may hold (network.raw: the weights)."""
 
 
 def _sha256(data: bytes) -> str:
@@ -131,13 +147,24 @@ def _read_members(path: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
             names = manifest.get("members")
             if not isinstance(names, dict):
                 raise _bad(path, "the manifest lists no members")
-            blobs = {}
-            for name in names:
-                if name not in zf.namelist():
+            present = set(zf.namelist())
+            total = 0
+            for name in names:  # sizes first: nothing is read before all of them pass
+                if name not in present:
                     raise _bad(path, f"member {name!r} is missing")
-                blobs[name] = zf.read(name)
+                info = zf.getinfo(name)
+                if info.compress_type != zipfile.ZIP_STORED:
+                    raise _bad(path, f"member {name!r} is compressed (xrt stores members)")
+                if info.file_size > MAX_MEMBER_BYTES:
+                    raise _bad(path, f"member {name!r} is {info.file_size} bytes")
+                total += info.file_size
+            if total > path.stat().st_size:
+                raise _bad(path, f"its members claim {total} bytes, more than the file holds")
+            blobs = {name: zf.read(name) for name in names}
     except XrtError:
         raise
+    except (RecursionError, MemoryError) as exc:
+        raise _bad(path, f"unreadable ({type(exc).__name__})") from None
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError) as exc:
         # zipfile reports CRC mismatches as BadZipFile; json errors are ValueErrors.
         raise _bad(path, f"unreadable ({exc})") from None
@@ -203,6 +230,8 @@ def load_snapshot(
     path: str | os.PathLike[str],
     backends: Sequence[type[Backend] | Backend],
     devices: Sequence[Device | None] | None,
+    *,
+    verify: bool = False,
 ) -> Session:
     """`Session.create_with_snapshot`; see the module docstring."""
     where = Path(path)
@@ -233,7 +262,9 @@ def load_snapshot(
         if entry["ops"]:
             backend.init(network.view(entry["ops"]), device)
             state = {key: blobs[member] for key, member in entry["state"].items()}
-            backend.restore_snapshot(entry["options"], state)
+            # Backends written before `verify` existed take two arguments: ask only when asked.
+            extra = {"verify": True} if verify else {}
+            backend.restore_snapshot(entry["options"], state, **extra)
     if set(bindings) != set(graph.op_ids):
         raise _bad(where, f"ops {sorted(set(graph.op_ids) - set(bindings))} are not bound")
     ctx = BindContext(graph, bindings)

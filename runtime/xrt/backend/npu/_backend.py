@@ -122,6 +122,8 @@ class NpuBackend(Backend):
         self.launches: list[tuple[int, ...]] = []
         self.last_stats: LaunchStats | None = None
         self._loaded: dict[tuple[tuple[int, ...], bool], _Loaded] = {}
+        # Programs a snapshot gave this session, unverified: used here, never shared.
+        self._restored: dict[str, NpuProgram] = {}
         self._driver: EngineDriver | None = None
         self._ocm_arena: MemChunk | None = None
         self._arena_in_use = False
@@ -235,7 +237,7 @@ class NpuBackend(Backend):
 
     def _compiled_for(self, sub: NetworkView, share: bool, ocm_bytes: int) -> NpuProgram:
         key = program_key(sub, self.config, self.TARGET, ocm_bytes, share)
-        prog = PROGRAM_CACHE.get(key)
+        prog = self._restored.get(key) or PROGRAM_CACHE.get(key)
         if prog is None:
             prog = compile_run(sub, self.config, ocm_bytes=ocm_bytes, share=share)
             PROGRAM_CACHE.put(key, prog)
@@ -529,7 +531,15 @@ class NpuBackend(Backend):
             if not keep
         }
 
-    def restore_snapshot(self, options: Mapping[str, Any], state: Mapping[str, bytes]) -> None:
+    def restore_snapshot(
+        self, options: Mapping[str, Any], state: Mapping[str, bytes], *, verify: bool = False
+    ) -> None:
+        """The snapshot's compiled programs. A snapshot is the user's own file, but it can
+        be edited (its checksums recomputed): its programs serve only this session, never
+        the process-wide `PROGRAM_CACHE` that other sessions of the same network read.
+        With `verify`, each program is compiled again from the network it claims to
+        implement (a compilation, which the snapshot otherwise saves) and must be the same
+        bytes; verified programs are shared."""
         super().restore_snapshot({"auto_merge": options.get("auto_merge", True)}, {})
         mine = {k: getattr(self.config, k) for k in self.config.__dataclass_fields__}
         if options.get("target") != self.TARGET:
@@ -546,10 +556,21 @@ class NpuBackend(Backend):
             )
         view = self.network_view
         assert view is not None
-        for key, blob in state.items():
-            prog = program_from_bytes(blob, key)
+        for name, blob in state.items():
+            prog = program_from_bytes(blob, name)
             sub = NetworkView(view.network, [view.network.op(i) for i in prog.op_ids])
-            PROGRAM_CACHE.put(program_key(sub, self.config, self.TARGET, self.ocm_capacity()), prog)
+            key = program_key(sub, self.config, self.TARGET, self.ocm_capacity())
+            if not verify:
+                self._restored[key] = prog
+                continue
+            ours = {program_to_bytes(self._compiled(sub, share)) for share in (True, False)}
+            if program_to_bytes(prog) not in ours:
+                raise XrtError(
+                    ErrorCode.LOAD_FAILED,
+                    f"snapshot program {name} (ops {list(prog.op_ids)}) is not what this "
+                    "runtime compiles for those operators: an edited or foreign snapshot, "
+                    "refused",
+                )
 
 
 def _npu_constraint(op: Operator, backend: Backend, ctx: BindContext) -> bool:
