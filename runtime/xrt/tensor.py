@@ -8,7 +8,8 @@ Hardware layout. A tensor's bytes are normally stored in its logical ("software"
 the shape of its type, C order, in the type's axis order (``"NHWC"``). A backend may store
 a tensor in a hardware layout instead, described by a `HwLayout` (for example
 `ChannelTiled`, channels cut into blocks of 8/16/32 and zero-padded, as NPUs keep feature
-maps). `numpy()` always returns the logical array; ``numpy(hardware=True)`` the stored one.
+maps; both live in `xrt.layout` and are re-exported here). `numpy()` always returns the
+logical array; ``numpy(hardware=True)`` the stored one.
 
 Readiness. A tensor a device is still computing is not ready: ``Tensor(..., check_func=f)``
 calls ``f(device)`` until it returns True (then the tensor stays ready until `set_ready`
@@ -50,9 +51,7 @@ from __future__ import annotations
 import io
 import os
 import time
-from abc import ABC, abstractmethod
 from collections.abc import Callable
-from math import prod
 from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
@@ -60,6 +59,7 @@ import numpy as np
 from xrt._checks import BufferLike, as_alignment, as_bool, as_seconds, as_size
 from xrt.dtypes import DataType, QuantParams, TensorType
 from xrt.errors import ErrorCode, XrtError
+from xrt.layout import ChannelTiled, HwLayout
 from xrt.memory import MemChunk, MemRegion, _dest_view, _src_view
 from xrt.memptr import MemPtr
 
@@ -73,107 +73,6 @@ DUMP_FORMATS = tuple(a + b + c for a in "HS" for b in "FQ" for c in "BT")
 
 CheckFunc = Callable[["Device | None"], bool]
 """Readiness function: called with the tensor's device, True once the data is valid."""
-
-
-class HwLayout(ABC):
-    """How a tensor is stored when the hardware's layout differs from its logical one."""
-
-    @property
-    @abstractmethod
-    def name(self) -> str:
-        """A short name for dumps and reprs."""
-
-    @abstractmethod
-    def check(self, ttype: TensorType) -> None:
-        """Raise XrtError 11010 when the layout cannot store tensors of `ttype`."""
-
-    @abstractmethod
-    def storage_shape(self, ttype: TensorType) -> tuple[int, ...]:
-        """Shape of the stored array (same element type)."""
-
-    @abstractmethod
-    def to_hardware(self, logical: np.ndarray, ttype: TensorType) -> np.ndarray:
-        """Stored array (C-contiguous) from the logical one; padding is zero."""
-
-    @abstractmethod
-    def to_software(self, stored: np.ndarray, ttype: TensorType) -> np.ndarray:
-        """Logical array from the stored one."""
-
-    def storage_bytes(self, ttype: TensorType) -> int:
-        """Bytes the stored array occupies."""
-        return prod(self.storage_shape(ttype)) * ttype.dtype.itemsize
-
-    def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.name}>"
-
-
-class ChannelTiled(HwLayout):
-    """Channels cut into blocks of `block`, zero-padded to a whole number of blocks.
-
-    The type's layout must name a ``C`` axis. Stored axis order: ``N`` first when the
-    layout starts with it, then the channel-block index, then the other axes in layout
-    order, then the channel within its block. For ``NHWC`` with 32-channel blocks a
-    ``[1, 4, 4, 40]`` tensor is stored as ``[1, 2, 4, 4, 32]`` (NC/32HW32c, as NPUs keep
-    feature maps).
-
-    Args:
-        block: Channels per block (>= 1).
-    """
-
-    def __init__(self, block: int) -> None:
-        self.block = as_size(block, "channel block")
-        if self.block < 1:
-            raise XrtError(ErrorCode.OUT_OF_RANGE, "channel block must be >= 1")
-
-    @property
-    def name(self) -> str:
-        return f"C{self.block}"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, ChannelTiled) and other.block == self.block
-
-    def __hash__(self) -> int:
-        return hash(("ChannelTiled", self.block))
-
-    def check(self, ttype: TensorType) -> None:
-        if ttype.layout == "*" or "C" not in ttype.layout:
-            raise XrtError(
-                ErrorCode.WRONG_TYPE,
-                f"channel tiling needs a layout with a 'C' axis, {ttype!r} has {ttype.layout!r}",
-            )
-
-    def _axes(self, ttype: TensorType) -> tuple[int, list[int]]:
-        layout = ttype.layout
-        k = layout.index("C")
-        # Axes of the split array: i < k -> i, block index -> k, in-block -> k + 1,
-        # i > k -> i + 1.
-        lead = [0] if layout[0] == "N" and k != 0 else []
-        others = [i if i < k else i + 1 for i in range(len(layout)) if i != k and i not in lead]
-        return k, [*lead, k, *others, k + 1]
-
-    def storage_shape(self, ttype: TensorType) -> tuple[int, ...]:
-        self.check(ttype)
-        k, order = self._axes(ttype)
-        shape = list(ttype.shape)
-        split = [*shape[:k], -(-shape[k] // self.block), self.block, *shape[k + 1 :]]
-        return tuple(split[a] for a in order)
-
-    def to_hardware(self, logical: np.ndarray, ttype: TensorType) -> np.ndarray:
-        k, order = self._axes(ttype)
-        c = logical.shape[k]
-        blocks = -(-c // self.block)
-        pad = [(0, 0)] * logical.ndim
-        pad[k] = (0, blocks * self.block - c)
-        padded = np.pad(logical, pad)
-        split = padded.reshape(*logical.shape[:k], blocks, self.block, *logical.shape[k + 1 :])
-        return np.ascontiguousarray(split.transpose(order))
-
-    def to_software(self, stored: np.ndarray, ttype: TensorType) -> np.ndarray:
-        k, order = self._axes(ttype)
-        split = stored.transpose(np.argsort(order))
-        shape = list(ttype.shape)
-        merged = split.reshape(*shape[:k], split.shape[k] * self.block, *shape[k + 1 :])
-        return np.ascontiguousarray(merged[(slice(None),) * k + (slice(0, shape[k]),)])
 
 
 def _as_array(obj: object, what: str) -> np.ndarray:
