@@ -43,20 +43,26 @@ be dumped as F; never the reverse. So:
 With ``fallback=True`` the impossible requests degrade instead of failing: H becomes S and
 Q becomes F (useful to dump every tensor of a network with one format); the text header
 always names the format actually written. ``HF`` on a quantized tensor with a hardware
-layout dequantizes the logical values and re-tiles them, so padding reads 0.0.
+layout dequantizes the logical values and re-tiles them, so padding reads 0.0. (The
+writers live in `xrt._tensor_dump`.)
 """
 
 from __future__ import annotations
 
-import io
-import os
 import time
 from collections.abc import Callable
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from xrt._checks import BufferLike, as_alignment, as_bool, as_seconds, as_size
+from xrt._tensor_dump import (
+    DUMP_FORMATS,
+    DumpTarget,
+    dump_values,
+    resolve_dump_format,
+    write_dump,
+)
 from xrt.dtypes import DataType, QuantParams, TensorType
 from xrt.errors import ErrorCode, XrtError
 from xrt.layout import ChannelTiled, HwLayout
@@ -67,9 +73,6 @@ if TYPE_CHECKING:
     from xrt.device import Device
 
 __all__ = ["DUMP_FORMATS", "ChannelTiled", "HwLayout", "Tensor"]
-
-DUMP_FORMATS = tuple(a + b + c for a in "HS" for b in "FQ" for c in "BT")
-"""The eight dump formats: ``HFB``, ``HFT``, ``HQB``, ..., ``SQT``."""
 
 CheckFunc = Callable[["Device | None"], bool]
 """Readiness function: called with the tensor's device, True once the data is valid."""
@@ -600,57 +603,13 @@ class Tensor:
         Raises:
             XrtError: 11010 for an unknown format, or an impossible one without `fallback`.
         """
-        fallback = as_bool(fallback, "fallback")
-        if isinstance(format, str) and format == "":
-            return ""  # the raw stored data: always possible
-        if not isinstance(format, str) or format not in DUMP_FORMATS:
-            raise XrtError(
-                ErrorCode.WRONG_TYPE,
-                f"dump format must be one of {', '.join(DUMP_FORMATS)}, got {format!r}",
-            )
-        layout, values, form = format
-        if layout == "H" and self._hw is None:
-            if not fallback:
-                raise XrtError(
-                    ErrorCode.WRONG_TYPE,
-                    f"dump {format!r}: {self!r} has no hardware layout, and S cannot become H "
-                    f"(use S{values}{form}, or fallback=True)",
-                )
-            layout = "S"
-        if values == "Q" and self.dtype.is_float:
-            if not fallback:
-                raise XrtError(
-                    ErrorCode.WRONG_TYPE,
-                    f"dump {format!r}: {self._type!r} holds float values, and F cannot become Q "
-                    f"(use {layout}F{form}, or fallback=True)",
-                )
-            values = "F"
-        return layout + values + form
+        return resolve_dump_format(self, format, fallback)
 
     def dump_array(self, format: str = "", fallback: bool = False) -> np.ndarray:
         """The array `dump` writes for `format` (``""``: the stored array)."""
-        fmt = self.resolve_dump_format(format, fallback)
-        if fmt == "":
-            return self.numpy(hardware=True)
-        layout, values = fmt[0], fmt[1]
-        arr = self.numpy()
-        if values == "F":
-            if self._type.quant is not None and not self.dtype.is_float:
-                arr = self._type.quant.dequantize(arr)
-            elif not self.dtype.is_float:
-                arr = arr.astype(np.float32)
-        if layout == "H":
-            assert self._hw is not None
-            arr = self._hw.to_hardware(arr, self._type)
-        return arr
+        return dump_values(self, resolve_dump_format(self, format, fallback))
 
-    def dump(
-        self,
-        stream: IO[bytes] | IO[str] | str | os.PathLike[str],
-        format: str = "",
-        *,
-        fallback: bool = False,
-    ) -> str:
+    def dump(self, stream: DumpTarget, format: str = "", *, fallback: bool = False) -> str:
         """Write the tensor's values to `stream` in `format`.
 
         Args:
@@ -667,45 +626,6 @@ class Tensor:
                 binary format; 11012 without data or when not ready; 11002 when the file
                 cannot be created.
         """
-        fmt = self.resolve_dump_format(format, fallback)
-        if isinstance(stream, str | os.PathLike):
-            self._readable()  # fail before creating the file
-            try:
-                fh = open(stream, "wb")  # noqa: SIM115 - closed below
-            except OSError as exc:
-                raise XrtError(
-                    ErrorCode.FILE_NOT_FOUND, f"cannot write dump file {str(stream)!r}: {exc}"
-                ) from None
-            with fh:
-                return self.dump(fh, fmt)
-        if not callable(getattr(stream, "write", None)):
-            raise XrtError(
-                ErrorCode.WRONG_TYPE, f"dump needs a stream or a file path, got {stream!r}"
-            )
-        arr = self.dump_array(fmt)
-        text_stream = isinstance(stream, io.TextIOBase)
-        if fmt == "" or fmt[2] == "B":
-            if text_stream:
-                raise XrtError(
-                    ErrorCode.WRONG_TYPE, f"dump {fmt!r} is binary: give a binary stream"
-                )
-            le = arr.astype(arr.dtype.newbyteorder("<"), copy=False)
-            stream.write(le.tobytes())  # type: ignore[arg-type]
-            return fmt
-        layout_name = self._hw.name if fmt[0] == "H" and self._hw is not None else self.layout
-        header = (
-            f"xrt.Tensor format={fmt} dtype={arr.dtype} shape={list(arr.shape)} "
-            f"layout={layout_name} type={self.dtype.manual_name}"
-        )
-        flat = arr.reshape(-1)
-        if arr.dtype.kind == "f" or arr.dtype == DataType.BF16.numpy:
-            flat = flat.astype(np.float32)
-            lines = [f"{v:.9g}" for v in flat.tolist()]
-        else:
-            lines = [str(int(v)) for v in flat.tolist()]
-        text = "# " + header + "\n" + "".join(v + "\n" for v in lines)
-        if text_stream:
-            stream.write(text)  # type: ignore[arg-type]
-        else:
-            stream.write(text.encode("ascii"))  # type: ignore[arg-type]
+        fmt = resolve_dump_format(self, format, fallback)
+        write_dump(self, stream, fmt)
         return fmt
