@@ -8,7 +8,8 @@ Hardware layout. A tensor's bytes are normally stored in its logical ("software"
 the shape of its type, C order, in the type's axis order (``"NHWC"``). A backend may store
 a tensor in a hardware layout instead, described by a `HwLayout` (for example
 `ChannelTiled`, channels cut into blocks of 8/16/32 and zero-padded, as NPUs keep feature
-maps). `numpy()` always returns the logical array; ``numpy(hardware=True)`` the stored one.
+maps; both live in `xrt.layout` and are re-exported here). `numpy()` always returns the
+logical array; ``numpy(hardware=True)`` the stored one.
 
 Readiness. A tensor a device is still computing is not ready: ``Tensor(..., check_func=f)``
 calls ``f(device)`` until it returns True (then the tensor stays ready until `set_ready`
@@ -42,24 +43,29 @@ be dumped as F; never the reverse. So:
 With ``fallback=True`` the impossible requests degrade instead of failing: H becomes S and
 Q becomes F (useful to dump every tensor of a network with one format); the text header
 always names the format actually written. ``HF`` on a quantized tensor with a hardware
-layout dequantizes the logical values and re-tiles them, so padding reads 0.0.
+layout dequantizes the logical values and re-tiles them, so padding reads 0.0. (The
+writers live in `xrt._tensor_dump`.)
 """
 
 from __future__ import annotations
 
-import io
-import os
 import time
-from abc import ABC, abstractmethod
 from collections.abc import Callable
-from math import prod
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from xrt._checks import BufferLike, as_alignment, as_bool, as_seconds, as_size
+from xrt._tensor_dump import (
+    DUMP_FORMATS,
+    DumpTarget,
+    dump_values,
+    resolve_dump_format,
+    write_dump,
+)
 from xrt.dtypes import DataType, QuantParams, TensorType
 from xrt.errors import ErrorCode, XrtError
+from xrt.layout import ChannelTiled, HwLayout
 from xrt.memory import MemChunk, MemRegion, _dest_view, _src_view
 from xrt.memptr import MemPtr
 
@@ -68,112 +74,8 @@ if TYPE_CHECKING:
 
 __all__ = ["DUMP_FORMATS", "ChannelTiled", "HwLayout", "Tensor"]
 
-DUMP_FORMATS = tuple(a + b + c for a in "HS" for b in "FQ" for c in "BT")
-"""The eight dump formats: ``HFB``, ``HFT``, ``HQB``, ..., ``SQT``."""
-
 CheckFunc = Callable[["Device | None"], bool]
 """Readiness function: called with the tensor's device, True once the data is valid."""
-
-
-class HwLayout(ABC):
-    """How a tensor is stored when the hardware's layout differs from its logical one."""
-
-    @property
-    @abstractmethod
-    def name(self) -> str:
-        """A short name for dumps and reprs."""
-
-    @abstractmethod
-    def check(self, ttype: TensorType) -> None:
-        """Raise XrtError 11010 when the layout cannot store tensors of `ttype`."""
-
-    @abstractmethod
-    def storage_shape(self, ttype: TensorType) -> tuple[int, ...]:
-        """Shape of the stored array (same element type)."""
-
-    @abstractmethod
-    def to_hardware(self, logical: np.ndarray, ttype: TensorType) -> np.ndarray:
-        """Stored array (C-contiguous) from the logical one; padding is zero."""
-
-    @abstractmethod
-    def to_software(self, stored: np.ndarray, ttype: TensorType) -> np.ndarray:
-        """Logical array from the stored one."""
-
-    def storage_bytes(self, ttype: TensorType) -> int:
-        """Bytes the stored array occupies."""
-        return prod(self.storage_shape(ttype)) * ttype.dtype.itemsize
-
-    def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.name}>"
-
-
-class ChannelTiled(HwLayout):
-    """Channels cut into blocks of `block`, zero-padded to a whole number of blocks.
-
-    The type's layout must name a ``C`` axis. Stored axis order: ``N`` first when the
-    layout starts with it, then the channel-block index, then the other axes in layout
-    order, then the channel within its block. For ``NHWC`` with 32-channel blocks a
-    ``[1, 4, 4, 40]`` tensor is stored as ``[1, 2, 4, 4, 32]`` (NC/32HW32c, as NPUs keep
-    feature maps).
-
-    Args:
-        block: Channels per block (>= 1).
-    """
-
-    def __init__(self, block: int) -> None:
-        self.block = as_size(block, "channel block")
-        if self.block < 1:
-            raise XrtError(ErrorCode.OUT_OF_RANGE, "channel block must be >= 1")
-
-    @property
-    def name(self) -> str:
-        return f"C{self.block}"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, ChannelTiled) and other.block == self.block
-
-    def __hash__(self) -> int:
-        return hash(("ChannelTiled", self.block))
-
-    def check(self, ttype: TensorType) -> None:
-        if ttype.layout == "*" or "C" not in ttype.layout:
-            raise XrtError(
-                ErrorCode.WRONG_TYPE,
-                f"channel tiling needs a layout with a 'C' axis, {ttype!r} has {ttype.layout!r}",
-            )
-
-    def _axes(self, ttype: TensorType) -> tuple[int, list[int]]:
-        layout = ttype.layout
-        k = layout.index("C")
-        # Axes of the split array: i < k -> i, block index -> k, in-block -> k + 1,
-        # i > k -> i + 1.
-        lead = [0] if layout[0] == "N" and k != 0 else []
-        others = [i if i < k else i + 1 for i in range(len(layout)) if i != k and i not in lead]
-        return k, [*lead, k, *others, k + 1]
-
-    def storage_shape(self, ttype: TensorType) -> tuple[int, ...]:
-        self.check(ttype)
-        k, order = self._axes(ttype)
-        shape = list(ttype.shape)
-        split = [*shape[:k], -(-shape[k] // self.block), self.block, *shape[k + 1 :]]
-        return tuple(split[a] for a in order)
-
-    def to_hardware(self, logical: np.ndarray, ttype: TensorType) -> np.ndarray:
-        k, order = self._axes(ttype)
-        c = logical.shape[k]
-        blocks = -(-c // self.block)
-        pad = [(0, 0)] * logical.ndim
-        pad[k] = (0, blocks * self.block - c)
-        padded = np.pad(logical, pad)
-        split = padded.reshape(*logical.shape[:k], blocks, self.block, *logical.shape[k + 1 :])
-        return np.ascontiguousarray(split.transpose(order))
-
-    def to_software(self, stored: np.ndarray, ttype: TensorType) -> np.ndarray:
-        k, order = self._axes(ttype)
-        split = stored.transpose(np.argsort(order))
-        shape = list(ttype.shape)
-        merged = split.reshape(*shape[:k], split.shape[k] * self.block, *shape[k + 1 :])
-        return np.ascontiguousarray(merged[(slice(None),) * k + (slice(0, shape[k]),)])
 
 
 def _as_array(obj: object, what: str) -> np.ndarray:
@@ -701,57 +603,13 @@ class Tensor:
         Raises:
             XrtError: 11010 for an unknown format, or an impossible one without `fallback`.
         """
-        fallback = as_bool(fallback, "fallback")
-        if isinstance(format, str) and format == "":
-            return ""  # the raw stored data: always possible
-        if not isinstance(format, str) or format not in DUMP_FORMATS:
-            raise XrtError(
-                ErrorCode.WRONG_TYPE,
-                f"dump format must be one of {', '.join(DUMP_FORMATS)}, got {format!r}",
-            )
-        layout, values, form = format
-        if layout == "H" and self._hw is None:
-            if not fallback:
-                raise XrtError(
-                    ErrorCode.WRONG_TYPE,
-                    f"dump {format!r}: {self!r} has no hardware layout, and S cannot become H "
-                    f"(use S{values}{form}, or fallback=True)",
-                )
-            layout = "S"
-        if values == "Q" and self.dtype.is_float:
-            if not fallback:
-                raise XrtError(
-                    ErrorCode.WRONG_TYPE,
-                    f"dump {format!r}: {self._type!r} holds float values, and F cannot become Q "
-                    f"(use {layout}F{form}, or fallback=True)",
-                )
-            values = "F"
-        return layout + values + form
+        return resolve_dump_format(self, format, fallback)
 
     def dump_array(self, format: str = "", fallback: bool = False) -> np.ndarray:
         """The array `dump` writes for `format` (``""``: the stored array)."""
-        fmt = self.resolve_dump_format(format, fallback)
-        if fmt == "":
-            return self.numpy(hardware=True)
-        layout, values = fmt[0], fmt[1]
-        arr = self.numpy()
-        if values == "F":
-            if self._type.quant is not None and not self.dtype.is_float:
-                arr = self._type.quant.dequantize(arr)
-            elif not self.dtype.is_float:
-                arr = arr.astype(np.float32)
-        if layout == "H":
-            assert self._hw is not None
-            arr = self._hw.to_hardware(arr, self._type)
-        return arr
+        return dump_values(self, resolve_dump_format(self, format, fallback))
 
-    def dump(
-        self,
-        stream: IO[bytes] | IO[str] | str | os.PathLike[str],
-        format: str = "",
-        *,
-        fallback: bool = False,
-    ) -> str:
+    def dump(self, stream: DumpTarget, format: str = "", *, fallback: bool = False) -> str:
         """Write the tensor's values to `stream` in `format`.
 
         Args:
@@ -768,45 +626,6 @@ class Tensor:
                 binary format; 11012 without data or when not ready; 11002 when the file
                 cannot be created.
         """
-        fmt = self.resolve_dump_format(format, fallback)
-        if isinstance(stream, str | os.PathLike):
-            self._readable()  # fail before creating the file
-            try:
-                fh = open(stream, "wb")  # noqa: SIM115 - closed below
-            except OSError as exc:
-                raise XrtError(
-                    ErrorCode.FILE_NOT_FOUND, f"cannot write dump file {str(stream)!r}: {exc}"
-                ) from None
-            with fh:
-                return self.dump(fh, fmt)
-        if not callable(getattr(stream, "write", None)):
-            raise XrtError(
-                ErrorCode.WRONG_TYPE, f"dump needs a stream or a file path, got {stream!r}"
-            )
-        arr = self.dump_array(fmt)
-        text_stream = isinstance(stream, io.TextIOBase)
-        if fmt == "" or fmt[2] == "B":
-            if text_stream:
-                raise XrtError(
-                    ErrorCode.WRONG_TYPE, f"dump {fmt!r} is binary: give a binary stream"
-                )
-            le = arr.astype(arr.dtype.newbyteorder("<"), copy=False)
-            stream.write(le.tobytes())  # type: ignore[arg-type]
-            return fmt
-        layout_name = self._hw.name if fmt[0] == "H" and self._hw is not None else self.layout
-        header = (
-            f"xrt.Tensor format={fmt} dtype={arr.dtype} shape={list(arr.shape)} "
-            f"layout={layout_name} type={self.dtype.manual_name}"
-        )
-        flat = arr.reshape(-1)
-        if arr.dtype.kind == "f" or arr.dtype == DataType.BF16.numpy:
-            flat = flat.astype(np.float32)
-            lines = [f"{v:.9g}" for v in flat.tolist()]
-        else:
-            lines = [str(int(v)) for v in flat.tolist()]
-        text = "# " + header + "\n" + "".join(v + "\n" for v in lines)
-        if text_stream:
-            stream.write(text)  # type: ignore[arg-type]
-        else:
-            stream.write(text.encode("ascii"))  # type: ignore[arg-type]
+        fmt = resolve_dump_format(self, format, fallback)
+        write_dump(self, stream, fmt)
         return fmt

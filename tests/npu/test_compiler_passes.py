@@ -8,8 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from npu_util import SMALL, i8, npu_outputs, single
 
+from xrt.dtypes import DataType, TensorType
 from xrt.hw import isa
 from xrt.hw.targets import NPU
+from xrt.layout import ChannelTiled
 from xrt.network import run_network_reference
 from xrt.npu import golden
 from xrt.npu.compiler import (
@@ -43,6 +45,10 @@ def test_tiled_layout_round_trips_and_pads_with_zero(
     # Channel 17 of pixel (0, 0) of image 0 sits in plane 1, lane 1.
     if c > 17:
         assert lanes[0, 1, 0, 1] == (x[0, 17] if rank2 else x[0, 17, 0, 0])
+    # The bytes of a host tensor stored ChannelTiled(16) over NCHW (NC): the engine's layout.
+    tt = TensorType(DataType.SINT8, x.shape, "NC" if rank2 else "NCHW")
+    stored = ChannelTiled(16).to_hardware(x, tt)
+    np.testing.assert_array_equal(stored.view(np.uint8).reshape(-1), data)
 
 
 def test_depthwise_and_grouped_blocks_are_block_sparse() -> None:

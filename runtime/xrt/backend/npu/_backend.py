@@ -44,6 +44,7 @@ from xrt.devices.npu import NpuDevice
 from xrt.errors import ErrorCode, XrtError
 from xrt.hw.config import NpuConfig
 from xrt.hw.targets import NPU
+from xrt.layout import ChannelTiled
 from xrt.memory import MemChunk, MemRegion
 from xrt.network import NetworkView, Operator
 from xrt.npu.compiler import (
@@ -56,7 +57,7 @@ from xrt.npu.compiler import (
     to_tiled,
 )
 from xrt.ops import get_op_def
-from xrt.tensor import ChannelTiled, Tensor
+from xrt.tensor import Tensor
 
 __all__ = ["NpuBackend", "Segment"]
 

@@ -28,6 +28,7 @@ from xrt.network import Network, NetworkView, Operator
 from xrt.npu.compiler import _vector as vx
 from xrt.npu.compiler._conv import ConvConsts, emit_conv
 from xrt.npu.compiler._emit import CONST_BASE, Emitter
+from xrt.npu.compiler._geometry import conv_geom, gemm_geom, pool_window
 from xrt.npu.compiler._layout import View, as_nchw, tiled_bytes, view_of
 from xrt.npu.compiler._legalize import ALIAS_OP_TYPES, refusal
 from xrt.npu.compiler._memplan import Buffer, pack, split
@@ -44,42 +45,7 @@ from xrt.npu.compiler._tokens import insert_tokens
 from xrt.ops.pool import pool_counts
 from xrt.ops.resize import nearest_indices
 
-__all__ = ["compile_run", "conv_geom", "gemm_geom", "window_of"]
-
-
-def conv_geom(
-    op: Operator, x: TensorType, params: Mapping[str, np.ndarray], cfg: NpuConfig
-) -> ConvGeom:
-    """The `ConvGeom` of a QConv2d image."""
-    a = op.attrs
-    w = params["weight"]
-    _, c, h, wd = x.shape
-    o, cig, kh, kw = w.shape
-    sh, sw = a["strides"]
-    dh, dw = a["dilations"]
-    pt, pl, pb, pr = a["pads"]
-    ho = (h + pt + pb - dh * (kh - 1) - 1) // sh + 1
-    wo = (wd + pl + pr - dw * (kw - 1) - 1) // sw + 1
-    pk = conv_blocks(w, a["groups"], cfg.block)
-    return ConvGeom(c, h, wd, o, ho, wo, kh, kw, sh, sw, dh, dw, pt, pl, pk.ib_n, cig)
-
-
-def gemm_geom(x: TensorType, params: Mapping[str, np.ndarray], cfg: NpuConfig) -> ConvGeom:
-    """A QGemm ``(N, K) x (O, K)^T`` as a 1x1 convolution over a 1 x N image."""
-    n, k = x.shape
-    o = params["weight"].shape[0]
-    zi = -(-k // cfg.block)
-    zo = -(-o // cfg.block)
-    return ConvGeom(k, 1, n, o, 1, n, 1, 1, 1, 1, 1, 1, 0, 0, (zi,) * zo, k)
-
-
-def window_of(a: Mapping[str, Any]) -> tuple[int, ...]:
-    """``(kh, kw, sh, sw, dh, dw, pt, pl, pb, pr)`` of a pooling op's attributes."""
-    kh, kw = a["kernel"]
-    sh, sw = a["strides"]
-    dh, dw = a["dilations"]
-    pt, pl, pb, pr = a["pads"]
-    return kh, kw, sh, sw, dh, dw, pt, pl, pb, pr
+__all__ = ["compile_run"]
 
 
 @dataclass
@@ -363,7 +329,7 @@ def _lower(
         rep.detail = f"VEC {func.name} + STORE clamp [{q.lo}, {q.hi}]"
         return rep
     if t in ("MaxPool2d", "QAvgPool2d"):
-        win = window_of(a)
+        win = pool_window(a)
         _, _, h, w = types[op.inputs[0]].shape
         if t == "MaxPool2d":
             stores: Any = vx.StoreQ()

@@ -5,8 +5,11 @@ A tensor ``(N, C, H, W)`` is stored image after image, each as ``ceil(C/B)`` pla
 ``z*B + lane``. A rank-2 tensor ``(N, K)`` is the same bytes as ``(N, K, 1, 1)``. Lanes past
 ``C`` in the last plane are padding.
 
-The backends convert host tensors with `to_tiled` / `from_tiled`; the compiler addresses
-them through `View`, a 3-D window (planes, rows, columns) of one image with byte strides.
+The backends convert host tensors with `to_tiled` / `from_tiled`, int8 NCHW front ends of
+`xrt.layout`'s channel-tiled layout (the one `ChannelTiled` host tensors are stored in: the
+same bytes as ``ChannelTiled(B)`` over ``NCHW``, or ``NC`` for rank 2). The compiler
+addresses them through `View`, a 3-D window (planes, rows, columns) of one image with byte
+strides.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from xrt.errors import ErrorCode, XrtError
+from xrt.layout import channel_tiled_shape, tile_channels, untile_channels
 
 __all__ = ["View", "as_nchw", "from_tiled", "tiled_bytes", "tiled_shape", "to_tiled", "view_of"]
 
@@ -36,8 +40,8 @@ def as_nchw(shape: tuple[int, ...]) -> tuple[int, int, int, int]:
 
 def tiled_shape(shape: tuple[int, ...], block: int) -> tuple[int, int, int, int, int]:
     """``(N, Z, H, W, B)``: the array shape of the tiled bytes."""
-    n, c, h, w = as_nchw(shape)
-    return n, -(-c // block), h, w, block
+    n, z, h, w, b = channel_tiled_shape(as_nchw(shape), "NCHW", block)
+    return n, z, h, w, b
 
 
 def tiled_bytes(shape: tuple[int, ...], block: int) -> int:
@@ -47,22 +51,15 @@ def tiled_bytes(shape: tuple[int, ...], block: int) -> int:
 
 def to_tiled(x: np.ndarray, block: int) -> np.ndarray:
     """NCHW (or NK) int8 -> channel-tiled bytes as a flat uint8 array (padding lanes 0)."""
-    n, c, h, w = as_nchw(x.shape)
-    z = -(-c // block)
-    out = np.zeros((n, z * block, h, w), dtype=np.int8)
-    out[:, :c] = x.reshape(n, c, h, w)
-    tiled = out.reshape(n, z, block, h, w).transpose(0, 1, 3, 4, 2)
-    return np.ascontiguousarray(tiled).view(np.uint8).reshape(-1)
+    nchw = x.reshape(as_nchw(x.shape)).astype(np.int8, copy=False)
+    return tile_channels(nchw, "NCHW", block).view(np.uint8).reshape(-1)
 
 
 def from_tiled(data: np.ndarray | bytes, shape: tuple[int, ...], block: int) -> np.ndarray:
     """Channel-tiled bytes -> int8 tensor of `shape` (padding lanes dropped)."""
-    n, c, h, w = as_nchw(shape)
-    z = -(-c // block)
     raw = np.frombuffer(bytes(data), dtype=np.int8) if isinstance(data, bytes) else data
-    arr = np.asarray(raw).view(np.int8).reshape(n, z, h, w, block)
-    nchw = arr.transpose(0, 1, 4, 2, 3).reshape(n, z * block, h, w)[:, :c]
-    return np.ascontiguousarray(nchw).reshape(shape)
+    stored = np.asarray(raw).view(np.int8).reshape(tiled_shape(shape, block))
+    return untile_channels(stored, as_nchw(shape), "NCHW", block).reshape(shape)
 
 
 @dataclass(frozen=True)

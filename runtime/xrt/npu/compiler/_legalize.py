@@ -18,8 +18,11 @@ import numpy as np
 from xrt.dtypes import DataType, TensorType
 from xrt.hw.config import NpuConfig
 from xrt.network import Operator
-from xrt.npu.compiler._emit import MAX_COUNT
-from xrt.npu.compiler._layout import as_nchw
+from xrt.npu.compiler._emit import MAX_COUNT, Emitter
+from xrt.npu.compiler._geometry import conv_geom, gemm_geom, pool_window
+from xrt.npu.compiler._layout import as_nchw, view_of
+from xrt.npu.compiler._tiler import plan_conv
+from xrt.npu.compiler._vector import pool_tile_rows
 
 __all__ = ["NPU_OP_TYPES", "accumulator_bound", "refusal"]
 
@@ -77,9 +80,6 @@ def refusal(
 
 
 def _conv(op, a, ins, outs, params, cfg):  # type: ignore[no-untyped-def]
-    from xrt.npu.compiler._compile import conv_geom
-    from xrt.npu.compiler._tiler import plan_conv
-
     if len(ins[0].shape) != 4:
         return "QConv2d needs a rank-4 input"
     if max(a["pads"]) > _PAD_MAX:
@@ -95,9 +95,6 @@ def _conv(op, a, ins, outs, params, cfg):  # type: ignore[no-untyped-def]
 
 
 def _gemm(op, a, ins, outs, params, cfg):  # type: ignore[no-untyped-def]
-    from xrt.npu.compiler._compile import gemm_geom
-    from xrt.npu.compiler._tiler import plan_conv
-
     bound = accumulator_bound(params["weight"], params["bias"])
     if bound >= 2**31:
         return f"int32 accumulator bound {bound} cannot be proven (>= 2**31)"
@@ -125,21 +122,15 @@ def _binary(op, a, ins, outs, params, cfg):  # type: ignore[no-untyped-def]
 
 
 def _window(op, a, ins, outs, params, cfg):  # type: ignore[no-untyped-def]
-    from xrt.npu.compiler._compile import window_of
-    from xrt.npu.compiler._vector import pool_tile_rows
-
     if len(ins[0].shape) != 4:
         return "pooling needs a rank-4 input"
-    kh, kw, sh, sw, dh, dw, pt, pl, pb, pr = window_of(a)
+    kh, kw, sh, sw, dh, dw, pt, pl, pb, pr = pool_window(a)
     _, _, h, w = ins[0].shape
     ho, wo = outs[0].shape[2:]
     extra_b = (ho - 1) * sh + (kh - 1) * dh - pt - (h - 1)
     extra_r = (wo - 1) * sw + (kw - 1) * dw - pl - (w - 1)
     if max(pt, pl, extra_b, extra_r) > _PAD_MAX:
         return f"padding beyond {_PAD_MAX} rows/columns"
-    from xrt.npu.compiler._emit import Emitter
-    from xrt.npu.compiler._layout import view_of
-
     xv = view_of(ins[0].shape, 1, 0, 0, cfg.block)
     if pool_tile_rows(Emitter(cfg), xv, ho, wo, (kh, kw, sh, sw, dh, dw, pt, pl, pb, pr)) < 1:
         return "one output row of the window does not fit the buffers"
