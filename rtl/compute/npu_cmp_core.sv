@@ -394,10 +394,12 @@ module npu_cmp_core
   assign aw_fire_unused = 1'b0;
 
   // ---------------------------------------------------------------- errors
+  // Progress is a handshake, not a request: a decode holding an instruction for a full queue
+  // (its unit waits for a token that never comes) is no progress, and the watchdog fires.
   logic [31:0] wd_q;       // cycles without progress
   wire progress = (m_axi_arvalid && m_axi_arready) || (m_axi_rvalid && m_axi_rready)
                || (m_axi_awvalid && m_axi_awready) || (m_axi_wvalid && m_axi_wready)
-               || (m_axi_bvalid && m_axi_bready) || |q_push || |q_pop || |tok_pop
+               || (m_axi_bvalid && m_axi_bready) || |(q_push & q_ready) || |q_pop || |tok_pop
                || |u_retire || ld_we || c_acc_we || !u_done[1];
   wire wd_fire = wd_q == 32'(WatchdogCycles);
 

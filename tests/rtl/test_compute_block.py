@@ -1423,6 +1423,7 @@ async def golden_error_cases(dut):
     await e.start()
     e.backpressure("random")
     for case in error_cases(e.seed, config=GCFG, windows=WINDOWS):
+        dut._log.info("error case: %s", case.name)
         load_memory(e, case.memory())
         e.ram.faults = [(range(f.addr, f.addr + f.nbytes), f.kind) for f in case.faults]
         code, pc, unit = case.expect

@@ -99,7 +99,7 @@ ERROR_TEXT = {
     EngineError.STORE_SLVERR: 'a STORE write response was SLVERR',
     EngineError.STORE_DECERR: 'a STORE write response was DECERR',
     EngineError.ADDR_RANGE: 'a LOAD or STORE reaches outside one memory window (checked before any burst)',
-    EngineError.MISALIGNED: 'a LOAD or STORE address or stride is not a multiple of B bytes',
+    EngineError.MISALIGNED: 'a LOAD or STORE address or stride is not a multiple of B bytes, or PROG_ADDR is not a multiple of 32 (instruction 0, the fetch unit)',
     EngineError.BUFFER_RANGE: 'an instruction reaches a buffer row outside its buffer',
     EngineError.TOKEN_OVERFLOW: 'a push into a token queue that already holds token_depth tokens',
     EngineError.WATCHDOG: 'no unit made progress for watchdog_cycles cycles (for example a pop whose push never comes)',

@@ -27,7 +27,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from xrt.hw.config import MemoryWindow, NpuConfig, TargetConfig
-from xrt.hw.isa import INSN_BYTES, Buffer, Finish, Instruction, IsaError, Unit, decode
+from xrt.hw.isa import (
+    INSN_BYTES,
+    Buffer,
+    EngineError,
+    Finish,
+    Instruction,
+    IsaError,
+    Unit,
+    decode,
+)
 from xrt.hw.targets import NPU, target
 
 from . import footprint as fp
@@ -310,6 +319,31 @@ def _instructions(program: Sequence[Instruction] | bytes, report: CheckReport) -
     return out
 
 
+def _self_writes(
+    touched: list[tuple[int, Instruction, list[Access]]], prog_addr: int, n: int, block: int
+) -> list[Finding]:
+    """STOREs whose bytes overlap the program's own instructions."""
+    lo, hi = prog_addr, prog_addr + n * INSN_BYTES
+    out = []
+    for pc, _, accs in touched:
+        for a in accs:
+            if a.resource != MEM or not a.write or not a.rows.size:
+                continue
+            starts = a.rows * block
+            hit = starts[(starts < hi) & (starts + block > lo)]
+            if hit.size:
+                out.append(
+                    Finding(
+                        "self_write",
+                        pc,
+                        f"STORE writes the program's own instructions at {int(hit[0]):#x} "
+                        f"(program [{lo:#x}, {hi:#x})): the engine fetches ahead, what runs "
+                        "is unspecified",
+                    )
+                )
+    return out
+
+
 def check(
     program: Sequence[Instruction] | bytes,
     bases: Sequence[int] | Mapping[int, int] | None,
@@ -317,6 +351,7 @@ def check(
     config: NpuConfig = NPU,
     *,
     max_findings: int = 100,
+    prog_addr: int | None = None,
 ) -> CheckReport:
     """Check a program for one launch (its base register values) without running it.
 
@@ -326,11 +361,22 @@ def check(
         memory_map: The memory windows (a list, a `Memory`, a `TargetConfig` or its name).
         config: Buffer sizes and token depth.
         max_findings: Stop collecting after this many findings.
+        prog_addr: Where the program lies (PROG_ADDR): a STORE into its own instructions
+            is then reported (``self_write``: what runs is unspecified, docs/isa.md).
 
     Returns:
         A `CheckReport`; ``report.ok`` is False when any error was found.
     """
     report = CheckReport()
+    if prog_addr is not None and prog_addr % INSN_BYTES:
+        report.findings.append(
+            Finding(
+                "fault",
+                0,
+                f"MISALIGNED: PROG_ADDR {prog_addr:#x} is not a multiple of {INSN_BYTES}",
+                code=EngineError.MISALIGNED,
+            )
+        )
     insns = _instructions(program, report)
     windows = _windows(memory_map)
     regs = normalize_bases(bases, config.base_regs)
@@ -357,6 +403,8 @@ def check(
         report.findings.append(
             Finding("no_finish", None, f"no FINISH in {len(insns)} instructions")
         )
+    if prog_addr is not None:
+        report.findings.extend(_self_writes(touched, prog_addr, len(insns), config.block))
     mem = [a.rows for _, _, accs in touched for a in accs if a.resource == MEM]
     granules = np.unique(np.concatenate(mem)) if mem else np.zeros(0, np.int64)
     # Pass 2: happens-before, races, tokens.

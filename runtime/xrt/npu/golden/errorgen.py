@@ -53,6 +53,8 @@ class ErrorCase:
         faults: Bus faults to inject.
         config: Engine sizes.
         expect: (error code, error pc, unit or None for fetch/decode and FINISH).
+        retired: Instructions retired before the error, when that is not the error pc
+            (an error found while an earlier instruction waits for a token).
     """
 
     name: str
@@ -65,6 +67,7 @@ class ErrorCase:
     config: NpuConfig
     expect: tuple[EngineError, int, Unit | None]
     faults: list[BusFault] = field(default_factory=list)
+    retired: int | None = None
 
     def memory(self) -> Memory:
         """Memories with the data, the program (where it fits a window) and the faults."""
@@ -119,6 +122,7 @@ def error_cases(
         faults: Sequence[BusFault] = (),
         at: int | None = None,
         bases: list[int] | None = None,
+        retired: int | None = None,
     ) -> None:
         blob = encode_program(pre) + (tail if isinstance(tail, bytes) else encode_program(tail))
         if finish:
@@ -135,6 +139,7 @@ def error_cases(
                 cfg,
                 expect,
                 list(faults),
+                retired,
             )
         )
 
@@ -232,6 +237,44 @@ def error_cases(
         "pop whose push never comes",
         [Sync(unit=Unit.COMPUTE, pop_prev=True)],
         (EngineError.WATCHDOG, n, Unit.COMPUTE),
+    )
+    # Error order while a unit waits for a token that never comes (decode checks first).
+    bad_gemm = Gemm(acc=cfg.acc_rows - 2, n0=3, n1=1, n2=1, acc_s0=1)
+    wait = Sync(unit=Unit.COMPUTE, pop_prev=True)
+    add(
+        "a check fails on the instruction that waits",
+        [bad_gemm.replace(pop_prev=True)],
+        (EngineError.BUFFER_RANGE, n, Unit.COMPUTE),
+    )
+    add(
+        "a check fails in another unit behind the wait",
+        [wait, good_load.replace(y_size=0)],
+        (ill, n + 1, Unit.LOAD),
+        retired=n,
+    )
+    qd = cfg.insn_queue_depth
+    add(
+        "a check fails as the waiting unit's queue fills",
+        [wait, *[Sync(unit=Unit.COMPUTE)] * qd, bad_gemm],
+        (EngineError.BUFFER_RANGE, n + qd + 1, Unit.COMPUTE),
+        retired=n,
+    )
+    add(
+        "a check fails past the waiting unit's full queue",
+        [wait, *[Sync(unit=Unit.COMPUTE)] * (qd + 1), bad_gemm],
+        (EngineError.WATCHDOG, n, Unit.COMPUTE),
+    )
+    add(
+        "two units wait: the watchdog names the lower one",
+        [Sync(unit=Unit.STORE, pop_prev=True), Sync(unit=Unit.LOAD, pop_next=True)],
+        (EngineError.WATCHDOG, n + 1, Unit.LOAD),
+        retired=n,
+    )
+    add(
+        "PROG_ADDR not 32-byte aligned",
+        [good_load],
+        (EngineError.MISALIGNED, 0, None),
+        at=prog_addr + blk,
     )
     # Bus faults.
     for kind in ("SLVERR", "DECERR"):

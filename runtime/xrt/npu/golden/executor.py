@@ -8,12 +8,16 @@ gives the same memories, so the result is the engine's. Timing comes from the co
 
 What the model reports for an invalid program (docs/isa.md "Errors" and the guide):
 
+* ``PROG_ADDR`` not a multiple of 32: MISALIGNED at instruction 0, unit None, before any
+  fetch;
 * a failed check: its code, the instruction's index and unit (checks in the order of
-  `validate.static_fault`, after the instruction's pops);
+  `validate.static_fault`, made when the instruction is decoded: before its pops);
 * an undecodable word or running past the program without FINISH: ILLEGAL_INSTRUCTION
   with unit None (the fetch unit);
-* a pop with no token pushed earlier in program order: WATCHDOG at the popping
-  instruction (the engine deadlocks when no later push exists either);
+* a pop with no token pushed earlier in program order: the engine's decode runs on while
+  the popping unit waits (`_decode_ahead`): the first check that fails in what it decodes
+  is the error; else WATCHDOG at the instruction held by the lowest-numbered waiting unit
+  (LOAD, COMPUTE, STORE), as the engine's watchdog reports it;
 * a push into a queue holding ``token_depth`` tokens (counted in program order):
   TOKEN_OVERFLOW at the pushing instruction;
 * bus faults injected into the `Memory`: FETCH_/LOAD_/STORE_ SLVERR or DECERR.
@@ -175,6 +179,10 @@ def run(
         if program is not None and prog_insns > n:
             raise ValueError(f"prog_insns={prog_insns} exceeds the program's {n} instructions")
         n = prog_insns
+    if prog_addr is not None and prog_addr % INSN_BYTES:
+        res.error, res.error_pc, res.error_unit = EngineError.MISALIGNED, 0, None
+        res.message = f"PROG_ADDR {prog_addr:#x} is not a multiple of {INSN_BYTES}"
+        return res
     pending: dict[Queue, deque[int]] = {q: deque() for q in Queue}  # push completion times
     unit_free = {u: 0 for u in Unit}
     recent: dict[Unit, deque[int]] = {u: deque(maxlen=config.insn_queue_depth) for u in Unit}
@@ -206,16 +214,17 @@ def run(
             if len(q) == q.maxlen:
                 dispatch = max(dispatch, q[0])
             start = max(dispatch, unit_free[unit])
+            fault = static_fault(insn, regs, memory.windows, config, encoded=encoded)
+            if fault is not None:  # decode checks it before the unit pops its tokens
+                raise _EngineStopError(fault.code, pc, unit, fault.message)
             pops, pushes, _ = token_ops(insn)
             for queue in pops:
                 if not pending[queue]:
-                    raise _EngineStopError(
-                        EngineError.WATCHDOG, pc, unit, _no_token(queue, pc, src, n)
-                    )
+                    raise _decode_ahead(
+                        pc, unit, _no_token(queue, pc, src, n), src, n, memory, prog_addr,
+                        regs, {q: len(v) for q, v in pending.items()}, config, m, res,
+                    )  # fmt: skip
                 start = max(start, pending[queue].popleft())
-            fault = static_fault(insn, regs, memory.windows, config, encoded=encoded)
-            if fault is not None:
-                raise _EngineStopError(fault.code, pc, unit, fault.message)
             _execute(insn, pc, unit, m, memory, regs, res, config)
             dur = cost.duration(insn, config)
             end = start + dur
@@ -300,6 +309,83 @@ def _decode(word: bytes, pc: int) -> Instruction:
         return decode(word, pc)
     except IsaError as exc:
         raise _EngineStopError(EngineError.ILLEGAL_INSTRUCTION, pc, None, str(exc)) from None
+
+
+def _decode_ahead(
+    pc: int,
+    unit: Unit,
+    why: str,
+    src: object,
+    n: int,
+    memory: Memory,
+    prog_addr: int | None,
+    regs: list[int],
+    tokens: dict[Queue, int],
+    config: NpuConfig,
+    m: Machine,
+    res: RunResult,
+) -> _EngineStopError:
+    """The error of a program whose instruction `pc` waits for a token nobody pushed
+    before it: what the engine reports.
+
+    The waiting unit holds `pc`; the decode goes on in program order, checking each
+    instruction it decodes, handing it to its unit's queue (`insn_queue_depth` places) and
+    letting units that do not wait run (their bus faults and token overflows are errors
+    too). It stops at FINISH, at the end of the
+    program, or at an instruction whose waiting unit's queue is full (that one it has
+    checked). The first failing check (or fetch fault, or running past PROG_INSNS) is the
+    error; otherwise every unit waits in the end and the watchdog reports the one of
+    lowest number (LOAD, COMPUTE, STORE) with the instruction it holds. A later push into
+    a waiting unit's queue does not release it here: such a program breaks tokens rule 4
+    (the engine might complete it) and is illegal.
+    """
+    waiting: dict[Unit, tuple[int, str]] = {unit: (pc, why)}
+    queued = dict.fromkeys(Unit, 0)
+    for j in range(pc + 1, n + 1):
+        if j == n:
+            return _EngineStopError(
+                EngineError.ILLEGAL_INSTRUCTION, j, None, f"ran past PROG_INSNS={n} without FINISH"
+            )
+        insn, encoded = _fetch_one(src, j, memory, prog_addr)
+        if isinstance(insn, Finish):
+            if any(insn.tokens()):
+                return _EngineStopError(
+                    EngineError.ILLEGAL_INSTRUCTION, j, None, "FINISH: token flags must be 0"
+                )
+            break
+        u = unit_of(insn)
+        assert u is not None
+        fault = static_fault(insn, regs, memory.windows, config, encoded=encoded)
+        if fault is not None:
+            return _EngineStopError(fault.code, j, u, fault.message)
+        if u in waiting:
+            if queued[u] == config.insn_queue_depth:
+                break  # the decode holds this one until the queue has room: never
+            queued[u] += 1
+            continue
+        pops, pushes, _ = token_ops(insn)
+        for queue in pops:
+            if tokens[queue] == 0:
+                waiting[u] = (j, _no_token(queue, j, src, n))
+                break
+            tokens[queue] -= 1
+        else:
+            try:
+                _execute(insn, j, u, m, memory, regs, res, config)
+            except _EngineStopError as stop:
+                return stop
+            for queue in pushes:
+                if tokens[queue] >= config.token_depth:
+                    return _EngineStopError(
+                        EngineError.TOKEN_OVERFLOW,
+                        j,
+                        u,
+                        f"push into {queue.name} holding token_depth={config.token_depth} tokens",
+                    )
+                tokens[queue] += 1
+    first = min(waiting)
+    at, text = waiting[first]
+    return _EngineStopError(EngineError.WATCHDOG, at, first, text)
 
 
 def _no_token(queue: Queue, pc: int, src: object, n: int) -> str:
