@@ -60,9 +60,9 @@ from xrt.hw.regops import POLL_CYCLES_PER_S, poll_max_cycles
 from xrt.hw.wire import PROTOCOL_VERSION, RegisterStatus, WaitOutcome, pb, pb_grpc
 from xrt.registers import RegMaskedWrite, RegOp, RegPoll, RegRead, RegRegion, RegWrite
 from xrt.transport import HostRegion, MemoryInfo, NpuInfo, NpuTransport, RegisterBlock
-from xrt.transport._grpc_errors import register_status_error, rpc_error
-from xrt.transport._local_memory import receive_memory_file
-from xrt.transport.grpc_retry import (
+from xrt.transport.grpc.errors import register_status_error, rpc_error
+from xrt.transport.grpc.local_memory import receive_memory_file
+from xrt.transport.grpc.retry import (
     DEFAULT_RETRY_S,
     REASON_BUSY,
     REASON_RESETTING,
