@@ -18,7 +18,8 @@ Two layers, so that nothing is retried whose effect is unknown:
   `REASON_BUSY` only while ``Device.open(...?wait=SECONDS)`` waits. The call during which a
   worker died carries no such key: its effect is unknown and it fails at once.
 
-The key names and reasons are the wire's (`xrt.hw.wire`): one source for both sides.
+The key names and reasons are the wire's (`xrt.hw.wire`): one source for both sides. The
+loop itself is `DeviceClient.unary` (`xrt.transport.grpc.calls`).
 """
 
 from __future__ import annotations
