@@ -39,7 +39,7 @@ from npuemu.server.launch import ServerProcess
 from npuemu.server.service import boot_id
 from xrt.hw.regs import DMA, NPU
 from xrt.hw.wire import pb
-from xrt.transport._local_memory import receive_memory_file
+from xrt.transport.grpc.local_memory import receive_memory_file
 
 pytestmark = pytest.mark.sim
 

@@ -22,7 +22,7 @@ from npuemu.server.launch import ServerProcess
 from npuemu.server.limits import MAX_STREAMS_PER_LEASE
 from npuemu.server.service import boot_id
 from xrt.hw.wire import pb
-from xrt.transport._local_memory import receive_memory_file
+from xrt.transport.grpc.local_memory import receive_memory_file
 
 pytestmark = pytest.mark.sim
 

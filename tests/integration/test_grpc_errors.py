@@ -1,5 +1,5 @@
 """What a client sees of refusals and failures: each becomes the XrtError of the table in
-docs/runtime-transports.md (`xrt.transport._grpc_errors`), naming what went wrong.
+docs/runtime-transports.md (`xrt.transport.grpc.errors`), naming what went wrong.
 
 The server's side of these (leases, auth, worker crashes, malformed requests) is tested in
 tests/emulator; here only the runtime's view of them.
@@ -21,6 +21,7 @@ from xrt.devices import DmaMemRegion, NpuDevice
 from xrt.hw.regs import DMA
 from xrt.transport import grpc as grpc_transport
 from xrt.transport.grpc import GrpcTransport
+from xrt.transport.grpc import lease as grpc_lease
 
 
 def raises(code: ErrorCode) -> pytest.RaisesExc:  # type: ignore[type-arg]
@@ -49,7 +50,7 @@ def test_the_server_refuses_what_the_client_lets_through(buyi: NpuDevice) -> Non
     t = buyi.transport
     assert isinstance(t, GrpcTransport)
     with raises(ErrorCode.OUT_OF_RANGE) as e:
-        t._read_memory(0x1_0000_0000, 16)  # plddr is not host-visible
+        t.read_memory(0x1_0000_0000, 16)  # plddr is not host-visible
     assert (
         "outside the host-visible region" in e.value.message and "OUT_OF_RANGE" in e.value.message
     )
@@ -119,7 +120,7 @@ def test_lease_ended_under_the_client_is_wrong_order(open_buyi: Callable[..., Np
     dev = open_buyi()
     t = dev.transport
     assert isinstance(t, GrpcTransport)
-    t._call(
+    t.call(
         "CloseDevice",
         grpc_transport.pb.CloseDeviceRequest(lease_id=t.lease_id),
         "closing behind the device's back",
@@ -181,7 +182,7 @@ def test_unreachable_server_is_a_device_error() -> None:
 def test_protocol_mismatch_is_refused_clearly(
     buyi_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(grpc_transport, "PROTOCOL_VERSION", 99)
+    monkeypatch.setattr(grpc_lease, "PROTOCOL_VERSION", 99)
     with raises(ErrorCode.DEVICE_INTERNAL) as e:
         Device.open(buyi_url)
     assert "protocol version 1, this runtime 99" in e.value.message

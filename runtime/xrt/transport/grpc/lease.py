@@ -1,0 +1,213 @@
+"""A device's lease: taken with OpenDevice, held by a HoldLease stream, ended by CloseDevice.
+
+`Lease.open` checks that the server speaks this runtime's protocol version (ListDevices)
+and takes the device (OpenDevice, waiting while it is busy when asked to). `Lease.start_hold`
+opens the HoldLease stream, read by a daemon thread: the server keeps the lease while the
+stream lives, so the lease ends with the process, or with `release`, the finalizer of a
+transport dropped without ``close()``. The client never needs KeepAlive: the stream keeps the
+lease alive; a time-to-live matters only when the stream is lost without the connection
+closing. `Lease.close` gives the device back (the server resets it for the next holder).
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import socket
+import threading
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from xrt.errors import ErrorCode, XrtError
+from xrt.hw.wire import PROTOCOL_VERSION, pb
+from xrt.transport import MemoryInfo, NpuInfo, RegisterBlock
+from xrt.transport.grpc.calls import RPC_SLACK_S, DeviceClient
+from xrt.transport.grpc.errors import rpc_error
+
+__all__ = ["CLOSE_TIMEOUT_S", "Lease", "LeaseHold", "default_client", "device_info", "release"]
+
+CLOSE_TIMEOUT_S = 30.0  # CloseDevice: a hung server must not hang close() for long
+
+
+def _boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
+
+
+def default_client() -> str:
+    """Who is asking, as other clients see the lease holder: ``xrt:USER@HOST:PID``."""
+    try:
+        user = getpass.getuser()
+    except Exception:
+        user = "unknown"
+    return f"xrt:{user}@{socket.gethostname()}:{os.getpid()}"
+
+
+def device_info(info: pb.DeviceInfo) -> NpuInfo:
+    """The `NpuInfo` of a device the server describes."""
+    return NpuInfo(
+        name=info.name,
+        target=info.target,
+        register_blocks={
+            b.name: RegisterBlock(b.name, b.base, b.size) for b in info.register_blocks
+        },
+        memories={m.name: MemoryInfo(m.name, m.base, m.size, m.host_visible) for m in info.regions},
+        dma_bus_bytes=info.dma_bus_bytes or 16,
+        clock_period_ps=info.clock_period_ps or None,
+        hw_version=info.hw_version,
+    )
+
+
+class LeaseHold:
+    """State shared with the HoldLease reader thread (which must not keep the transport
+    alive: it holds only this)."""
+
+    def __init__(self) -> None:
+        self.beats = 0
+        self.ended = False  # the server closed the stream: the lease is over
+        self.error: grpc.RpcError | None = None
+        self.first = threading.Event()
+        self.call: Any = None
+        self.thread: threading.Thread | None = None
+
+    def pump(self) -> None:
+        """Read the stream until it ends (the thread's body)."""
+        try:
+            for _ in self.call:
+                self.beats += 1
+                self.first.set()
+            self.ended = True
+        except grpc.RpcError as exc:
+            if exc.code() != grpc.StatusCode.CANCELLED:
+                self.error = exc
+        except Exception:  # the thread must end quietly
+            pass
+        finally:
+            self.first.set()
+
+
+def release(channel: grpc.Channel, hold: LeaseHold) -> None:
+    """Finalizer of a transport dropped without close(): end the stream (the server then
+    ends the lease) and the channel."""
+    try:
+        if hold.call is not None:
+            hold.call.cancel()
+        channel.close()
+    except Exception:
+        pass
+
+
+class Lease:
+    """The lease of one device, taken and given back through `client`.
+
+    Attributes:
+        id: The lease id (empty until `open` succeeds).
+        ttl_s: The time-to-live the server granted.
+        hold: The HoldLease stream's state.
+    """
+
+    def __init__(self, client: DeviceClient) -> None:
+        self._client = client
+        self.id = ""
+        self.ttl_s = 0.0
+        self.hold = LeaseHold()
+
+    def open(
+        self,
+        address: str,
+        device: str,
+        *,
+        local: bool,
+        holder: str,
+        ttl_s: float | None,
+        connect_s: float,
+        wait_s: float,
+    ) -> pb.OpenDeviceResponse:
+        """Check the server's protocol version, then take `device` (empty: the first free).
+
+        Args:
+            address: The server's ``HOST:PORT``, for messages.
+            device: Device name; empty: the first free device.
+            local: Offer this machine's identity for the local fast path.
+            holder: Who is asking (`default_client`).
+            ttl_s: Time-to-live asked for; None: the server's default.
+            connect_s: How long to wait for the server to answer at all.
+            wait_s: How long to wait while the device (or every device) is leased.
+
+        Raises:
+            XrtError: 11014 for another protocol version; the mapped status of a refused
+                OpenDevice.
+        """
+        listing = self._client.unary(
+            "ListDevices",
+            pb.ListDevicesRequest(),
+            f"listing the devices of {address}",
+            timeout=connect_s,
+        )
+        if listing.protocol_version != PROTOCOL_VERSION:
+            raise XrtError(
+                ErrorCode.DEVICE_INTERNAL,
+                f"server {address} (npu-emu {listing.server_version or '?'}) speaks "
+                f"protocol version {listing.protocol_version}, this runtime "
+                f"{PROTOCOL_VERSION}: upgrade the older side",
+            )
+        request = pb.OpenDeviceRequest(
+            device=device,
+            client=holder,
+            protocol_version=PROTOCOL_VERSION,
+            lease_ttl_ms=0 if ttl_s is None else max(1, round(ttl_s * 1000)),
+        )
+        if local:
+            request.local_host.hostname = socket.gethostname()
+            request.local_host.boot_id = _boot_id()
+        what = f"opening device {device or '(first free)'} on {address}"
+        resp = self._client.unary(
+            "OpenDevice", request, what, timeout=connect_s + RPC_SLACK_S, wait_s=wait_s
+        )
+        self.id = resp.lease_id
+        self.ttl_s = resp.lease_ttl_ms / 1000
+        return resp
+
+    def start_hold(self, device_name: str) -> None:
+        """Open the HoldLease stream and wait for its first beat.
+
+        Raises:
+            XrtError: the mapped status when the server refuses the stream.
+        """
+        hold = self.hold
+        hold.call = self._client.stub.HoldLease(
+            pb.HoldLeaseRequest(lease_id=self.id), metadata=self._client.metadata
+        )
+        hold.thread = threading.Thread(
+            target=hold.pump, name=f"xrt-hold-{device_name}", daemon=True
+        )
+        hold.thread.start()
+        hold.first.wait(RPC_SLACK_S)
+        if hold.error is not None:
+            raise rpc_error(hold.error, f"holding the lease of {device_name}")
+
+    @property
+    def alive(self) -> bool:
+        """False once the HoldLease stream has ended (the lease is over)."""
+        return self.hold.error is None and not self.hold.ended
+
+    def close(self) -> None:
+        """Give the device back (CloseDevice). A lease or server already gone is no error."""
+        try:
+            if self.id:
+                self._client.stub.CloseDevice(
+                    pb.CloseDeviceRequest(lease_id=self.id),
+                    timeout=CLOSE_TIMEOUT_S,
+                    metadata=self._client.metadata,
+                )
+        except grpc.RpcError:
+            pass  # the lease is gone already (or the server is): nothing left to release
+
+    def join(self, timeout_s: float) -> None:
+        """Wait for the HoldLease reader thread to end (after `release`)."""
+        if self.hold.thread is not None:
+            self.hold.thread.join(timeout_s)
