@@ -12,16 +12,11 @@ from xrt.hw.config import TargetConfig
 from xrt.hw.wire import NO_PUSHBACK, RETRY_AFTER_KEY, RETRY_REASON_KEY
 
 __all__ = [
-    "MAX_BATCH_OPS",
-    "MAX_CHUNK",
     "ServiceError",
     "check_memory_range",
     "check_register",
     "clip",
 ]
-
-MAX_CHUNK = 1 << 20  # bytes per memory stream message
-MAX_BATCH_OPS = 4096  # register operations per batch
 
 
 MAX_ECHO = 64  # characters of a client's string echoed into logs and messages

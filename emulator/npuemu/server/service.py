@@ -21,8 +21,6 @@ import grpc
 
 from npuemu.server.devices import DeviceManager, SimDevice
 from npuemu.server.errors import (
-    MAX_BATCH_OPS,
-    MAX_CHUNK,
     ServiceError,
     check_memory_range,
     check_register,
@@ -35,7 +33,15 @@ from npuemu.worker.protocol import Op
 from xrt.hw.config import TargetConfig
 from xrt.hw.regops import MASK32, MAX_POLL_CYCLES, RegKind
 from xrt.hw.targets import CLOCK_PERIOD_PS, DMA, HW_VERSION
-from xrt.hw.wire import NO_PUSHBACK, PROTOCOL_VERSION, pb, pb_grpc
+from xrt.hw.wire import (
+    MAX_BATCH_OPS,
+    MAX_CHUNK,
+    MAX_WAIT_MS,
+    NO_PUSHBACK,
+    PROTOCOL_VERSION,
+    pb,
+    pb_grpc,
+)
 
 __all__ = ["DeviceService", "boot_id"]
 
@@ -43,7 +49,6 @@ log = logging.getLogger("npuemu.server")
 
 SERVER_VERSION = "0.1.0"
 HOLD_BEAT_S = 2.0
-MAX_WAIT_MS = 600_000
 DEFAULT_WAIT_MS = 10_000
 DEFAULT_POLL_CYCLES = 1_000_000
 MIN_SIM_SPEED = 100_000  # cycles/s assumed for watchdog budgets (measured: ~1,000,000)

@@ -22,6 +22,9 @@ if TYPE_CHECKING:
     from xrt.hw._proto.npuemu.v1 import device_pb2_grpc as pb_grpc
 
 __all__ = [
+    "MAX_BATCH_OPS",
+    "MAX_CHUNK",
+    "MAX_WAIT_MS",
     "NO_PUSHBACK",
     "PROTOCOL_VERSION",
     "REASON_BUSY",
@@ -38,6 +41,15 @@ __all__ = [
 
 PROTOCOL_VERSION = 1
 """Sent by the client in OpenDevice and reported by the server; a mismatch is refused."""
+
+# The server's limits on one request (larger ones are INVALID_ARGUMENT); the client sizes
+# its requests to them.
+MAX_CHUNK = 1 << 20
+"""Bytes per memory stream message."""
+MAX_BATCH_OPS = 4096
+"""Register operations per RegisterBatch."""
+MAX_WAIT_MS = 600_000
+"""The longest WaitInterrupt."""
 
 # Retry hints in a refusal's trailing metadata (the runtime's retry policy:
 # `xrt.transport.grpc_retry`). A refusal carries them when the server did nothing and the

@@ -18,8 +18,8 @@ from typing import Any
 import grpc
 
 from xrt.errors import ErrorCode, XrtError
-from xrt.hw.wire import pb, pb_grpc
-from xrt.transport.grpc.channel import MAX_CHUNK, open_channel
+from xrt.hw.wire import MAX_CHUNK, pb, pb_grpc
+from xrt.transport.grpc.channel import open_channel
 from xrt.transport.grpc.errors import rpc_error
 from xrt.transport.grpc.retry import (
     DEFAULT_RETRY_S,

@@ -16,10 +16,10 @@ import grpc
 
 from xrt.device import DeviceURL
 from xrt.errors import ErrorCode, XrtError
+from xrt.hw.wire import MAX_CHUNK
 from xrt.transport.grpc.retry import DEFAULT_RETRY_S, SERVICE_CONFIG
 
 __all__ = [
-    "MAX_CHUNK",
     "TLS_ENV",
     "URL_PARAMS",
     "GrpcURL",
@@ -31,7 +31,6 @@ __all__ = [
 URL_PARAMS = ("token", "local", "client", "ttl", "wait", "retry", "ca", "cert", "key")
 """Query parameters of ``grpc://`` URLs that the transport reads."""
 
-MAX_CHUNK = 1 << 20  # bytes per memory stream message (the server's limit)
 
 TLS_ENV = {"ca": "NPU_EMU_TLS_CA", "cert": "NPU_EMU_TLS_CERT", "key": "NPU_EMU_TLS_KEY"}
 """Environment variables naming the TLS files a URL does not name."""

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from xrt.errors import ErrorCode, XrtError
 from xrt.hw.regmap import RegisterBlockInfo
 from xrt.hw.regops import poll_max_cycles
-from xrt.hw.wire import RegisterStatus, pb
+from xrt.hw.wire import MAX_BATCH_OPS, RegisterStatus, pb
 from xrt.registers import RegMaskedWrite, RegOp, RegPoll, RegRead, RegRegion, RegWrite
 from xrt.transport import HostRegion
 from xrt.transport.grpc.calls import RPC_SLACK_S
@@ -29,7 +29,6 @@ if TYPE_CHECKING:
 
 __all__ = ["MAX_BATCH_OPS", "GrpcMemRegion", "GrpcRegRegion", "RegionCalls"]
 
-MAX_BATCH_OPS = 4096  # register ops per RegisterBatch (the server's limit)
 SIM_MIN_CYCLES_PER_S = 100_000  # deadline of polls: a simulator this slow is broken
 
 

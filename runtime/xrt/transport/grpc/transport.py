@@ -23,7 +23,7 @@ from xrt._checks import as_seconds
 from xrt.device import DeviceURL
 from xrt.errors import ErrorCode, XrtError
 from xrt.hw.regmap import RegisterBlockInfo
-from xrt.hw.wire import WaitOutcome, pb
+from xrt.hw.wire import MAX_WAIT_MS, WaitOutcome, pb
 from xrt.transport import NpuTransport
 from xrt.transport.grpc.calls import RPC_SLACK_S, DeviceClient
 from xrt.transport.grpc.channel import parse_url
@@ -33,8 +33,6 @@ from xrt.transport.grpc.regions import GrpcMemRegion, GrpcRegRegion
 from xrt.transport.grpc.retry import DEFAULT_RETRY_S
 
 __all__ = ["GrpcTransport", "WaveFile"]
-
-MAX_WAIT_MS = 600_000  # longest WaitInterrupt the server accepts
 
 
 @dataclass(frozen=True)
