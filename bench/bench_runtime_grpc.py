@@ -25,7 +25,7 @@ import numpy as np
 
 from npuemu.server.launch import ServerProcess
 from xrt import Device, RegRead
-from xrt.devices import NpuDevice
+from xrt.npu_device import NpuDevice
 from xrt.transport.grpc import GrpcTransport
 
 MIB = 1 << 20

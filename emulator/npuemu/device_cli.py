@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING
 from xrt.errors import XrtError
 
 if TYPE_CHECKING:
-    from xrt.devices.npu import NpuDevice
     from xrt.hw.regmap import FieldInfo, RegisterBlockInfo, RegisterInfo
+    from xrt.npu_device.npu import NpuDevice
 
 __all__ = ["add_device_commands", "run_device_command"]
 

@@ -10,7 +10,7 @@ The data model lives in the submodules and is re-exported here:
 - `xrt.device`: `Device`, `DeviceURL`, `HostDevice`, `register_device`;
 - `xrt.tensor`: `Tensor`, `HwLayout`, `ChannelTiled`;
 - `xrt.dtypes`, `xrt.errors`: `DataType`, `QuantParams`, `TensorType`, `XrtError`, `ErrorCode`;
-- `xrt.devices`: the NPU device classes `NpuDevice`, `BuyiDevice`, `Zg330Device` and the
+- `xrt.npu_device`: the NPU device classes `NpuDevice`, `BuyiDevice`, `ZG330Device` and the
   ``grpc://`` (emulator) and ``axi://`` (board) URL schemes, over `xrt.transport`
   (`NpuTransport`; gRPC is imported only when a ``grpc://`` URL is opened).
 
@@ -25,14 +25,16 @@ Running networks:
 ``docs/api-mapping.md`` maps the manual's names to these.
 """
 
+import sys as _sys
+
 from xrt.backend import Backend, HostBackend
 from xrt.device import Device, DeviceURL, HostDevice, register_device, registered_devices
-from xrt.devices import BuyiDevice, DmaMemRegion, NpuDevice, Zg330Device
 from xrt.dtypes import DataType, QuantParams, TensorType
 from xrt.errors import ErrorCode, XrtError
 from xrt.memory import HostMemRegion, MemChunk, MemManager, MemRegion
 from xrt.memptr import MemPtr, PtrKind
 from xrt.network import Network, NetworkBuilder, NetworkView, Operator
+from xrt.npu_device import BuyiDevice, DmaMemRegion, NpuDevice, ZG330Device
 from xrt.quant import calibrate, quantize_network
 from xrt.registers import (
     FieldView,
@@ -87,9 +89,33 @@ __all__ = [
     "Tensor",
     "TensorType",
     "XrtError",
-    "Zg330Device",
+    "ZG330Device",
     "calibrate",
     "quantize_network",
     "register_device",
     "registered_devices",
 ]
+
+
+def _keep_old_module_names() -> None:
+    """Modules renamed so that each name says what it holds still import under their old
+    names (docs/architecture.md, "Renamed modules"): the old name is the same module object."""
+    import xrt.npu_device
+    from xrt.backend.npu import hardop_builder
+    from xrt.npu_device import dma_region, npu
+    from xrt.ops import hardop_placeholder
+
+    renamed = {
+        "xrt.devices": xrt.npu_device,
+        "xrt.devices.npu": npu,
+        "xrt.devices.dma_region": dma_region,
+        "xrt.ops.hardop": hardop_placeholder,
+        "xrt.backend.npu.hardop": hardop_builder,
+    }
+    for old, module in renamed.items():
+        _sys.modules.setdefault(old, module)
+        parent, _, child = old.rpartition(".")
+        setattr(_sys.modules[parent], child, module)
+
+
+_keep_old_module_names()

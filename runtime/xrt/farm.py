@@ -13,7 +13,7 @@ tools do; ``name`` picks one NpuEmuDevice when a place holds several.
 
 `FarmClient` is the small synchronous coordinator client behind it (places, resources,
 reservations, acquire and release); the farm's fixtures and reaper use it too. This module
-imports labgrid, which is an optional extra: `xrt.devices` imports it only when a
+imports labgrid, which is an optional extra: `xrt.npu_device` imports it only when a
 ``labgrid://`` URL is opened.
 """
 

@@ -14,7 +14,7 @@ import pytest
 
 from npuemu.server.launch import ServerProcess
 from xrt import Device
-from xrt.devices import NpuDevice
+from xrt.npu_device import NpuDevice
 
 
 @contextmanager

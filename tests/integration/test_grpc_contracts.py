@@ -18,8 +18,8 @@ import pytest
 
 from npuemu.server.launch import ServerProcess
 from xrt import Device, MemRegion
-from xrt.devices import DmaMemRegion, NpuDevice
 from xrt.hw.regs import DMA
+from xrt.npu_device import DmaMemRegion, NpuDevice
 from xrt.testing.contracts import (
     DEVICE_CHECKS,
     MEM_REGION_CHECKS,

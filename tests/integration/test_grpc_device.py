@@ -14,8 +14,8 @@ import pytest
 
 from npuemu.server.launch import ServerProcess
 from xrt import Device, ErrorCode, MemPtr, RegPoll, RegRead, RegWrite, XrtError
-from xrt.devices import DEFAULT_BOUNCE_BYTES, BuyiDevice, NpuDevice, Zg330Device
 from xrt.hw.regs import DMA, NPU
+from xrt.npu_device import DEFAULT_BOUNCE_BYTES, BuyiDevice, NpuDevice, ZG330Device
 from xrt.transport.grpc import GrpcMemRegion, GrpcRegRegion
 
 
@@ -54,7 +54,7 @@ def test_buyi_regions(buyi: NpuDevice) -> None:
 
 def test_zg330_has_ocm_and_moves_it_bit_exact(zg330_server: ServerProcess) -> None:
     with Device.open(zg330_server.url) as dev:
-        assert isinstance(dev, Zg330Device) and dev.target == "zg330"
+        assert isinstance(dev, ZG330Device) and dev.target == "zg330"
         assert set(dev.mem_regions) == {"udma", "plddr", "ocm"}
         ocm = dev.get_mem_region("ocm")
         assert (ocm.base, ocm.size) == (0xF000_0000, 1 << 20)

@@ -17,8 +17,8 @@ import pytest
 
 from npuemu.server.launch import ServerProcess
 from xrt import Device, ErrorCode, RegRead, XrtError
-from xrt.devices import DmaMemRegion, NpuDevice
 from xrt.hw.regs import DMA
+from xrt.npu_device import DmaMemRegion, NpuDevice
 from xrt.transport import grpc as grpc_transport
 from xrt.transport.grpc import GrpcTransport
 from xrt.transport.grpc import lease as grpc_lease

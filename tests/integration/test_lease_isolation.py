@@ -17,10 +17,10 @@ import pytest
 from npuemu.server.launch import ServerProcess
 from xrt import Device
 from xrt.backend.npu._driver import EngineDriver
-from xrt.devices import NpuDevice
 from xrt.hw import isa
 from xrt.hw.targets import NPU
 from xrt.npu import golden
+from xrt.npu_device import NpuDevice
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "rtl"))
 from isolation_programs import reader_program, secret_program

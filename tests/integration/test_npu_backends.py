@@ -22,10 +22,10 @@ from onnx_zoo import COMPOSITES
 from npuemu.server.launch import ServerProcess
 from xrt import Device, HostDevice, Tensor, TensorType
 from xrt.backend import BuyiBackend, HostBackend
-from xrt.backend.npu.hardop import to_hardop
-from xrt.devices import NpuDevice
+from xrt.backend.npu import to_hardop
 from xrt.dtypes import QuantParams
 from xrt.network import Network, NetworkBuilder
+from xrt.npu_device import NpuDevice
 from xrt.quant import quantize_network
 from xrt.session import Session
 

@@ -26,8 +26,8 @@ from xrt import ErrorCode, XrtError
 from xrt.backend import BuyiBackend, HostBackend
 from xrt.backend.npu import PROGRAM_CACHE
 from xrt.backend.npu._serialize import program_from_bytes, program_to_bytes
-from xrt.devices import NpuDevice
 from xrt.hw import isa
+from xrt.npu_device import NpuDevice
 from xrt.session import Session
 
 pytestmark = pytest.mark.sim

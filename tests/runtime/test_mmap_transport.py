@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from xrt import Device, ErrorCode, MemRegion, XrtError
-from xrt.devices import BuyiDevice, NpuDevice, Zg330Device
 from xrt.hw.regs import DMA, NPU
 from xrt.hw.targets import target
+from xrt.npu_device import BuyiDevice, NpuDevice, ZG330Device
 from xrt.testing.contracts import (
     DEVICE_CHECKS,
     MEM_REGION_CHECKS,
@@ -95,7 +95,7 @@ def test_axi_url_builds_the_buyi_device(board: Path) -> None:
 def test_zg330_over_mmap_has_ocm(tmp_path: Path) -> None:
     path = board_file(tmp_path / "zg.bin", target_id=2)
     with Device.open(f"axi://zg?target=zg330&file={path}") as dev:
-        assert isinstance(dev, Zg330Device) and "ocm" in dev.mem_regions
+        assert isinstance(dev, ZG330Device) and "ocm" in dev.mem_regions
     with raises(ErrorCode.DEVICE_INTERNAL) as e:  # the hardware says it is a ZG330
         Device.open(f"axi://zg?target=buyi&file={path}")
     assert "NPU_TARGET.ID is 2, expected 1" in e.value.message

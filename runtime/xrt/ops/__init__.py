@@ -3,27 +3,27 @@
 Each op type has one `OpDef` (see `get_op_def`) with an attribute schema, type inference and
 a kernel ``forward(op, inputs, params) -> outputs``. Families live in one module each:
 
-==============  ==============================================================
-module          op types
-==============  ==============================================================
-conv            Conv2d, QConv2d
-pool            MaxPool2d, AvgPool2d, GlobalAvgPool, QAvgPool2d, QGlobalAvgPool
-convtranspose   ConvTranspose2d
-activation      Relu, Clip, LeakyRelu, Sigmoid, HardSwish, HardSigmoid, QClip, QLut
-elementwise     Add, Mul, Concat, QAdd, QMul, QConcat
-mathops         unary math (Sqrt, Exp, Erf, Gelu...), Sub, Div, Pow, comparisons, Sum,
-                Max, Min, Mean, Where
-reduce          ReduceMean, ReduceSum, ReduceMax... ArgMax, ArgMin
-index           Slice, Split, Gather, Expand, Tile, DepthToSpace, SpaceToDepth
-shape           Reshape, Flatten, Transpose, Identity, Constant
-gemm            Gemm, MatMul, QGemm
-norm            BatchNorm, LRN, LayerNorm, InstanceNorm
-softmax         Softmax
-resize          Resize (nearest, linear, cubic)
-pad             Pad
-cast            Cast (also quantize / dequantize)
-hardop          HardOp (NPU program placeholder)
-==============  ==============================================================
+==================  ==========================================================
+module              op types
+==================  ==========================================================
+conv                Conv2d, QConv2d
+pool                MaxPool2d, AvgPool2d, GlobalAvgPool, QAvgPool2d, QGlobalAvgPool
+convtranspose       ConvTranspose2d
+activation          Relu, Clip, LeakyRelu, Sigmoid, HardSwish, HardSigmoid, QClip, QLut
+elementwise         Add, Mul, Concat, QAdd, QMul, QConcat
+mathops             unary math (Sqrt, Exp, Erf, Gelu...), Sub, Div, Pow, comparisons, Sum,
+                    Max, Min, Mean, Where
+reduce              ReduceMean, ReduceSum, ReduceMax... ArgMax, ArgMin
+index               Slice, Split, Gather, Expand, Tile, DepthToSpace, SpaceToDepth
+shape               Reshape, Flatten, Transpose, Identity, Constant
+gemm                Gemm, MatMul, QGemm
+norm                BatchNorm, LRN, LayerNorm, InstanceNorm
+softmax             Softmax
+resize              Resize (nearest, linear, cubic)
+pad                 Pad
+cast                Cast (also quantize / dequantize)
+hardop_placeholder  HardOp (NPU program placeholder)
+==================  ==========================================================
 
 Op types starting with ``Q`` are the integer-only kernels of docs/quantization.md; their
 arithmetic primitives are in `xrt.ops.intmath`.
@@ -36,7 +36,7 @@ from xrt.ops import (  # noqa: F401  (importing registers the op types)
     convtranspose,
     elementwise,
     gemm,
-    hardop,
+    hardop_placeholder,
     index,
     intmath,
     mathops,

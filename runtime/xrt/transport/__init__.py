@@ -1,6 +1,6 @@
 """Transports: what carries an NPU device's register accesses, memory bytes and interrupt.
 
-The device classes (`xrt.devices`) are built on `NpuTransport` and never learn which one
+The device classes (`xrt.npu_device`) are built on `NpuTransport` and never learn which one
 they run on:
 
 - `xrt.transport.grpc.GrpcTransport`: the emulator, ``grpc://HOST:PORT[/DEVICE]`` (imported

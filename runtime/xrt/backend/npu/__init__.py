@@ -14,7 +14,8 @@ from xrt.backend.npu._backend import NpuBackend, Segment
 from xrt.backend.npu._cache import PROGRAM_CACHE, ProgramCache, program_key
 from xrt.backend.npu._driver import EngineDriver, LaunchStats
 from xrt.backend.npu._serialize import program_from_bytes, program_to_bytes
-from xrt.devices.npu import BuyiDevice, Zg330Device
+from xrt.backend.npu.hardop_builder import to_hardop
+from xrt.npu_device.npu import BuyiDevice, ZG330Device
 
 __all__ = [
     "PROGRAM_CACHE",
@@ -28,6 +29,7 @@ __all__ = [
     "program_from_bytes",
     "program_key",
     "program_to_bytes",
+    "to_hardop",
 ]
 
 
@@ -48,7 +50,7 @@ class ZG330Backend(NpuBackend):
     ``forward(inputs, outputs)`` writes into caller-placed tensors."""
 
     TARGET = "zg330"
-    DEVICE_CLASS = Zg330Device
+    DEVICE_CLASS = ZG330Device
     OCM_REGION = "ocm"
     DIRECT_OUTPUTS = True
     supports_output_placement = True

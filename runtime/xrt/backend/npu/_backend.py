@@ -40,7 +40,6 @@ from xrt.backend.npu._cache import PROGRAM_CACHE, program_key
 from xrt.backend.npu._driver import EngineDriver, LaunchStats
 from xrt.backend.npu._serialize import program_from_bytes, program_to_bytes
 from xrt.device import Device
-from xrt.devices.npu import NpuDevice
 from xrt.errors import ErrorCode, XrtError
 from xrt.hw.config import NpuConfig
 from xrt.hw.targets import NPU
@@ -56,6 +55,7 @@ from xrt.npu.compiler import (
     refusal,
     to_tiled,
 )
+from xrt.npu_device.npu import NpuDevice
 from xrt.ops import get_op_def
 from xrt.tensor import Tensor
 

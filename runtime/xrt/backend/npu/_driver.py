@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from xrt.devices.npu import NpuDevice
 from xrt.errors import ErrorCode, XrtError
 from xrt.hw.engine import abort_ops, decode_readout, launch_ops, readout_ops
 from xrt.hw.targets import CLOCK_PERIOD_PS
+from xrt.npu_device.npu import NpuDevice
 
 __all__ = ["EngineDriver", "LaunchStats"]
 

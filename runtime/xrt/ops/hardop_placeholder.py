@@ -1,8 +1,9 @@
 """``HardOp``: a placeholder for a run of operators compiled into one NPU program.
 
-Later backends fill it (the program goes into the ``program`` parameter, the ops it replaces
-into ``op_ids``). The op declares its output types itself, because nothing on the host can
-infer them from a program; the host has no kernel for it and says so.
+`xrt.backend.npu.to_hardop` makes one (the program goes into the ``program`` parameter, the
+ops it replaces into ``op_ids``) and `BuyiBackend` / `ZG330Backend` run it. The op declares
+its output types itself, because nothing on the host can infer them from a program; the host
+has no kernel for it and says so.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@
 - ``labgrid://PLACE``: the emulated NPU of a labgrid place this user holds (`xrt.farm`,
   needs the ``farm`` extra), opened as its ``grpc://`` device.
 
-Both build a `BuyiDevice` or a `Zg330Device` for the target the transport reports
+Both build a `BuyiDevice` or a `ZG330Device` for the target the transport reports
 (`open_device`). Device parameters common to both schemes: ``bounce=BYTES`` (the DMA
 bounce buffer in ``udma``), ``double_buffer=0|1``, ``probe=0|1`` (check the ID registers at
 open). An unknown parameter is an error (11010), so a typo is not silently ignored.
@@ -20,16 +20,19 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from xrt.device import DeviceURL, register_device
-from xrt.devices.dma_region import DMA_ERRORS, DmaEngine, DmaMemRegion
-from xrt.devices.npu import (
+from xrt.errors import ErrorCode, XrtError
+from xrt.npu_device.dma_region import DMA_ERRORS, DmaEngine, DmaMemRegion
+from xrt.npu_device.npu import (
     DEFAULT_BOUNCE_BYTES,
     DEVICE_URL_PARAMS,
     BuyiDevice,
     NpuDevice,
-    Zg330Device,
+    ZG330Device,
     device_class,
 )
-from xrt.errors import ErrorCode, XrtError
+from xrt.npu_device.npu import (
+    Zg330Device as Zg330Device,  # the old spelling, kept for imports
+)
 from xrt.transport import NpuTransport
 
 __all__ = [
@@ -39,7 +42,7 @@ __all__ = [
     "DmaEngine",
     "DmaMemRegion",
     "NpuDevice",
-    "Zg330Device",
+    "ZG330Device",
     "device_class",
     "open_axi",
     "open_device",
@@ -70,7 +73,7 @@ def _flag(url: DeviceURL, name: str, default: bool) -> bool:
 
 def open_device(transport: NpuTransport, url: DeviceURL | None = None) -> NpuDevice:
     """Build the device class of the transport's target over it (`BuyiDevice`,
-    `Zg330Device`), with the device parameters of `url`. The device owns the transport;
+    `ZG330Device`), with the device parameters of `url`. The device owns the transport;
     on failure the transport is closed.
 
     Raises:

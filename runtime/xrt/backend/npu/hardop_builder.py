@@ -20,7 +20,7 @@ from xrt.hw.config import NpuConfig
 from xrt.hw.targets import NPU
 from xrt.network import Network, NetworkView, Operator
 from xrt.npu.compiler import compile_run
-from xrt.ops.hardop import output_type_to_json
+from xrt.ops.hardop_placeholder import output_type_to_json
 
 __all__ = ["ocm_bytes", "to_hardop"]
 

@@ -1,4 +1,4 @@
-"""The NPU as a `Device`: `BuyiDevice` and `Zg330Device`, built on any `NpuTransport`.
+"""The NPU as a `Device`: `BuyiDevice` and `ZG330Device`, built on any `NpuTransport`.
 
 Regions (docs/hardware.md has the memory map):
 
@@ -19,7 +19,7 @@ the DMA bounce buffer at the top of ``udma`` (`DEFAULT_BOUNCE_BYTES`, or the URL
 free for the caller.
 
 The classes know nothing of the transport: ``grpc://`` (the emulator) and ``axi://`` (a
-board through ``/dev/mem``) build the same ones (`xrt.devices.open_device`).
+board through ``/dev/mem``) build the same ones (`xrt.npu_device.open_device`).
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ from typing import ClassVar
 
 from xrt._checks import as_seconds
 from xrt.device import Device, DeviceURL
-from xrt.devices.dma_region import DmaEngine, DmaMemRegion
 from xrt.errors import ErrorCode, XrtError
 from xrt.hw.regs import DMA, NPU
 from xrt.hw.targets import target as target_config
 from xrt.memptr import MemPtr
+from xrt.npu_device.dma_region import DmaEngine, DmaMemRegion
 from xrt.registers import RegRead, RegRegion
 from xrt.transport import HostRegion, NpuTransport
 
@@ -41,7 +41,7 @@ __all__ = [
     "DEVICE_URL_PARAMS",
     "BuyiDevice",
     "NpuDevice",
-    "Zg330Device",
+    "ZG330Device",
     "device_class",
 ]
 
@@ -222,13 +222,16 @@ class BuyiDevice(NpuDevice):
     TARGET = "buyi"
 
 
-class Zg330Device(NpuDevice):
+class ZG330Device(NpuDevice):
     """ZG330: Buyi plus on-chip memory (``ocm``) that tensors may live in."""
 
     TARGET = "zg330"
 
 
-_CLASSES: dict[str, type[NpuDevice]] = {"buyi": BuyiDevice, "zg330": Zg330Device}
+Zg330Device = ZG330Device  # the spelling before ZG330 was written one way everywhere
+
+
+_CLASSES: dict[str, type[NpuDevice]] = {"buyi": BuyiDevice, "zg330": ZG330Device}
 
 
 def device_class(target: str) -> type[NpuDevice]:
