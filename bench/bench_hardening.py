@@ -8,7 +8,7 @@
   found all of plddr[0, 4 MiB) and udma zero; seconds until the device was leasable again;
 - tls: register round trip (ReadRegister) over plain gRPC and over TLS, same run (median);
 - retry: the same round trip on a channel with the runtime's gRPC retry policy
-  (xrt.transport.grpc_retry.SERVICE_CONFIG) and without, same server, interleaved;
+  (xrt.transport.grpc.retry.SERVICE_CONFIG) and without, same server, interleaved;
 - shutdown: seconds from SIGTERM to the server's exit with a poll of 2**40 cycles in flight
   (--drain 0 --shutdown-grace 1), and the status the poll's client got.
 
@@ -181,7 +181,7 @@ def tls(reads: int) -> None:
 
 
 def retry(reads: int) -> None:
-    from xrt.transport.grpc_retry import SERVICE_CONFIG
+    from xrt.transport.grpc.retry import SERVICE_CONFIG
 
     with ServerProcess.start(devices=2) as srv:
         channels = {

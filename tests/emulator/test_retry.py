@@ -4,7 +4,7 @@ The server marks a refusal that changed nothing (the device's worker is restarti
 trailing metadata; the runtime retries such calls within a bounded budget and fails with a
 clear message once it is spent. The call during which a worker died or hung is not marked
 (its effect is unknown) and is never retried, not even by gRPC's own retry policy.
-Real `npu-emu serve`, real workers, the runtime's gRPC transport (xrt.transport.grpc_retry).
+Real `npu-emu serve`, real workers, the runtime's gRPC transport (xrt.transport.grpc.retry).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from npuemu.server.launch import ServerProcess
 from xrt.errors import XrtError
 from xrt.hw.wire import pb, pb_grpc
 from xrt.transport.grpc import GrpcTransport
-from xrt.transport.grpc_retry import REASON_RESTARTING, RETRY_REASON_KEY
+from xrt.transport.grpc.retry import REASON_RESTARTING, RETRY_REASON_KEY
 
 pytestmark = pytest.mark.sim
 

@@ -52,7 +52,7 @@ MAX_WAIT_MS = 600_000
 """The longest WaitInterrupt."""
 
 # Retry hints in a refusal's trailing metadata (the runtime's retry policy:
-# `xrt.transport.grpc_retry`). A refusal carries them when the server did nothing and the
+# `xrt.transport.grpc.retry`). A refusal carries them when the server did nothing and the
 # call will work later; the call during which a worker died carries none.
 RETRY_REASON_KEY = "npu-emu-retry-reason"
 RETRY_AFTER_KEY = "npu-emu-retry-after-ms"

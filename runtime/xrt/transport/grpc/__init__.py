@@ -35,7 +35,7 @@ docs/runtime-transports.md).
 The package, by idea:
 
 - `channel`: URLs (`URL_PARAMS`), TLS credentials (`tls_credentials`), the channel;
-- `retry`: what is retried, by whom, for how long (also `xrt.transport.grpc_retry`);
+- `retry`: what is retried, by whom, for how long;
 - `errors`: gRPC statuses and register results -> `XrtError`;
 - `calls`: the client every call goes through (the retry loop, deadlines, memory streams);
 - `lease`: OpenDevice, the HoldLease stream, CloseDevice;
