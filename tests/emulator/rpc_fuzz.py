@@ -54,6 +54,7 @@ class RpcFuzzer:
         self.a, self.b, self.rng = a, b, random.Random(seed)
         self.probe_client = probe
         self.ended: list[str] = []
+        self._bystander_kept = time.monotonic()
 
     # ---------------------------------------------------------------- values
     def address(self) -> int:
@@ -220,8 +221,7 @@ class RpcFuzzer:
         for i in range(count):
             if probe_every and i and i % probe_every == 0:
                 self.probe(rep, i)
-            if i % 25 == 0:  # the bystander keeps its lease however long the run takes
-                self.b.stub.KeepAlive(pb.KeepAliveRequest(lease_id=self.b.lease), timeout=30)
+            self._keep_bystander()
             method, call = self.one()
             valid = False
             rep.requests += 1
@@ -240,6 +240,14 @@ class RpcFuzzer:
             rep.accepted_valid_lease += valid and method not in ("ListDevices", "GetCounters")
             self._reopen_if_lost()
         return rep
+
+    def _keep_bystander(self) -> None:
+        """The bystander keeps its lease however long the run takes: a keep-alive once a
+        few seconds have passed, however slow the requests in between are (a loaded
+        machine makes probes and resets take seconds; the lease ends after 30 s)."""
+        if time.monotonic() - self._bystander_kept >= 3.0:
+            self.b.stub.KeepAlive(pb.KeepAliveRequest(lease_id=self.b.lease), timeout=30)
+            self._bystander_kept = time.monotonic()
 
     def _reopen_if_lost(self) -> None:
         """A fuzzed CloseDevice (or a TTL) may end A's lease: open npu0 again."""
@@ -280,6 +288,7 @@ class RpcFuzzer:
             except grpc.RpcError as exc:
                 why = f"{exc.code().name}: {exc.details()[:160]}"
                 p.lease = ""
+            self._keep_bystander()
             time.sleep(0.1)
         else:
             rep.outages.append(f"after request {index}: {why}")
