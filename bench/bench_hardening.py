@@ -53,7 +53,11 @@ def fuzz(count: int, seeds: list[int], probe_every: int) -> None:
             prepare_b(b)
             f = RpcFuzzer(a, b, seed, probe=p)
             t0 = time.monotonic()
-            rep = f.run(count, probe_every=probe_every)
+            try:
+                rep = f.run(count, probe_every=probe_every)
+            except AssertionError:
+                print(f"fuzz seed {seed} stopped; the server's log ends:\n{srv.log[-4000:]}")
+                raise
             changed = f.other_device_changed()
             print(
                 f"fuzz seed {seed}: {rep.requests} requests in {time.monotonic() - t0:.0f} s, "
@@ -63,7 +67,7 @@ def fuzz(count: int, seeds: list[int], probe_every: int) -> None:
                 f"server tracebacks: {srv.log.count('Traceback')}",
                 flush=True,
             )
-            for what in (rep.crashes[:5], rep.hangs[:5], rep.outages[:5]):
+            for what in (rep.crashes[:5], rep.hangs[:5], rep.outages[:5], rep.slow[:10]):
                 if what:
                     print("  ", what, flush=True)
             top = ", ".join(f"{k} {v}" for k, v in rep.statuses.most_common(8))

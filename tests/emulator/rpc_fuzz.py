@@ -18,7 +18,7 @@ import contextlib
 import random
 import socket
 import time
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
 
 import grpc
@@ -32,6 +32,7 @@ SERVICE = pb.DESCRIPTOR.services_by_name["DeviceService"]
 UDMA_SIZE = 64 << 20
 CALL_DEADLINE_S = 30.0
 PROBE_S = 30.0  # a free device must be opened and read within this
+SLOW_S = 5.0  # a request slower than this is listed in the report
 B_SCRATCH = 0x600DF00D
 B_PATTERN = bytes(range(256)) * 16
 SCRATCH = NPU_BASE + NPU.register("SCRATCH").offset
@@ -47,6 +48,7 @@ class FuzzReport:
     other_device_changed: bool = False
     probes: int = 0
     outages: list[str] = field(default_factory=list)
+    slow: list[str] = field(default_factory=list)  # requests that took over SLOW_S
 
 
 class RpcFuzzer:
@@ -55,6 +57,7 @@ class RpcFuzzer:
         self.probe_client = probe
         self.ended: list[str] = []
         self._bystander_kept = time.monotonic()
+        self._recent: deque[str] = deque(maxlen=12)  # the last requests, for a failure's story
 
     # ---------------------------------------------------------------- values
     def address(self) -> int:
@@ -226,11 +229,16 @@ class RpcFuzzer:
             valid = False
             rep.requests += 1
             lease_before = self.a.lease
+            t0 = time.monotonic()
             try:
                 call()
                 code = grpc.StatusCode.OK
             except grpc.RpcError as exc:
                 code = exc.code()
+            took = time.monotonic() - t0
+            self._recent.append(f"#{i} {method} {code.name} {took:.2f} s")
+            if took > SLOW_S:
+                rep.slow.append(f"#{i} {method} {code.name} {took:.1f} s")
             rep.statuses[f"{method} {code.name}"] += 1
             if code in (grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN):
                 rep.crashes.append(f"{method}: {code.name}")
@@ -246,8 +254,16 @@ class RpcFuzzer:
         few seconds have passed, however slow the requests in between are (a loaded
         machine makes probes and resets take seconds; the lease ends after 30 s)."""
         if time.monotonic() - self._bystander_kept >= 3.0:
-            self.b.stub.KeepAlive(pb.KeepAliveRequest(lease_id=self.b.lease), timeout=30)
+            try:
+                self.b.stub.KeepAlive(pb.KeepAliveRequest(lease_id=self.b.lease), timeout=30)
+            except grpc.RpcError as exc:
+                raise AssertionError(
+                    f"the bystander's lease ended ({exc.code().name}: {exc.details()}), "
+                    f"{time.monotonic() - self._bystander_kept:.1f} s after its last "
+                    f"keep-alive; the last requests: {'; '.join(self._recent)}"
+                ) from None
             self._bystander_kept = time.monotonic()
+        self._recent: deque[str] = deque(maxlen=12)  # the last requests, for a failure's story
 
     def _reopen_if_lost(self) -> None:
         """A fuzzed CloseDevice (or a TTL) may end A's lease: open npu0 again."""
@@ -256,11 +272,14 @@ class RpcFuzzer:
         except grpc.RpcError:
             self.ended.append(self.a.lease)
             self.a.lease = ""
+            t0 = time.monotonic()
             for _ in range(600):  # the device may be resetting for a moment
                 try:
                     self.a.open(device="npu0", client="fuzz-a")
+                    self._recent.append(f"A reopened npu0 in {time.monotonic() - t0:.2f} s")
                     return
                 except grpc.RpcError:
+                    self._keep_bystander()
                     time.sleep(0.05)
             raise AssertionError("npu0 did not come back after its lease ended") from None
 
@@ -292,6 +311,7 @@ class RpcFuzzer:
             time.sleep(0.1)
         else:
             rep.outages.append(f"after request {index}: {why}")
+        self._recent.append(f"probe after #{index}: {time.monotonic() - t0:.2f} s")
         self._reopen_if_lost()
 
     def other_device_changed(self) -> bool:
