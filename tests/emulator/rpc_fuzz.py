@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import random
 import socket
+import threading
 import time
 from collections import Counter, deque
 from dataclasses import dataclass, field
@@ -56,7 +57,7 @@ class RpcFuzzer:
         self.a, self.b, self.rng = a, b, random.Random(seed)
         self.probe_client = probe
         self.ended: list[str] = []
-        self._bystander_kept = time.monotonic()
+        self._keeper: _KeepAlive | None = None
         self._recent: deque[str] = deque(maxlen=12)  # the last requests, for a failure's story
 
     # ---------------------------------------------------------------- values
@@ -221,49 +222,45 @@ class RpcFuzzer:
     def run(self, count: int, probe_every: int = 0) -> FuzzReport:
         """`count` requests; with `probe_every`, a probe of npu0 after each that many."""
         rep = FuzzReport()
-        for i in range(count):
-            if probe_every and i and i % probe_every == 0:
-                self.probe(rep, i)
+        with _KeepAlive(self.b) as self._keeper:
+            for i in range(count):
+                self._one_request(rep, i, probe_every)
             self._keep_bystander()
-            method, call = self.one()
-            valid = False
-            rep.requests += 1
-            lease_before = self.a.lease
-            t0 = time.monotonic()
-            try:
-                call()
-                code = grpc.StatusCode.OK
-            except grpc.RpcError as exc:
-                code = exc.code()
-            took = time.monotonic() - t0
-            self._recent.append(f"#{i} {method} {code.name} {took:.2f} s")
-            if took > SLOW_S:
-                rep.slow.append(f"#{i} {method} {code.name} {took:.1f} s")
-            rep.statuses[f"{method} {code.name}"] += 1
-            if code in (grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN):
-                rep.crashes.append(f"{method}: {code.name}")
-            if code == grpc.StatusCode.DEADLINE_EXCEEDED:
-                rep.hangs.append(method)
-            valid = code == grpc.StatusCode.OK and self.a.lease == lease_before
-            rep.accepted_valid_lease += valid and method not in ("ListDevices", "GetCounters")
-            self._reopen_if_lost()
         return rep
 
+    def _one_request(self, rep: FuzzReport, i: int, probe_every: int) -> None:
+        """One fuzzed request (after a probe when one is due), tallied in `rep`."""
+        if probe_every and i and i % probe_every == 0:
+            self.probe(rep, i)
+        self._keep_bystander()
+        method, call = self.one()
+        rep.requests += 1
+        lease_before = self.a.lease
+        t0 = time.monotonic()
+        try:
+            call()
+            code = grpc.StatusCode.OK
+        except grpc.RpcError as exc:
+            code = exc.code()
+        took = time.monotonic() - t0
+        self._recent.append(f"#{i} {method} {code.name} {took:.2f} s")
+        if took > SLOW_S:
+            rep.slow.append(f"#{i} {method} {code.name} {took:.1f} s")
+        rep.statuses[f"{method} {code.name}"] += 1
+        if code in (grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN):
+            rep.crashes.append(f"{method}: {code.name}")
+        if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+            rep.hangs.append(method)
+        valid = code == grpc.StatusCode.OK and self.a.lease == lease_before
+        rep.accepted_valid_lease += valid and method not in ("ListDevices", "GetCounters")
+        self._reopen_if_lost()
+
     def _keep_bystander(self) -> None:
-        """The bystander keeps its lease however long the run takes: a keep-alive once a
-        few seconds have passed, however slow the requests in between are (a loaded
-        machine makes probes and resets take seconds; the lease ends after 30 s)."""
-        if time.monotonic() - self._bystander_kept >= 3.0:
-            try:
-                self.b.stub.KeepAlive(pb.KeepAliveRequest(lease_id=self.b.lease), timeout=30)
-            except grpc.RpcError as exc:
-                raise AssertionError(
-                    f"the bystander's lease ended ({exc.code().name}: {exc.details()}), "
-                    f"{time.monotonic() - self._bystander_kept:.1f} s after its last "
-                    f"keep-alive; the last requests: {'; '.join(self._recent)}"
-                ) from None
-            self._bystander_kept = time.monotonic()
-        self._recent: deque[str] = deque(maxlen=12)  # the last requests, for a failure's story
+        """Stops the run with the story so far if the bystander's lease has ended."""
+        if self._keeper is not None and self._keeper.error:
+            raise AssertionError(
+                f"{self._keeper.error}; the last requests: {'; '.join(self._recent)}"
+            )
 
     def _reopen_if_lost(self) -> None:
         """A fuzzed CloseDevice (or a TTL) may end A's lease: open npu0 again."""
@@ -319,6 +316,43 @@ class RpcFuzzer:
         return not (
             b.read(SCRATCH) == B_SCRATCH and b.read_mem(UDMA_BASE, len(B_PATTERN)) == B_PATTERN
         )
+
+
+class _KeepAlive:
+    """The bystander is another client: its keep-alives go from their own thread every few
+    seconds whatever the fuzzer's requests take (a 64 MiB read in 4 KiB messages takes many
+    seconds on a loaded machine, and the lease ends after 30 s without a keep-alive)."""
+
+    EVERY_S = 3.0
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self.error = ""
+        self._last = time.monotonic()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="bystander-keepalive", daemon=True)
+
+    def __enter__(self) -> _KeepAlive:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.EVERY_S):
+            try:
+                self.client.stub.KeepAlive(
+                    pb.KeepAliveRequest(lease_id=self.client.lease), timeout=30
+                )
+            except grpc.RpcError as exc:
+                self.error = (
+                    f"the bystander's lease ended ({exc.code().name}: {exc.details()}), "
+                    f"{time.monotonic() - self._last:.1f} s after its last keep-alive"
+                )
+                return
+            self._last = time.monotonic()
 
 
 def prepare_b(b: Client) -> None:

@@ -39,7 +39,7 @@ from rpc_client import (
 )
 
 from xrt.hw.regs import DMA, NPU
-from xrt.hw.wire import pb
+from xrt.hw.wire import MIN_CHUNK, pb
 
 pytestmark = pytest.mark.sim
 
@@ -180,6 +180,21 @@ def test_memory_streams_any_length_and_alignment(client):
         data = rng.randbytes(length)
         assert client.write_mem(UDMA_BASE + off, data, chunk=(1 << 20)).bytes_written == length
         assert client.read_mem(UDMA_BASE + off, length, chunk=chunk) == data
+
+
+def test_a_tiny_chunk_size_counts_as_the_minimum(client):
+    """1-byte messages would make a 64 MiB read cost the server minutes (a fuzz run stalled
+    28 s on one such read); below MIN_CHUNK the server sends MIN_CHUNK-byte messages."""
+    client.open()
+    data = random.Random(3).randbytes(3 * MIN_CHUNK + 5)
+    client.write_mem(UDMA_BASE, data)
+    stream = client.stub.ReadMemory(
+        pb.ReadMemoryRequest(
+            lease_id=client.lease, address=UDMA_BASE, length=len(data), chunk_size=1
+        )
+    )
+    sizes = [len(m.data) for m in stream]
+    assert sizes == [MIN_CHUNK, MIN_CHUNK, MIN_CHUNK, 5]
 
 
 def test_engine_keeps_running_between_requests(client):

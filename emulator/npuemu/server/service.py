@@ -37,6 +37,7 @@ from xrt.hw.wire import (
     MAX_BATCH_OPS,
     MAX_CHUNK,
     MAX_WAIT_MS,
+    MIN_CHUNK,
     NO_PUSHBACK,
     PROTOCOL_VERSION,
     pb,
@@ -381,7 +382,7 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
             refuse_undecodable(request)
             lease, d = self.m.use(request.lease_id)
             offset = check_memory_range(d.target, request.address, request.length)
-            chunk = request.chunk_size or MAX_CHUNK
+            chunk = max(request.chunk_size or MAX_CHUNK, MIN_CHUNK)
             if chunk > MAX_CHUNK:
                 raise ServiceError(
                     grpc.StatusCode.INVALID_ARGUMENT, f"chunk_size {chunk} is more than {MAX_CHUNK}"

@@ -25,6 +25,7 @@ __all__ = [
     "MAX_BATCH_OPS",
     "MAX_CHUNK",
     "MAX_WAIT_MS",
+    "MIN_CHUNK",
     "NO_PUSHBACK",
     "PROTOCOL_VERSION",
     "REASON_BUSY",
@@ -46,6 +47,9 @@ PROTOCOL_VERSION = 1
 # its requests to them.
 MAX_CHUNK = 1 << 20
 """Bytes per memory stream message."""
+MIN_CHUNK = 4 << 10
+"""A ReadMemory chunk_size below this counts as this: every message costs the server the
+same, so 1-byte messages would make a 64 MiB read take minutes of its time."""
 MAX_BATCH_OPS = 4096
 """Register operations per RegisterBatch."""
 MAX_WAIT_MS = 600_000
