@@ -21,6 +21,7 @@ from pathlib import Path
 
 from npuemu import __version__
 from npuemu.device_cli import add_device_commands, run_device_command
+from xrt import exitcodes
 from xrt.hw.targets import TARGETS
 
 __all__ = ["main"]
@@ -179,7 +180,23 @@ def _add_storage_and_debug_options(s: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run ``npu-emu`` with `argv`; returns the exit code (the table of `xrt.exitcodes`)."""
+    # gRPC's C core logs to stderr on its own (TLS handshakes, ports); our messages say
+    # what failed. GRPC_VERBOSITY set by the user wins.
+    os.environ.setdefault("GRPC_VERBOSITY", "NONE")
+    if hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(line_buffering=True)  # a CI log sees each line as it comes
     args = _parser().parse_args(argv)
+    try:
+        return _main(args)
+    except KeyboardInterrupt:
+        print(f"npu-emu {args.command}: interrupted", file=sys.stderr)
+        return exitcodes.INTERRUPTED
+    except BrokenPipeError:
+        return exitcodes.quiet_broken_pipe()
+
+
+def _main(args: argparse.Namespace) -> int:
     if args.command == "build":
         from npuemu.sim.build import ModelBuildError, build_npu_sim
 
@@ -187,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
             m = build_npu_sim(args.target, waves=args.waves)
         except ModelBuildError as exc:
             print(f"npu-emu: {exc}", file=sys.stderr)
-            return 1
+            return exitcodes.FAILED
         how = f"built in {m.seconds:.1f} s" if m.built_now else "cached"
         print(f"{args.target}: {m.build_dir} ({how})")
         return 0
@@ -196,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         return handled
     if not 0 <= args.port <= 65535:
         print(f"npu-emu: --port {args.port} is not a port number", file=sys.stderr)
-        return 2
+        return exitcodes.BAD_INPUT
     from npuemu.server.app import ServeOptions, run
     from npuemu.server.security import SecurityError, security_options
 
@@ -212,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     except SecurityError as exc:
         print(f"npu-emu: {exc}", file=sys.stderr)
-        return 2
+        return exitcodes.BAD_INPUT
     return run(
         ServeOptions(
             args.host,

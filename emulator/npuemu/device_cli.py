@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from xrt import exitcodes
 from xrt.errors import XrtError
 
 if TYPE_CHECKING:
@@ -340,7 +341,7 @@ def run_device_command(args: argparse.Namespace) -> int | None:
         return handler(args)
     except CliError as exc:
         print(f"npu-emu: {exc}", file=sys.stderr)
-        return 2
+        return exitcodes.BAD_INPUT
     except XrtError as exc:
         print(f"npu-emu: {exc}", file=sys.stderr)
-        return 1
+        return exitcodes.for_error(exc)

@@ -175,6 +175,7 @@ async def serve(opts: ServeOptions) -> int:
     except RuntimeError as exc:
         log.error("cannot listen on %s:%d: %s", opts.host, opts.port, exc)
         shutil.rmtree(folder, ignore_errors=True)
+        logs.finish(crashed=False)  # nothing ran: leave no empty log folder behind
         return 2
     await server.start()
     handout = LocalHandout(folder, manager)

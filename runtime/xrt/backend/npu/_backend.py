@@ -45,7 +45,7 @@ from xrt.hw.config import NpuConfig
 from xrt.hw.targets import NPU
 from xrt.layout import ChannelTiled
 from xrt.memory import MemChunk, MemRegion
-from xrt.network import NetworkView, Operator
+from xrt.network import NetworkView, Operator, is_float_op
 from xrt.npu.compiler import (
     NPU_OP_TYPES,
     NpuProgram,
@@ -101,6 +101,8 @@ class NpuBackend(Backend):
         config: The compute engine's sizes the programs are compiled for.
         timeout_s: Wall seconds a launch may take before it is aborted (11015).
         launches: Op-id tuples of every program launched (tests, benches).
+        launch_stats: The engine's counters of every launch, beside `launches`.
+        launch_labels: What each launch ran (the unit's description), beside `launches`.
         last_stats: The engine's counters of the last launch.
         keep_intermediates: Compile programs whose intermediates all keep their own bytes,
             so that `intermediate_values` can read every one back after a launch (the
@@ -121,6 +123,8 @@ class NpuBackend(Backend):
         self.config: NpuConfig = NPU
         self.timeout_s = 600.0
         self.launches: list[tuple[int, ...]] = []
+        self.launch_stats: list[LaunchStats] = []
+        self.launch_labels: list[str] = []
         self.last_stats: LaunchStats | None = None
         self._loaded: dict[tuple[tuple[int, ...], bool], _Loaded] = {}
         # Programs a snapshot gave this session, unverified: used here, never shared.
@@ -156,7 +160,7 @@ class NpuBackend(Backend):
         self._driver = None
 
     def _fork_from(self, parent: Backend) -> None:
-        self.launches = []
+        self.launches, self.launch_stats, self.launch_labels = [], [], []
 
     def _release(self) -> None:
         for loaded in self._loaded.values():
@@ -469,6 +473,8 @@ class NpuBackend(Backend):
         t3 = time.perf_counter()
         self.output_paths.update(paths)
         self.launches.append(tuple(prog.op_ids))
+        self.launch_stats.append(stats)
+        self.launch_labels.append(what)
         self.last_stats = stats
         if self.time_profile:
             self.add_time(memory=(t1 - t0) + (t3 - t2), hardware=stats.seconds)
@@ -517,6 +523,35 @@ class NpuBackend(Backend):
         return None
 
     # -- snapshots ------------------------------------------------------------------------------
+
+    def refusal(self, op: Operator, ctx: BindContext | None = None) -> str | None:
+        """Why this backend does not take `op` (None when it does): the compiler's legality
+        verdict for the operator types it lowers, else what kind of operator it is."""
+        if ctx is None:
+            if self.network_view is None:
+                raise XrtError(
+                    ErrorCode.WRONG_ORDER, f"{type(self).__name__}.refusal needs a BindContext"
+                )
+            ctx = BindContext(self.network_view, {})
+        if self.is_op_supported(op, ctx):
+            return None
+        name, values = type(self).__name__, ctx.graph.values
+        if op.op_type in NPU_OP_TYPES:
+            why = refusal(op, values, ctx.graph.op_params(op), self.config)
+            if why is not None:
+                return why
+        if op.op_type == "HardOp":
+            return f"a HardOp for {op.attrs.get('target')!r}; {name} runs {self.TARGET!r} ones"
+        if op.op_type == "Cast":
+            return "an edge cast (the NPU fuses only the dequantization of its own outputs)"
+        if self.lookup(op.op_type) is None and is_float_op(op, values):
+            return (
+                f"{op.op_type} computes in floating point; the NPU runs quantized (int8) "
+                "operators only (quantize the network: xrt run --quantize)"
+            )
+        if self.lookup(op.op_type) is None:
+            return f"the NPU compiler has no lowering for {op.op_type}"
+        return super().refusal(op, ctx)
 
     def snapshot_options(self) -> dict[str, Any]:
         out = super().snapshot_options()
