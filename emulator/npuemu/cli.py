@@ -1,6 +1,7 @@
 """`npu-emu`: the emulator's command line.
 
 npu-emu serve [--host 127.0.0.1] [--port 50051] [--target buyi|zg330] [--devices N]
+              (--target defaults to $NPU_EMU_TARGET, else buyi)
               [--token-file PATH] [--lease-ttl SECONDS] [--watchdog SECONDS]
               [--drain SECONDS] [--shutdown-grace SECONDS]
               [--tls-cert PEM --tls-key PEM [--tls-client-ca PEM]] [--allow-insecure-remote]
@@ -41,6 +42,12 @@ def _positive(kind: type, name: str, *, zero: bool = False):
     return parse
 
 
+def _default_target() -> str:
+    """``$NPU_EMU_TARGET`` (the container image sets it to the target it was built for),
+    else buyi. A value that names no target is left to argparse's choices check."""
+    return os.environ.get("NPU_EMU_TARGET") or "buyi"
+
+
 class HelpWithDefaults(argparse.ArgumentDefaultsHelpFormatter):
     """Shows each option's default, except when there is none, when the help already
     says it, or when it comes from the environment (a token must not be printed)."""
@@ -64,7 +71,12 @@ def _parser() -> argparse.ArgumentParser:
         "--host", default="127.0.0.1", help="address to bind (127.0.0.1: this machine only)"
     )
     s.add_argument("--port", type=int, default=50051, help="port (0: any free port)")
-    s.add_argument("--target", choices=sorted(TARGETS), default="buyi")
+    s.add_argument(
+        "--target",
+        choices=sorted(TARGETS),
+        default=_default_target(),
+        help="the NPU to simulate (default $NPU_EMU_TARGET, else buyi)",
+    )
     s.add_argument(
         "--devices",
         type=_positive(int, "--devices"),
@@ -129,7 +141,12 @@ def _parser() -> argparse.ArgumentParser:
     b = sub.add_parser(
         "build", help="build (or check the cache of) the verilated model", formatter_class=fmt
     )
-    b.add_argument("--target", choices=sorted(TARGETS), default="buyi")
+    b.add_argument(
+        "--target",
+        choices=sorted(TARGETS),
+        default=_default_target(),
+        help="the NPU to build (default $NPU_EMU_TARGET, else buyi)",
+    )
     b.add_argument("--waves", action="store_true", help="the traced model (serve --waves)")
     add_device_commands(sub, fmt)
     return p
@@ -197,6 +214,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(args: argparse.Namespace) -> int:
+    if getattr(args, "target", "buyi") not in TARGETS:  # a bad $NPU_EMU_TARGET default
+        known = ", ".join(sorted(TARGETS))
+        print(f"npu-emu: NPU_EMU_TARGET={args.target!r} names no target ({known})", file=sys.stderr)
+        return exitcodes.BAD_INPUT
     if args.command == "build":
         from npuemu.sim.build import ModelBuildError, build_npu_sim
 
