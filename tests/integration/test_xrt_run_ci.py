@@ -229,3 +229,35 @@ def test_a_closed_pipe_ends_quietly(zg330_server: ServerProcess) -> None:
     err = proc.stderr.read()
     assert proc.wait(120) == exitcodes.BROKEN_PIPE
     assert first and err == ""
+
+
+def test_the_timeline_shows_layers_units_and_simulated_time(
+    cnn: Path, buyi_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--trace``: inside the merged program's launch, one span per layer and the load,
+    compute and store units' busy spans, on the wall-time track and on a simulated-time
+    track where the launch lasts exactly the engine's RUN_CYCLES."""
+    trace = tmp_path / "trace.json"
+    argv = ["run", str(cnn), "--device", buyi_url, "--quantize", "--calib", "2"]
+    assert main([*argv, "--trace", str(trace), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    events = json.loads(trace.read_text())["traceEvents"]
+    lanes = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    spans: dict[tuple[int, str], list[dict]] = {}
+    for e in events:
+        if e["ph"] == "X":
+            spans.setdefault((e["pid"], lanes[(e["pid"], e["tid"])]), []).append(e)
+    for pid in (1, 2):  # wall time, simulated time
+        (launch,) = spans[(pid, "npu.engine")]
+        layers = spans[(pid, "npu.layers")]
+        assert len(layers) == 19  # every layer of small_cnn with instructions
+        assert {e["name"].split()[0] for e in layers} >= {"QConv2d", "QAdd", "MaxPool2d", "QGemm"}
+        for lane in ("npu.load", "npu.compute", "npu.store"):
+            assert spans[(pid, lane)]
+        inside = ("npu.layers", "npu.load", "npu.compute", "npu.store")
+        lo, hi = launch["ts"] - 0.01, launch["ts"] + launch["dur"] + 0.01
+        for e in (e for lane in inside for e in spans[(pid, lane)]):
+            assert lo <= e["ts"] <= e["ts"] + e["dur"] <= hi, (pid, e)
+    (sim_launch,) = spans[(2, "npu.engine")]
+    assert sim_launch["args"]["cycles"] == summary["npu"]["main_program"]["cycles"]
+    assert sim_launch["dur"] == pytest.approx(sim_launch["args"]["cycles"] * 0.01)  # 100 MHz

@@ -39,6 +39,7 @@ from xrt.backend._registry import BindContext
 from xrt.backend.npu._cache import PROGRAM_CACHE, program_key
 from xrt.backend.npu._driver import EngineDriver, LaunchStats
 from xrt.backend.npu._serialize import program_from_bytes, program_to_bytes
+from xrt.backend.npu._timeline import LaunchSchedule, launch_schedule, trace_launch, trace_transfer
 from xrt.device import Device
 from xrt.errors import ErrorCode, XrtError
 from xrt.hw.config import NpuConfig
@@ -74,6 +75,7 @@ class _Loaded:
     bases: dict[int, int]
     buffers: dict[str, MemChunk]  # input/output value -> its device buffer
     placement: dict[str, str] = field(default_factory=dict)  # role -> region name
+    schedule: LaunchSchedule | None = None  # the cost model's, computed when first traced
 
 
 @dataclass(frozen=True)
@@ -440,6 +442,8 @@ class NpuBackend(Backend):
         loaded = self._prepare(seg)
         prog = loaded.program
         assert self._driver is not None
+        tracing = self.tracer is not None
+        dev_cycles = [self.device.cycles] if tracing else []  # type: ignore[union-attr]
         t0 = time.perf_counter()
         for b in prog.inputs:
             arr = read_array(inputs[b.name])
@@ -456,6 +460,8 @@ class NpuBackend(Backend):
             else:
                 paths[b.name] = f"copied: {why}"
         t1 = time.perf_counter()
+        if tracing:
+            dev_cycles.append(self.device.cycles)  # type: ignore[union-attr]
         stats = self._driver.launch(
             loaded.prog_addr,
             len(prog.instructions),
@@ -464,6 +470,8 @@ class NpuBackend(Backend):
             timeout_s=self.timeout_s,
         )
         t2 = time.perf_counter()
+        if tracing:
+            dev_cycles.append(self.device.cycles)  # type: ignore[union-attr]
         for b in prog.outputs:
             if bases[b.base] != loaded.bases[b.base]:
                 continue  # the engine wrote the caller's tensor
@@ -478,17 +486,34 @@ class NpuBackend(Backend):
         self.last_stats = stats
         if self.time_profile:
             self.add_time(memory=(t1 - t0) + (t3 - t2), hardware=stats.seconds)
+        if tracing:
+            self._trace_launch(loaded, what, stats, (t0, t1, t2, t3), dev_cycles)
+
+    def _trace_launch(
+        self,
+        loaded: _Loaded,
+        what: str,
+        stats: LaunchStats,
+        wall: tuple[float, float, float, float],
+        cycles: list[int | None],
+    ) -> None:
+        """The launch on the session's timeline: transfers, the engine's run, its layers
+        and units (`xrt.backend.npu._timeline`)."""
+        assert self.tracer is not None and isinstance(self.device, NpuDevice)
+        t0, t1, t2, t3 = wall
+        cycles.append(self.device.cycles)
+        if loaded.schedule is None:
+            loaded.schedule = launch_schedule(
+                loaded.program, loaded.bases, self.TARGET or self.device.target, self.config
+            )
+        name = self.device.name
         self.trace("inputs to device", t0, t1 - t0, lane="npu.dma", category="dma")
-        self.trace(
-            what,
-            t1,
-            t2 - t1,
-            lane="npu.engine",
-            category="device",
-            **{k.lower(): v for k, v in stats.counters.items()},
-            simulated_cycles=stats.cycles,
+        trace_transfer(self.tracer, "inputs to device", (cycles[0], cycles[1]), name)
+        trace_launch(
+            self.tracer, loaded.schedule, what, stats, (t1, t2), (cycles[1], cycles[2]), name
         )
         self.trace("outputs from device", t2, t3 - t2, lane="npu.dma", category="dma")
+        trace_transfer(self.tracer, "outputs from device", (cycles[2], cycles[3]), name)
 
     def _direct_refusal(self, t: Tensor, nbytes: int, block: int) -> str | None:
         """None when the engine can store a program output straight into tensor `t` (manual
