@@ -22,6 +22,7 @@ out when the register name is unique.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections.abc import Iterator
@@ -64,6 +65,7 @@ def add_device_commands(sub: argparse._SubParsersAction, formatter: type) -> Non
 
     d = sub.add_parser("devices", help="list a server's devices", formatter_class=formatter)
     common(d)
+    d.add_argument("--json", action="store_true", help="print the listing as one JSON document")
 
     h = sub.add_parser(
         "health",
@@ -279,14 +281,32 @@ def _devices(args: argparse.Namespace) -> int:
             listing = stub.ListDevices(pb.ListDevicesRequest(), timeout=10, metadata=metadata)
         except grpc.RpcError as exc:
             raise CliError(f"{args.server}: {exc.code().name}: {exc.details()}") from None
+    devices = [
+        {
+            "name": d.name,
+            "target": d.target,
+            "hw_version": d.hw_version,
+            "state": pb.DeviceState.Name(d.state).removeprefix("DEVICE_STATE_").lower(),
+            "holder": d.holder or None,
+        }
+        for d in listing.devices
+    ]
+    if args.json:
+        doc = {
+            "server": args.server,
+            "server_version": listing.server_version or None,
+            "protocol_version": listing.protocol_version,
+            "devices": devices,
+        }
+        print(json.dumps(doc, indent=1))
+        return 0
     print(
         f"{args.server}: npu-emu {listing.server_version or '?'}, "
         f"protocol {listing.protocol_version}"
     )
-    for d in listing.devices:
-        state = pb.DeviceState.Name(d.state).removeprefix("DEVICE_STATE_").lower()
-        holder = f"  held by {d.holder}" if d.holder else ""
-        print(f"{d.name:<6} {d.target:<6} hw {d.hw_version:<7} {state}{holder}")
+    for d in devices:
+        holder = f"  held by {d['holder']}" if d["holder"] else ""
+        print(f"{d['name']:<6} {d['target']:<6} hw {d['hw_version']:<7} {d['state']}{holder}")
     return 0
 
 
