@@ -19,7 +19,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from tqdm import tqdm
 
@@ -48,26 +48,21 @@ def _say(line: str) -> None:
 
 
 @contextlib.contextmanager
-def _heartbeat(description: str) -> Iterator[None]:
+def _every(period_s: float, action: Callable[[], None]) -> Iterator[None]:
+    """Call `action` every `period_s` seconds (from a thread) while the block runs."""
     done = threading.Event()
-    start = time.monotonic()
-    beats = 0
 
-    def beat() -> None:
-        nonlocal beats
-        while not done.wait(HEARTBEAT_S):
-            beats += 1
-            _say(f"{description}: {time.monotonic() - start:.0f} s ...")
+    def loop() -> None:
+        while not done.wait(period_s):
+            action()
 
-    ticker = threading.Thread(target=beat, name="xrt-progress", daemon=True)
+    ticker = threading.Thread(target=loop, name="xrt-progress", daemon=True)
     ticker.start()
     try:
         yield
     finally:
         done.set()
         ticker.join()
-        if beats:
-            _say(f"{description}: done in {time.monotonic() - start:.1f} s")
 
 
 @contextlib.contextmanager
@@ -78,25 +73,26 @@ def progress(description: str) -> Iterator[None]:
     if mode == "off":
         yield
         return
-    if mode == "heartbeat":
-        with _heartbeat(description):
-            yield
+    if mode == "bar":
+        bar = tqdm(total=None, desc=description, bar_format="{desc}  {elapsed}", leave=False)
+        try:
+            with _every(0.5, bar.refresh):
+                yield
+        finally:
+            bar.close()
         return
-    bar = tqdm(total=None, desc=description, bar_format="{desc}  {elapsed}", leave=False)
-    done = threading.Event()
+    start = time.monotonic()
+    beats = 0
 
-    def tick() -> None:
-        while not done.wait(0.5):
-            bar.refresh()
+    def beat() -> None:
+        nonlocal beats
+        beats += 1
+        _say(f"{description}: {time.monotonic() - start:.0f} s ...")
 
-    ticker = threading.Thread(target=tick, daemon=True)
-    ticker.start()
-    try:
+    with _every(HEARTBEAT_S, beat):
         yield
-    finally:
-        done.set()
-        ticker.join()
-        bar.close()
+    if beats:
+        _say(f"{description}: done in {time.monotonic() - start:.1f} s")
 
 
 def step_progress(total: int, description: str) -> tqdm:
