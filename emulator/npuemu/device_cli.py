@@ -407,6 +407,7 @@ def _waves_observed(args: argparse.Namespace) -> int:
         raise CliError(f"--timeout must be positive, not {args.timeout}")
     with _observer(args.server, args.device) as obs:
         start = obs.start_waves(args.cycles)
+        holder = obs.holder or "nobody"  # the holder whose activity the window records
         try:
             deadline = time.monotonic() + args.timeout
             status = obs.waves_status()
@@ -427,7 +428,6 @@ def _waves_observed(args: argparse.Namespace) -> int:
         "cut_by_holder": f"the holder started a window of its own after {got} cycles",
         "cut_by_lease_end": f"the holder's lease ended after {got} cycles",
     }
-    holder = obs.holder or "nobody"
     print(f"window of {obs.device} held by {holder}: {why.get(window.state, window.state)}")
     return 0
 

@@ -140,6 +140,60 @@ def test_the_worker_gate_lets_only_reads_through():
     assert "latches" in read_only_refusal({"op": Op.READ_REG, "addr": CYCLES_LO}, effects)
 
 
+def test_the_admin_token_comes_from_a_file_and_is_not_the_client_token(tmp_path, monkeypatch):
+    from npuemu.server.security import SecurityError, security_options
+
+    monkeypatch.delenv("NPU_EMU_ADMIN_TOKEN_FILE", raising=False)
+    monkeypatch.delenv("NPU_EMU_TOKEN", raising=False)
+    path = admin_file(tmp_path)
+    assert security_options(host="127.0.0.1").admin_token is None  # observing is off
+    got = security_options(host="127.0.0.1", token=TOKEN, admin_token_file=path)
+    assert (got.token, got.admin_token, got.warnings) == (TOKEN, ADMIN, ())
+    monkeypatch.setenv("NPU_EMU_ADMIN_TOKEN_FILE", str(path))
+    assert security_options(host="127.0.0.1").admin_token == ADMIN
+    with pytest.raises(SecurityError, match="is the client token"):
+        security_options(host="127.0.0.1", token=ADMIN)
+    monkeypatch.delenv("NPU_EMU_ADMIN_TOKEN_FILE")
+    empty = tmp_path / "empty"
+    empty.write_text("\n")
+    with pytest.raises(SecurityError, match=r"admin token file .* is empty"):
+        security_options(host="127.0.0.1", admin_token_file=empty)
+    with pytest.raises(SecurityError, match="cannot read admin token file"):
+        security_options(host="127.0.0.1", admin_token_file=tmp_path / "missing")
+    path.chmod(0o644)
+    (warning,) = security_options(host="127.0.0.1", admin_token_file=path).warnings
+    assert "readable by other users" in warning and "chmod 600" in warning
+    # The command line refuses the same (exit status 2), before building anything.
+    r = subprocess.run(
+        [sys.executable, "-m", "npuemu", "serve", "--port", "0", "--admin-token-file", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "NPU_EMU_TOKEN": ADMIN},
+        check=False,
+    )
+    assert r.returncode == 2 and "is the client token" in r.stderr, r.stderr
+
+
+@pytest.mark.sim
+def test_without_an_admin_token_nobody_observes(tmp_path):
+    with ServerProcess.start(devices=1) as srv:
+        h = connect(srv)
+        try:
+            h.open("npu0", client="holder")
+            req = pb.ObserveReadRegisterRequest(device="npu0", address=MAGIC, client="t")
+            for md in ((), metadata(token=None)):
+                with pytest.raises(grpc.RpcError) as info:
+                    h.stub.ObserveReadRegister(req, metadata=md)
+                assert info.value.code() == grpc.StatusCode.PERMISSION_DENIED
+                assert "observing is off" in info.value.details()
+                assert "--admin-token-file" in info.value.details()
+        finally:
+            h.close()
+            h.channel.close()
+    assert "observers" not in srv.log.split("serving", 1)[1].splitlines()[0]
+
+
 # ------------------------------------------------------------------ the worker's own gate
 @pytest.mark.sim
 def test_the_worker_refuses_anything_but_reads_on_the_read_only_path(tmp_path):
@@ -252,6 +306,10 @@ def test_an_observer_reads_what_the_holder_wrote_and_the_holder_goes_on(server, 
     assert whats.count("read npu.SCRATCH (0x40000040)") == 2, accesses
     assert any(re.fullmatch(r"read npu\.MAGIC, .*\(\d+ in all\)", w) for w in whats), accesses
     assert all(re.match(r"xrt:\S+@ipv4:127\.0\.0\.1:\d+$", who) for who, _ in accesses)
+    assert "observers with the admin token" in log
+    assert ADMIN not in log and TOKEN not in log
+    pid = server.proc.pid
+    assert ADMIN.encode() not in Path(f"/proc/{pid}/cmdline").read_bytes()
 
 
 @pytest.mark.sim
@@ -431,6 +489,29 @@ def test_observer_window_calls_run_no_simulated_time(waves_server):
         with pytest.raises(grpc.RpcError) as info:
             h.stub.StopWaves(pb.StopWavesRequest(lease_id=h.lease))
         assert "no waveform window" in info.value.details()
+    finally:
+        h.close()
+        h.channel.close()
+
+
+@pytest.mark.sim
+def test_an_observer_window_of_an_idle_holder_ends_at_its_deadline(waves_server):
+    """The device's time moves only while its holder works: a window of an idle holder's
+    device ends at `--timeout` (wall time) with no cycle in it, and says so."""
+    srv, _ = waves_server
+    h = connect(srv)
+    try:
+        h.open("npu0", client="idle")
+        out = cli(srv, "waves", "npu0", "--observe", "--cycles", "1000000", "--timeout", "0.5")
+        assert out.returncode == 0, out.stderr
+        m = re.search(r"npu0-observer-c(\d+)-c(\d+)\.fst", out.stdout)
+        assert m and m.group(1) == m.group(2), out.stdout
+        assert "held by idle@" in out.stdout
+        assert "the 0.5 s deadline passed after 0 of 1000000 cycles" in out.stdout
+        # Free devices are not observed: the CLI says so (exit status 1).
+        h.close()
+        out = cli(srv, "regs", "read", "npu0", "npu.MAGIC", "--observe")
+        assert out.returncode == 1 and "held by nobody" in out.stderr, out.stderr
     finally:
         h.close()
         h.channel.close()
