@@ -6,6 +6,7 @@ npu-emu serve [--host 127.0.0.1] [--port 50051] [--target buyi|zg330] [--devices
               [--drain SECONDS] [--shutdown-grace SECONDS]
               [--tls-cert PEM --tls-key PEM [--tls-client-ca PEM]] [--allow-insecure-remote]
               (token: $NPU_EMU_TOKEN or --token-file; --token on argv is readable by all users)
+              [--admin-token-file PATH]   (observers; or $NPU_EMU_ADMIN_TOKEN_FILE)
               [--memory-dir DIR] [--log-dir DIR] [--log-level LEVEL]
               [--waves DIR] [--trace-registers FILE]
 npu-emu build [--target buyi|zg330] [--waves]
@@ -122,6 +123,15 @@ def _parser() -> argparse.ArgumentParser:
         type=Path,
         default=None,
         help="read the token from this file (first line); the default token is $NPU_EMU_TOKEN",
+    )
+    sec.add_argument(
+        "--admin-token-file",
+        type=Path,
+        default=None,
+        help="let operators with this token (the file's first line; default: the file "
+        "$NPU_EMU_ADMIN_TOKEN_FILE names) observe held devices: read their registers and "
+        "record waveform windows without the lease (docs/debugging.md). Without it nobody "
+        "can observe",
     )
     sec.add_argument("--tls-cert", type=Path, default=None, help="PEM certificate chain: serve TLS")
     sec.add_argument("--tls-key", type=Path, default=None, help="PEM private key of --tls-cert")
@@ -247,10 +257,13 @@ def _main(args: argparse.Namespace) -> int:
             tls_key=args.tls_key,
             tls_client_ca=args.tls_client_ca,
             allow_insecure_remote=args.allow_insecure_remote,
+            admin_token_file=args.admin_token_file,
         )
     except SecurityError as exc:
         print(f"npu-emu: {exc}", file=sys.stderr)
         return exitcodes.BAD_INPUT
+    for warning in sec.warnings:
+        print(f"npu-emu: warning: {warning}", file=sys.stderr)
     return run(
         ServeOptions(
             args.host,
@@ -266,6 +279,7 @@ def _main(args: argparse.Namespace) -> int:
             log_level=args.log_level,
             waves_dir=args.waves,
             register_trace=args.trace_registers,
+            admin_token=sec.admin_token,
             drain_s=args.drain,
             grace_s=args.shutdown_grace,
         )

@@ -10,7 +10,7 @@ from __future__ import annotations
 import grpc
 
 from xrt.errors import ErrorCode, XrtError
-from xrt.hw.wire import RegisterStatus
+from xrt.hw.wire import ADMIN_KEY, RegisterStatus
 
 __all__ = ["STATUS_TABLE", "register_status_error", "rpc_error"]
 
@@ -102,6 +102,8 @@ def rpc_error(exc: grpc.RpcError, what: str) -> XrtError:
     xcode, hint = STATUS_TABLE.get(status, (ErrorCode.DEVICE_INTERNAL, ""))
     if status == grpc.StatusCode.UNAVAILABLE:
         hint = _unavailable_hint(details)
+    elif ADMIN_KEY in details:  # the operator's credential (observers), not the token
+        hint = "give the server's admin token in NPU_EMU_ADMIN_TOKEN"
     name = status.name if isinstance(status, grpc.StatusCode) else str(status)
     message = f"{what}: {details} [{name}]"
     if hint:
