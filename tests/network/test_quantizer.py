@@ -91,13 +91,12 @@ def test_residual_add_relu_fuses_into_qadd() -> None:
 
 
 def test_fallback_ops_run_in_float() -> None:
-    g = {"w": rand(4, 3, 3, 3), "g": np.ones(4, np.float32), "be": np.zeros(4, np.float32)}
-    g.update(m=rand(4) * 0.1, v=np.ones(4, np.float32))
+    g = {"w": rand(4, 3, 3, 3)}
     model = make_model(
         [
             N("Conv", ["x", "w"], ["c"]),
             N("Relu", ["c"], ["r"]),
-            N("BatchNormalization", ["r", "g", "be", "m", "v"], ["bn"]),
+            N("LRN", ["r"], ["bn"], size=3),
             N("Relu", ["bn"], ["r2"]),
             N("Flatten", ["r2"], ["f"]),
             N("Softmax", ["f"], ["y"]),
@@ -114,7 +113,7 @@ def test_fallback_ops_run_in_float() -> None:
         "Cast",
         "QConv2d",
         "Cast",
-        "BatchNorm",
+        "LRN",
         "Cast",
         "Relu",
         "Flatten",

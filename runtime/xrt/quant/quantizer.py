@@ -4,9 +4,13 @@ Activations: symmetric per-tensor int8 (zero point 0), scale ``amax / 127`` from
 calibration. Weights: symmetric per-output-channel int8 in ``[-127, 127]``. Biases: int32 at
 scale ``s_in * s_w[c]``. Every rescale is an integer multiplier and a rounding right shift
 (`xrt.ops.intmath`). ReLU / Clip after Conv, Gemm, Add, Sub or Mul fold into the
-saturation bounds. Sigmoid, HardSwish, HardSigmoid and LeakyRelu become 256-entry lookup tables.
-Ops without an integer kernel (Softmax, BatchNorm left unfolded, MatMul of two values,
-Cast) run in float between a dequantize and a quantize ``Cast``.
+saturation bounds. Per-channel affine maps (BatchNorm, and Mul / Add / Sub / Div by a
+constant that is the same over every pixel, `xrt.quant.affine`) fold into the convolution or
+dense layer they alone follow, in float before quantizing; elsewhere a chain of them over a
+rank-4 tensor becomes one depthwise 1x1 ``QConv2d``. Sigmoid, HardSwish, HardSigmoid and
+LeakyRelu become 256-entry lookup tables. Ops without an integer kernel (Softmax, MatMul of
+two values, Cast, BatchNorm over other ranks) run in float between a dequantize and a
+quantize ``Cast``.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from xrt.ops import intmath
 from xrt.ops.mathops import UNARY_FLOAT_OPS
 from xrt.ops.pool import pool_counts
 from xrt.ops.reduce import reduce_axes
+from xrt.quant.affine import AFFINE_OPS, AffineChain, affine_chain, affine_weights, following_chain
 from xrt.quant.calibrate import Samples, ValueRange, calibrate
 
 __all__ = [
@@ -84,11 +89,17 @@ def _multipliers(reals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 class _Quantizer:
     def __init__(
-        self, net: Network, ranges: Mapping[str, ValueRange], fuse: bool, name: str
+        self,
+        net: Network,
+        ranges: Mapping[str, ValueRange],
+        fuse: bool,
+        name: str,
+        fold_affine: bool = True,
     ) -> None:
         self.net = net
         self.ranges = ranges
         self.fuse = fuse
+        self.fold_affine = fold_affine
         self.b = NetworkBuilder(name)
         self.float_name: dict[str, str] = {}
         self.int_name: dict[str, str] = {}
@@ -161,9 +172,10 @@ class _Quantizer:
 
     # -- fusion ------------------------------------------------------------------------
 
-    def fused_activation(self, op: Operator) -> tuple[str, float, int, int]:
-        """(result value, output scale, lo, hi) for `op`, absorbing a following ReLU/Clip."""
-        out = op.outputs[0]
+    def fused_activation(self, op: Operator, out: str | None = None) -> tuple[str, float, int, int]:
+        """(result value, output scale, lo, hi) for `op` (whose result is `out`, default its
+        output), absorbing a following ReLU/Clip."""
+        out = op.outputs[0] if out is None else out
         users = self.net.consumers(out)
         if (
             self.fuse
@@ -189,12 +201,21 @@ class _Quantizer:
         xq = self.as_int(x)
         s_in = self.scale[x]
         weight = self.net.params[op.params["weight"]]
-        wq, s_w = quantize_weight_per_channel(weight)
         bias = (
             self.net.params[op.params["bias"]] if "bias" in op.params else np.zeros(weight.shape[0])
         )
+        out = op.outputs[0]
+        chain = following_chain(self.net, out) if self.fold_affine else None
+        if chain is not None:
+            # y = a * (W x + bias) + b: fold into the weights and bias, in float64.
+            shape = (-1,) + (1,) * (weight.ndim - 1)
+            weight = np.asarray(weight, np.float64) * chain.a.reshape(shape)
+            bias = np.asarray(bias, np.float64) * chain.a + chain.b
+            self.fused.update(o.op_id for o in chain.ops)
+            out = chain.result
+        wq, s_w = quantize_weight_per_channel(weight)
         bq = intmath.quantize_bias(bias, s_in * s_w)
-        result, s_out, lo, hi = self.fused_activation(op)
+        result, s_out, lo, hi = self.fused_activation(op, out)
         mult, shift = _multipliers(s_in * s_w / s_out)
         base = op.name or op.outputs[0]
         params = {
@@ -206,6 +227,44 @@ class _Quantizer:
         attrs = {**op.attrs, "lo": lo, "hi": hi, "out_scale": s_out}
         out = self.set_int(result, s_out)
         self.b.add("Q" + op.op_type, [xq], attrs, params, outputs=[out], name=op.name)
+
+    def affine(self, op: Operator) -> None:
+        """BatchNorm / Mul / Add / Sub / Div: a chain of per-channel affine maps over a rank-4
+        tensor becomes one depthwise 1x1 QConv2d (`xrt.quant.affine`); otherwise as before."""
+        chain = None
+        if self.fold_affine:
+            for x in op.inputs[:2]:
+                if len(self.net.values[x].shape) == 4:
+                    chain = affine_chain(self.net, op, x)
+                    if chain is not None:
+                        break
+        if chain is not None:
+            self.depthwise_affine(op, chain)
+        elif op.op_type in ("Add", "Sub", "Mul"):
+            self.add_mul(op)
+        else:
+            self.fallback(op)
+
+    def depthwise_affine(self, op: Operator, chain: AffineChain) -> None:
+        xq = self.as_int(chain.source)
+        s_in = self.scale[chain.source]
+        self.fused.update(o.op_id for o in chain.ops)
+        wq, bq, s_w = affine_weights(chain.a, chain.b, s_in)
+        result, s_out, lo, hi = self.fused_activation(chain.ops[-1])
+        mult, shift = _multipliers(s_in * s_w / s_out)
+        base = op.name or op.outputs[0]
+        params = {
+            "weight": self.b.param(f"{base}.weight{INT_SUFFIX}", wq, unique=True),
+            "bias": self.b.param(f"{base}.bias{INT_SUFFIX}", bq, unique=True),
+            "multiplier": self.b.param(f"{base}.multiplier", mult, unique=True),
+            "shift": self.b.param(f"{base}.shift", shift, unique=True),
+        }
+        attrs = {
+            "strides": [1, 1], "pads": [0, 0, 0, 0], "dilations": [1, 1],
+            "groups": int(wq.shape[0]), "lo": lo, "hi": hi, "out_scale": s_out,
+        }  # fmt: skip
+        out = self.set_int(result, s_out)
+        self.b.add("QConv2d", [xq], attrs, params, outputs=[out], name=op.name)
 
     def add_mul(self, op: Operator) -> None:
         a, b = op.inputs
@@ -347,9 +406,7 @@ class _Quantizer:
         handlers: dict[str, Callable[[Operator], None]] = {
             "Conv2d": self.conv_or_gemm,
             "Gemm": self.conv_or_gemm,
-            "Add": self.add_mul,
-            "Sub": self.add_mul,
-            "Mul": self.add_mul,
+            **{t: self.affine for t in AFFINE_OPS},
             "ReduceMean": self.reduce_mean,
             "Concat": self.concat,
             "Split": self.split,
@@ -393,6 +450,7 @@ def quantize_network(
     fuse_activations: bool = True,
     dequantize_outputs: bool = True,
     name: str | None = None,
+    fold_affine: bool = True,
 ) -> Network:
     """Quantize a float network to int8 (post-training, docs/quantization.md).
 
@@ -404,6 +462,11 @@ def quantize_network(
         dequantize_outputs: End with dequantize Casts so outputs are float under their
             original names (else the outputs are the int8 values).
         name: Name of the result; default ``<network name>_int8``.
+        fold_affine: Fold per-channel affine maps (BatchNorm, Mul / Add / Sub / Div by a
+            per-channel or per-tensor constant) into the convolution or dense layer they
+            alone follow, and turn other chains of them over rank-4 tensors into depthwise
+            1x1 ``QConv2d`` (`xrt.quant.affine`); without it they quantize one by one
+            (``QMul`` / ``QAdd`` with int8 constants; BatchNorm in float).
 
     Returns:
         A new network: the same inputs (float; quantized by ``Cast`` ops inside), int8 values
@@ -419,5 +482,5 @@ def quantize_network(
                 ErrorCode.OUT_OF_RANGE, "quantize_network needs calibration samples or ranges"
             )
         ranges = calibrate(network, samples)
-    q = _Quantizer(network, ranges, fuse_activations, name or f"{network.name}_int8")
+    q = _Quantizer(network, ranges, fuse_activations, name or f"{network.name}_int8", fold_affine)
     return q.run(dequantize_outputs)
