@@ -92,3 +92,76 @@ def with_random_weights(name: str, seed: int = 0) -> onnx.ModelProto:
     model.graph.node.extend(keep)
     model.graph.initializer.extend(new_inits)
     return model
+
+
+def _shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
+    """Every value's shape by ONNX shape inference (inputs, intermediates, outputs)."""
+    inferred = onnx.shape_inference.infer_shapes(model)
+    out = {}
+    for vi in [*inferred.graph.input, *inferred.graph.value_info, *inferred.graph.output]:
+        dims = vi.type.tensor_type.shape.dim
+        if dims and all(d.HasField("dim_value") for d in dims):
+            out[vi.name] = tuple(int(d.dim_value) for d in dims)
+    return out
+
+
+def reduced(model: onnx.ModelProto, hw: int) -> onnx.ModelProto:
+    """`model` (one of these networks, already with its weights) for ``hw x hw`` inputs.
+
+    The networks were made for 224 x 224; what depends on that is adjusted so the same
+    layers run on smaller feature maps: an average pool whose output was one pixel becomes
+    a global average pool, a Reshape to a fixed shape gets its spatial sizes (or, flattening,
+    its feature count) from the new input, and the dense layer after a flatten keeps the
+    first columns of its weight (as many as features remain). Everything else (weights,
+    channels, strides, operators) is unchanged, so every lowering still runs.
+    """
+    before = _shapes(model)
+    model = onnx.ModelProto.FromString(model.SerializeToString())
+    g = model.graph
+    for i in data_inputs(model):
+        dims = i.type.tensor_type.shape.dim
+        dims[2].dim_value = dims[3].dim_value = hw
+    inits = {i.name: i for i in g.initializer}
+    changed = True
+    while changed:  # each pass fixes what the previous one's shapes reveal
+        changed = False
+        after = _shapes(model)
+        for k, node in enumerate(g.node):
+            src = node.input[0] if node.input else ""
+            if src not in before or src not in after:
+                continue
+            old, new = before[src], after[src]
+            if node.op_type == "AveragePool" and before.get(node.output[0], ())[2:] == (1, 1):
+                g.node[k].CopyFrom(
+                    onnx.helper.make_node("GlobalAveragePool", [src], list(node.output), node.name)
+                )
+                changed = True
+            elif node.op_type == "Reshape" and node.input[1] in inits and old != new:
+                shape = numpy_helper.to_array(inits[node.input[1]]).astype(np.int64)
+                if len(shape) == 2 and len(old) == 4:  # a flatten
+                    shape = np.array([new[0], int(np.prod(new[1:]))], np.int64)
+                elif tuple(shape[-2:]) == old[-2:]:
+                    shape[-2:] = new[-2:]
+                else:
+                    continue
+                inits[node.input[1]].CopyFrom(numpy_helper.from_array(shape, node.input[1]))
+                changed = True
+            elif node.op_type == "Gemm" and node.input[1] in inits and len(new) == 2:
+                w = numpy_helper.to_array(inits[node.input[1]])
+                trans_b = any(a.name == "transB" and a.i for a in node.attribute)
+                cut = w[:, : new[1]] if trans_b else w[: new[1]]
+                if cut.shape != w.shape:
+                    inits[node.input[1]].CopyFrom(numpy_helper.from_array(cut, node.input[1]))
+                    _declare(model, node.input[1], cut.shape)
+                    changed = True
+    del g.value_info[:]
+    for o in g.output:
+        o.type.tensor_type.ClearField("shape")
+    return onnx.shape_inference.infer_shapes(model, strict_mode=True)
+
+
+def _declare(model: onnx.ModelProto, name: str, shape: tuple[int, ...]) -> None:
+    """Update the graph input declaring initializer `name` (IR version 3 declares them)."""
+    for i in model.graph.input:
+        if i.name == name:
+            i.CopyFrom(onnx.helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, shape))

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from npu_util import SMALL, assert_npu_exact, i8, single
 
 from xrt.hw.targets import NPU
+from xrt.npu.compiler import refusal
 from xrt.ops import intmath
 from xrt.ops.pool import pool_counts
 
@@ -320,3 +321,73 @@ def test_stem_with_columns_folded_into_channels(k: int, stride: int, pad: int, d
     net, feed = single("QConv2d", [i8(rng, 2, 3, 19, 23)], attrs, params)
     prog = assert_npu_exact(net, feed)
     assert "columns folded into" in prog.layers[0].detail
+
+
+@SETTINGS
+@given(st.data())
+def test_flatten_moves_features_across_lanes(data: st.DataObject) -> None:
+    # (N, C, H, W) -> (N, C*H*W) with H*W > 1: single-entry selection GEMMs (_movement).
+    d = data.draw
+    rng = np.random.default_rng(d(st.integers(0, 2**16)))
+    n, c = d(st.integers(1, 2)), d(st.integers(1, 40))
+    h, w = d(st.integers(1, 7)), d(st.integers(1, 7))
+    x = i8(rng, n, c, h, w)
+    cfg = d(st.sampled_from([NPU, SMALL]))
+    net, feed = single("Flatten", [x], {"axis": 1})
+    prog = assert_npu_exact(net, feed, cfg)
+    if h * w > 1:
+        assert "selection GEMMs" in prog.layers[0].detail
+    net, feed = single("Reshape", [x], {"shape": [n, -1]})
+    assert_npu_exact(net, feed, cfg)
+
+
+@SETTINGS
+@given(st.data())
+def test_channel_shuffle_is_one_program(data: st.DataObject) -> None:
+    # ShuffleNet's Reshape (N, G, C/G, H, W) -> Transpose -> Reshape: two aliases and one
+    # channel permutation by selection GEMMs, all in one program.
+    from xrt.dtypes import QuantParams, TensorType
+    from xrt.network import NetworkBuilder
+
+    d = data.draw
+    rng = np.random.default_rng(d(st.integers(0, 2**16)))
+    n, g, cg = d(st.integers(1, 2)), d(st.integers(1, 5)), d(st.integers(1, 12))
+    h, w = d(st.integers(1, 6)), d(st.integers(1, 6))
+    c = g * cg
+    cfg = d(st.sampled_from([NPU, SMALL]))
+    b = NetworkBuilder("shuffle")
+    x = b.input("x", TensorType("SInt8", (n, c, h, w), quant=QuantParams(1.0)))
+    (y1,) = b.add("Reshape", [x], {"shape": [n, g, cg, h, w]})
+    (y2,) = b.add("Transpose", [y1], {"perm": [0, 2, 1, 3, 4]})
+    (y3,) = b.add("Reshape", [y2], {"shape": [n, c, h, w]})
+    net = b.build([y3])
+    prog = assert_npu_exact(net, {"x": i8(rng, n, c, h, w)}, cfg)
+    assert len(prog.op_ids) == 3
+    # A rank-4 transpose of two channel-like axes never occurs; (N, C, H, W) with the
+    # channel axes of a rank-5 tensor reversed in place is the same permutation.
+    x4 = i8(rng, n, g, cg, h, w)
+    net, feed = single("Transpose", [x4], {"perm": [0, 2, 1, 3, 4]})
+    assert_npu_exact(net, feed, cfg)
+
+
+@SETTINGS
+@given(st.data())
+def test_conv_with_more_output_blocks_than_half_prm(data: st.DataObject) -> None:
+    # SMALL's 16 PRM rows: more than 8 output blocks load PRM rows per output block chunk.
+    d = data.draw
+    rng = np.random.default_rng(d(st.integers(0, 2**16)))
+    co, ci = d(st.integers(129, 200)), d(st.integers(1, 20))
+    k = d(st.sampled_from([1, 3]))
+    h, w = d(st.integers(k, 6)), d(st.integers(k, 6))
+    m, s = _requant(d, rng, co)
+    params = {
+        "weight": rng.integers(-127, 128, size=(co, ci, k, k), dtype=np.int8),
+        "bias": rng.integers(-30000, 30000, co).astype(np.int32),
+        "multiplier": m,
+        "shift": s,
+    }
+    attrs = {"strides": [1, 1], "pads": [k // 2] * 4, "dilations": [1, 1], "groups": 1,
+             "lo": -128, "hi": 127, "out_scale": 1.0}  # fmt: skip
+    net, feed = single("QConv2d", [i8(rng, 1, ci, h, w)], attrs, params)
+    assert refusal(net.ops[0], net.values, net.op_params(net.ops[0]), SMALL) is None
+    assert_npu_exact(net, feed, SMALL)

@@ -210,7 +210,7 @@ def test_legalize_names_its_reasons() -> None:
     rng = np.random.default_rng(0)
     tnet, _ = single("Transpose", [i8(rng, 1, 4, 3, 5)], {"perm": [0, 2, 3, 1]})
     why = refusal(tnet.ops[0], tnet.values, {}, NPU)
-    assert why is not None and "moves channels" in why
+    assert why is not None and "mixes channels with pixels" in why
     with pytest.raises(Exception, match="not for the NPU"):
         compile_run(tnet)
     # QConcat's per-lane (M, S) rows: 9 output planes exceed half of SMALL's 16 PRM rows.

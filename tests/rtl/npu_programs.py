@@ -7,7 +7,8 @@
   block's weights and one tile's input; the next tile's input loads while this tile's GEMMs
   run, and each output block's STORE drains while the next block computes.
 * `real_layers`: small networks of one real layer each (a conv, a depthwise conv, a
-  residual add, max and average pooling) for the compiler;
+  residual add, max and average pooling, concatenation, channel shuffle, flatten) for the
+  compiler;
 * `place_compiled` / `read_outputs`: the memory images and base registers of a program
   the compiler (`xrt.npu.compiler.compile_run`) made: the program, then one 4 KiB-aligned
   region per base register (as `run_on_golden` places them).
@@ -22,10 +23,11 @@ from pathlib import Path
 
 import numpy as np
 
+from xrt.dtypes import QuantParams, TensorType
 from xrt.hw import isa
 from xrt.hw.isa import Buffer, GemmInit, StoreMode
 from xrt.hw.targets import NPU
-from xrt.network import Network
+from xrt.network import Network, NetworkBuilder
 from xrt.npu.compiler import NpuProgram, from_tiled, to_tiled
 from xrt.ops import intmath
 from xrt.ops.conv import qconv2d_forward
@@ -236,7 +238,9 @@ def read_outputs(
 def real_layers(rng: np.random.Generator) -> list[tuple[str, Network, dict[str, np.ndarray]]]:
     """``(name, network, feeds)`` of one small real layer each, int8 with random parameters:
     a 3x3 conv (24 -> 20 channels, stride 1), a 3x3 depthwise conv (stride 2), a residual
-    add (QAdd), a 3x3/2 max pool and a 3x3/2 average pool (padding counted out)."""
+    add (QAdd), a 3x3/2 max pool and a 3x3/2 average pool (padding counted out), and the
+    lane-crossing data movement of `xrt.npu.compiler._movement`: a channel concatenation of
+    unaligned inputs, a channel shuffle (Reshape, Transpose, Reshape) and a Flatten."""
 
     def i8(*shape: int) -> np.ndarray:
         return rng.integers(-128, 128, size=shape, dtype=np.int8)
@@ -265,4 +269,18 @@ def real_layers(rng: np.random.Generator) -> list[tuple[str, Network, dict[str, 
         ("residual add", *single("QAdd", [i8(1, 24, 6, 6), i8(1, 24, 6, 6)], add)),
         ("max pool 3x3/2", *single("MaxPool2d", [i8(1, 20, 9, 9)], pool)),
         ("average pool 3x3/2", *single("QAvgPool2d", [i8(1, 20, 9, 9)], avg)),
+        ("concat 20 + 7", *single("Concat", [i8(1, 20, 5, 6), i8(1, 7, 5, 6)], {"axis": 1})),
+        ("channel shuffle 3 x 8", *_shuffle(i8(1, 24, 5, 6), 3)),
+        ("flatten 20x3x5", *single("Flatten", [i8(1, 20, 3, 5)], {"axis": 1})),
     ]
+
+
+def _shuffle(x: np.ndarray, g: int) -> tuple[Network, dict[str, np.ndarray]]:
+    """ShuffleNet's channel shuffle of `x` in `g` groups: one network of three operators."""
+    n, c, h, w = x.shape
+    b = NetworkBuilder("shuffle")
+    v = b.input("x", TensorType("SInt8", x.shape, quant=QuantParams(1.0)))
+    (v,) = b.add("Reshape", [v], {"shape": [n, g, c // g, h, w]})
+    (v,) = b.add("Transpose", [v], {"perm": [0, 2, 1, 3, 4]})
+    (v,) = b.add("Reshape", [v], {"shape": [n, c, h, w]})
+    return b.build([v]), {"x": x}

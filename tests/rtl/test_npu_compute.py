@@ -158,8 +158,9 @@ async def conv3x3_is_bit_exact(dut):
 @cocotb.test()
 async def compiled_layers_are_bit_exact(dut):
     """Real layers compiled by `xrt.npu.compiler` (a conv, a depthwise conv, a residual add,
-    max and average pooling) run on the engine bit-exact against the host kernels, and the
-    engine counts the GEMM cycles the program holds."""
+    max and average pooling, concatenation, channel shuffle, flatten) run on the engine
+    bit-exact against the host kernels, and the engine counts the GEMM cycles the program
+    holds."""
     env = Env(dut)
     await env.h.reset()
     plddr = env.cfg.memory("plddr").base

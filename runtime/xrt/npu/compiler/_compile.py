@@ -30,8 +30,16 @@ from xrt.npu.compiler._conv import ConvConsts, emit_conv
 from xrt.npu.compiler._emit import CONST_BASE, Emitter
 from xrt.npu.compiler._geometry import conv_geom, gemm_geom, pool_window
 from xrt.npu.compiler._layout import View, as_nchw, tiled_bytes, view_of
-from xrt.npu.compiler._legalize import ALIAS_OP_TYPES, refusal
+from xrt.npu.compiler._legalize import is_alias, refusal, reshape_kind
 from xrt.npu.compiler._memplan import Buffer, pack, split
+from xrt.npu.compiler._movement import (
+    channel_permutation,
+    concat_blocks,
+    emit_flatten,
+    emit_select,
+    flatten_blocks,
+    selection,
+)
 from xrt.npu.compiler._pack import bias_rows, conv_blocks, lut_rows, prm_rows
 from xrt.npu.compiler._program import (
     BaseRole,
@@ -117,7 +125,7 @@ def compile_run(
         em.tag = k
         src = op.inputs[0]
         dst = op.outputs[0]
-        if op.op_type in ALIAS_OP_TYPES and dst not in placed:
+        if is_alias(op, types) and dst not in placed:
             p = placed[src]
             placed[dst] = _Placed(p.base, p.offset, types[dst].shape)
             layers.append(LayerReport(op.op_id, op.op_type, op.name, "alias (no instructions)"))
@@ -198,7 +206,7 @@ def _plan_memory(
             shapes[f], start[f], end[f], reads[f] = mid, k, k, 1
         if dst in io:
             continue
-        if op.op_type in ALIAS_OP_TYPES:
+        if is_alias(op, types):
             src = op.inputs[0]
             root[dst] = root.get(src, src)
             continue
@@ -307,6 +315,16 @@ def _lower(
             vx.emit_pointwise(em, func, av_n, yv_n, q, bv_n, bcast, ma, mb)
         rep.detail = f"{'broadcast ' if bcast else ''}{t} via VEC {func.name}"
         return rep
+    if (
+        t in ("Reshape", "Flatten", "Identity")
+        and reshape_kind(types[op.inputs[0]].shape, types[op.outputs[0]].shape) == "flatten"
+    ):
+        wgt = em.const(flatten_blocks(b))
+        yv = y.views(b)[0]
+        for n, xv in enumerate(x.views(b, types[op.inputs[0]].shape)):
+            rep.gemm_cycles += emit_flatten(em, xv, yv, n, wgt)
+        rep.detail = "features moved across lanes by single-entry selection GEMMs"
+        return rep
     if t in ("QClip", "Relu", "Identity", "Reshape", "Flatten", "QLut"):
         q = (
             vx.StoreQ(lo=a["lo"], hi=a["hi"])
@@ -351,7 +369,7 @@ def _lower(
     if t in ("Concat", "QConcat"):
         shapes = [types[v].shape for v in op.inputs]
         chans = [as_nchw(s)[1] for s in shapes]
-        blocks, plan = vx.concat_blocks(chans, b)
+        blocks, plan = concat_blocks(chans, b)
         wgt = em.const(blocks)
         prm = None
         q = vx.StoreQ()
@@ -366,7 +384,10 @@ def _lower(
                 prm = em.const(prm_rows(m_lane, s_lane, b))
         per_input = [placed[v].views(b, s) for v, s in zip(op.inputs, shapes, strict=True)]
         for n, yv in enumerate(y.views(b)):
-            vx.emit_concat(em, [v[n] for v in per_input], yv, wgt, len(blocks), plan, q, prm)
+            emit_select(
+                em, [v[n] for v in per_input], yv, wgt, len(blocks), plan, q.m, q.s, q.lo, q.hi,
+                prm,
+            )  # fmt: skip
         rep.detail = f"selection GEMMs, {len(blocks)} blocks"
         return rep
     if t == "Pad":
@@ -393,6 +414,16 @@ def _lower(
         for xv, yv in zip(x.views(b), y.views(b), strict=True):
             vx.emit_resize(em, xv, yv, iy, ix)
         rep.detail = "nearest: VEC MOV spreads columns, STOREs repeat rows"
+        return rep
+    if t == "Transpose" and list(a["perm"]) != [0, 1, 3, 2]:
+        src = channel_permutation(types[op.inputs[0]].shape, list(a["perm"]))
+        assert src is not None
+        blocks, plan = selection([(0, c) for c in src], b)
+        wgt = em.const(blocks)
+        shape = types[op.inputs[0]].shape
+        for xv, yv in zip(x.views(b, shape), y.views(b, types[op.outputs[0]].shape), strict=True):
+            emit_select(em, [xv], yv, wgt, len(blocks), plan, 1, 0, -128, 127, None)
+        rep.detail = f"channel permutation: selection GEMMs, {len(blocks)} blocks"
         return rep
     if t == "Transpose":
         shape = types[op.inputs[0]].shape

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xrt.hw import isa
-from xrt.npu.compiler._emit import Emitter
+from xrt.npu.compiler._emit import MAX_COUNT, Emitter
 from xrt.npu.compiler._layout import View
 from xrt.npu.compiler._pack import PackedConv
 from xrt.npu.compiler._tiler import ConvGeom, ConvPlan
@@ -67,15 +67,20 @@ def emit_conv(
     taps = g.kh * g.kw
     pw = g.padded_w
     acc_bytes = em.cfg.row_bytes("ACC")
+    prm_bytes = em.cfg.row_bytes("PRM")
     chunks = [list(range(c, min(zo, c + plan.n_ob))) for c in range(0, zo, plan.n_ob)]
     tiles = [(y0, min(g.ho, y0 + plan.th)) for y0 in range(0, g.ho, plan.th)]
     passes = [(p, min(zi, p + plan.n_ib)) for p in range(0, zi, plan.n_ib)]
     cycles = 0
     nonzero = pk.blocks.reshape(len(pk.blocks), -1).any(axis=1)
 
-    # PRM rows of the whole layer, once.
-    prm_base = em.slot("PRM")
-    em.load_run(isa.Buffer.PRM, prm_base, k.prm, zo)
+    # PRM rows of the whole layer, once, when they fit half the buffer; else each output
+    # block chunk's with its tile (chunks never exceed half: `plan_conv`).
+    prm_once = zo <= em.half("PRM")
+    prm_base, prm_first, prm_key = 0, 0, None
+    if prm_once:
+        prm_base = em.slot("PRM")
+        em.load_run(isa.Buffer.PRM, prm_base, k.prm, zo)
     wgt_rows: dict[tuple[int, int], int] = {}  # (ob, ib) -> WGT row of its tap (0, 0)
     # Resident weights: output blocks [0, 1), [1, 2), [2, 4), [4, 8), ... one LOAD each, the
     # first before the first input tile (it may overlap the previous layer's tail), the
@@ -110,6 +115,10 @@ def emit_conv(
             acc_base = em.slot("ACC")
             out_base = acc_base + n
             em.load_run(isa.Buffer.ACC, acc_base, k.bias + obs[0] * acc_bytes, n)
+            if not prm_once and prm_key != c:
+                prm_key, prm_first = c, obs[0]
+                prm_base = em.slot("PRM")
+                em.load_run(isa.Buffer.PRM, prm_base, k.prm + obs[0] * prm_bytes, n)
             tiles_acc: dict[int, _AccTile] = {}
             for p0, p1 in passes:
                 rows = [
@@ -121,14 +130,21 @@ def emit_conv(
                 if not rows:
                     continue
                 rl, rh = min(rows), max(rows)
-                key = (image, rl, rh, p0, p1)
+                # A resident input holds every plane (loaded once); else this pass's.
+                z_lo, z_hi = (0, zi) if plan.inp_resident else (p0, p1)
+                key = (image, rl, rh, z_lo, z_hi)
                 if key != inp_key:
                     inp_key = key
                     inp_base = 0 if plan.inp_resident else em.slot("INP")
-                    em.load_view(
-                        inp_base, xv, p0, p1 - p0, rl, rh - rl + 1, (0, 0, g.pl, g.pad_right)
-                    )
-                    inp_geom = (rl, rh - rl + 1)
+                    nr_ = rh - rl + 1
+                    for za in range(z_lo, z_hi, MAX_COUNT):
+                        zb = min(z_hi, za + MAX_COUNT)
+                        em.load_view(
+                            inp_base + (za - z_lo) * nr_ * pw, xv, za, zb - za, rl, nr_,
+                            (0, 0, g.pl, g.pad_right),
+                        )  # fmt: skip
+                    inp_geom = (rl, nr_)
+                zb0 = z_lo
                 for o0, o1 in wgt_pending:
                     _load_weights(em, k, taps, o0, o1)
                 wgt_pending = []
@@ -165,7 +181,7 @@ def emit_conv(
                         live = [ib for ib in range(ib_a, ib_b) if nonzero[_blk(pk, ob, ib, 0, 1)]]
                         if yb > ya and live:
                             ia, iz = live[0], live[-1] + 1
-                            inp = inp_base + (ia - p0) * nr * pw + (ya * g.sh - g.pt - rl) * pw
+                            inp = inp_base + (ia - zb0) * nr * pw + (ya * g.sh - g.pt - rl) * pw
                             cycles += acc.gemm(ya, yb, inp, wgt_rows[ob, ia], (iz - ia, nr * pw, 1))
                         continue
                     spans = sorted(
@@ -182,7 +198,7 @@ def emit_conv(
                             ja, jz = live[0], live[-1] + 1
                             inp = (
                                 inp_base
-                                + (ib - p0) * nr * pw
+                                + (ib - zb0) * nr * pw
                                 + (ya * g.sh - g.pt + i * g.dh - rl) * pw
                                 + ja * g.dw
                             )
@@ -196,7 +212,7 @@ def emit_conv(
             for z0, nz in [(ol, 1) for ol in range(n)] if last else [(0, n)]:
                 em.store(
                     yv, obs[z0], y0, 0, g.wo, y1 - y0, nz, out_base + z0 * plan.th * g.wo, 1,
-                    g.wo, plan.th * g.wo, lo=lo, hi=hi, prm=prm_base + obs[z0],
+                    g.wo, plan.th * g.wo, lo=lo, hi=hi, prm=prm_base + obs[z0] - prm_first,
                 )  # fmt: skip
             if last:
                 _hoist_stores(em.steps, bounds[-1])

@@ -3,7 +3,8 @@
 A tensor ``(N, C, H, W)`` is stored image after image, each as ``ceil(C/B)`` planes of
 ``H x W`` pixels of B int8 lanes: byte ``(((n*Z + z)*H + y)*W + x)*B + lane`` holds channel
 ``z*B + lane``. A rank-2 tensor ``(N, K)`` is the same bytes as ``(N, K, 1, 1)``. Lanes past
-``C`` in the last plane are padding.
+``C`` in the last plane are padding. A rank-5 tensor ``(N, G, C/G, H, W)`` (a channel
+shuffle's middle step) is the same bytes as ``(N, C, H, W)``.
 
 The backends convert host tensors with `to_tiled` / `from_tiled`, int8 NCHW front ends of
 `xrt.layout`'s channel-tiled layout (the one `ChannelTiled` host tensors are stored in: the
@@ -25,7 +26,9 @@ __all__ = ["View", "as_nchw", "from_tiled", "tiled_bytes", "tiled_shape", "to_ti
 
 
 def as_nchw(shape: tuple[int, ...]) -> tuple[int, int, int, int]:
-    """The 4-D shape a tensor of `shape` is laid out as: rank 4 as is, rank 2 ``(N, K, 1, 1)``.
+    """The 4-D shape a tensor of `shape` is laid out as: rank 4 as is, rank 2 ``(N, K, 1, 1)``,
+    rank 5 ``(N, G, C/G, H, W)`` as ``(N, C, H, W)`` (channels split in two axes, as a
+    channel shuffle's reshape makes them: the same bytes as the rank-4 tensor).
 
     Raises:
         XrtError: 11003 for any other rank.
@@ -35,6 +38,9 @@ def as_nchw(shape: tuple[int, ...]) -> tuple[int, int, int, int]:
         return int(n), int(c), int(h), int(w)
     if len(shape) == 2:
         return int(shape[0]), int(shape[1]), 1, 1
+    if len(shape) == 5:
+        n, g, c, h, w = shape
+        return int(n), int(g) * int(c), int(h), int(w)
     raise XrtError(ErrorCode.OUT_OF_RANGE, f"no channel-tiled layout for rank {len(shape)}")
 
 

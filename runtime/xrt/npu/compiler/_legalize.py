@@ -21,10 +21,11 @@ from xrt.network import Operator
 from xrt.npu.compiler._emit import MAX_COUNT, Emitter
 from xrt.npu.compiler._geometry import conv_geom, gemm_geom, pool_window
 from xrt.npu.compiler._layout import as_nchw, view_of
+from xrt.npu.compiler._movement import channel_permutation, flatten_fits, selection
 from xrt.npu.compiler._tiler import plan_conv
 from xrt.npu.compiler._vector import pool_tile_rows
 
-__all__ = ["NPU_OP_TYPES", "accumulator_bound", "refusal"]
+__all__ = ["NPU_OP_TYPES", "accumulator_bound", "is_alias", "refusal", "reshape_kind"]
 
 NPU_OP_TYPES = frozenset(
     {
@@ -47,8 +48,37 @@ def accumulator_bound(weight: np.ndarray, bias: np.ndarray) -> int:
     return int((np.abs(bias.astype(np.int64)) + 128 * w).max(initial=0))
 
 
-def _rank_ok(t: TensorType) -> bool:
-    return len(t.shape) in (2, 4)
+def _rank_ok(t: TensorType, op_type: str) -> bool:
+    """Ranks 2 and 4 have the channel-tiled layout; rank 5 ``(N, G, C/G, H, W)`` too, for
+    the operators that only move its channels (a channel shuffle's reshapes and transpose)."""
+    return len(t.shape) in (2, 4) or (len(t.shape) == 5 and op_type in _RANK5_OP_TYPES)
+
+
+_RANK5_OP_TYPES = frozenset({"Reshape", "Flatten", "Identity", "Transpose"})
+
+
+def reshape_kind(src: tuple[int, ...], dst: tuple[int, ...]) -> str | None:
+    """How a Reshape / Flatten / Identity of `src` into `dst` runs on the NPU: ``"alias"``
+    (the channel-tiled bytes are the same: no instructions), ``"flatten"`` (``(N, C, H, W)
+    -> (N, C*H*W)`` with ``H*W > 1``: features are moved across lanes, see
+    `xrt.npu.compiler._movement.emit_flatten`) or None (no lowering)."""
+    if len(src) not in (2, 4, 5) or len(dst) not in (2, 4, 5):
+        return None
+    ni, ci, hi, wi = as_nchw(src)
+    no, co, ho, wo = as_nchw(dst)
+    if (ni, ci, hi, wi) == (no, co, ho, wo) or ((ni, ci) == (no, co) and hi * wi == ho * wo == 1):
+        return "alias"
+    if len(src) == 4 and len(dst) == 2 and (no, co) == (ni, ci * hi * wi):
+        return "flatten"
+    return None
+
+
+def is_alias(op: Operator, types: Mapping[str, TensorType]) -> bool:
+    """Whether `op` only renames its input's bytes (a reshape that keeps the layout)."""
+    return (
+        op.op_type in ALIAS_OP_TYPES
+        and reshape_kind(types[op.inputs[0]].shape, types[op.outputs[0]].shape) == "alias"
+    )
 
 
 def refusal(
@@ -65,8 +95,8 @@ def refusal(
     for t in ins + outs:
         if t.dtype is not DataType.SINT8:
             return f"operates on {t.dtype.manual_name}, the NPU only on int8"
-        if not _rank_ok(t):
-            return f"rank {len(t.shape)} tensors have no channel-tiled layout"
+        if not _rank_ok(t, op.op_type):
+            return f"rank {len(t.shape)} tensors have no channel-tiled layout for {op.op_type}"
     for t in ins + outs:
         n, _, _, w = as_nchw(t.shape)
         cols = w if len(t.shape) == 4 else n
@@ -87,9 +117,6 @@ def _conv(op, a, ins, outs, params, cfg):  # type: ignore[no-untyped-def]
     bound = accumulator_bound(params["weight"], params["bias"])
     if bound >= 2**31:
         return f"int32 accumulator bound {bound} cannot be proven (>= 2**31)"
-    zo = -(-outs[0].shape[1] // cfg.block)
-    if zo > cfg.prm_rows // 2:
-        return f"{outs[0].shape[1]} output channels need more PRM rows than half the buffer"
     plan = plan_conv(conv_geom(op, ins[0], params, cfg), cfg)
     return plan if isinstance(plan, str) else None
 
@@ -98,9 +125,6 @@ def _gemm(op, a, ins, outs, params, cfg):  # type: ignore[no-untyped-def]
     bound = accumulator_bound(params["weight"], params["bias"])
     if bound >= 2**31:
         return f"int32 accumulator bound {bound} cannot be proven (>= 2**31)"
-    zo = -(-outs[0].shape[1] // cfg.block)
-    if zo > cfg.prm_rows // 2:
-        return f"{outs[0].shape[1]} outputs need more PRM rows than half the buffer"
     plan = plan_conv(gemm_geom(ins[0], params, cfg), cfg)
     return plan if isinstance(plan, str) else None
 
@@ -179,15 +203,30 @@ def _resize(op, a, ins, outs, params, cfg):  # type: ignore[no-untyped-def]
 def _transpose(op, a, ins, outs, params, cfg):  # type: ignore[no-untyped-def]
     if len(ins[0].shape) == 4 and list(a["perm"]) == [0, 1, 3, 2]:
         return None
-    return f"transpose {a['perm']} moves channels (only H <-> W is data movement)"
+    src = channel_permutation(ins[0].shape, list(a["perm"]))
+    if src is None:
+        return (
+            f"transpose {a['perm']} mixes channels with pixels (only H <-> W and "
+            "permutations of the channel axes are data movement)"
+        )
+    blocks, _ = selection([(0, c) for c in src], cfg.block)
+    if len(blocks) > cfg.wgt_rows // 2:
+        return f"the channel permutation needs {len(blocks)} selection blocks, over half WGT"
+    _, c, _, w = as_nchw(ins[0].shape)
+    z = -(-c // cfg.block)
+    if z * w > cfg.inp_rows // 2 or z * w > cfg.acc_rows // 2:
+        return "one row of the channels does not fit the buffers"
+    return None
 
 
-def _alias(op, a, ins, outs, params, cfg):  # type: ignore[no-untyped-def]
-    ni, ci, hi, wi = as_nchw(ins[0].shape)
-    no, co, ho, wo = as_nchw(outs[0].shape)
-    if (ni, ci, hi, wi) == (no, co, ho, wo) or ((ni, ci) == (no, co) and hi * wi == ho * wo == 1):
-        return None
-    return f"reshape {list(ins[0].shape)} -> {list(outs[0].shape)} reorders channel-tiled bytes"
+def _reshape(op, a, ins, outs, params, cfg):  # type: ignore[no-untyped-def]
+    kind = reshape_kind(ins[0].shape, outs[0].shape)
+    if kind == "flatten":
+        _, c, h, w = ins[0].shape
+        return flatten_fits(Emitter(cfg), c, h, w)
+    if kind is None:
+        return f"reshape {list(ins[0].shape)} -> {list(outs[0].shape)} reorders channel-tiled bytes"
+    return None
 
 
 _CHECKS: dict[str, Any] = {
@@ -202,7 +241,7 @@ _CHECKS: dict[str, Any] = {
     "Pad": _pad,
     "Resize": _resize,
     "Transpose": _transpose,
-    "Reshape": _alias,
-    "Flatten": _alias,
-    "Identity": _alias,
+    "Reshape": _reshape,
+    "Flatten": _reshape,
+    "Identity": _reshape,
 }

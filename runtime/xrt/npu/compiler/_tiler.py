@@ -123,8 +123,10 @@ def plan_conv(g: ConvGeom, cfg: NpuConfig) -> ConvPlan | str:
             wgt_res = n_ib >= max_ib and wgt_total <= cfg.wgt_rows
             if not wgt_res and ib_pass * taps * n_ob > wgt_half:
                 continue
-            # Whole input resident in the full buffer, else tiles fitting a half.
-            if n_ib >= zi and th_acc == g.ho and zi * g.rows_in(g.ho) * pw <= cfg.inp_rows:
+            # The whole input resident in the full buffer (one row tile; passes over input
+            # blocks then only split the weights), else tiles fitting a half.
+            whole = th_acc == g.ho and zi * g.rows_in(g.ho) * pw <= cfg.inp_rows
+            if whole:
                 th_max = g.ho
             else:
                 th_max = th_acc
@@ -138,18 +140,22 @@ def plan_conv(g: ConvGeom, cfg: NpuConfig) -> ConvPlan | str:
                     continue
                 n_tiles = -(-g.ho // th)
                 steps = n_tiles * n_chunks
-                inp_res = n_tiles == 1 and n_ib >= zi
+                inp_res = n_tiles == 1 and whole
                 in_beats = zi * g.rows_in(th) * n_tiles * g.w
                 gemms = steps * (n_ob * passes if taps == 1 else sum(g.ib_n[:n_ob]) * g.kh)
                 compute = gemm_cycles + 2 * gemms
                 store = out_beats + 34 * steps
-                first_in = zi * g.rows_in(th) * g.w // passes
+                first_in = zi * g.rows_in(th) * g.w // (1 if inp_res else passes)
                 last_out = out_beats // steps
                 for order in ("rows", "ob"):
+                    # The input is read again per output block chunk unless it stays in
+                    # INP: resident, or one pass per tile with the chunks inner.
+                    once = inp_res or (order == "rows" and passes == 1)
+                    load = in_beats * (1 if once else n_chunks)
                     if order == "rows":
-                        load = in_beats + (wgt_beats if wgt_res else wgt_beats * n_tiles)
+                        load += wgt_beats if wgt_res else wgt_beats * n_tiles
                     else:
-                        load = (in_beats if inp_res else in_beats * n_chunks) + wgt_beats
+                        load += wgt_beats
                     first_w = wgt_beats if wgt_res else wgt_beats // n_chunks
                     est = max(compute, load, store) + first_in + first_w + last_out + 64
                     est += 150 * steps * passes  # per-tile bubbles: burst latencies, syncs
@@ -167,10 +173,11 @@ def plan_conv(g: ConvGeom, cfg: NpuConfig) -> ConvPlan | str:
 
 
 def _ib_choices(n: int) -> list[int]:
-    """Input block slice sizes to try, largest first."""
+    """Input block slice sizes to try, largest first (at most `_MAX`: a LOAD's plane count
+    and a GEMM's loop count)."""
     out = [n]
     k = n
     while k > 1:
         k = -(-k // 2)
         out.append(k)
-    return out
+    return [k for k in out if k <= _MAX]

@@ -10,9 +10,9 @@ requantizing STORE per tile (or per region of equal divisor for average pooling)
 * pooling: one VEC per plane and tap (MOV for the first tap, then MAX/ADD into the
   accumulators), reading the padded INP tile with the window's strides; padding rows and
   columns come from the LOAD (-128 for max pooling, 0 for sums).
-* concatenation along channels: a GEMM with 0/1 selection blocks moves each input plane's
-  lanes to their output lanes, so inputs need not be B-aligned; QConcat's per-input (M, S)
-  become per-lane PRM rows.
+* padding, nearest resizing: padded LOADs, VEC MOVs, STOREs that repeat rows.
+
+Concatenation and the other lane-crossing movements are in `xrt.npu.compiler._movement`.
 """
 
 from __future__ import annotations
@@ -27,8 +27,6 @@ from xrt.npu.compiler._layout import View
 
 __all__ = [
     "StoreQ",
-    "concat_blocks",
-    "emit_concat",
     "emit_gap",
     "emit_pad",
     "emit_pointwise",
@@ -198,81 +196,6 @@ def emit_gap(em: Emitter, xv: View, yv: View, q: StoreQ) -> None:
                     )  # fmt: skip
                     done += n0 * n1
         em.store(yv, z0, 0, 0, 1, 1, tz, abase, 1, 1, 1, q.m, q.s, q.lo, q.hi)
-
-
-def concat_blocks(
-    channels: list[int], block: int
-) -> tuple[np.ndarray, list[list[tuple[int, int, int]]]]:
-    """0/1 selection blocks that move each input's lanes to their place in the output.
-
-    Returns:
-        ``(blocks, plan)``: distinct ``(n, B, B)`` int8 blocks ``[out][in]`` and, per output
-        plane, the contributions ``(input, input plane, block index)``.
-    """
-    zo = -(-sum(channels) // block)
-    plan: list[list[tuple[int, int, int]]] = [[] for _ in range(zo)]
-    blocks: list[np.ndarray] = []
-    index: dict[bytes, int] = {}
-    off = 0
-    for i, c in enumerate(channels):
-        for zi in range(-(-c // block)):
-            chans = np.arange(zi * block, min(c, zi * block + block))
-            dest = chans + off
-            for zo_ in np.unique(dest // block):
-                blk = np.zeros((block, block), dtype=np.int8)
-                sel = dest // block == zo_
-                blk[dest[sel] % block, chans[sel] % block] = 1
-                key = blk.tobytes()
-                if key not in index:
-                    index[key] = len(blocks)
-                    blocks.append(blk)
-                plan[int(zo_)].append((i, zi, index[key]))
-        off += c
-    return np.stack(blocks), plan
-
-
-def emit_concat(
-    em: Emitter,
-    xs: list[View],
-    yv: View,
-    wgt_off: int,
-    n_blocks: int,
-    plan: list[list[tuple[int, int, int]]],
-    q: StoreQ,
-    prm_off: int | None,
-) -> None:
-    """Channel concatenation through selection GEMMs (see `concat_blocks`)."""
-    rows, cols = yv.rows, yv.cols
-    zi_total = sum(x.planes for x in xs)
-    th = max(1, min(rows, MAX_COUNT // cols))
-    while th > 1 and (
-        zi_total * th * cols > em.half("INP") or yv.planes * th * cols > em.half("ACC")
-    ):
-        th -= 1
-    wbase = em.slot("WGT")
-    em.load_run(isa.Buffer.WGT, wbase, wgt_off, n_blocks)
-    prm = None
-    if prm_off is not None:
-        prm = em.slot("PRM")
-        em.load_run(isa.Buffer.PRM, prm, prm_off, yv.planes)
-    for y0 in range(0, rows, th):
-        ty = min(th, rows - y0)
-        p = ty * cols
-        ibase = em.slot("INP")
-        bases = []
-        row = ibase
-        for x in xs:
-            em.load_view(row, x, 0, x.planes, y0, ty)
-            bases.append(row)
-            row += x.planes * p
-        abase = em.slot("ACC")
-        for zo, parts in enumerate(plan):
-            for k, (i, zi, blk) in enumerate(parts):
-                em.gemm(
-                    abase + zo * p, bases[i] + zi * p, wbase + blk, [(p, 1, 1, 0)],
-                    isa.GemmInit.ZERO if k == 0 else isa.GemmInit.ACC,
-                )  # fmt: skip
-        em.store(yv, 0, y0, 0, cols, ty, yv.planes, abase, 1, cols, p, q.m, q.s, q.lo, q.hi, prm)
 
 
 def emit_pad(
