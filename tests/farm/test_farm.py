@@ -251,3 +251,26 @@ def test_a_place_whose_exporter_is_gone_is_quarantined(farm: LoopbackFarm, reape
     assert reaper.wait_output(rf"quarantined {farm.places[host]}", 60)
     with FarmClient(farm.coordinator) as client:
         assert client.places[farm.places[host]].reservation is not None
+
+
+def test_a_job_whose_give_back_fails_is_reported_as_ended_not_as_hung() -> None:
+    """A give-back that fails (here: the coordinator is gone) ends the job with a traceback;
+    the report must say that it ended, with what status and why, at once. (It used to say
+    "sent no 'released' in 120 s", often without the traceback, and then ask py-spy for the
+    stacks of a process that no longer existed: a fast failure read as a 120 s hang.)"""
+    with LoopbackFarm.start(hosts=1, target="zg330", grace_s=None) as farm:
+        job = Job(farm)
+        try:
+            job.wait_event("opened", OPEN_S)
+            farm.coordinator_proc.stop()
+            with pytest.raises(AssertionError) as failed:
+                job.give_back()
+        finally:
+            job.stop()
+    report = str(failed.value)
+    assert f"job {job.proc.pid} exited with status 1" in report, report
+    assert "without sending 'released'" in report, report
+    assert "'giving_back'" in report, report  # the events it did send
+    assert "Traceback (most recent call last)" in report, report  # all of its stderr
+    assert "CancelReservation" in report, report  # the call that failed, from its traceback
+    assert "still running" not in report and "where job" not in report, report
