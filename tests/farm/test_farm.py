@@ -4,6 +4,7 @@ that reserve, acquire, open ``labgrid://+TOKEN``, use the device and give it bac
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -56,6 +57,27 @@ def test_two_jobs_get_two_devices_and_a_third_waits_for_a_release(farm, jobs) ->
     )
     b.give_back()
     c.give_back()
+
+
+def test_farm_status_as_json(farm: LoopbackFarm) -> None:
+    """``npu-emu-farm status --json``: every place, its tags and its devices, for scripts."""
+    out = subprocess.run(
+        [sys.executable, "-m", "npuemu.farm.cli", "status", "-c", farm.coordinator, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **farm.env},
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["coordinator"].endswith(farm.coordinator.rsplit(":", 1)[1])
+    assert len(doc["places"]) == 2
+    for place in doc["places"]:
+        assert place["tags"]["target"] == "zg330"
+        (device,) = place["devices"]
+        assert device["url"].startswith("grpc://") and device["target"] == "zg330"
+        assert device["available"] is True
 
 
 def test_a_killed_job_frees_its_device_within_the_reapers_grace(farm, jobs, reaper) -> None:
