@@ -41,6 +41,7 @@ module npu_sim
   output logic        s_axil_rvalid,
   output logic [31:0] s_axil_rdata,
   output logic [1:0]  s_axil_rresp,
+  input  wire         host_wake_i,          /// toggled by the main loop: a request for Python
   input  wire         rbm_kick_i,           /// register bus master: a batch is queued (toggle)
   output logic        rbm_busy_o,           /// register bus master: a batch runs
   input  wire  [63:0] rbm_guard_i,          /// register bus master: cycles a batch may run
@@ -67,6 +68,11 @@ module npu_sim
   initial begin
     if (Target != 1 && Target != 2) $fatal(1, "npu_sim: Target must be 1 (Buyi) or 2 (ZG330)");
   end
+
+  // The main loop (rtl/sim/npu_ring_service.h) toggles host_wake_i when a request waits on
+  // the worker's socket; the worker's Python waits for its edge. No logic reads it.
+  logic unused_host_wake;
+  assign unused_host_wake = host_wake_i;
 
   logic clk;
   assign clk = clk_i;

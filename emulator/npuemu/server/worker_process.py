@@ -368,6 +368,14 @@ class WorkerProcess:
         st = os.fstat(old_fd)
         await self.call(Op.REMAP, timeout_s, old=(st.st_dev, st.st_ino))
 
+    async def attach_ring(self, fds: list[int], timeout_s: float) -> None:
+        """Have the worker serve a lease's register ring (`npuemu.server.register_ring`):
+        its file and eventfds go over the descriptor socket, as a memory file does."""
+        if self._fd_channel is None:
+            raise WorkerUnavailableError(f"simulation worker of {self.name} is not running")
+        socket.send_fds(self._fd_channel, [b"ring"], fds)
+        await self.call(Op.RING_ATTACH, timeout_s)
+
     def _close_channel(self) -> None:
         fd_channel, self._fd_channel = self._fd_channel, None
         if fd_channel is not None:

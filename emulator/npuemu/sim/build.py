@@ -57,6 +57,9 @@ BUILD_ROOT = Path(
     )
 )
 DPI_SOURCES = (RTL_DIR / "mem" / "npu_mem_dpi.cpp", RTL_DIR / "sim" / "npu_regbus_dpi.cpp")
+# Headers the C++ includes: the register ring's layout (generated from xrt.hw.ring) and its
+# service in the harness's main loop (npu_sim builds: -DNPU_SIM_RING).
+CXX_HEADERS = (RTL_DIR / "generated" / "npu_ring_abi.h", RTL_DIR / "sim" / "npu_ring_service.h")
 LINT_CONFIG = RTL_DIR / "lint" / "npu.vlt"
 COCOTB_CONFIG = RTL_DIR / "sim" / "cocotb.vlt"
 # Compiled into traced models only: waveform windows on demand (npuemu.sim.waves).
@@ -90,6 +93,12 @@ COCOTB_ARGS = (
     "--no-public-flat-rw",
     "-LDFLAGS",
     "-Wl,--export-dynamic-symbol=npu_regbus_*",
+    "-LDFLAGS",
+    "-Wl,--export-dynamic-symbol=npu_worker_*",
+    "-CFLAGS",
+    f"-I{RTL_DIR / 'generated'}",
+    "-CFLAGS",
+    f"-I{RTL_DIR / 'sim'}",
 )
 TIMING_ARGS = ("--timing", "-CFLAGS", "-fcoroutines")
 VERILATOR_ARGS = (
@@ -215,7 +224,8 @@ def model_digest(
     # sources share one cache key.
     traced = [TRACE_SOURCE, LZ4_SHIM / "lz4.h", LZ4_SHIM / "liblz4.so"] if waves else []
     mains = [main] if main is not None else []
-    for path in [*rtl_sources(), *DPI_SOURCES, LINT_CONFIG, COCOTB_CONFIG, *traced, *mains]:
+    sources = [*rtl_sources(), *DPI_SOURCES, *CXX_HEADERS, LINT_CONFIG, COCOTB_CONFIG]
+    for path in [*sources, *traced, *mains]:
         h.update(f"rtl/{path.relative_to(RTL_DIR)}".encode())
         h.update(path.read_bytes())
     h.update(b"emulator/npuemu/sim/build.py")
@@ -342,13 +352,27 @@ def build_npu_sim(target_name: str, *, waves: bool | None = None) -> BuiltModel:
     """The `npu_sim` model of a target ("buyi", "zg330") as the harness runs it: with our
     own main loop (`NPU_SIM_MAIN`), which drives the clock, so long waits cost no callback
     per clock edge and quiet time steps no VPI calls."""
-    from xrt.hw.targets import CLOCK_PERIOD_PS, target
+    from xrt.hw.targets import CLOCK_PERIOD_PS, POLL_MAX_INTERVAL, target
 
+    cfg = target(target_name)
     return build_model(
         "npu_sim",
-        {"Target": target(target_name).id},
+        {"Target": cfg.id},
         waves=waves,
-        extra_args=("-CFLAGS", f"-DNPU_SIM_CLOCK_PERIOD_PS={CLOCK_PERIOD_PS}"),
+        extra_args=(
+            "-CFLAGS",
+            f"-DNPU_SIM_CLOCK_PERIOD_PS={CLOCK_PERIOD_PS}",
+            "-CFLAGS",
+            "-DNPU_SIM_RING",
+            "-CFLAGS",
+            f"-DNPU_SIM_POLL_MAX_INTERVAL={POLL_MAX_INTERVAL}",
+            "-CFLAGS",
+            f"-DNPU_SIM_NPU_BASE={cfg.npu_base:#x}u",
+            "-CFLAGS",
+            f"-DNPU_SIM_DMA_BASE={cfg.dma_base:#x}u",
+            "-CFLAGS",
+            f"-DNPU_SIM_REG_BLOCK_SIZE={cfg.reg_block_size:#x}u",
+        ),
         name=target_name,
         main=NPU_SIM_MAIN,
     )
