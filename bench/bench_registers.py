@@ -1,5 +1,7 @@
-"""Register access figures, runtime -> gRPC -> server -> worker -> RTL, with a bare gRPC
-unary echo on the same machine as the yardstick, all in one run.
+"""Register access figures with a bare gRPC unary echo on the same machine as the
+yardstick, all in one run: the local register ring (runtime -> shared memory -> the
+simulator's main loop -> RTL), the remote path (runtime -> gRPC -> server -> worker -> RTL),
+and a C driver on the ring (bench/npu_read_bench.c under `npu-emu attach`).
 
     .venv/bin/python bench/bench_registers.py [--quick]
 
@@ -19,7 +21,9 @@ Prints medians of:
 - the load average before and after (the machine is shared: ratios from one loop are the
   figures to read);
 - the same register figures with the worker's cocotbext-axi master (the path before the
-  RTL master; NPU_EMU_REG_MASTER=cocotbext), in the same run, for the ratio.
+  RTL master; NPU_EMU_REG_MASTER=cocotbext), in the same run, for the ratio;
+- with the register ring (a client on the server's machine, the default): one read and the
+  batches again, and a C driver's read p50/p99.
 """
 
 from __future__ import annotations
@@ -81,8 +85,11 @@ def median_s(fn: Callable[[], object], runs: int) -> float:
     return statistics.median(times)
 
 
-def measure(address: str, echo: Callable[[bytes], bytes], n: int, label: str) -> dict:
-    t = GrpcTransport(address)
+def measure(
+    address: str, echo: Callable[[bytes], bytes], n: int, label: str, ring: bool = False
+) -> dict:
+    t = GrpcTransport(address, ring=ring)
+    assert (t.ring is not None) == ring, t.ring_note
     try:
         npu = t.reg_region("npu", NPU)
         addr = npu.base + NPU.register("SCRATCH").offset
@@ -118,7 +125,7 @@ def measure(address: str, echo: Callable[[bytes], bytes], n: int, label: str) ->
         )
         request = pb.RegisterBatchRequest(lease_id=t.lease_id, ops=[poll])
         speeds = []
-        for _ in range(3 if label == "regbus" else 0):  # the RTL model's figure
+        for _ in range(3 if label == "regbus" else 0):  # the RTL model's figure (no ring)
             c0 = t.cycles
             t0 = time.perf_counter()
             reply = t._stub.RegisterBatch(request, timeout=600)
@@ -138,6 +145,30 @@ def measure(address: str, echo: Callable[[bytes], bytes], n: int, label: str) ->
         t.close()
     print(f"[{label}] done", flush=True)
     return out
+
+
+def c_driver_reads(url: str, n: int) -> str:
+    """bench/npu_read_bench.c (built here) under `npu-emu attach`: its printed line."""
+    import tempfile
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    with tempfile.TemporaryDirectory() as tmp:
+        exe = Path(tmp) / "npu_read_bench"
+        sources = [root / "bench" / "npu_read_bench.c", root / "src" / "npu_mmio.c"]
+        subprocess.run(
+            ["cc", "-O2", "-std=gnu11", "-DNPU_MMIO_EMU", "-I", str(root / "include"),
+             *map(str, sources), "-o", str(exe)],
+            check=True,
+        )  # fmt: skip
+        run = subprocess.run(
+            [sys.executable, "-m", "npuemu", "attach", url, "--", str(exe), str(n)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    print("[c driver] done", flush=True)
+    return run.stdout.strip()
 
 
 def main() -> None:
@@ -164,6 +195,9 @@ def main() -> None:
             srv = ServerProcess.start(target="buyi", devices=1)
             try:
                 results[master] = measure(srv.address, echo, n, master)
+                if master == "regbus":
+                    results["ring"] = measure(srv.address, echo, n, "ring", ring=True)
+                    results["c"] = c_driver_reads(srv.url, n)
             finally:
                 srv.stop()
                 os.environ.pop("NPU_EMU_REG_MASTER", None)
@@ -172,7 +206,7 @@ def main() -> None:
         proc.kill()
         proc.wait()
 
-    new, old = results["regbus"], results["cocotbext"]
+    new, old, ring = results["regbus"], results["cocotbext"], results["ring"]
     us = 1e6
     load_after = os.getloadavg()
     print(
@@ -201,6 +235,17 @@ def main() -> None:
     print(
         f"simulated cycles per read:       RTL master {new['cycles_per_read']:.1f}   "
         f"cocotbext-axi {old['cycles_per_read']:.1f}"
+    )
+    r50, r99 = ring["read"]
+    print(
+        f"\nregister ring (local): one read p50 {r50 * us:6.1f} us   p99 {r99 * us:6.1f} us   "
+        f"= {r50 / ring['echo'][0]:.3f}x the echo; batch of 64 {ring['batch64'] * us:.2f} us "
+        f"per op, of 1024 {ring['batch1024'] * us:.2f} us per op"
+    )
+    print(f"register ring, C driver (npu_mmio.h): {results['c']}")
+    print(
+        f"remote path / ring, one read: {new['read'][0] / r50:.0f}x; "
+        f"batch of 64: {new['batch64'] / ring['batch64']:.1f}x"
     )
     print(
         f"idle model speed:                {new['batch_cycles_per_s'] / 1e3:.0f} kcycles/s over "

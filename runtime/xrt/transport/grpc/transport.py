@@ -94,6 +94,7 @@ class GrpcTransport(NpuTransport):
         self._wait_s = wait_s
         self._local: MappedMemory | None = None
         self.ring: RegisterRing | None = None
+        self.local_socket = ""  # the server's hand-out socket, when it is on this machine
         self.local_note = "not asked for (local=0)" if not local else ""
         self.ring_note = "not asked for (local=0 or ring=0)" if not (local and ring) else ""
         self._client = DeviceClient(address, tls=tls, token=token, retry_s=retry_s)
@@ -168,6 +169,7 @@ class GrpcTransport(NpuTransport):
     def _take_ring(self, mappings: Any) -> None:
         """The lease's register ring, when the server is on this machine and serves one."""
         sock = next((m.socket for m in mappings if m.region == "udma"), "")
+        self.local_socket = sock
         if not sock:
             self.ring_note = "the server did not offer the local path (another machine)"
             return
