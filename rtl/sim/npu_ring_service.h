@@ -7,8 +7,13 @@
 // (npu_worker_ring_detach); the main loop serves it here, between time steps, with no
 // Python in the way.
 //
+// The server has a ring of its own (RingSlot.SERVER, attached when the worker starts): the
+// register reads, writes and batches of holders that reach the device through gRPC come
+// through it in the same way, one request at a time across both rings.
+//
 // Idle time belongs to this loop. When the Python request loop has nothing to do it calls
-// npu_worker_idle_begin(ipc_fd) and waits for an edge of `host_wake_i`. From then on:
+// npu_worker_idle_begin(ipc_fd) and waits for an edge of `host_wake_i`. From then on, after
+// each time step's evaluation and before time moves on:
 //
 // - a ring request (kick eventfd) is validated and run: a batch through the register bus
 //   master's queue (the one Python uses, npu_regbus_dpi.cpp), a wait by running the clock
@@ -61,11 +66,29 @@ constexpr uint32_t kWaitOutcomeInterrupt = 1;        // the wire's WaitOutcome
 constexpr uint32_t kWaitOutcomeCycleLimit = 2;
 constexpr uint32_t kWaitOutcomeDeadline = 3;
 
-// What the worker's Python set up: the ring of the current lease, and whether it is idle.
-struct Shared {
+// A ring attached: the current lease's (kLeaseSlot), or the server's own (kServerSlot: the
+// register requests of holders that come through gRPC).
+struct Slot {
     uint8_t* ring = nullptr;
     int kick_fd = -1;
     int done_fd = -1;
+    uint64_t seq = 0;  // the last request sequence number taken (per ring: a new one starts at 0)
+
+    npu_ring_header* header() const { return reinterpret_cast<npu_ring_header*>(ring); }
+    template <class T>
+    T* at(uint32_t offset) const {
+        return reinterpret_cast<T*>(ring + offset);
+    }
+};
+
+constexpr int kLeaseSlot = NPU_RING_SLOT_LEASE;
+constexpr int kServerSlot = NPU_RING_SLOT_SERVER;
+constexpr int kSlots = 2;
+static_assert(kLeaseSlot < kSlots && kServerSlot < kSlots, "RingSlot in xrt.hw.ring");
+
+// What the worker's Python set up: the rings, and whether it is idle.
+struct Shared {
+    Slot slots[kSlots];
     bool idle = false;  // Python waits for host_wake_i: idle time is ours
     int ipc_fd = -1;
     pid_t server = 0;
@@ -74,13 +97,6 @@ struct Shared {
 inline Shared& shared() {
     static Shared s;
     return s;
-}
-
-inline npu_ring_header* header() { return reinterpret_cast<npu_ring_header*>(shared().ring); }
-
-template <class T>
-T* at(uint32_t offset) {
-    return reinterpret_cast<T*>(shared().ring + offset);
 }
 
 inline uint64_t load_acquire(const uint64_t* p) {
@@ -106,25 +122,30 @@ class Service {
         shared().server = server ? static_cast<pid_t>(std::strtol(server, nullptr, 10)) : 0;
     }
 
-    // Called before every time step at `now_ps`; returns once the step may be taken (after
-    // blocking, when the device is idle and nothing is asked of it).
-    void before_step(uint64_t now_ps) {
+    // Called after the evaluation of every time step at `now_ps`, before time moves on;
+    // returns once time may move on (after blocking, when the device is idle and nothing is
+    // asked of it), or true when it woke Python: the caller then evaluates this same time
+    // step again (Python's Edge trigger fires there), so a request Python serves starts at
+    // the time its previous one ended and an idle device's time stands still.
+    bool after_evaluate(uint64_t now_ps) {
         Shared& s = shared();
-        if (!s.idle) return;  // Python serves a request: the device is its own
+        if (!s.idle) return false;  // Python serves a request: the device is its own
         m_now_ps = now_ps;
+        m_woke = false;
         if (m_inflight != Inflight::kNone) {
             finish_if_done();
-            if (m_inflight != Inflight::kNone) return;  // still running: take the step
+            if (m_inflight != Inflight::kNone) return false;  // still running: take the step
         }
         if (m_top->busy_o) {  // an engine runs: keep the clock going, look now and then
-            if (++m_busy_steps < kBusySliceSteps) return;
+            if (++m_busy_steps < kBusySliceSteps) return false;
             m_busy_steps = 0;
             look(0);
-            return;
+            return m_woke;
         }
         while (s.idle && m_inflight == Inflight::kNone && !m_top->busy_o) {
             if (!look(kOrphanCheckMs)) check_orphaned();
         }
+        return m_woke;
     }
 
     // The register bus master's kick, for Python's batches too (one owner of the input).
@@ -149,36 +170,45 @@ class Service {
     // (a ring request) or handed over (Python woken).
     bool look(int timeout_ms) {
         Shared& s = shared();
-        pollfd fds[2] = {{s.ipc_fd, POLLIN, 0}, {s.kick_fd, POLLIN, 0}};
-        const nfds_t n = s.ring != nullptr ? 2 : 1;
+        pollfd fds[1 + kSlots] = {{s.ipc_fd, POLLIN, 0}};
+        int slot_of[1 + kSlots] = {-1};
+        nfds_t n = 1;
+        for (int i = 0; i < kSlots; ++i) {
+            if (s.slots[i].ring == nullptr) continue;
+            fds[n] = {s.slots[i].kick_fd, POLLIN, 0};
+            slot_of[n++] = i;
+        }
         const int got = poll(fds, n, timeout_ms);
         if (got <= 0) return false;
-        if (n == 2 && (fds[1].revents & POLLIN)) {
+        for (nfds_t k = 1; k < n; ++k) {
+            if (!(fds[k].revents & POLLIN)) continue;
             uint64_t count;
-            [[maybe_unused]] ssize_t r = read(s.kick_fd, &count, sizeof(count));
-            if (start_request()) return true;
+            [[maybe_unused]] ssize_t r = read(fds[k].fd, &count, sizeof(count));
+            if (start_request(slot_of[k])) return true;  // another ring's kick stays readable
         }
         if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
             s.idle = false;
             m_top->host_wake_i = !m_top->host_wake_i;  // Python's Edge trigger fires
+            m_woke = true;
             return true;
         }
         return false;
     }
 
     void respond(uint32_t status, uint32_t n_results, const char* message) {
+        const Slot& slot = shared().slots[m_slot];
         npu_ring_response resp{};
         resp.status = status;
         resp.n_results = n_results;
         resp.cycles = cycles();
         resp.outcome = m_outcome;
         resp.waited = m_waited;
-        std::memcpy(at<npu_ring_response>(NPU_RING_RESPONSE_OFFSET), &resp, sizeof(resp));
-        char* text = at<char>(NPU_RING_MESSAGE_OFFSET);
+        std::memcpy(slot.at<npu_ring_response>(NPU_RING_RESPONSE_OFFSET), &resp, sizeof(resp));
+        char* text = slot.at<char>(NPU_RING_MESSAGE_OFFSET);
         std::snprintf(text, NPU_RING_MESSAGE_BYTES, "%s", message ? message : "");
-        header()->cycles = cycles();
-        store_release(&header()->resp_seq, m_seq);
-        signal(shared().done_fd);
+        slot.header()->cycles = cycles();
+        store_release(&slot.header()->resp_seq, slot.seq);
+        signal(slot.done_fd);
         m_inflight = Inflight::kNone;
         m_outcome = 0;
         m_waited = 0;
@@ -190,15 +220,18 @@ class Service {
         respond(NPU_RING_STATUS_BAD_REQUEST, 0, message);
     }
 
-    // A new request in the ring: check it and start it. False when there is none.
-    bool start_request() {
-        npu_ring_header* h = header();
+    // A new request in the ring of slot `index`: check it and start it. False when there
+    // is none.
+    bool start_request(int index) {
+        Slot& slot = shared().slots[index];
+        npu_ring_header* h = slot.header();
         if (__atomic_load_n(&h->state, __ATOMIC_ACQUIRE) != NPU_RING_STATE_LIVE) return false;
         const uint64_t seq = load_acquire(&h->req_seq);
-        if (seq == m_seq) return false;  // a kick without a request (or a repeated one)
-        m_seq = seq;
+        if (seq == slot.seq) return false;  // a kick without a request (or a repeated one)
+        slot.seq = seq;
+        m_slot = index;
         npu_ring_request req;
-        std::memcpy(&req, at<npu_ring_request>(NPU_RING_REQUEST_OFFSET), sizeof(req));
+        std::memcpy(&req, slot.at<npu_ring_request>(NPU_RING_REQUEST_OFFSET), sizeof(req));
         if (req.kind == NPU_RING_KIND_WAIT_IRQ) {
             if (req.max_cycles == 0 || req.max_cycles > NPU_RING_MAX_CYCLES) {
                 refuse("max_cycles %llu is not within 1..2**40", req.max_cycles);
@@ -226,7 +259,7 @@ class Service {
             return true;
         }
         m_ops.resize(req.n_ops);
-        std::memcpy(m_ops.data(), at<npu_regbus_op>(NPU_RING_OPS_OFFSET),
+        std::memcpy(m_ops.data(), slot.at<npu_regbus_op>(NPU_RING_OPS_OFFSET),
                     req.n_ops * sizeof(npu_regbus_op));
         // A bound no correct batch reaches (as the Python harness computes it).
         uint64_t guard = 256ull * req.n_ops + 4096;
@@ -297,7 +330,7 @@ class Service {
             return;
         }
         const uint32_t n = npu_regbus_collect(
-            at<npu_regbus_result>(NPU_RING_RESULTS_OFFSET), m_n_ops);
+            shared().slots[m_slot].at<npu_regbus_result>(NPU_RING_RESULTS_OFFSET), m_n_ops);
         respond(NPU_RING_STATUS_OK, n < m_n_ops ? n : m_n_ops, nullptr);
     }
 
@@ -305,8 +338,9 @@ class Service {
     uint64_t m_period_ps;
     uint64_t m_now_ps = 0;
     uint32_t m_busy_steps = 0;
+    bool m_woke = false;  // this look resumed Python
     Inflight m_inflight = Inflight::kNone;
-    uint64_t m_seq = 0;
+    int m_slot = kLeaseSlot;  // the ring of the request in flight
     std::vector<npu_regbus_op> m_ops;
     uint32_t m_n_ops = 0;
     bool m_seen_busy = false;
@@ -323,36 +357,54 @@ class Service {
 // ---------------------------------------------------------------- Python's entry points
 // (ctypes from the worker, through the executable's dynamic symbols: npu_worker_*)
 
-// Serve the ring in shared-memory file `mem_fd` with its eventfds for the current lease.
-// Takes the three descriptors (closes them at detach). Returns 0, or -errno.
-extern "C" __attribute__((visibility("default"))) int npu_worker_ring_attach(int mem_fd,
+// Serve the ring in shared-memory file `mem_fd` with its eventfds in slot `slot`
+// (npu_ring::kLeaseSlot: the current lease's; kServerSlot: the server's own). Takes the
+// three descriptors (closes them at detach, or at once on failure). Returns 0, or -errno.
+extern "C" __attribute__((visibility("default"))) int npu_worker_ring_attach(int slot,
+                                                                             int mem_fd,
                                                                              int kick_fd,
                                                                              int done_fd) {
-    npu_ring::Shared& s = npu_ring::shared();
-    if (s.ring != nullptr) return -EBUSY;
-    void* p = mmap(nullptr, NPU_RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, mem_fd, 0);
-    if (p == MAP_FAILED) return -errno;
-    close(mem_fd);
-    const auto* h = static_cast<const npu_ring_header*>(p);
-    if (h->magic != NPU_RING_MAGIC || h->version != NPU_RING_VERSION) {
-        munmap(p, NPU_RING_BYTES);
-        return -EPROTO;
+    int error = 0;
+    void* p = MAP_FAILED;
+    if (slot < 0 || slot >= npu_ring::kSlots) {
+        error = EINVAL;
+    } else if (npu_ring::shared().slots[slot].ring != nullptr) {
+        error = EBUSY;
+    } else {
+        p = mmap(nullptr, NPU_RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, mem_fd, 0);
+        if (p == MAP_FAILED) {
+            error = errno;
+        } else {
+            const auto* h = static_cast<const npu_ring_header*>(p);
+            if (h->magic != NPU_RING_MAGIC || h->version != NPU_RING_VERSION) {
+                munmap(p, NPU_RING_BYTES);
+                error = EPROTO;
+            }
+        }
     }
+    close(mem_fd);
+    if (error != 0) {
+        close(kick_fd);
+        close(done_fd);
+        return -error;
+    }
+    npu_ring::Slot& s = npu_ring::shared().slots[slot];
     s.ring = static_cast<uint8_t*>(p);
     s.kick_fd = kick_fd;
     s.done_fd = done_fd;
+    s.seq = 0;
     return 0;
 }
 
-// Forget the ring (the lease ended; the server has revoked it).
-extern "C" __attribute__((visibility("default"))) void npu_worker_ring_detach() {
-    npu_ring::Shared& s = npu_ring::shared();
+// Forget the ring of slot `slot` (for the lease's: the lease ended, the server revoked it).
+extern "C" __attribute__((visibility("default"))) void npu_worker_ring_detach(int slot) {
+    if (slot < 0 || slot >= npu_ring::kSlots) return;
+    npu_ring::Slot& s = npu_ring::shared().slots[slot];
     if (s.ring == nullptr) return;
     munmap(s.ring, NPU_RING_BYTES);
     close(s.kick_fd);
     close(s.done_fd);
-    s.ring = nullptr;
-    s.kick_fd = s.done_fd = -1;
+    s = npu_ring::Slot{};
 }
 
 // Python's request loop has nothing to do: it waits for an edge of host_wake_i, which

@@ -202,13 +202,14 @@ class Loop {
         m_top->clk_i = 0;
         bool careful = true;  // cbStartOfSimulation ran Python
         while (!Verilated::gotFinish()) {
-#ifdef NPU_SIM_RING
-            // Idle time is the ring service's: it may block here (nothing asked, engines
-            // idle), run a ring request, or wake Python (npu_ring_service.h).
-            g_ring_service->before_step(m_ctx->time());
-#endif
             g_callback_ran = false;
             careful = evaluate(careful);
+#ifdef NPU_SIM_RING
+            // Idle time is the ring service's: it may block here (nothing asked, engines
+            // idle), start a ring request, or wake Python, whose trigger fires in this same
+            // time step evaluated again (npu_ring_service.h).
+            while (g_ring_service->after_evaluate(m_ctx->time())) careful = evaluate(true);
+#endif
 #if VM_TRACE
             if (g_trace != nullptr) {
                 g_trace->dump(m_ctx->time());

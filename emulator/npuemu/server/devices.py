@@ -309,6 +309,12 @@ class SimDevice:
                     grpc.StatusCode.FAILED_PRECONDITION,
                     f"device {self.name} cannot serve a register ring now ({self.state.name})",
                 )
+            if self.register_trace is not None:  # a ring bypasses the server
+                raise ServiceError(
+                    grpc.StatusCode.FAILED_PRECONDITION,
+                    f"the server traces register accesses (--trace-registers): device "
+                    f"{self.name}'s registers are served through it, not a ring",
+                )
             if self.ring is None:
                 ring = LeaseRing()
                 try:

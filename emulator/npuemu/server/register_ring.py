@@ -13,14 +13,38 @@ serves.
 
 from __future__ import annotations
 
+import asyncio
+import ctypes
 import fcntl
 import mmap
 import os
 import secrets
+from collections.abc import Sequence
 
-from xrt.hw.ring import HEADER, RING_BYTES, RING_MAGIC, RING_MAX_OPS, RING_VERSION, RingState
+from xrt.hw.ring import (
+    HEADER,
+    MESSAGE_BYTES,
+    MESSAGE_OFFSET,
+    OPS_OFFSET,
+    REGBUS_RESULT,
+    REQUEST,
+    REQUEST_OFFSET,
+    RESPONSE,
+    RESPONSE_OFFSET,
+    RESULTS_OFFSET,
+    RING_BYTES,
+    RING_MAGIC,
+    RING_MAX_OPS,
+    RING_VERSION,
+    RingKind,
+    RingState,
+    RingStatus,
+    encode_ops,
+)
 
-__all__ = ["LeaseRing"]
+__all__ = ["LeaseRing", "ServerRing"]
+
+Row = tuple[int, int, int, int, int, int]  # `xrt.hw.regops.RegRow`'s fields
 
 _SEALS = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
 
@@ -36,12 +60,12 @@ class LeaseRing:
             fcntl.fcntl(self.mem_fd, fcntl.F_ADD_SEALS, _SEALS)
             self.kick_fd = os.eventfd(0, os.EFD_CLOEXEC)
             self.done_fd = os.eventfd(0, os.EFD_CLOEXEC)
-            self._map = mmap.mmap(self.mem_fd, RING_BYTES)
+            self.map = mmap.mmap(self.mem_fd, RING_BYTES)
         except BaseException:
             os.close(self.mem_fd)
             raise
         HEADER.format.pack_into(
-            self._map, 0, RING_MAGIC, RING_VERSION, RING_MAX_OPS, RingState.LIVE,
+            self.map, 0, RING_MAGIC, RING_VERSION, RING_MAX_OPS, RingState.LIVE,
             self.generation, 0, 0, 0, 0, 0,
         )  # fmt: skip
         self.revoked = False
@@ -57,12 +81,88 @@ class LeaseRing:
             return
         self.revoked = True
         state = HEADER.offsets["state"]
-        self._map[state : state + 4] = int(RingState.REVOKED).to_bytes(4, "little")
+        self.map[state : state + 4] = int(RingState.REVOKED).to_bytes(4, "little")
         os.eventfd_write(self.done_fd, 1)
 
     def close(self) -> None:
         """Revoke (if not yet) and let go of the server's descriptors and mapping."""
         self.revoke()
-        self._map.close()
+        self.map.close()
         for fd in self.fds:
             os.close(fd)
+
+
+class ServerRing:
+    """The server's own ring into one worker's simulator (`Op.RING_ATTACH` with
+    ``slot=SERVER_SLOT``): the register reads, writes and batches of a holder that reaches the
+    device through gRPC go through it to the simulator's main loop, not through the worker's
+    Python request loop (no pickled frame, no Python in the simulator process).
+
+    One request at a time (`WorkerProcess.call` holds its lock). `submit` writes and kicks;
+    the event loop's reader on *done* resolves the future it returned. The simulator does
+    not trust this ring more than a holder's: it checks every request the same way.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.ring = LeaseRing()
+        self._loop = loop
+        at = HEADER.offsets
+        view = self.ring.map
+        self._req_seq = ctypes.c_uint64.from_buffer(view, at["req_seq"])
+        self._resp_seq = ctypes.c_uint64.from_buffer(view, at["resp_seq"])
+        self._seq = 0
+        self._waiter: asyncio.Future[None] | None = None
+        os.set_blocking(self.ring.done_fd, False)
+        loop.add_reader(self.ring.done_fd, self._on_done)
+        self.closed = False
+
+    def submit(self, rows: Sequence[Row]) -> asyncio.Future[None]:
+        """Start a batch of register operations (at most `RING_MAX_OPS`, no polls: a poll
+        may run long and only the worker's path can stop it). The future resolves when the
+        response is in (`results`)."""
+        ops = encode_ops(rows)
+        view = self.ring.map
+        view[OPS_OFFSET : OPS_OFFSET + len(ops)] = ops
+        REQUEST.format.pack_into(view, REQUEST_OFFSET, RingKind.BATCH, len(rows), 0, 0, 0)
+        self._seq += 1
+        self._req_seq.value = self._seq
+        self._waiter = self._loop.create_future()
+        os.eventfd_write(self.ring.kick_fd, 1)
+        return self._waiter
+
+    def rewait(self) -> asyncio.Future[None]:
+        """A new future for the request in flight (its first waiter was cancelled)."""
+        self._waiter = self._loop.create_future()
+        if self._resp_seq.value == self._seq:
+            self._waiter.set_result(None)
+        return self._waiter
+
+    def results(self) -> tuple[list[tuple[int, int, int]], int] | str:
+        """The response in: ``(results, cycles)``, or the simulator's reason for refusing."""
+        view = self.ring.map
+        status, n, cycles, *_ = RESPONSE.format.unpack_from(view, RESPONSE_OFFSET)
+        if status != RingStatus.OK:
+            raw = bytes(view[MESSAGE_OFFSET : MESSAGE_OFFSET + MESSAGE_BYTES])
+            text = raw.split(b"\0", 1)[0].decode("ascii", errors="replace")
+            return f"the simulator refused the request (ring status {status}): {text}"
+        n = min(n, RING_MAX_OPS)
+        data = view[RESULTS_OFFSET : RESULTS_OFFSET + n * REGBUS_RESULT.size]
+        return list(REGBUS_RESULT.format.iter_unpack(data)), cycles
+
+    def _on_done(self) -> None:
+        try:
+            os.eventfd_read(self.ring.done_fd)
+        except BlockingIOError:
+            return
+        waiter = self._waiter
+        if waiter is not None and not waiter.done() and self._resp_seq.value == self._seq:
+            waiter.set_result(None)
+
+    def close(self) -> None:
+        """Stop listening and let go of the ring (the worker is gone or going)."""
+        if self.closed:
+            return
+        self.closed = True
+        self._loop.remove_reader(self.ring.done_fd)
+        del self._req_seq, self._resp_seq  # the ctypes views hold the mapping open
+        self.ring.close()

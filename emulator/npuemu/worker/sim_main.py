@@ -37,6 +37,7 @@ from npuemu.sim.waves import HOLDER, OBSERVER, WaveRecorder, WavesUnavailableErr
 from npuemu.worker.protocol import BlockingChannel, ChannelClosedError, Op, read_only_refusal
 from xrt.hw.regops import RegKind, RegRow
 from xrt.hw.regs import read_side_effects
+from xrt.hw.ring import RingSlot
 from xrt.hw.targets import CLOCK_PERIOD_PS, target
 
 log = logging.getLogger("npuemu.worker")
@@ -112,10 +113,10 @@ class MainLoop:
         self.idle_begin.argtypes = (ctypes.c_int,)
         self.idle_begin.restype = None
         self.ring_attach = lib.npu_worker_ring_attach
-        self.ring_attach.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.c_int)
+        self.ring_attach.argtypes = (ctypes.c_int,) * 4  # slot, file, kick, done
         self.ring_attach.restype = ctypes.c_int
         self.ring_detach = lib.npu_worker_ring_detach
-        self.ring_detach.argtypes = ()
+        self.ring_detach.argtypes = (ctypes.c_int,)  # slot
         self.ring_detach.restype = None
 
 
@@ -195,17 +196,25 @@ class Worker:
             return {}
         if op == Op.RING_ATTACH:
             fds = receive_fds(3, "the ring and its eventfds")
-            if not self.main_loop.available:
+            refusal = (
+                "this model's main loop serves no register ring"
+                if not self.main_loop.available
+                else "the register master is cocotbext-axi's (requests go through Python)"
+                if self.h.master_name != "regbus"
+                else ""
+            )
+            if refusal:
                 for fd in fds:
                     os.close(fd)
-                raise ValueError("this model's main loop serves no register ring")
-            got = self.main_loop.ring_attach(*fds)  # takes the descriptors
+                raise ValueError(refusal)
+            slot = RingSlot(req.get("slot", RingSlot.LEASE))
+            got = self.main_loop.ring_attach(slot, *fds)  # takes the descriptors
             if got != 0:
                 raise OSError(-got, f"cannot attach the register ring: {os.strerror(-got)}")
             return {}
         if op == Op.RING_DETACH:
             if self.main_loop.available:
-                self.main_loop.ring_detach()
+                self.main_loop.ring_detach(RingSlot(req.get("slot", RingSlot.LEASE)))
             return {}
         if op.startswith("waves_"):
             try:

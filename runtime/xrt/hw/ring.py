@@ -48,6 +48,7 @@ __all__ = [
     "RING_MAX_OPS",
     "RING_VERSION",
     "RingKind",
+    "RingSlot",
     "RingState",
     "RingStatus",
     "Struct",
@@ -71,6 +72,14 @@ class RingState(IntEnum):
 class RingKind(IntEnum):
     BATCH = 1  # run `n_ops` register operations (stop at the first that is not OK)
     WAIT_IRQ = 2  # run the clock until the interrupt line is high, at most `max_cycles`
+
+
+class RingSlot(IntEnum):
+    """Which of the simulator's two rings: a lease holder's, or the server's own (the
+    register requests of holders that come through gRPC)."""
+
+    LEASE = 0
+    SERVER = 1
 
 
 class RingStatus(IntEnum):
@@ -239,7 +248,7 @@ def c_header() -> str:
         f"#define NPU_RING_MAX_WALL_MS {MAX_WALL_MS}u",
         "",
     ]
-    for enum in (RingState, RingKind, RingStatus):
+    for enum in (RingState, RingKind, RingSlot, RingStatus):
         prefix = "NPU_RING_" + enum.__name__.removeprefix("Ring").upper()
         out += [f"#define {prefix}_{m.name} {m.value}u" for m in enum] + [""]
     for s in (REGBUS_OP, REGBUS_RESULT, HEADER, REQUEST, RESPONSE):
