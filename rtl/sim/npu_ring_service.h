@@ -62,6 +62,7 @@ namespace npu_ring {
 constexpr uint32_t kBusySliceSteps = 2 * 2048;       // half periods between looks while busy
 constexpr uint32_t kClockLookSteps = 2 * 1024;       // a wait looks at the wall clock this often
 constexpr int kOrphanCheckMs = 1000;                 // an idle worker checks on its server
+constexpr auto kSpinBeforeSleep = std::chrono::microseconds(100);  // after a request: look
 constexpr uint32_t kWaitOutcomeInterrupt = 1;        // the wire's WaitOutcome
 constexpr uint32_t kWaitOutcomeCycleLimit = 2;
 constexpr uint32_t kWaitOutcomeDeadline = 3;
@@ -141,6 +142,13 @@ class Service {
             m_busy_steps = 0;
             look(0);
             return m_woke;
+        }
+        // A driver's next request usually follows its last response within microseconds:
+        // look without sleeping for a while first (waking a process that slept in poll()
+        // costs tens of microseconds on an idle machine), then sleep.
+        const auto spin_until = std::chrono::steady_clock::now() + kSpinBeforeSleep;
+        while (s.idle && m_inflight == Inflight::kNone && !look(0)) {
+            if (std::chrono::steady_clock::now() >= spin_until) break;
         }
         while (s.idle && m_inflight == Inflight::kNone && !m_top->busy_o) {
             if (!look(kOrphanCheckMs)) check_orphaned();

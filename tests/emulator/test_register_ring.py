@@ -33,6 +33,7 @@ from xrt.transport.grpc.register_ring import RegisterRing, RingError, RingRevoke
 
 pytestmark = pytest.mark.sim
 
+MAGIC_VALUE = 0x4E50_5530
 SCRATCH = target("buyi").npu_base + 0x40
 MAGIC = target("buyi").npu_base
 
@@ -109,6 +110,41 @@ def test_random_batches_give_the_same_results_through_the_ring_and_the_server(
         assert 0 < refused < len(batches)
 
 
+def test_the_servers_ring_and_the_workers_loop_give_the_same_results(
+    server: ServerProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A holder through gRPC (no ring of its own): its reads, writes and poll-free batches
+    go to the simulator through the server's ring, its polls through the worker's Python
+    loop. A server that sends everything through the worker (NPU_EMU_SERVER_RING=0) gives
+    the same statuses, values and register state, batch by batch."""
+    monkeypatch.setenv("NPU_TARGET", "buyi")
+    pool = Pool()
+    seed = int(os.environ.get("NPU_TEST_SEED", random.randrange(1 << 30)))
+    print(f"NPU_TEST_SEED={seed}")
+    rng = random.Random(seed)
+    batches = directed_batches(pool) + [
+        random_batch(rng, pool, rng.choice([1, 5, 20, 60])) for _ in range(20)
+    ]
+    state = [(0, a, 0, 0xFFFF_FFFF, 0, 0) for a in pool.state]
+    with ServerProcess.start(devices=1, env={"NPU_EMU_SERVER_RING": "0"}) as plain:
+        answers = []
+        for srv in (server, plain):
+            with Device.open(f"{srv.url}?ring=0") as dev:
+                assert dev.transport.ring is None  # type: ignore[attr-defined]
+                got = []
+                for rows in batches:
+                    dev.transport.reset()  # type: ignore[attr-defined]
+                    try:
+                        result: object = _grpc_batch(dev, rows)
+                    except XrtError as exc:
+                        result = exc.code
+                    got.append((result, _grpc_batch(dev, state)))
+                    got.append((dev.read_reg(SCRATCH), dev.write_reg(SCRATCH, len(got))))
+                answers.append(got)
+        assert "no register ring for the server" not in server.log
+    assert answers[0] == answers[1]
+
+
 def test_single_accesses_polls_and_waits_use_the_ring(server: ServerProcess) -> None:
     with Device.open(server.url) as dev:
         assert dev.transport.ring is not None  # type: ignore[attr-defined]
@@ -136,7 +172,8 @@ def test_the_ring_is_revoked_at_the_lease_end_and_the_next_holder_gets_another(
     with Device.open(server.url) as first:
         sock, lease = _socket_of(first), first.transport.lease_id  # type: ignore[attr-defined]
         kept = RegisterRing.receive(sock, lease)  # the same ring, held by "another" client
-        assert kept.batch([(0, MAGIC, 0, 0, 0, 0)], 30)[0][:2] == (RegisterStatus.OK, 0x4E50_5530)
+        for _ in range(20):
+            assert kept.batch([(0, MAGIC, 0, 0, 0, 0)], 30)[0][:2] == (RegisterStatus.OK, MAGIC_VALUE)
         first_gen = HEADER.format.unpack_from(kept._map, 0)[4]
     with pytest.raises(RingRevokedError):
         kept.batch([(1, SCRATCH, 0x5EC2E7, 0, 0, 0)], 30)
@@ -144,6 +181,9 @@ def test_the_ring_is_revoked_at_the_lease_end_and_the_next_holder_gets_another(
         second_ring = second.transport.ring  # type: ignore[attr-defined]
         assert second_ring is not None
         assert HEADER.format.unpack_from(second_ring._map, 0)[4] != first_gen
+        # A new ring counts its requests from 1 again: each one is served (the 20th too).
+        for _ in range(30):
+            assert second_ring.batch([(0, MAGIC, 0, 0, 0, 0)], 30)[0][1] == MAGIC_VALUE
         # The old ring, written and kicked by hand: nobody serves it any more.
         raw = kept._map
         raw[OPS_OFFSET : OPS_OFFSET + 32] = struct.pack("<6IQ", 1, SCRATCH, 0xBAD, 0, 0, 0, 0)

@@ -18,6 +18,7 @@ import mmap
 import os
 import select
 import threading
+import time
 from collections.abc import Sequence
 
 from xrt.hw.ring import (
@@ -45,6 +46,7 @@ from xrt.transport.grpc.local_memory import handout
 
 __all__ = ["RegisterRing", "RingError", "RingRevokedError"]
 
+SPIN_BEFORE_SLEEP_S = 100e-6
 Row = tuple[int, int, int, int, int, int]  # `xrt.hw.regops.RegRow`'s fields
 Result = tuple[int, int, int]  # (RegisterStatus, value, cycles)
 
@@ -162,6 +164,13 @@ class RegisterRing:
         seq = self._req_seq.value + 1
         self._req_seq.value = seq
         os.eventfd_write(self._kick, 1)
+        # Most answers come within microseconds: look without sleeping first (waking from
+        # poll() costs tens of microseconds on an idle machine), then sleep on *done*.
+        resp_seq = self._resp_seq
+        spin_until = time.perf_counter() + SPIN_BEFORE_SLEEP_S
+        while resp_seq.value != seq and time.perf_counter() < spin_until:
+            pass
+        del resp_seq  # a traceback must not keep a view of the mapping (close() would fail)
         deadline_ms = max(1, int(timeout_s * 1000))
         while self._resp_seq.value != seq:
             if not self._poll.poll(deadline_ms):
