@@ -163,7 +163,7 @@ class Service {
     }
 
   private:
-    enum class Inflight { kNone, kBatch, kWait };
+    enum class Inflight { kNone, kAwaitMaster, kBatch, kWait };
 
     uint64_t cycles() const { return m_now_ps / m_period_ps; }
 
@@ -297,18 +297,30 @@ class Service {
                 guard += op.max_cycles + NPU_SIM_POLL_MAX_INTERVAL;
             }
         }
-        if (npu_regbus_submit(m_ops.data(), req.n_ops) != 0) {
-            refuse("the register bus master is still busy");
-            return true;
-        }
         m_n_ops = req.n_ops;
-        m_seen_busy = false;
-        kick(guard);
-        m_inflight = Inflight::kBatch;
+        m_guard = guard;
+        // A batch Python's path cancelled (its caller went away) ends at the master's next
+        // op boundary: this one starts after it.
+        m_inflight = Inflight::kAwaitMaster;
+        finish_if_done();
         return true;
     }
 
+    void submit_batch() {
+        if (npu_regbus_submit(m_ops.data(), m_n_ops) != 0) {
+            respond(NPU_RING_STATUS_MASTER_HUNG, 0, "the register bus master is still busy");
+            return;
+        }
+        m_seen_busy = false;
+        kick(m_guard);
+        m_inflight = Inflight::kBatch;
+    }
+
     void finish_if_done() {
+        if (m_inflight == Inflight::kAwaitMaster) {
+            if (!m_top->rbm_busy_o) submit_batch();
+            return;
+        }
         if (m_inflight == Inflight::kWait) {
             const uint64_t waited = cycles() - m_wait_start;
             uint32_t outcome = 0;
@@ -351,6 +363,7 @@ class Service {
     int m_slot = kLeaseSlot;  // the ring of the request in flight
     std::vector<npu_regbus_op> m_ops;
     uint32_t m_n_ops = 0;
+    uint64_t m_guard = 0;
     bool m_seen_busy = false;
     uint64_t m_wait_start = 0;
     uint64_t m_wait_max = 0;

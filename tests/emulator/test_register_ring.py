@@ -122,7 +122,7 @@ def test_the_servers_ring_and_the_workers_loop_give_the_same_results(
     seed = int(os.environ.get("NPU_TEST_SEED", random.randrange(1 << 30)))
     print(f"NPU_TEST_SEED={seed}")
     rng = random.Random(seed)
-    batches = directed_batches(pool) + [
+    batches = [[]] + directed_batches(pool) + [
         random_batch(rng, pool, rng.choice([1, 5, 20, 60])) for _ in range(20)
     ]
     state = [(0, a, 0, 0xFFFF_FFFF, 0, 0) for a in pool.state]

@@ -464,8 +464,8 @@ def _ring_rows(op: str, args: dict[str, Any]) -> list[tuple[int, int, int, int, 
     if op == Op.WRITE_REG:
         return [(RegKind.WRITE, args["addr"], args["value"], 0, 0, 0)]
     ops = args["ops"]
-    if any(row[0] == RegKind.POLL for row in ops):
-        return None
+    if not ops or any(row[0] == RegKind.POLL for row in ops):
+        return None  # (an empty batch: the worker answers it, the ring takes 1..4096 ops)
     return ops
 
 
