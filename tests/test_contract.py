@@ -77,6 +77,7 @@ PY_DEFINITIONS = {
     r"^\s*(POLL_FIRST_INTERVAL|POLL_MAX_INTERVAL|_POLL_FIRST|_POLL_MAX)\b.*=": "",
     r"^\s*PERF_COUNTERS\s*[:=]": "runtime/xrt/hw/regs.py",
     r"^\s*RETRY_REASON_KEY\s*=": "runtime/xrt/hw/wire.py",
+    r"^\s*ADMIN_KEY\s*=": "runtime/xrt/hw/wire.py",
     r"^\s*(MAX_CHUNK|MAX_BATCH_OPS|MAX_WAIT_MS)\s*=": "runtime/xrt/hw/wire.py",
     r"REGISTER_STATUS_\w+": "runtime/xrt/hw/wire.py",
     r"WAIT_OUTCOME_\w+": "runtime/xrt/hw/wire.py",

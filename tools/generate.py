@@ -116,7 +116,8 @@ def _field_literal(field: FieldNode) -> str:
         f"sw={sw!r}, reset={reset_value:#x}, onread={onread.name if onread else ''!r}, "
         f"onwrite={onwrite.name if onwrite else ''!r}, "
         f"singlepulse={bool(field.get_property('singlepulse'))}, desc={desc!r}, "
-        f"hw={hw or 'na'!r}, has_reset={isinstance(reset, int)})"
+        f"hw={hw or 'na'!r}, has_reset={isinstance(reset, int)}, "
+        f"swacc={bool(field.get_property('swacc'))})"
     )
 
 

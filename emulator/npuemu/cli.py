@@ -1,10 +1,12 @@
 """`npu-emu`: the emulator's command line.
 
 npu-emu serve [--host 127.0.0.1] [--port 50051] [--target buyi|zg330] [--devices N]
+              (--target defaults to $NPU_EMU_TARGET, else buyi)
               [--token-file PATH] [--lease-ttl SECONDS] [--watchdog SECONDS]
               [--drain SECONDS] [--shutdown-grace SECONDS]
               [--tls-cert PEM --tls-key PEM [--tls-client-ca PEM]] [--allow-insecure-remote]
               (token: $NPU_EMU_TOKEN or --token-file; --token on argv is readable by all users)
+              [--admin-token-file PATH]   (observers; or $NPU_EMU_ADMIN_TOKEN_FILE)
               [--memory-dir DIR] [--log-dir DIR] [--log-level LEVEL]
               [--waves DIR] [--trace-registers FILE]
 npu-emu build [--target buyi|zg330] [--waves]
@@ -21,6 +23,7 @@ from pathlib import Path
 
 from npuemu import __version__
 from npuemu.device_cli import add_device_commands, run_device_command
+from xrt import exitcodes
 from xrt.hw.targets import TARGETS
 
 __all__ = ["main"]
@@ -38,6 +41,12 @@ def _positive(kind: type, name: str, *, zero: bool = False):
         return value
 
     return parse
+
+
+def _default_target() -> str:
+    """``$NPU_EMU_TARGET`` (the container image sets it to the target it was built for),
+    else buyi. A value that names no target is left to argparse's choices check."""
+    return os.environ.get("NPU_EMU_TARGET") or "buyi"
 
 
 class HelpWithDefaults(argparse.ArgumentDefaultsHelpFormatter):
@@ -63,7 +72,12 @@ def _parser() -> argparse.ArgumentParser:
         "--host", default="127.0.0.1", help="address to bind (127.0.0.1: this machine only)"
     )
     s.add_argument("--port", type=int, default=50051, help="port (0: any free port)")
-    s.add_argument("--target", choices=sorted(TARGETS), default="buyi")
+    s.add_argument(
+        "--target",
+        choices=sorted(TARGETS),
+        default=_default_target(),
+        help="the NPU to simulate (default $NPU_EMU_TARGET, else buyi)",
+    )
     s.add_argument(
         "--devices",
         type=_positive(int, "--devices"),
@@ -110,6 +124,15 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="read the token from this file (first line); the default token is $NPU_EMU_TOKEN",
     )
+    sec.add_argument(
+        "--admin-token-file",
+        type=Path,
+        default=None,
+        help="let operators with this token (the file's first line; default: the file "
+        "$NPU_EMU_ADMIN_TOKEN_FILE names) observe held devices: read their registers and "
+        "record waveform windows without the lease (docs/debugging.md). Without it nobody "
+        "can observe",
+    )
     sec.add_argument("--tls-cert", type=Path, default=None, help="PEM certificate chain: serve TLS")
     sec.add_argument("--tls-key", type=Path, default=None, help="PEM private key of --tls-cert")
     sec.add_argument(
@@ -128,7 +151,12 @@ def _parser() -> argparse.ArgumentParser:
     b = sub.add_parser(
         "build", help="build (or check the cache of) the verilated model", formatter_class=fmt
     )
-    b.add_argument("--target", choices=sorted(TARGETS), default="buyi")
+    b.add_argument(
+        "--target",
+        choices=sorted(TARGETS),
+        default=_default_target(),
+        help="the NPU to build (default $NPU_EMU_TARGET, else buyi)",
+    )
     b.add_argument("--waves", action="store_true", help="the traced model (serve --waves)")
     add_device_commands(sub, fmt)
     return p
@@ -179,7 +207,27 @@ def _add_storage_and_debug_options(s: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run ``npu-emu`` with `argv`; returns the exit code (the table of `xrt.exitcodes`)."""
+    # gRPC's C core logs to stderr on its own (TLS handshakes, ports); our messages say
+    # what failed. GRPC_VERBOSITY set by the user wins.
+    os.environ.setdefault("GRPC_VERBOSITY", "NONE")
+    if hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(line_buffering=True)  # a CI log sees each line as it comes
     args = _parser().parse_args(argv)
+    try:
+        return _main(args)
+    except KeyboardInterrupt:
+        print(f"npu-emu {args.command}: interrupted", file=sys.stderr)
+        return exitcodes.INTERRUPTED
+    except BrokenPipeError:
+        return exitcodes.quiet_broken_pipe()
+
+
+def _main(args: argparse.Namespace) -> int:
+    if getattr(args, "target", "buyi") not in TARGETS:  # a bad $NPU_EMU_TARGET default
+        known = ", ".join(sorted(TARGETS))
+        print(f"npu-emu: NPU_EMU_TARGET={args.target!r} names no target ({known})", file=sys.stderr)
+        return exitcodes.BAD_INPUT
     if args.command == "build":
         from npuemu.sim.build import ModelBuildError, build_npu_sim
 
@@ -187,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
             m = build_npu_sim(args.target, waves=args.waves)
         except ModelBuildError as exc:
             print(f"npu-emu: {exc}", file=sys.stderr)
-            return 1
+            return exitcodes.FAILED
         how = f"built in {m.seconds:.1f} s" if m.built_now else "cached"
         print(f"{args.target}: {m.build_dir} ({how})")
         return 0
@@ -196,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
         return handled
     if not 0 <= args.port <= 65535:
         print(f"npu-emu: --port {args.port} is not a port number", file=sys.stderr)
-        return 2
+        return exitcodes.BAD_INPUT
     from npuemu.server.app import ServeOptions, run
     from npuemu.server.security import SecurityError, security_options
 
@@ -209,10 +257,13 @@ def main(argv: list[str] | None = None) -> int:
             tls_key=args.tls_key,
             tls_client_ca=args.tls_client_ca,
             allow_insecure_remote=args.allow_insecure_remote,
+            admin_token_file=args.admin_token_file,
         )
     except SecurityError as exc:
         print(f"npu-emu: {exc}", file=sys.stderr)
-        return 2
+        return exitcodes.BAD_INPUT
+    for warning in sec.warnings:
+        print(f"npu-emu: warning: {warning}", file=sys.stderr)
     return run(
         ServeOptions(
             args.host,
@@ -228,6 +279,7 @@ def main(argv: list[str] | None = None) -> int:
             log_level=args.log_level,
             waves_dir=args.waves,
             register_trace=args.trace_registers,
+            admin_token=sec.admin_token,
             drain_s=args.drain,
             grace_s=args.shutdown_grace,
         )

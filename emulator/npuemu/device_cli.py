@@ -12,32 +12,49 @@
     npu-emu waves      npu0 --cycles 20000           # record a waveform window (--waves)
     npu-emu health                                   # exit 0 when the server is SERVING
 
+    npu-emu regs read  npu0 npu.SCRATCH --observe    # a device someone else holds
+    npu-emu regs dump  npu0 --observe
+    npu-emu waves      npu0 --observe --cycles 20000 [--timeout 60]
+
 Each command opens the device through the `xrt` runtime (``grpc://SERVER/DEVICE``), so it
 takes the device's lease for as long as it runs and sees exactly what a driver sees.
 `--server` defaults to ``$NPU_EMU_SERVER`` or 127.0.0.1:50051; the token comes from
 ``$NPU_EMU_TOKEN``. Register names are ``BLOCK.REGISTER[.FIELD]``; the block may be left
 out when the register name is unique.
+
+``--observe`` looks at a device held by someone else without taking its lease (an
+operator, with the server's admin token in ``$NPU_EMU_ADMIN_TOKEN``;
+`xrt.transport.grpc.Observer`): register reads (not those whose read has a side effect)
+and waveform windows of the holder's activity; no writes, no memory.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from xrt import exitcodes
 from xrt.errors import XrtError
 
 if TYPE_CHECKING:
     from xrt.hw.regmap import FieldInfo, RegisterBlockInfo, RegisterInfo
     from xrt.npu_device.npu import NpuDevice
+    from xrt.transport.grpc import Observer
 
 __all__ = ["add_device_commands", "run_device_command"]
 
 DEFAULT_SERVER = "127.0.0.1:50051"
+OBSERVE_HELP = (
+    "look at a device someone else holds, without its lease (the server's admin token in "
+    "$NPU_EMU_ADMIN_TOKEN; reads only)"
+)
 
 
 class CliError(Exception):
@@ -63,6 +80,7 @@ def add_device_commands(sub: argparse._SubParsersAction, formatter: type) -> Non
 
     d = sub.add_parser("devices", help="list a server's devices", formatter_class=formatter)
     common(d)
+    d.add_argument("--json", action="store_true", help="print the listing as one JSON document")
 
     h = sub.add_parser(
         "health",
@@ -79,6 +97,7 @@ def add_device_commands(sub: argparse._SubParsersAction, formatter: type) -> Non
     r = rsub.add_parser("read", help="read a register or a field", formatter_class=formatter)
     r.add_argument("device")
     r.add_argument("name", help="BLOCK.REGISTER[.FIELD], e.g. npu.MAGIC")
+    r.add_argument("--observe", action="store_true", help=OBSERVE_HELP)
     common(r)
     w = rsub.add_parser("write", help="write a register or a field", formatter_class=formatter)
     w.add_argument("device")
@@ -88,6 +107,7 @@ def add_device_commands(sub: argparse._SubParsersAction, formatter: type) -> Non
     dump = rsub.add_parser("dump", help="every register, fields decoded", formatter_class=formatter)
     dump.add_argument("device")
     dump.add_argument("block", nargs="?", help="npu or dma (default: both)")
+    dump.add_argument("--observe", action="store_true", help=OBSERVE_HELP)
     common(dump)
 
     mem = sub.add_parser("mem", help="read or write device memory", formatter_class=formatter)
@@ -115,6 +135,21 @@ def add_device_commands(sub: argparse._SubParsersAction, formatter: type) -> Non
     wv.add_argument(
         "--cycles", type=_int, default=10_000, help="simulated cycles the window runs for"
     )
+    wv.add_argument(
+        "--observe",
+        action="store_true",
+        help="record the holder's activity on a device someone else holds (the server's "
+        "admin token in $NPU_EMU_ADMIN_TOKEN): the window ends after --cycles of it or at "
+        "--timeout",
+    )
+    wv.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        help="with --observe: seconds to wait for the holder's activity to fill the window "
+        "(the device's time moves only while its holder works); then the window is closed "
+        "with what it holds",
+    )
     common(wv)
 
 
@@ -128,6 +163,19 @@ def _device(server: str, name: str) -> Iterator[NpuDevice]:
         yield dev  # type: ignore[misc]
     finally:
         dev.close()
+
+
+def _observer(server: str, name: str) -> Observer:
+    from xrt.transport.grpc import Observer
+
+    url = name if name.startswith(("grpc://", "grpcs://")) else f"grpc://{server}/{name}"
+    return Observer(url)
+
+
+def _observed(obs: Observer) -> None:
+    """One line on stderr: whose device was looked at, and that no lease was taken."""
+    holder = obs.holder or "nobody"
+    print(f"npu-emu: observed {obs.device} (held by {holder}; no lease taken)", file=sys.stderr)
 
 
 def _blocks() -> dict[str, RegisterBlockInfo]:
@@ -173,6 +221,8 @@ def _fields_text(reg: RegisterInfo, value: int) -> str:
 
 
 def _regs(args: argparse.Namespace) -> int:
+    if getattr(args, "observe", False):
+        return _regs_observed(args)
     if args.regs_command == "dump":
         blocks = _blocks()
         if args.block and args.block.lower() not in blocks:
@@ -208,6 +258,50 @@ def _regs(args: argparse.Namespace) -> int:
         else:
             view.modify(**{field.name: args.value})
         print(f"{label} @ {view.address:#010x} <- {args.value:#x}")
+    return 0
+
+
+def _regs_observed(args: argparse.Namespace) -> int:
+    """`regs read|dump --observe`: one batch of reads through the Observe* calls."""
+    from xrt.hw.regs import read_side_effect_text
+
+    blocks = _blocks()
+    if args.regs_command == "dump":
+        if args.block and args.block.lower() not in blocks:
+            raise CliError(f"no register block {args.block!r} (npu, dma)")
+        chosen = [args.block.lower()] if args.block else list(blocks)
+        with _observer(args.server, args.device) as obs:
+            rows = []  # (address, block, register, value or why it was not read)
+            for b in chosen:
+                base = obs.block_base(b)
+                for reg in blocks[b]:
+                    why = (
+                        "write-only" if not reg.readable else read_side_effect_text(blocks[b], reg)
+                    )
+                    rows.append((base + reg.offset, b, reg, why))
+            values = iter(obs.read_registers([a for a, _, _, why in rows if not why]))
+            for addr, b, reg, why in rows:
+                if why:
+                    shown = "(write-only)" if why == "write-only" else f"(not read: {why})"
+                    print(f"{addr:#010x} {b}.{reg.name:<16} {shown}")
+                    continue
+                value = next(values)
+                print(f"{addr:#010x} {b}.{reg.name:<16} {value:#010x}  {_fields_text(reg, value)}")
+            _observed(obs)
+        return 0
+    block, reg, field = resolve_name(args.name)
+    label = f"{block}.{reg.name}" + (f".{field.name}" if field else "")
+    why = read_side_effect_text(blocks[block], reg)
+    if why:
+        raise CliError(f"{label}: {why}: an observer may not read it (it would change the device)")
+    with _observer(args.server, args.device) as obs:
+        addr = obs.block_base(block) + reg.offset
+        value = obs.read_register(addr)
+        if field is None:
+            print(f"{label} @ {addr:#010x} = {value:#010x}  {_fields_text(reg, value)}")
+        else:
+            print(f"{label} @ {addr:#010x} = {field.extract(value):#x}")
+        _observed(obs)
     return 0
 
 
@@ -278,14 +372,32 @@ def _devices(args: argparse.Namespace) -> int:
             listing = stub.ListDevices(pb.ListDevicesRequest(), timeout=10, metadata=metadata)
         except grpc.RpcError as exc:
             raise CliError(f"{args.server}: {exc.code().name}: {exc.details()}") from None
+    devices = [
+        {
+            "name": d.name,
+            "target": d.target,
+            "hw_version": d.hw_version,
+            "state": pb.DeviceState.Name(d.state).removeprefix("DEVICE_STATE_").lower(),
+            "holder": d.holder or None,
+        }
+        for d in listing.devices
+    ]
+    if args.json:
+        doc = {
+            "server": args.server,
+            "server_version": listing.server_version or None,
+            "protocol_version": listing.protocol_version,
+            "devices": devices,
+        }
+        print(json.dumps(doc, indent=1))
+        return 0
     print(
         f"{args.server}: npu-emu {listing.server_version or '?'}, "
         f"protocol {listing.protocol_version}"
     )
-    for d in listing.devices:
-        state = pb.DeviceState.Name(d.state).removeprefix("DEVICE_STATE_").lower()
-        holder = f"  held by {d.holder}" if d.holder else ""
-        print(f"{d.name:<6} {d.target:<6} hw {d.hw_version:<7} {state}{holder}")
+    for d in devices:
+        holder = f"  held by {d['holder']}" if d["holder"] else ""
+        print(f"{d['name']:<6} {d['target']:<6} hw {d['hw_version']:<7} {d['state']}{holder}")
     return 0
 
 
@@ -308,10 +420,44 @@ def _health(args: argparse.Namespace) -> int:
     return 0 if status == health_pb2.HealthCheckResponse.SERVING else 1
 
 
+def _waves_observed(args: argparse.Namespace) -> int:
+    """`waves --observe`: a window of the holder's activity, `--cycles` long or cut at
+    `--timeout` seconds of wall time, whichever comes first; no simulated time is run."""
+    if not args.timeout > 0:
+        raise CliError(f"--timeout must be positive, not {args.timeout}")
+    with _observer(args.server, args.device) as obs:
+        start = obs.start_waves(args.cycles)
+        holder = obs.holder or "nobody"  # the holder whose activity the window records
+        try:
+            deadline = time.monotonic() + args.timeout
+            status = obs.waves_status()
+            while status.state == "recording" and (left := deadline - time.monotonic()) > 0:
+                status = obs.waves_status(wait_s=min(left, 30.0))  # the server waits
+        finally:  # Ctrl-C or a failure: the window does not stay open
+            window = obs.stop_waves()
+    f = window.file
+    print(
+        f"{f.path} (cycles {f.first_cycle}..{f.last_cycle}, {f.size_bytes} B, on the "
+        "server's machine)"
+    )
+    got = f.last_cycle - start
+    why = {
+        "full": f"the holder's activity ran the device through all {args.cycles} cycles",
+        "stopped": f"the {args.timeout:g} s deadline passed after {got} of {args.cycles} "
+        "cycles (the device's time moves only while its holder works)",
+        "cut_by_holder": f"the holder started a window of its own after {got} cycles",
+        "cut_by_lease_end": f"the holder's lease ended after {got} cycles",
+    }
+    print(f"window of {obs.device} held by {holder}: {why.get(window.state, window.state)}")
+    return 0
+
+
 def _waves(args: argparse.Namespace) -> int:
+    if args.cycles <= 0:
+        raise CliError(f"--cycles must be positive, not {args.cycles}")
+    if args.observe:
+        return _waves_observed(args)
     with _device(args.server, args.device) as dev:
-        if args.cycles <= 0:
-            raise CliError(f"--cycles must be positive, not {args.cycles}")
         transport = dev.transport
         transport.start_waves(args.cycles)  # type: ignore[attr-defined]
         # Run the device's clock through the window (it ends early on an interrupt).
@@ -340,7 +486,7 @@ def run_device_command(args: argparse.Namespace) -> int | None:
         return handler(args)
     except CliError as exc:
         print(f"npu-emu: {exc}", file=sys.stderr)
-        return 2
+        return exitcodes.BAD_INPUT
     except XrtError as exc:
         print(f"npu-emu: {exc}", file=sys.stderr)
-        return 1
+        return exitcodes.for_error(exc)

@@ -2,11 +2,14 @@
 
 While `Session.enable_trace` is on, every execution unit of a `forward` / `step_to` becomes
 one complete event ("X") on the lane of its backend, and backends add their own events
-inside it with `Backend.trace` (an NPU backend: DMA transfers and its load, compute and
-store units, on lanes such as ``"npu.dma"``). `Session.write_trace(path)` writes the JSON
-object format: ``{"traceEvents": [...], "displayTimeUnit": "ms"}``, timestamps in
-microseconds from the start of the run, one thread (``tid``) per lane, named by metadata
-events.
+inside it with `Backend.trace` (an NPU backend: DMA transfers, the launch, its layers and
+its load, compute and store units, on lanes such as ``"npu.dma"``). Devices that count
+simulated cycles also draw on a second track, in simulated time (`add_cycles`): the same
+launches, layers and units where the device's clock puts them, apart from the wall time the
+simulation took. `Session.write_trace(path)` writes the JSON object format:
+``{"traceEvents": [...], "displayTimeUnit": "ms"}``, timestamps in microseconds (from the
+start of the run for wall time; of simulated time at the device's clock for the second
+track), one process per track, one thread (``tid``) per lane, named by metadata events.
 """
 
 from __future__ import annotations
@@ -43,12 +46,24 @@ class TraceEvent:
     args: dict[str, Any] = field(default_factory=dict)
 
 
+WALL_PID = 1
+SIMULATED_PID = 2
+
+
 class TraceRecorder:
-    """Collects `TraceEvent` objects of one run, in wall time from its `origin`."""
+    """Collects `TraceEvent` objects of one run, in wall time from its `origin`, and
+    simulated-time events (`add_cycles`) on a track of their own.
+
+    Attributes:
+        cycle_origin: Per device, its cycle count when the run first drew it: the simulated
+            track's zero (`xrt.backend.npu._timeline` sets it).
+    """
 
     def __init__(self) -> None:
         self.origin = time.perf_counter()
         self.events: list[TraceEvent] = []
+        self.sim_events: list[TraceEvent] = []
+        self.cycle_origin: dict[str, int] = {}
 
     def add(
         self,
@@ -72,25 +87,54 @@ class TraceRecorder:
             )
         )
 
+    def add_cycles(
+        self,
+        name: str,
+        lane: str,
+        start_cycle: float,
+        cycles: float,
+        period_ps: int,
+        category: str = "device",
+        args: dict[str, Any] | None = None,
+    ) -> None:
+        """Record a span of the simulated track: from `start_cycle` for `cycles` cycles of
+        a clock of `period_ps` picoseconds."""
+        us = period_ps / 1e6
+        self.sim_events.append(
+            TraceEvent(
+                str(name),
+                str(lane),
+                start_cycle * us,
+                max(0.0, cycles) * us,
+                category,
+                {"cycles": round(cycles), **(args or {})},
+            )
+        )
+
     def to_chrome(self) -> dict[str, Any]:
         """The events as a Chrome trace JSON object."""
-        lanes: dict[str, int] = {}
-        for e in self.events:
-            lanes.setdefault(e.lane, len(lanes) + 1)
-        out: list[dict[str, Any]] = [
-            {"ph": "M", "pid": 1, "tid": 0, "name": "process_name", "args": {"name": "xrt"}}
-        ]
-        for lane, tid in lanes.items():
+        out: list[dict[str, Any]] = []
+        tracks = [(WALL_PID, "xrt (wall time)", self.events)]
+        if self.sim_events:
+            tracks.append((SIMULATED_PID, "device (simulated time)", self.sim_events))
+        for pid, title, events in tracks:
             out.append(
-                {"ph": "M", "pid": 1, "tid": tid, "name": "thread_name", "args": {"name": lane}}
+                {"ph": "M", "pid": pid, "tid": 0, "name": "process_name", "args": {"name": title}}
             )
-            sort = {"sort_index": tid}
-            out.append({"ph": "M", "pid": 1, "tid": tid, "name": "thread_sort_index", "args": sort})
-        for e in self.events:
-            out.append(
+            lanes: dict[str, int] = {}
+            for e in events:
+                lanes.setdefault(e.lane, len(lanes) + 1)
+            for lane, tid in lanes.items():
+                name = {"name": lane}
+                out.append({"ph": "M", "pid": pid, "tid": tid, "name": "thread_name", "args": name})
+                sort = {"sort_index": tid}
+                out.append(
+                    {"ph": "M", "pid": pid, "tid": tid, "name": "thread_sort_index", "args": sort}
+                )
+            out.extend(
                 {
                     "ph": "X",
-                    "pid": 1,
+                    "pid": pid,
                     "tid": lanes[e.lane],
                     "name": e.name,
                     "cat": e.category,
@@ -98,6 +142,7 @@ class TraceRecorder:
                     "dur": round(e.dur_us, 3),
                     "args": e.args,
                 }
+                for e in events
             )
         return {"traceEvents": out, "displayTimeUnit": "ms"}
 

@@ -3,6 +3,7 @@ access trace of the server (--trace-registers) and of the runtime (XRT_TRACE_REG
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -102,6 +103,14 @@ def test_devices_lists_both(traced_server):
     assert re.search(r"^npu0\s+buyi", out.stdout, re.M) and re.search(
         r"^npu1\s+buyi", out.stdout, re.M
     )
+    out = run_cli(["devices", "--server", srv.address, "--json"])
+    assert out.returncode == 0, out.stderr
+    listing = json.loads(out.stdout)
+    assert listing["protocol_version"] == 1
+    assert [(d["name"], d["target"], d["state"]) for d in listing["devices"]] == [
+        ("npu0", "buyi", "free"),
+        ("npu1", "buyi", "free"),
+    ]
 
 
 def test_runtime_register_trace_env(traced_server):

@@ -70,3 +70,24 @@ def test_the_image_serves_on_all_addresses_and_checks_health():
     assert any(c.startswith("npu-emu serve --host 0.0.0.0") for c in commands)
     assert any(c.startswith("npu-emu health") for c in commands)
     assert any(c.startswith("npu-emu build") for c in commands)
+
+
+def test_the_image_serves_the_target_it_was_built_for(monkeypatch: pytest.MonkeyPatch):
+    """`--build-arg TARGET=zg330`: the image sets NPU_EMU_TARGET, which serve and build take
+    as their default, and the entry point names no target of its own."""
+    text = (ROOT / "Dockerfile").read_text()
+    assert "ENV NPU_EMU_TARGET=${TARGET}" in text
+    (serve,) = [c for c in dockerfile_commands() if c.startswith("npu-emu serve")]
+    assert "--target" not in serve
+    monkeypatch.setenv("NPU_EMU_TARGET", "zg330")
+    assert _parser().parse_args(shlex.split(serve)[1:]).target == "zg330"
+
+
+def test_the_image_installs_what_the_verilator_script_needs():
+    apt = next(
+        line
+        for line in (ROOT / "Dockerfile").read_text().replace("\\\n", " ").splitlines()
+        if "apt-get install" in line
+    )
+    for package in ("g++", "make", "perl"):
+        assert f" {package} " in f" {apt} ", apt

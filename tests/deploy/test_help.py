@@ -18,4 +18,7 @@ def test_serve_help_shows_defaults_but_not_the_token():
 def test_xrt_run_help_shows_defaults():
     out = run_cli(["run", "--help"], module="xrt")
     assert out.returncode == 0, out.stderr
-    assert "(default: host)" in " ".join(out.stdout.split())
+    text = " ".join(out.stdout.split())
+    assert "(default: 0)" in text  # --seed
+    assert "(default: the device's NPU backend and host with --device, else host)" in text
+    assert "--require-npu" in text and "--compare {host}" in text

@@ -55,6 +55,10 @@ def test_wheel_ships_the_rtl_and_serves(tmp_path):
         assert f"npuemu/_rtl/{rel}" in names, rel
     assert "npuemu/_rtl/mem/npu_mem_dpi.cpp" in names
     assert "xrt/hw/_proto/npuemu/v1/device_pb2.py" in names
+    with zipfile.ZipFile(wheel) as zf:
+        meta = zf.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    requires = [ln for ln in meta.splitlines() if ln.startswith("Requires-Dist:")]
+    assert any(ln.startswith("Requires-Dist: onnx==") and "extra" not in ln for ln in requires)
 
     # A fresh environment with the wheel and nothing of the checkout. Its dependencies are
     # this environment's (a .pth adds its site-packages after the venv's own, without the

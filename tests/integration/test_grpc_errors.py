@@ -176,7 +176,8 @@ def test_unreachable_server_is_a_device_error() -> None:
         port = s.getsockname()[1]
     with raises(ErrorCode.DEVICE_INTERNAL) as e:
         Device.open(f"grpc://127.0.0.1:{port}")
-    assert "UNAVAILABLE" in e.value.message and "retry" in e.value.message
+    assert "UNAVAILABLE" in e.value.message and "connection refused" in e.value.message
+    assert "npu-emu serve" in e.value.message and "retry" not in e.value.message
 
 
 def test_protocol_mismatch_is_refused_clearly(
@@ -211,14 +212,14 @@ def test_token(token_server: ServerProcess, monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_server_gone_is_unavailable(serve: Callable) -> None:
-    """The server dies under an open device: every call is 11014 with the retry hint; close
-    still works."""
+    """The server dies under an open device: every call is 11014 saying that nothing
+    listens there any more; close still works."""
     with serve(target="buyi", devices=1) as srv:
         dev = Device.open(srv.url)
         assert dev.read_reg(0x4000_0000) == 0x4E50_5530
     with raises(ErrorCode.DEVICE_INTERNAL) as e:
         dev.read_reg(0x4000_0000)
-    assert "UNAVAILABLE" in e.value.message and "retry" in e.value.message
+    assert "UNAVAILABLE" in e.value.message and "connection refused" in e.value.message
     with raises(ErrorCode.DEVICE_INTERNAL):
         dev.default_mem_region().write(dev.default_mem_region().base, b"x")
     dev.close()
@@ -273,12 +274,14 @@ def test_a_dropped_device_releases_its_lease(buyi_url: str, open_buyi: Callable)
 def test_worker_crash_is_unavailable_then_recovers(serve: Callable) -> None:
     """The simulation worker dies under an open device: the client sees 11014 with the
     retry hint, and once the server has restarted the worker the same device answers
-    again (registers back at reset values, memory kept in its files)."""
+    again (registers back at reset values, memory kept in its files). ``retry=0``: by
+    default the runtime rides out a restart it meets (tests/emulator/test_retry.py), so
+    whether the first read failed would depend on how soon the server saw the death."""
     import os
     import re
     import signal
 
-    with serve(target="buyi", devices=1) as srv, Device.open(srv.url) as dev:
+    with serve(target="buyi", devices=1) as srv, Device.open(srv.url + "?retry=0") as dev:
         udma = dev.get_mem_region("udma")
         udma.write(udma.base, b"survives")
         dev.write_reg(0x4000_0040, 0x77)  # npu SCRATCH

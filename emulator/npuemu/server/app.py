@@ -33,10 +33,10 @@ from npuemu.server.devices import DeviceManager, SimDevice
 from npuemu.server.handlers import add_to_server
 from npuemu.server.limits import HANDSHAKE_TIMEOUT_S, plan_descriptors
 from npuemu.server.local_handout import MAX_CLIENTS, LocalHandout
+from npuemu.server.observer import ObserverDeviceService
 from npuemu.server.security import TlsFiles
 from npuemu.server.shm import new_server_dir, remove_stale_dirs
 from npuemu.server.storage import LogFolder, StartupError, choose_memory_dir
-from npuemu.server.waves_service import WavesDeviceService
 from npuemu.sim.build import ModelBuildError, build_npu_sim
 from xrt.hw.targets import target
 from xrt.hw.wire import pb as device_pb2
@@ -74,6 +74,8 @@ class ServeOptions:
     log_level: str = "INFO"
     waves_dir: Path | None = None
     register_trace: Path | None = None
+    # Observers of held devices (npuemu.server.observer); None: observing is off.
+    admin_token: str | None = None
     # Shutdown (see the module docstring).
     drain_s: float = DRAIN_S
     grace_s: float = GRACE_S
@@ -147,7 +149,7 @@ async def serve(opts: ServeOptions) -> int:
             ("grpc.server_handshake_timeout_ms", int(HANDSHAKE_TIMEOUT_S * 1000)),
         ],
     )
-    add_to_server(WavesDeviceService(manager, waves), server)
+    add_to_server(ObserverDeviceService(manager, waves, opts.admin_token), server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(
@@ -175,6 +177,7 @@ async def serve(opts: ServeOptions) -> int:
     except RuntimeError as exc:
         log.error("cannot listen on %s:%d: %s", opts.host, opts.port, exc)
         shutil.rmtree(folder, ignore_errors=True)
+        logs.finish(crashed=False)  # nothing ran: leave no empty log folder behind
         return 2
     await server.start()
     handout = LocalHandout(folder, manager)
@@ -207,6 +210,8 @@ async def serve(opts: ServeOptions) -> int:
     auth = "token required" if opts.token else "no token"
     if opts.tls is not None:
         auth += ", mutual TLS" if opts.tls.client_ca else ", TLS"
+    if opts.admin_token:
+        auth += ", observers with the admin token"
     print(
         f"npu-emu: serving {opts.devices} {cfg.name} device(s) on {opts.host}:{port} "
         f"({auth}; ready in {time.monotonic() - started:.1f} s)",

@@ -60,6 +60,7 @@ class Counters:
     memory_bytes_read: int = 0
     memory_bytes_written: int = 0
     worker_restarts: int = 0
+    observer_requests: int = 0  # Observe* calls (not in `requests`: those are the holders')
 
 
 class SimDevice:
@@ -85,7 +86,7 @@ class SimDevice:
         self.name = name
         # The worker's folder (its log): beside the memory files unless a log folder is given.
         self.workdir = (log_dir or folder) / name
-        self.worker_env = dict(worker_env or {})
+        self.worker_env = {**(worker_env or {}), "NPU_TARGET": target.name}
         self.watchdog_s = watchdog_s
         self.target = target
         self.model = model
@@ -103,6 +104,8 @@ class SimDevice:
         self._restart_task: asyncio.Task[None] | None = None
         self._stopping = False
         self._calls_stopped = False  # server shutdown: no more requests to the worker
+        self._holder_calls = 0  # the holder's requests under way (queued or running)
+        self._observer_calls = 0  # observers' requests under way (npuemu.server.observer)
 
     @property
     def state(self) -> DeviceState:
@@ -128,8 +131,12 @@ class SimDevice:
 
     @property
     def in_call(self) -> bool:
-        """A request is being served by the worker (its lease is in use)."""
-        return self.worker is not None and self.worker.busy
+        """A request of the holder is under way (its lease is in use). An observer's
+        request is not the holder's use: it keeps no lease alive."""
+        if self._holder_calls:
+            return True
+        # The worker busy with no call under way: a cancelled call's stale answer.
+        return self.worker is not None and self.worker.busy and not self._observer_calls
 
     def unavailable_message(self) -> str:
         text = f"device {self.name} is restarting its simulation worker; retry shortly"
@@ -151,7 +158,7 @@ class SimDevice:
         """Server shutdown: stop the request in flight (its call ends with UNAVAILABLE
         saying so) and refuse the next ones. True when a request was in flight."""
         self._calls_stopped = True
-        busy = self.in_call
+        busy = self.worker is not None and self.worker.busy
         if self.worker is not None:
             self.worker.cancel_current()
         return busy
@@ -168,6 +175,7 @@ class SimDevice:
             raise ServiceError(grpc.StatusCode.UNAVAILABLE, f"{SHUTTING_DOWN}: {op} not started")
         if self.worker is None or self.state in (DeviceState.STARTING, DeviceState.RESTARTING):
             raise self.restarting_error()
+        self._holder_calls += 1
         try:
             reply = await self.worker.call(
                 op, timeout_s, guard=lambda: self.lease is lease and not self._calls_stopped, **args
@@ -186,9 +194,56 @@ class SimDevice:
             raise ServiceError(grpc.StatusCode.UNAVAILABLE, str(exc)) from exc
         except WorkerError as exc:
             raise ServiceError(grpc.StatusCode.INTERNAL, str(exc)) from exc
+        finally:
+            self._holder_calls -= 1
         self.counters.cycles = int(reply["cycles"])
         if self.register_trace is not None:
             trace_request(self.register_trace, self.name, op, args, reply)
+        return reply
+
+    async def observe(self, op: str, lease: Lease | None, **args: Any) -> dict:
+        """One read-only request of an observer (`npuemu.server.observer`): the same worker
+        path as the holder's requests, marked ``read_only`` (the worker refuses anything
+        but reads and the observer's waveform window). No lease is used or touched.
+
+        With `lease`, the request runs only while that lease still holds the device (a
+        lease end before its turn refuses it: ABORTED); without, whatever the holder.
+        """
+        if self._calls_stopped:
+            raise ServiceError(grpc.StatusCode.UNAVAILABLE, f"{SHUTTING_DOWN}: {op} not started")
+        if self.worker is None or self.state in (DeviceState.STARTING, DeviceState.RESTARTING):
+            raise self.restarting_error()
+
+        def wanted() -> bool:
+            held = lease is None or (self.lease is lease and self.state == DeviceState.LEASED)
+            return held and not self._calls_stopped
+
+        self.counters.observer_requests += 1
+        self._observer_calls += 1
+        try:
+            reply = await self.worker.call(
+                op, self.watchdog_s, guard=wanted, read_only=True, **args
+            )
+        except WorkerCancelledError:
+            if self._calls_stopped:
+                raise ServiceError(
+                    grpc.StatusCode.UNAVAILABLE,
+                    f"{SHUTTING_DOWN}: {op} on {self.name} was stopped before it ended",
+                ) from None
+            raise ServiceError(
+                grpc.StatusCode.ABORTED,
+                f"the lease on {self.name} ended before the observer's {op} ran",
+            ) from None
+        except WorkerUnavailableError as exc:
+            self.schedule_restart(str(exc))
+            raise ServiceError(grpc.StatusCode.UNAVAILABLE, str(exc)) from exc
+        except WorkerError as exc:
+            raise ServiceError(grpc.StatusCode.INTERNAL, str(exc)) from exc
+        finally:
+            self._observer_calls -= 1
+        self.counters.cycles = int(reply["cycles"])
+        if self.register_trace is not None:
+            trace_request(self.register_trace, self.name, op, {**args, "read_only": True}, reply)
         return reply
 
     def schedule_restart(self, reason: str) -> None:

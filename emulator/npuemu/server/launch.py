@@ -108,6 +108,8 @@ class ServerProcess:
             child_env["NPU_EMU_TOKEN"] = token
         elif not (env and "NPU_EMU_TOKEN" in env):
             child_env.pop("NPU_EMU_TOKEN", None)  # a test's own token is not the server's
+        if not (env and "NPU_EMU_ADMIN_TOKEN_FILE" in env):
+            child_env.pop("NPU_EMU_ADMIN_TOKEN_FILE", None)  # nor is an operator's
         if lease_ttl_s is not None:
             args += ["--lease-ttl", str(lease_ttl_s)]
         if watchdog_s is not None:

@@ -172,6 +172,7 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
             memory_bytes_read=c.memory_bytes_read,
             memory_bytes_written=c.memory_bytes_written,
             worker_restarts=c.worker_restarts,
+            observer_requests=c.observer_requests,
         )
 
     # ------------------------------------------------------------------ leases

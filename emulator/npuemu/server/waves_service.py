@@ -66,9 +66,11 @@ class WavesDeviceService(DeviceService):
                 grpc.StatusCode.FAILED_PRECONDITION,
                 f"no waveform window was started on {d.name} in this lease",
             )
-        path, first, last = r["file"]
+        return pb.StopWavesResponse(file=self._wave_file(r["file"]), cycles=r["cycles"])
+
+    @staticmethod
+    def _wave_file(file: tuple[str, int, int]) -> pb.WaveFile:
+        """The worker's (path, first cycle, last cycle) of a finished window."""
+        path, first, last = file
         size = Path(path).stat().st_size
-        return pb.StopWavesResponse(
-            file=pb.WaveFile(path=path, first_cycle=first, last_cycle=last, size_bytes=size),
-            cycles=r["cycles"],
-        )
+        return pb.WaveFile(path=path, first_cycle=first, last_cycle=last, size_bytes=size)

@@ -4,11 +4,18 @@ A model built with ``waves=True`` (``npu-emu serve --waves DIR``) carries
 ``rtl/sim/npu_trace.cpp``: C functions that open an FST file and dump every signal on each
 edge of the clock, from a VPI value-change callback (no Python per edge). `WaveRecorder`
 reaches them through ctypes in its own process and names each finished window
-``DEVICE-cFIRST-cLAST.fst`` by its first and last simulated cycle.
+``DEVICE-cFIRST-cLAST.fst`` by its first and last simulated cycle (an observer's
+``DEVICE-observer-cFIRST-cLAST.fst``).
 
 Only one window is open at a time. A window with a cycle limit closes itself when
 simulated time reaches it; time advances only while the device works or is asked to wait,
 so an idle device's window stays open until StopWaves (which then closes it).
+
+A window has an owner: the device's holder (``HOLDER``, StartWaves) or an observer
+(``OBSERVER``, ObserveStartWaves: an operator recording a held device). Each owner stops
+only its own window and is told only of its own last file. The holder goes first: its
+StartWaves closes an observer's open window (named, kept for the observer) rather than
+being refused, so an observer never changes what the holder's calls do.
 """
 
 from __future__ import annotations
@@ -18,7 +25,20 @@ import itertools
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["WaveFile", "WaveRecorder", "WavesUnavailableError"]
+__all__ = ["HOLDER", "OBSERVER", "WaveFile", "WaveRecorder", "WavesUnavailableError"]
+
+HOLDER = "holder"
+OBSERVER = "observer"
+
+# Why an observer's window is no longer recording (ObserverWindowState in the proto, by name).
+NONE, RECORDING, STOPPED, FULL, CUT_BY_HOLDER, CUT_BY_LEASE_END = (
+    "none",
+    "recording",
+    "stopped",
+    "full",
+    "cut_by_holder",
+    "cut_by_lease_end",
+)
 
 
 class WavesUnavailableError(RuntimeError):
@@ -59,7 +79,7 @@ class WaveRecorder:
             self._stop = lib.npu_trace_stop
             self._active = lib.npu_trace_active
             self._first = lib.npu_trace_first_ps
-            self._last = lib.npu_trace_last_ps
+            self._last_ps = lib.npu_trace_last_ps
         except AttributeError:
             raise WavesUnavailableError(
                 "this simulation model was built without waveform support (serve with --waves DIR)"
@@ -69,26 +89,51 @@ class WaveRecorder:
         self._stop.restype = None
         self._active.restype = ctypes.c_int
         self._first.restype = ctypes.c_uint64
-        self._last.restype = ctypes.c_uint64
+        self._last_ps.restype = ctypes.c_uint64
         self._serial = itertools.count(1)
         self._partial: Path | None = None  # the open (or self-closed, unnamed) window
-        self.last: WaveFile | None = None
+        self._owner = HOLDER  # whose the open (or self-closed, unnamed) window is
+        self._last: dict[str, WaveFile] = {}
+        self.observer_state = NONE  # where the observer's last window is
 
     @property
     def recording(self) -> bool:
         return bool(self._active())
 
-    def start(self, now_ps: int, cycles: int = 0) -> None:
-        """Open a window at simulated time `now_ps`, for `cycles` cycles (0: until stop).
+    @property
+    def last(self) -> WaveFile | None:
+        """The holder's last window."""
+        return self._last.get(HOLDER)
+
+    def last_of(self, owner: str) -> WaveFile | None:
+        return self._last.get(owner)
+
+    def start(self, now_ps: int, cycles: int = 0, owner: str = HOLDER) -> None:
+        """Open a window of `owner` at simulated time `now_ps`, for `cycles` cycles (0:
+        until stop). The holder's start closes an observer's open window first.
 
         Raises:
-            WavesUnavailableError: a window is already open, or the file cannot be made.
+            WavesUnavailableError: a window is already open (the holder's own, or any for
+                an observer), or the file cannot be made.
         """
         if self.recording:
-            raise WavesUnavailableError(
-                f"a waveform window is already open on {self.device}: StopWaves first"
-            )
-        self.finish()  # a window that closed itself gets its name now
+            if owner == HOLDER and self._owner == OBSERVER:
+                self._close(CUT_BY_HOLDER)
+            elif owner == HOLDER:
+                raise WavesUnavailableError(
+                    f"a waveform window is already open on {self.device}: StopWaves first"
+                )
+            elif self._owner == HOLDER:
+                raise WavesUnavailableError(
+                    f"the holder of {self.device} is recording a waveform window of its own: "
+                    "try again once it has stopped it"
+                )
+            else:
+                raise WavesUnavailableError(
+                    f"an observer's waveform window is already open on {self.device}: "
+                    "stop it first (npu-emu waves --observe stops its own)"
+                )
+        self._name()  # a window that closed itself gets its name now
         self.folder.mkdir(parents=True, exist_ok=True)
         partial = self.folder / f"{self.device}-window{next(self._serial)}.fst.part"
         stop_ps = now_ps + cycles * self.period_ps if cycles else 0
@@ -99,20 +144,60 @@ class WaveRecorder:
                 f"cannot start a waveform window: {why.get(code, f'error {code}')}"
             )
         self._partial = partial
+        self._owner = owner
+        if owner == OBSERVER:
+            self.observer_state = RECORDING
 
-    def finish(self) -> WaveFile | None:
-        """Close the open window (if any) and name the last one's file; return it."""
-        self._stop()
+    def _name(self) -> None:
+        """Name the file of the last window (closed, by a stop or by its cycle limit)."""
         if self._partial is not None and self._partial.exists():
             first = int(self._first()) // self.period_ps
-            last = int(self._last()) // self.period_ps
-            final = self.folder / f"{self.device}-c{first}-c{last}.fst"
+            last = int(self._last_ps()) // self.period_ps
+            # An observer's windows are told apart (and never overwrite the holder's).
+            who = "-observer" if self._owner == OBSERVER else ""
+            final = self.folder / f"{self.device}{who}-c{first}-c{last}.fst"
             self._partial.replace(final)
-            self.last = WaveFile(final, first, last)
+            self._last[self._owner] = WaveFile(final, first, last)
+            if self._owner == OBSERVER and self.observer_state == RECORDING:
+                self.observer_state = FULL  # it closed itself
         self._partial = None
-        return self.last
+
+    def _close(self, observer_state: str) -> None:
+        """Close the open window and name it; an observer's ends in `observer_state`."""
+        was_open = self.recording
+        self._stop()
+        if was_open and self._owner == OBSERVER:
+            self.observer_state = observer_state
+        self._name()
+
+    def state(self) -> str:
+        """Where the observer's last window is (RECORDING, or why it ended, or NONE)."""
+        if self.observer_state == RECORDING and not (self.recording and self._owner == OBSERVER):
+            self._name()  # it reached its cycle limit: FULL
+        return self.observer_state
+
+    def observer_first_cycle(self) -> int:
+        """Where the observer's open (or last) window began."""
+        if self._owner == OBSERVER and self._partial is not None:
+            return int(self._first()) // self.period_ps
+        last = self._last.get(OBSERVER)
+        return last.first_cycle if last is not None else 0
+
+    def finish(self, owner: str = HOLDER) -> WaveFile | None:
+        """Close `owner`'s open window (if any; another owner's stays open) and name the
+        last one's file; return `owner`'s last window."""
+        if self._owner == owner:
+            self._close(STOPPED)
+        elif not self.recording:
+            self._name()
+        return self._last.get(owner)
+
+    def close_all(self) -> None:
+        """The worker quits: close whichever window is open and name it."""
+        self._close(STOPPED)
 
     def forget(self) -> None:
-        """Between leases: close any window; the next holder sees no window of this one."""
-        self.finish()
-        self.last = None
+        """At a lease end: close any window (an observer's ends CUT_BY_LEASE_END, its file
+        kept for the observer); the next holder sees no window of this lease."""
+        self._close(CUT_BY_LEASE_END)
+        self._last.pop(HOLDER, None)

@@ -25,6 +25,8 @@ remap              old: (device, inode) of the old file;   -
                    the new file comes over the fd channel
 waves_start        cycles                                  (waves_error)
 waves_stop         -                                       file: (path, first, last) | None
+                                                           (observer: + state)
+waves_status       - (read-only requests only)             state, first
 waves_forget       -                                       -
 cancel             id of the request to stop               (none: that request answers
                                                            with cancelled)
@@ -33,6 +35,13 @@ quit               -                                       -
 
 Statuses and outcomes are `xrt.hw.wire.RegisterStatus` and `WaitOutcome` numbers. The
 worker's first message is its hello: ``{"event": "ready", "cycles": N}``.
+
+**Read-only requests** (an observer's, `npuemu.server.observer`) carry ``read_only: True``
+and take the same path as every other request. The worker serves them only when
+`read_only_refusal` finds nothing to refuse: ``read_reg`` and ``batch`` of reads of
+registers whose read has no side effect, and the observer's own waveform window
+(``waves_start``, ``waves_status``, ``waves_stop``: the owner is the observer, not the
+holder). Anything else is answered ``ok: False`` without running.
 """
 
 from __future__ import annotations
@@ -42,7 +51,7 @@ import enum
 import select
 import socket
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import msgpack
@@ -58,6 +67,7 @@ __all__ = [
     "FrameProtocol",
     "Op",
     "frame",
+    "read_only_refusal",
     "trace_request",
 ]
 
@@ -80,6 +90,7 @@ class Op(enum.StrEnum):
     WAVES_START = "waves_start"
     WAVES_STOP = "waves_stop"
     WAVES_FORGET = "waves_forget"
+    WAVES_STATUS = "waves_status"
     CANCEL = "cancel"
     QUIT = "quit"
 
@@ -210,6 +221,38 @@ def decode(payload: bytes | bytearray | memoryview) -> dict[str, Any]:
     return message
 
 
+READ_ONLY_OPS = frozenset({Op.READ_REG, Op.BATCH, Op.WAVES_START, Op.WAVES_STATUS, Op.WAVES_STOP})
+
+
+def read_only_refusal(req: dict[str, Any], side_effects: Mapping[int, str]) -> str:
+    """Why the read-only request `req` must not run (``""``: it may).
+
+    Allowed: `READ_ONLY_OPS`; a register access must be a read (a batch: every row a read)
+    of an address not in `side_effects` (address -> why reading it changes the device,
+    `xrt.hw.regs.read_side_effects`).
+    """
+    op = req.get("op")
+    if op not in READ_ONLY_OPS:
+        return f"{op!r} is not a read-only request"
+    if op == Op.READ_REG:
+        addrs = [req.get("addr")]
+    elif op == Op.BATCH:
+        rows = req.get("ops", ())
+        for i, row in enumerate(rows):
+            kind = row[0] if row else None
+            if kind != RegKind.READ:
+                name = RegKind(kind).name.lower() if kind in set(RegKind) else repr(kind)
+                return f"op {i} is a {name}, not a read"
+        addrs = [row[1] for row in rows]
+    else:
+        return ""
+    for addr in addrs:
+        why = side_effects.get(addr) if isinstance(addr, int) else "no address"
+        if why:
+            return why
+    return ""
+
+
 _TRACE_KINDS = {
     RegKind.READ: "read",
     RegKind.WRITE: "write",
@@ -223,14 +266,16 @@ def trace_request(
 ) -> None:
     """Log the register accesses of one request (read_reg, write_reg, batch) to `log` (the
     server's ``--trace-registers``); other requests are ignored. The cycle is the reply's
-    (end of the request)."""
+    (end of the request). An observer's reads (``read_only``) are ``peek`` lines, so a
+    holder's trace stays its own."""
     cycle = reply.get("cycles")
+    read = "peek" if args.get("read_only") else "read"
 
     def status(s: int) -> str:
         return RegisterStatus(s).name if s in RegisterStatus._value2member_map_ else str(s)
 
     if op == Op.READ_REG:
-        log.record(device, "read", args["addr"], reply.get("value"), cycle, status(reply["status"]))
+        log.record(device, read, args["addr"], reply.get("value"), cycle, status(reply["status"]))
     elif op == Op.WRITE_REG:
         log.record(device, "write", args["addr"], args["value"], cycle, status(reply["status"]))
     elif op == Op.BATCH:
@@ -238,4 +283,5 @@ def trace_request(
             args["ops"], reply.get("results", ()), strict=False
         ):
             shown = value if kind == RegKind.WRITE else got  # masked writes: the value written
-            log.record(device, _TRACE_KINDS.get(kind, str(kind)), addr, shown, cycle, status(s))
+            what = read if kind == RegKind.READ else _TRACE_KINDS.get(kind, str(kind))
+            log.record(device, what, addr, shown, cycle, status(s))

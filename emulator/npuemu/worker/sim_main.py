@@ -33,10 +33,11 @@ import cocotb
 from cocotb.triggers import FallingEdge, First, Timer
 
 from npuemu.sim.harness import NpuHarness
-from npuemu.sim.waves import WaveRecorder, WavesUnavailableError
-from npuemu.worker.protocol import BlockingChannel, ChannelClosedError, Op
+from npuemu.sim.waves import HOLDER, OBSERVER, WaveRecorder, WavesUnavailableError
+from npuemu.worker.protocol import BlockingChannel, ChannelClosedError, Op, read_only_refusal
 from xrt.hw.regops import RegKind, RegRow
-from xrt.hw.targets import CLOCK_PERIOD_PS
+from xrt.hw.regs import read_side_effects
+from xrt.hw.targets import CLOCK_PERIOD_PS, target
 
 log = logging.getLogger("npuemu.worker")
 
@@ -111,6 +112,9 @@ class Worker:
         self._server = int(os.environ.get("NPU_SERVER_PID", "0"))
         self._busy_h = dut.busy_o
         self.engine_busy = _bit_reader(self._busy_h)
+        cfg = target(os.environ.get("NPU_TARGET", "buyi"))
+        # Registers an observer's read-only requests may not read (their read is an act).
+        self.read_side_effects = read_side_effects(cfg.npu_base, cfg.dma_base)
 
     def waves(self) -> WaveRecorder:
         """The waveform recorder (a traced model and NPU_EMU_WAVES_DIR set by the server)."""
@@ -124,17 +128,24 @@ class Worker:
         return self._waves
 
     def handle_waves(self, op: str, req: dict[str, Any]) -> dict[str, Any]:
+        """Waveform windows; none of these advances simulated time. A read-only request's
+        window is the observer's, any other's the holder's (`npuemu.sim.waves`)."""
+        owner = OBSERVER if req.get("read_only") else HOLDER
         if op == Op.WAVES_START:
-            self.waves().start(self.h.cycles * CLOCK_PERIOD_PS, req["cycles"])
+            self.waves().start(self.h.cycles * CLOCK_PERIOD_PS, req["cycles"], owner)
             return {}
         if op == Op.WAVES_FORGET:
             if self._waves is not None:
                 self._waves.forget()
             return {}
-        window = self.waves().finish()  # waves_stop
+        rec = self.waves()
+        if op == Op.WAVES_STATUS:
+            return {"state": rec.state(), "first": rec.observer_first_cycle()}
+        window = rec.finish(owner)  # waves_stop
+        reply: dict[str, Any] = {"state": rec.state()} if owner == OBSERVER else {}
         if window is None:
-            return {"file": None}
-        return {"file": (str(window.path), window.first_cycle, window.last_cycle)}
+            return {**reply, "file": None}
+        return {**reply, "file": (str(window.path), window.first_cycle, window.last_cycle)}
 
     async def handle(self, req: dict[str, Any]) -> dict[str, Any]:
         op = req["op"]
@@ -278,9 +289,16 @@ async def serve(dut) -> None:
             continue  # its request was already answered
         if req["op"] == Op.QUIT:
             if worker._waves is not None:
-                worker._waves.finish()  # name a window left open
+                worker._waves.close_all()  # name a window left open
             chan.send({"id": req["id"], "ok": True, "cycles": worker.h.cycles})
             return
+        if req.get("read_only"):
+            why = read_only_refusal(req, worker.read_side_effects)
+            if why:  # the server checks first: this is the gate, should the server not
+                log.error("refused a read-only request %s: %s", req["op"], why)
+                error = f"refused on the read-only path: {why}"
+                chan.send({"id": req["id"], "ok": False, "error": error, "cycles": worker.h.cycles})
+                continue
         try:
             if _may_run_long(req):
                 result = await run_request(worker, chan, req, server)

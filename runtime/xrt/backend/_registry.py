@@ -246,3 +246,18 @@ class OpRegistry:
                 f"not a bool",
             )
         return bool(ok)
+
+    def refusal(self, op: Operator, ctx: BindContext | None = None) -> str | None:
+        """None when this backend takes `op` (`is_op_supported`), else one sentence saying
+        why not, for placement reports. Backends with richer reasons override it (the NPU
+        backends give the compiler's legality verdict).
+
+        Args:
+            op: The operator.
+            ctx: Bindings so far (as for `is_op_supported`).
+        """
+        if self.lookup(op.op_type) is None:
+            return f"{type(self).__name__} has no {op.op_type} operator"
+        if self.is_op_supported(op, ctx):
+            return None
+        return f"{type(self).__name__}'s constraint for {op.op_type} refuses this operator"

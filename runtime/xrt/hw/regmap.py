@@ -32,6 +32,9 @@ class FieldInfo:
             write (``"w"`` in it) is volatile: its value may change without a bus write.
         has_reset: False for fields with no reset value of their own (hardware-driven
             read-only fields such as status and counters); their `reset` is 0.
+        swacc: True when the RTL is told of every software access to the field (RDL
+            ``swacc``). On a read-only field that makes a read an act, not a look: the
+            64-bit counters' LO halves latch their HI half when read.
     """
 
     name: str
@@ -45,6 +48,22 @@ class FieldInfo:
     desc: str = ""
     hw: str = "na"
     has_reset: bool = True
+    swacc: bool = False
+
+    @property
+    def read_side_effect(self) -> str:
+        """Why reading this field changes the device (``""``: a read only looks).
+
+        RDL ``onread`` (``rclr``, ``rset``, ``ruser``) changes the field itself; ``swacc``
+        on a field software can read tells the RTL of each read, which acts on it.
+        """
+        if "r" not in self.sw:
+            return ""
+        if self.onread:
+            return f"onread={self.onread}"
+        if self.swacc:
+            return "swacc"
+        return ""
 
     @property
     def volatile(self) -> bool:
@@ -100,6 +119,14 @@ class RegisterInfo:
     @property
     def readable(self) -> bool:
         return any("r" in f.sw for f in self.fields)
+
+    @property
+    def read_side_effect(self) -> str:
+        """Why reading this register changes the device, as ``FIELD: kind`` (``""``: a
+        read only looks). See `FieldInfo.read_side_effect`."""
+        return ", ".join(
+            f"{f.name}: {f.read_side_effect}" for f in self.fields if f.read_side_effect
+        )
 
     @property
     def writable(self) -> bool:

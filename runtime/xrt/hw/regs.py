@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from xrt.hw._generated.regs_dma import DMA
 from xrt.hw._generated.regs_npu import NPU
+from xrt.hw.regmap import RegisterBlockInfo, RegisterInfo
 
-__all__ = ["DMA", "NPU", "PERF_COUNTERS"]
+__all__ = ["DMA", "NPU", "PERF_COUNTERS", "read_side_effect_text", "read_side_effects"]
 
 PERF_COUNTERS: tuple[str, ...] = tuple(
     reg.name[len("PERF_") : -len("_LO")]
@@ -19,3 +20,32 @@ PERF_COUNTERS: tuple[str, ...] = tuple(
     if reg.name.startswith("PERF_") and reg.name.endswith("_LO")
 )
 """Counter names without ``PERF_`` and ``_LO``: ``RUN_CYCLES``, ``LOAD_BUSY``, ..."""
+
+
+def read_side_effect_text(block: RegisterBlockInfo, reg: RegisterInfo) -> str:
+    """What reading `reg` does to the device, in words (``""``: nothing, a read only looks).
+
+    From the RDL: ``onread`` changes the field itself; ``swacc`` tells the RTL of each
+    read. In this NPU every ``swacc`` field is the LO half of a 64-bit counter, and the read
+    latches the HI half (a holder reading LO then HI would get a torn value if anyone else
+    read LO in between).
+    """
+    kinds = reg.read_side_effect
+    if not kinds:
+        return ""
+    if reg.name.endswith("_LO") and reg.name[: -len("_LO")] + "_HI" in block:
+        return f"reading it latches {block.name}.{reg.name[: -len('_LO')]}_HI ({kinds})"
+    return f"reading it changes the device ({kinds})"
+
+
+def read_side_effects(npu_base: int, dma_base: int) -> dict[int, str]:
+    """Physical address -> ``BLOCK.REGISTER: what reading it does``, for every register
+    whose read is not a pure look (`read_side_effect_text`), with the blocks at these
+    bases. An observer of a held device (`npu-emu regs read --observe`) may not read them."""
+    out = {}
+    for base, block in ((npu_base, NPU), (dma_base, DMA)):
+        for reg in block:
+            text = read_side_effect_text(block, reg)
+            if text:
+                out[base + reg.offset] = f"{block.name}.{reg.name}: {text}"
+    return out

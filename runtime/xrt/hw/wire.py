@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from xrt.hw._proto.npuemu.v1 import device_pb2_grpc as pb_grpc
 
 __all__ = [
+    "ADMIN_KEY",
     "MAX_BATCH_OPS",
     "MAX_CHUNK",
     "MAX_WAIT_MS",
@@ -65,6 +66,10 @@ REASON_RESETTING = "device-resetting"  # the device is being cleared between two
 REASON_BUSY = "device-busy"  # the device is leased, or none is free
 NO_PUSHBACK = ("grpc-retry-pushback-ms", "-1")
 """Trailing metadata on every status the server sends: gRPC's own retries stay off."""
+
+ADMIN_KEY = "x-npu-emu-admin"
+"""Metadata key of the operator's credential (``npu-emu serve --admin-token-file``), which
+the Observe* calls need; the client token (``authorization``) never stands in for it."""
 
 
 def __getattr__(name: str) -> ModuleType:

@@ -6,6 +6,7 @@
 * `NetworkView`: a subset of a network's operators with derived inputs and outputs.
 * `NetworkBuilder`: builds a network op by op, inferring types.
 * `run_network_reference`: runs a network or view with the numpy host kernels.
+* `is_quantized_op`, `is_float_op`: what arithmetic an operator does (placement reports).
 * `import_onnx` (= `Network.from_onnx`): ONNX models, opset >= 7 (upgraded to 11). The ``onnx``
   package is imported only when a model is imported.
 """
@@ -13,6 +14,7 @@
 from xrt.network._format import FORMAT_NAME, FORMAT_VERSION, load_network, save_network
 from xrt.network._graph import Network, NetworkBuilder, NetworkView, Operator
 from xrt.network._onnx_limits import ONNX_OP_LIMITS
+from xrt.network.classify import is_float_op, is_quantized_op
 from xrt.network.onnx_import import MIN_OPSET, SUPPORTED_ONNX_OPS, import_onnx
 from xrt.network.reference import check_inputs, run_network_reference
 
@@ -28,6 +30,8 @@ __all__ = [
     "Operator",
     "check_inputs",
     "import_onnx",
+    "is_float_op",
+    "is_quantized_op",
     "load_network",
     "run_network_reference",
     "save_network",

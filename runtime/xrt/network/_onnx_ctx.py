@@ -32,9 +32,11 @@ ONNX_DTYPES: dict[int, DataType] = {
 def require_onnx() -> Any:
     try:
         import onnx
-    except ImportError:  # pragma: no cover - onnx is a dev dependency
+    except ImportError:  # pragma: no cover - onnx is a dependency of the install
         raise XrtError(
-            ErrorCode.LOAD_FAILED, "importing ONNX needs the 'onnx' package (pip install onnx)"
+            ErrorCode.LOAD_FAILED,
+            "importing ONNX needs the 'onnx' package, a dependency of npu-emu: reinstall it "
+            "with its dependencies (pip install npu-emu), or pip install onnx",
         ) from None
     return onnx
 

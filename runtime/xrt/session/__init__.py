@@ -4,6 +4,8 @@
   ``forward(inputs)``, ``step_to(op_id, inputs)``, logging, dumps, callbacks, time profile.
 * `plan_memory` / `MemoryPlan`: liveness-based offsets in one arena (greedy by size).
 * `OpTime`: one unit's wall / memory / hardware / other time.
+* `PlacementReport` (``Session.placement()``): operators per backend, and why the quantized
+  ones on the host are not on the NPU.
 
 docs/session.md describes the whole; docs/api-mapping.md maps the manual's names.
 """
@@ -12,6 +14,7 @@ from xrt.session._io_checks import InputLike
 from xrt.session._options import Callback
 from xrt.session._session import Session
 from xrt.session._units import Unit
+from xrt.session.placement import OpPlacement, PlacementReport, placement_report
 from xrt.session.planner import DEFAULT_ALIGNMENT, Lifetime, MemoryPlan, Placement, plan_memory
 from xrt.session.profile import OpTime, format_profile_table
 
@@ -21,10 +24,13 @@ __all__ = [
     "InputLike",
     "Lifetime",
     "MemoryPlan",
+    "OpPlacement",
     "OpTime",
     "Placement",
+    "PlacementReport",
     "Session",
     "Unit",
     "format_profile_table",
+    "placement_report",
     "plan_memory",
 ]

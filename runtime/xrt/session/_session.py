@@ -26,6 +26,7 @@ from xrt.session._executor import Executor
 from xrt.session._io_checks import InputLike, check_outputs
 from xrt.session._options import Callback, SessionOptions, as_callback, dump_target, time_scale
 from xrt.session._units import ExecutionPlan, Unit, ValueFlow, prepare
+from xrt.session.placement import PlacementReport, placement_report
 from xrt.session.planner import MemoryPlan
 from xrt.session.profile import OpTime, format_profile_table
 from xrt.session.snapshot import load_snapshot, write_snapshot
@@ -207,6 +208,11 @@ class Session:
     def backend_bindings(self) -> dict[int, Backend]:
         """Op id -> the backend it is bound to (the manual's ``backendBindings``)."""
         return dict(self._bindings)
+
+    def placement(self) -> PlacementReport:
+        """Where each operator runs, and for each one on a host backend why the session's
+        accelerator backends refused it (`xrt.session.PlacementReport`)."""
+        return placement_report(self.network_view, self.backends, self._bindings)
 
     def execution_units(self) -> list[Unit]:
         """What one forward runs, in order: operators, and merged `Subgraph` objects.

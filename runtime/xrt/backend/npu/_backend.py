@@ -39,13 +39,14 @@ from xrt.backend._registry import BindContext
 from xrt.backend.npu._cache import PROGRAM_CACHE, program_key
 from xrt.backend.npu._driver import EngineDriver, LaunchStats
 from xrt.backend.npu._serialize import program_from_bytes, program_to_bytes
+from xrt.backend.npu._timeline import LaunchSchedule, launch_schedule, trace_launch, trace_transfer
 from xrt.device import Device
 from xrt.errors import ErrorCode, XrtError
 from xrt.hw.config import NpuConfig
 from xrt.hw.targets import NPU
 from xrt.layout import ChannelTiled
 from xrt.memory import MemChunk, MemRegion
-from xrt.network import NetworkView, Operator
+from xrt.network import NetworkView, Operator, is_float_op
 from xrt.npu.compiler import (
     NPU_OP_TYPES,
     NpuProgram,
@@ -74,6 +75,7 @@ class _Loaded:
     bases: dict[int, int]
     buffers: dict[str, MemChunk]  # input/output value -> its device buffer
     placement: dict[str, str] = field(default_factory=dict)  # role -> region name
+    schedule: LaunchSchedule | None = None  # the cost model's, computed when first traced
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,8 @@ class NpuBackend(Backend):
         config: The compute engine's sizes the programs are compiled for.
         timeout_s: Wall seconds a launch may take before it is aborted (11015).
         launches: Op-id tuples of every program launched (tests, benches).
+        launch_stats: The engine's counters of every launch, beside `launches`.
+        launch_labels: What each launch ran (the unit's description), beside `launches`.
         last_stats: The engine's counters of the last launch.
         keep_intermediates: Compile programs whose intermediates all keep their own bytes,
             so that `intermediate_values` can read every one back after a launch (the
@@ -121,6 +125,8 @@ class NpuBackend(Backend):
         self.config: NpuConfig = NPU
         self.timeout_s = 600.0
         self.launches: list[tuple[int, ...]] = []
+        self.launch_stats: list[LaunchStats] = []
+        self.launch_labels: list[str] = []
         self.last_stats: LaunchStats | None = None
         self._loaded: dict[tuple[tuple[int, ...], bool], _Loaded] = {}
         # Programs a snapshot gave this session, unverified: used here, never shared.
@@ -156,7 +162,7 @@ class NpuBackend(Backend):
         self._driver = None
 
     def _fork_from(self, parent: Backend) -> None:
-        self.launches = []
+        self.launches, self.launch_stats, self.launch_labels = [], [], []
 
     def _release(self) -> None:
         for loaded in self._loaded.values():
@@ -436,6 +442,8 @@ class NpuBackend(Backend):
         loaded = self._prepare(seg)
         prog = loaded.program
         assert self._driver is not None
+        tracing = self.tracer is not None
+        dev_cycles = [self.device.cycles] if tracing else []  # type: ignore[union-attr]
         t0 = time.perf_counter()
         for b in prog.inputs:
             arr = read_array(inputs[b.name])
@@ -452,6 +460,8 @@ class NpuBackend(Backend):
             else:
                 paths[b.name] = f"copied: {why}"
         t1 = time.perf_counter()
+        if tracing:
+            dev_cycles.append(self.device.cycles)  # type: ignore[union-attr]
         stats = self._driver.launch(
             loaded.prog_addr,
             len(prog.instructions),
@@ -460,6 +470,8 @@ class NpuBackend(Backend):
             timeout_s=self.timeout_s,
         )
         t2 = time.perf_counter()
+        if tracing:
+            dev_cycles.append(self.device.cycles)  # type: ignore[union-attr]
         for b in prog.outputs:
             if bases[b.base] != loaded.bases[b.base]:
                 continue  # the engine wrote the caller's tensor
@@ -469,20 +481,39 @@ class NpuBackend(Backend):
         t3 = time.perf_counter()
         self.output_paths.update(paths)
         self.launches.append(tuple(prog.op_ids))
+        self.launch_stats.append(stats)
+        self.launch_labels.append(what)
         self.last_stats = stats
         if self.time_profile:
             self.add_time(memory=(t1 - t0) + (t3 - t2), hardware=stats.seconds)
+        if tracing:
+            self._trace_launch(loaded, what, stats, (t0, t1, t2, t3), dev_cycles)
+
+    def _trace_launch(
+        self,
+        loaded: _Loaded,
+        what: str,
+        stats: LaunchStats,
+        wall: tuple[float, float, float, float],
+        cycles: list[int | None],
+    ) -> None:
+        """The launch on the session's timeline: transfers, the engine's run, its layers
+        and units (`xrt.backend.npu._timeline`)."""
+        assert self.tracer is not None and isinstance(self.device, NpuDevice)
+        t0, t1, t2, t3 = wall
+        cycles.append(self.device.cycles)
+        if loaded.schedule is None:
+            loaded.schedule = launch_schedule(
+                loaded.program, loaded.bases, self.TARGET or self.device.target, self.config
+            )
+        name = self.device.name
         self.trace("inputs to device", t0, t1 - t0, lane="npu.dma", category="dma")
-        self.trace(
-            what,
-            t1,
-            t2 - t1,
-            lane="npu.engine",
-            category="device",
-            **{k.lower(): v for k, v in stats.counters.items()},
-            simulated_cycles=stats.cycles,
+        trace_transfer(self.tracer, "inputs to device", (cycles[0], cycles[1]), name)
+        trace_launch(
+            self.tracer, loaded.schedule, what, stats, (t1, t2), (cycles[1], cycles[2]), name
         )
         self.trace("outputs from device", t2, t3 - t2, lane="npu.dma", category="dma")
+        trace_transfer(self.tracer, "outputs from device", (cycles[2], cycles[3]), name)
 
     def _direct_refusal(self, t: Tensor, nbytes: int, block: int) -> str | None:
         """None when the engine can store a program output straight into tensor `t` (manual
@@ -517,6 +548,35 @@ class NpuBackend(Backend):
         return None
 
     # -- snapshots ------------------------------------------------------------------------------
+
+    def refusal(self, op: Operator, ctx: BindContext | None = None) -> str | None:
+        """Why this backend does not take `op` (None when it does): the compiler's legality
+        verdict for the operator types it lowers, else what kind of operator it is."""
+        if ctx is None:
+            if self.network_view is None:
+                raise XrtError(
+                    ErrorCode.WRONG_ORDER, f"{type(self).__name__}.refusal needs a BindContext"
+                )
+            ctx = BindContext(self.network_view, {})
+        if self.is_op_supported(op, ctx):
+            return None
+        name, values = type(self).__name__, ctx.graph.values
+        if op.op_type in NPU_OP_TYPES:
+            why = refusal(op, values, ctx.graph.op_params(op), self.config)
+            if why is not None:
+                return why
+        if op.op_type == "HardOp":
+            return f"a HardOp for {op.attrs.get('target')!r}; {name} runs {self.TARGET!r} ones"
+        if op.op_type == "Cast":
+            return "an edge cast (the NPU fuses only the dequantization of its own outputs)"
+        if self.lookup(op.op_type) is None and is_float_op(op, values):
+            return (
+                f"{op.op_type} computes in floating point; the NPU runs quantized (int8) "
+                "operators only (quantize the network: xrt run --quantize)"
+            )
+        if self.lookup(op.op_type) is None:
+            return f"the NPU compiler has no lowering for {op.op_type}"
+        return super().refusal(op, ctx)
 
     def snapshot_options(self) -> dict[str, Any]:
         out = super().snapshot_options()

@@ -15,7 +15,7 @@ DMA = RegisterBlockInfo(
             width=32,
             desc='Reads 0x444D4130 ("DMA0").',
             fields=(
-                FieldInfo(name='VALUE', lsb=0, width=32, sw='r', reset=0x444d4130, onread='', onwrite='', singlepulse=False, desc='Constant 0x444D4130.', hw='na', has_reset=True),
+                FieldInfo(name='VALUE', lsb=0, width=32, sw='r', reset=0x444d4130, onread='', onwrite='', singlepulse=False, desc='Constant 0x444D4130.', hw='na', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -24,9 +24,9 @@ DMA = RegisterBlockInfo(
             width=32,
             desc='Hardware version',
             fields=(
-                FieldInfo(name='PATCH', lsb=0, width=8, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Patch level.', hw='w', has_reset=False),
-                FieldInfo(name='MINOR', lsb=8, width=8, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Minor version.', hw='w', has_reset=False),
-                FieldInfo(name='MAJOR', lsb=16, width=8, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Major version.', hw='w', has_reset=False),
+                FieldInfo(name='PATCH', lsb=0, width=8, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Patch level.', hw='w', has_reset=False, swacc=False),
+                FieldInfo(name='MINOR', lsb=8, width=8, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Minor version.', hw='w', has_reset=False, swacc=False),
+                FieldInfo(name='MAJOR', lsb=16, width=8, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Major version.', hw='w', has_reset=False, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -35,10 +35,10 @@ DMA = RegisterBlockInfo(
             width=32,
             desc='Capabilities',
             fields=(
-                FieldInfo(name='BUS_BYTES', lsb=0, width=8, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Data-bus width in bytes per beat.', hw='w', has_reset=False),
-                FieldInfo(name='MAX_BURST_BEATS', lsb=8, width=9, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Longest burst in beats (bursts never cross 4 KiB either).', hw='w', has_reset=False),
-                FieldInfo(name='MAX_OUTSTANDING', lsb=20, width=4, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Bursts in flight per direction.', hw='w', has_reset=False),
-                FieldInfo(name='CHANNELS', lsb=24, width=4, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Number of channels.', hw='w', has_reset=False),
+                FieldInfo(name='BUS_BYTES', lsb=0, width=8, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Data-bus width in bytes per beat.', hw='w', has_reset=False, swacc=False),
+                FieldInfo(name='MAX_BURST_BEATS', lsb=8, width=9, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Longest burst in beats (bursts never cross 4 KiB either).', hw='w', has_reset=False, swacc=False),
+                FieldInfo(name='MAX_OUTSTANDING', lsb=20, width=4, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Bursts in flight per direction.', hw='w', has_reset=False, swacc=False),
+                FieldInfo(name='CHANNELS', lsb=24, width=4, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Number of channels.', hw='w', has_reset=False, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -47,7 +47,7 @@ DMA = RegisterBlockInfo(
             width=32,
             desc='Scratch',
             fields=(
-                FieldInfo(name='VALUE', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Any value.', hw='na', has_reset=True),
+                FieldInfo(name='VALUE', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Any value.', hw='na', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -56,8 +56,8 @@ DMA = RegisterBlockInfo(
             width=32,
             desc='Control',
             fields=(
-                FieldInfo(name='START', lsb=0, width=1, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=True, desc='Write 1 to start the programmed transfer. Ignored while STATUS.BUSY = 1.', hw='r', has_reset=True),
-                FieldInfo(name='ABORT', lsb=1, width=1, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=True, desc='Write 1 to stop the running transfer: no new bursts are issued, bursts in flight complete, and the transfer ends with ERR_CODE = ABORTED.', hw='r', has_reset=True),
+                FieldInfo(name='START', lsb=0, width=1, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=True, desc='Write 1 to start the programmed transfer. Ignored while STATUS.BUSY = 1.', hw='r', has_reset=True, swacc=False),
+                FieldInfo(name='ABORT', lsb=1, width=1, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=True, desc='Write 1 to stop the running transfer: no new bursts are issued, bursts in flight complete, and the transfer ends with ERR_CODE = ABORTED.', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -66,10 +66,10 @@ DMA = RegisterBlockInfo(
             width=32,
             desc='Status',
             fields=(
-                FieldInfo(name='BUSY', lsb=0, width=1, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='1 from START until every burst of the transfer has completed.', hw='w', has_reset=False),
-                FieldInfo(name='DONE', lsb=1, width=1, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='1 when the last transfer completed without error (cleared by START).', hw='w', has_reset=False),
-                FieldInfo(name='ERROR', lsb=2, width=1, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='1 when the last transfer ended with an error (cleared by START).', hw='w', has_reset=False),
-                FieldInfo(name='ERR_CODE', lsb=8, width=4, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Outcome of the last transfer: 0 OK, 1 ZERO_LENGTH (ROW_BYTES or ROWS is 0), 2 SRC_RANGE (source outside every memory), 3 DST_RANGE (destination outside every memory), 4 READ_SLVERR, 5 READ_DECERR, 6 WRITE_SLVERR, 7 WRITE_DECERR, 8 ABORTED.', hw='w', has_reset=False),
+                FieldInfo(name='BUSY', lsb=0, width=1, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='1 from START until every burst of the transfer has completed.', hw='w', has_reset=False, swacc=False),
+                FieldInfo(name='DONE', lsb=1, width=1, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='1 when the last transfer completed without error (cleared by START).', hw='w', has_reset=False, swacc=False),
+                FieldInfo(name='ERROR', lsb=2, width=1, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='1 when the last transfer ended with an error (cleared by START).', hw='w', has_reset=False, swacc=False),
+                FieldInfo(name='ERR_CODE', lsb=8, width=4, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Outcome of the last transfer: 0 OK, 1 ZERO_LENGTH (ROW_BYTES or ROWS is 0), 2 SRC_RANGE (source outside every memory), 3 DST_RANGE (destination outside every memory), 4 READ_SLVERR, 5 READ_DECERR, 6 WRITE_SLVERR, 7 WRITE_DECERR, 8 ABORTED.', hw='w', has_reset=False, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -78,7 +78,7 @@ DMA = RegisterBlockInfo(
             width=32,
             desc='Bits 31:0 of the address that caused the last error (the range start for SRC_RANGE/DST_RANGE, the burst address for bus errors).',
             fields=(
-                FieldInfo(name='ADDR', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address [31:0].', hw='w', has_reset=False),
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address [31:0].', hw='w', has_reset=False, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -87,7 +87,7 @@ DMA = RegisterBlockInfo(
             width=32,
             desc='Error address, high',
             fields=(
-                FieldInfo(name='ADDR', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address [63:32].', hw='w', has_reset=False),
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address [63:32].', hw='w', has_reset=False, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -96,8 +96,8 @@ DMA = RegisterBlockInfo(
             width=32,
             desc='Latched interrupt events, whether enabled or not. Write 1 to a bit to clear it. The interrupt line is high while any bit set here is also set in INT_ENABLE.',
             fields=(
-                FieldInfo(name='DONE', lsb=0, width=1, sw='rw', reset=0x0, onread='', onwrite='woclr', singlepulse=False, desc='A transfer completed without error.', hw='r', has_reset=True),
-                FieldInfo(name='ERROR', lsb=1, width=1, sw='rw', reset=0x0, onread='', onwrite='woclr', singlepulse=False, desc='A transfer ended with an error.', hw='r', has_reset=True),
+                FieldInfo(name='DONE', lsb=0, width=1, sw='rw', reset=0x0, onread='', onwrite='woclr', singlepulse=False, desc='A transfer completed without error.', hw='r', has_reset=True, swacc=False),
+                FieldInfo(name='ERROR', lsb=1, width=1, sw='rw', reset=0x0, onread='', onwrite='woclr', singlepulse=False, desc='A transfer ended with an error.', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -106,8 +106,8 @@ DMA = RegisterBlockInfo(
             width=32,
             desc='Interrupt enable',
             fields=(
-                FieldInfo(name='DONE', lsb=0, width=1, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Let INT_STATUS.DONE drive the interrupt line.', hw='r', has_reset=True),
-                FieldInfo(name='ERROR', lsb=1, width=1, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Let INT_STATUS.ERROR drive the interrupt line.', hw='r', has_reset=True),
+                FieldInfo(name='DONE', lsb=0, width=1, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Let INT_STATUS.DONE drive the interrupt line.', hw='r', has_reset=True, swacc=False),
+                FieldInfo(name='ERROR', lsb=1, width=1, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Let INT_STATUS.ERROR drive the interrupt line.', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -116,8 +116,8 @@ DMA = RegisterBlockInfo(
             width=32,
             desc='Current level of each interrupt source, before latching and masking: the same as STATUS.DONE and STATUS.ERROR.',
             fields=(
-                FieldInfo(name='DONE', lsb=0, width=1, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Level of STATUS.DONE.', hw='w', has_reset=False),
-                FieldInfo(name='ERROR', lsb=1, width=1, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Level of STATUS.ERROR.', hw='w', has_reset=False),
+                FieldInfo(name='DONE', lsb=0, width=1, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Level of STATUS.DONE.', hw='w', has_reset=False, swacc=False),
+                FieldInfo(name='ERROR', lsb=1, width=1, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Level of STATUS.ERROR.', hw='w', has_reset=False, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -126,7 +126,7 @@ DMA = RegisterBlockInfo(
             width=32,
             desc='Source address, low',
             fields=(
-                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True),
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -135,7 +135,7 @@ DMA = RegisterBlockInfo(
             width=32,
             desc='Source address, high',
             fields=(
-                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True),
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -144,7 +144,7 @@ DMA = RegisterBlockInfo(
             width=32,
             desc='Destination address, low',
             fields=(
-                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True),
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -153,7 +153,7 @@ DMA = RegisterBlockInfo(
             width=32,
             desc='Destination address, high',
             fields=(
-                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True),
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -162,7 +162,7 @@ DMA = RegisterBlockInfo(
             width=32,
             desc='Bytes per row (the whole length of a 1-D copy). Any value from 1; any alignment.',
             fields=(
-                FieldInfo(name='BYTES', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Bytes.', hw='r', has_reset=True),
+                FieldInfo(name='BYTES', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Bytes.', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -171,7 +171,7 @@ DMA = RegisterBlockInfo(
             width=32,
             desc='Number of rows; 1 for a 1-D copy.',
             fields=(
-                FieldInfo(name='COUNT', lsb=0, width=32, sw='rw', reset=0x1, onread='', onwrite='', singlepulse=False, desc='Rows.', hw='r', has_reset=True),
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='rw', reset=0x1, onread='', onwrite='', singlepulse=False, desc='Rows.', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -180,7 +180,7 @@ DMA = RegisterBlockInfo(
             width=32,
             desc='Bytes from the start of one source row to the start of the next.',
             fields=(
-                FieldInfo(name='BYTES', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Bytes.', hw='r', has_reset=True),
+                FieldInfo(name='BYTES', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Bytes.', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -189,7 +189,7 @@ DMA = RegisterBlockInfo(
             width=32,
             desc='Bytes from the start of one destination row to the start of the next.',
             fields=(
-                FieldInfo(name='BYTES', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Bytes.', hw='r', has_reset=True),
+                FieldInfo(name='BYTES', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Bytes.', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -198,7 +198,7 @@ DMA = RegisterBlockInfo(
             width=32,
             desc='Performance counter control',
             fields=(
-                FieldInfo(name='CLEAR', lsb=0, width=1, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=True, desc='Write 1 to zero every performance counter.', hw='r', has_reset=True),
+                FieldInfo(name='CLEAR', lsb=0, width=1, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=True, desc='Write 1 to zero every performance counter.', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -207,7 +207,7 @@ DMA = RegisterBlockInfo(
             width=32,
             desc='Reading the LO half latches the HI half, so LO then HI is one consistent value.',
             fields=(
-                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [31:0].', hw='w', has_reset=False),
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [31:0].', hw='w', has_reset=False, swacc=True),
             ),
         ),
         RegisterInfo(
@@ -216,7 +216,7 @@ DMA = RegisterBlockInfo(
             width=32,
             desc='High half, as latched by the last read of the LO half.',
             fields=(
-                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [63:32].', hw='w', has_reset=False),
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [63:32].', hw='w', has_reset=False, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -225,7 +225,7 @@ DMA = RegisterBlockInfo(
             width=32,
             desc='Reading the LO half latches the HI half, so LO then HI is one consistent value.',
             fields=(
-                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [31:0].', hw='w', has_reset=False),
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [31:0].', hw='w', has_reset=False, swacc=True),
             ),
         ),
         RegisterInfo(
@@ -234,7 +234,7 @@ DMA = RegisterBlockInfo(
             width=32,
             desc='High half, as latched by the last read of the LO half.',
             fields=(
-                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [63:32].', hw='w', has_reset=False),
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [63:32].', hw='w', has_reset=False, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -243,7 +243,7 @@ DMA = RegisterBlockInfo(
             width=32,
             desc='Reading the LO half latches the HI half, so LO then HI is one consistent value.',
             fields=(
-                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [31:0].', hw='w', has_reset=False),
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [31:0].', hw='w', has_reset=False, swacc=True),
             ),
         ),
         RegisterInfo(
@@ -252,7 +252,7 @@ DMA = RegisterBlockInfo(
             width=32,
             desc='High half, as latched by the last read of the LO half.',
             fields=(
-                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [63:32].', hw='w', has_reset=False),
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [63:32].', hw='w', has_reset=False, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -261,7 +261,7 @@ DMA = RegisterBlockInfo(
             width=32,
             desc='Completed transfers',
             fields=(
-                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Transfers that ended without error.', hw='w', has_reset=False),
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Transfers that ended without error.', hw='w', has_reset=False, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -270,7 +270,7 @@ DMA = RegisterBlockInfo(
             width=32,
             desc='Failed transfers',
             fields=(
-                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Transfers that ended with an error.', hw='w', has_reset=False),
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Transfers that ended with an error.', hw='w', has_reset=False, swacc=False),
             ),
         ),
     ),

@@ -15,7 +15,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Reads 0x4E505530 ("NPU0"): proof that the NPU block answers at this address.',
             fields=(
-                FieldInfo(name='VALUE', lsb=0, width=32, sw='r', reset=0x4e505530, onread='', onwrite='', singlepulse=False, desc='Constant 0x4E505530.', hw='na', has_reset=True),
+                FieldInfo(name='VALUE', lsb=0, width=32, sw='r', reset=0x4e505530, onread='', onwrite='', singlepulse=False, desc='Constant 0x4E505530.', hw='na', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -24,9 +24,9 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Version of the NPU RTL (from rtl/config/npu.toml).',
             fields=(
-                FieldInfo(name='PATCH', lsb=0, width=8, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Patch level.', hw='w', has_reset=False),
-                FieldInfo(name='MINOR', lsb=8, width=8, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Minor version.', hw='w', has_reset=False),
-                FieldInfo(name='MAJOR', lsb=16, width=8, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Major version.', hw='w', has_reset=False),
+                FieldInfo(name='PATCH', lsb=0, width=8, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Patch level.', hw='w', has_reset=False, swacc=False),
+                FieldInfo(name='MINOR', lsb=8, width=8, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Minor version.', hw='w', has_reset=False, swacc=False),
+                FieldInfo(name='MAJOR', lsb=16, width=8, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Major version.', hw='w', has_reset=False, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -35,7 +35,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Which chip this is.',
             fields=(
-                FieldInfo(name='ID', lsb=0, width=8, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='1 = Buyi, 2 = ZG330.', hw='w', has_reset=False),
+                FieldInfo(name='ID', lsb=0, width=8, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='1 = Buyi, 2 = ZG330.', hw='w', has_reset=False, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -44,9 +44,9 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='What this instance of the NPU has.',
             fields=(
-                FieldInfo(name='DMA_BUS_BYTES', lsb=0, width=8, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='DMA data-bus width in bytes per beat.', hw='w', has_reset=False),
-                FieldInfo(name='HAS_OCM', lsb=8, width=1, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='1 when an on-chip memory (OCM) is present.', hw='w', has_reset=False),
-                FieldInfo(name='HAS_COMPUTE', lsb=9, width=1, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='1 when a compute engine is present.', hw='w', has_reset=False),
+                FieldInfo(name='DMA_BUS_BYTES', lsb=0, width=8, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='DMA data-bus width in bytes per beat.', hw='w', has_reset=False, swacc=False),
+                FieldInfo(name='HAS_OCM', lsb=8, width=1, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='1 when an on-chip memory (OCM) is present.', hw='w', has_reset=False, swacc=False),
+                FieldInfo(name='HAS_COMPUTE', lsb=9, width=1, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='1 when a compute engine is present.', hw='w', has_reset=False, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -55,7 +55,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='UDMA window base, low',
             fields=(
-                FieldInfo(name='ADDR', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Bits 31:0 of the physical base address.', hw='w', has_reset=False),
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Bits 31:0 of the physical base address.', hw='w', has_reset=False, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -64,7 +64,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='UDMA window base, high',
             fields=(
-                FieldInfo(name='ADDR', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Bits 63:32 of the physical base address.', hw='w', has_reset=False),
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Bits 63:32 of the physical base address.', hw='w', has_reset=False, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -73,7 +73,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='UDMA window size',
             fields=(
-                FieldInfo(name='KIB', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Size in KiB (0 when the memory is absent).', hw='w', has_reset=False),
+                FieldInfo(name='KIB', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Size in KiB (0 when the memory is absent).', hw='w', has_reset=False, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -82,7 +82,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='PL DDR base, low',
             fields=(
-                FieldInfo(name='ADDR', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Bits 31:0 of the physical base address.', hw='w', has_reset=False),
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Bits 31:0 of the physical base address.', hw='w', has_reset=False, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -91,7 +91,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='PL DDR base, high',
             fields=(
-                FieldInfo(name='ADDR', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Bits 63:32 of the physical base address.', hw='w', has_reset=False),
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Bits 63:32 of the physical base address.', hw='w', has_reset=False, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -100,7 +100,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='PL DDR size',
             fields=(
-                FieldInfo(name='KIB', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Size in KiB (0 when the memory is absent).', hw='w', has_reset=False),
+                FieldInfo(name='KIB', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Size in KiB (0 when the memory is absent).', hw='w', has_reset=False, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -109,7 +109,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='OCM base, low',
             fields=(
-                FieldInfo(name='ADDR', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Bits 31:0 of the physical base address.', hw='w', has_reset=False),
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Bits 31:0 of the physical base address.', hw='w', has_reset=False, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -118,7 +118,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='OCM base, high',
             fields=(
-                FieldInfo(name='ADDR', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Bits 63:32 of the physical base address.', hw='w', has_reset=False),
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Bits 63:32 of the physical base address.', hw='w', has_reset=False, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -127,7 +127,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='OCM size',
             fields=(
-                FieldInfo(name='KIB', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Size in KiB (0 when the memory is absent).', hw='w', has_reset=False),
+                FieldInfo(name='KIB', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Size in KiB (0 when the memory is absent).', hw='w', has_reset=False, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -136,7 +136,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Read/write register with no effect, for bus checks.',
             fields=(
-                FieldInfo(name='VALUE', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Any value.', hw='na', has_reset=True),
+                FieldInfo(name='VALUE', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Any value.', hw='na', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -145,7 +145,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Control',
             fields=(
-                FieldInfo(name='SW_IRQ', lsb=0, width=1, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Software interrupt request: while 1, the SW interrupt source is raised (INT_RAW.SW); setting it latches INT_STATUS.SW.', hw='r', has_reset=True),
+                FieldInfo(name='SW_IRQ', lsb=0, width=1, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Software interrupt request: while 1, the SW interrupt source is raised (INT_RAW.SW); setting it latches INT_STATUS.SW.', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -154,8 +154,8 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Status',
             fields=(
-                FieldInfo(name='DMA_BUSY', lsb=0, width=1, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='1 while the DMA engine runs a transfer.', hw='w', has_reset=False),
-                FieldInfo(name='COMPUTE_BUSY', lsb=1, width=1, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='1 while the compute engine runs (CORE_STATUS.BUSY).', hw='w', has_reset=False),
+                FieldInfo(name='DMA_BUSY', lsb=0, width=1, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='1 while the DMA engine runs a transfer.', hw='w', has_reset=False, swacc=False),
+                FieldInfo(name='COMPUTE_BUSY', lsb=1, width=1, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='1 while the compute engine runs (CORE_STATUS.BUSY).', hw='w', has_reset=False, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -164,9 +164,9 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Latched interrupt events, whether enabled or not. Write 1 to a bit to clear it. The interrupt line is high while any bit set here is also set in INT_ENABLE.',
             fields=(
-                FieldInfo(name='SW', lsb=0, width=1, sw='rw', reset=0x0, onread='', onwrite='woclr', singlepulse=False, desc='Software interrupt (CTRL.SW_IRQ rose).', hw='r', has_reset=True),
-                FieldInfo(name='CORE_DONE', lsb=1, width=1, sw='rw', reset=0x0, onread='', onwrite='woclr', singlepulse=False, desc='A compute-engine program reached FINISH.', hw='r', has_reset=True),
-                FieldInfo(name='CORE_ERROR', lsb=2, width=1, sw='rw', reset=0x0, onread='', onwrite='woclr', singlepulse=False, desc='A compute-engine program stopped with an error (its bursts in flight completed).', hw='r', has_reset=True),
+                FieldInfo(name='SW', lsb=0, width=1, sw='rw', reset=0x0, onread='', onwrite='woclr', singlepulse=False, desc='Software interrupt (CTRL.SW_IRQ rose).', hw='r', has_reset=True, swacc=False),
+                FieldInfo(name='CORE_DONE', lsb=1, width=1, sw='rw', reset=0x0, onread='', onwrite='woclr', singlepulse=False, desc='A compute-engine program reached FINISH.', hw='r', has_reset=True, swacc=False),
+                FieldInfo(name='CORE_ERROR', lsb=2, width=1, sw='rw', reset=0x0, onread='', onwrite='woclr', singlepulse=False, desc='A compute-engine program stopped with an error (its bursts in flight completed).', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -175,9 +175,9 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Interrupt enable',
             fields=(
-                FieldInfo(name='SW', lsb=0, width=1, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Let INT_STATUS.SW drive the interrupt line.', hw='r', has_reset=True),
-                FieldInfo(name='CORE_DONE', lsb=1, width=1, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Let INT_STATUS.CORE_DONE drive the interrupt line.', hw='r', has_reset=True),
-                FieldInfo(name='CORE_ERROR', lsb=2, width=1, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Let INT_STATUS.CORE_ERROR drive the interrupt line.', hw='r', has_reset=True),
+                FieldInfo(name='SW', lsb=0, width=1, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Let INT_STATUS.SW drive the interrupt line.', hw='r', has_reset=True, swacc=False),
+                FieldInfo(name='CORE_DONE', lsb=1, width=1, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Let INT_STATUS.CORE_DONE drive the interrupt line.', hw='r', has_reset=True, swacc=False),
+                FieldInfo(name='CORE_ERROR', lsb=2, width=1, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Let INT_STATUS.CORE_ERROR drive the interrupt line.', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -186,9 +186,9 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Current level of each interrupt source, before latching and masking.',
             fields=(
-                FieldInfo(name='SW', lsb=0, width=1, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Level of CTRL.SW_IRQ.', hw='w', has_reset=False),
-                FieldInfo(name='CORE_DONE', lsb=1, width=1, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Level of CORE_STATUS.DONE.', hw='w', has_reset=False),
-                FieldInfo(name='CORE_ERROR', lsb=2, width=1, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Level of CORE_STATUS.ERROR.', hw='w', has_reset=False),
+                FieldInfo(name='SW', lsb=0, width=1, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Level of CTRL.SW_IRQ.', hw='w', has_reset=False, swacc=False),
+                FieldInfo(name='CORE_DONE', lsb=1, width=1, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Level of CORE_STATUS.DONE.', hw='w', has_reset=False, swacc=False),
+                FieldInfo(name='CORE_ERROR', lsb=2, width=1, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Level of CORE_STATUS.ERROR.', hw='w', has_reset=False, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -197,7 +197,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Bits 31:0 of the clock cycles since reset. Reading CYCLES_LO latches bits 63:32 into CYCLES_HI, so LO then HI reads one consistent 64-bit value.',
             fields=(
-                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Cycles [31:0].', hw='w', has_reset=False),
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Cycles [31:0].', hw='w', has_reset=False, swacc=True),
             ),
         ),
         RegisterInfo(
@@ -206,7 +206,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Bits 63:32 of the cycle counter, as latched by the last CYCLES_LO read.',
             fields=(
-                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Cycles [63:32].', hw='w', has_reset=False),
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Cycles [63:32].', hw='w', has_reset=False, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -215,9 +215,9 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Compute engine control',
             fields=(
-                FieldInfo(name='START', lsb=0, width=1, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=True, desc='Write 1 to run the program at PROG_ADDR (PROG_INSNS instructions, BASE registers as written). Ignored while CORE_STATUS.BUSY = 1.', hw='r', has_reset=True),
-                FieldInfo(name='ABORT', lsb=1, width=1, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=True, desc='Write 1 to stop the running program: nothing new is issued, bursts in flight complete, and the program ends with ERR_CODE = ABORTED.', hw='r', has_reset=True),
-                FieldInfo(name='WIPE', lsb=2, width=1, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=True, desc="Write 1 to zero every row of the engine's buffers (INP, WGT, ACC, PRM, LUT), one row of each per cycle; BUSY and WIPING read 1 until it is done. Reset does the same. Ignored while a program runs.", hw='r', has_reset=True),
+                FieldInfo(name='START', lsb=0, width=1, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=True, desc='Write 1 to run the program at PROG_ADDR (PROG_INSNS instructions, BASE registers as written). Ignored while CORE_STATUS.BUSY = 1.', hw='r', has_reset=True, swacc=False),
+                FieldInfo(name='ABORT', lsb=1, width=1, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=True, desc='Write 1 to stop the running program: nothing new is issued, bursts in flight complete, and the program ends with ERR_CODE = ABORTED.', hw='r', has_reset=True, swacc=False),
+                FieldInfo(name='WIPE', lsb=2, width=1, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=True, desc="Write 1 to zero every row of the engine's buffers (INP, WGT, ACC, PRM, LUT), one row of each per cycle; BUSY and WIPING read 1 until it is done. Reset does the same. Ignored while a program runs.", hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -226,12 +226,12 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Compute engine status',
             fields=(
-                FieldInfo(name='BUSY', lsb=0, width=1, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='1 from START until the program ended (FINISH, or an error and every burst in flight completed), and while the buffers are wiped (WIPING). START is ignored while it is 1.', hw='w', has_reset=False),
-                FieldInfo(name='DONE', lsb=1, width=1, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='1 when the last program reached FINISH (cleared by START).', hw='w', has_reset=False),
-                FieldInfo(name='ERROR', lsb=2, width=1, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='1 when the last program stopped with an error (cleared by START).', hw='w', has_reset=False),
-                FieldInfo(name='WIPING', lsb=3, width=1, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc="1 while the engine zeroes its buffers: after reset (the largest buffer's rows in cycles) and after CORE_CTRL.WIPE.", hw='w', has_reset=False),
-                FieldInfo(name='ERR_CODE', lsb=8, width=4, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Error code of the last program (docs/isa.md: 0 NONE, 1 ILLEGAL_INSTRUCTION ... 13 ABORTED).', hw='w', has_reset=False),
-                FieldInfo(name='ERR_UNIT', lsb=12, width=2, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Unit that reported it: 0 LOAD, 1 COMPUTE, 2 STORE, 3 fetch/decode (and FINISH, watchdog without a waiting unit, abort).', hw='w', has_reset=False),
+                FieldInfo(name='BUSY', lsb=0, width=1, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='1 from START until the program ended (FINISH, or an error and every burst in flight completed), and while the buffers are wiped (WIPING). START is ignored while it is 1.', hw='w', has_reset=False, swacc=False),
+                FieldInfo(name='DONE', lsb=1, width=1, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='1 when the last program reached FINISH (cleared by START).', hw='w', has_reset=False, swacc=False),
+                FieldInfo(name='ERROR', lsb=2, width=1, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='1 when the last program stopped with an error (cleared by START).', hw='w', has_reset=False, swacc=False),
+                FieldInfo(name='WIPING', lsb=3, width=1, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc="1 while the engine zeroes its buffers: after reset (the largest buffer's rows in cycles) and after CORE_CTRL.WIPE.", hw='w', has_reset=False, swacc=False),
+                FieldInfo(name='ERR_CODE', lsb=8, width=4, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Error code of the last program (docs/isa.md: 0 NONE, 1 ILLEGAL_INSTRUCTION ... 13 ABORTED).', hw='w', has_reset=False, swacc=False),
+                FieldInfo(name='ERR_UNIT', lsb=12, width=2, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Unit that reported it: 0 LOAD, 1 COMPUTE, 2 STORE, 3 fetch/decode (and FINISH, watchdog without a waiting unit, abort).', hw='w', has_reset=False, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -240,7 +240,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Compute engine error instruction',
             fields=(
-                FieldInfo(name='PC', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Index of the failing instruction (0 = the one at PROG_ADDR).', hw='w', has_reset=False),
+                FieldInfo(name='PC', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Index of the failing instruction (0 = the one at PROG_ADDR).', hw='w', has_reset=False, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -249,7 +249,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='The memory address involved in the error: the first element of a LOAD/STORE that failed a check, the burst of a bus error, the instruction of a fetch error; 0 otherwise.',
             fields=(
-                FieldInfo(name='ADDR', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address [31:0].', hw='w', has_reset=False),
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address [31:0].', hw='w', has_reset=False, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -258,7 +258,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Compute engine error address, high',
             fields=(
-                FieldInfo(name='ADDR', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address [63:32].', hw='w', has_reset=False),
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address [63:32].', hw='w', has_reset=False, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -267,7 +267,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Program address, low (32-byte aligned)',
             fields=(
-                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True),
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -276,7 +276,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Program address, high',
             fields=(
-                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True),
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -285,7 +285,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Instructions in the program; fetching past them without FINISH is ILLEGAL_INSTRUCTION.',
             fields=(
-                FieldInfo(name='COUNT', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Instructions.', hw='r', has_reset=True),
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Instructions.', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -294,10 +294,10 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Compute engine capabilities',
             fields=(
-                FieldInfo(name='BLOCK', lsb=0, width=8, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='B: the MAC array is B x B int8.', hw='w', has_reset=False),
-                FieldInfo(name='LUT_TABLES', lsb=8, width=4, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='256-entry lookup tables.', hw='w', has_reset=False),
-                FieldInfo(name='BASE_REGS', lsb=16, width=5, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='BASE registers.', hw='w', has_reset=False),
-                FieldInfo(name='TOKEN_DEPTH', lsb=24, width=8, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Tokens a dependency queue holds.', hw='w', has_reset=False),
+                FieldInfo(name='BLOCK', lsb=0, width=8, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='B: the MAC array is B x B int8.', hw='w', has_reset=False, swacc=False),
+                FieldInfo(name='LUT_TABLES', lsb=8, width=4, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='256-entry lookup tables.', hw='w', has_reset=False, swacc=False),
+                FieldInfo(name='BASE_REGS', lsb=16, width=5, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='BASE registers.', hw='w', has_reset=False, swacc=False),
+                FieldInfo(name='TOKEN_DEPTH', lsb=24, width=8, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Tokens a dependency queue holds.', hw='w', has_reset=False, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -306,8 +306,8 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Input and weight buffer rows',
             fields=(
-                FieldInfo(name='INP', lsb=0, width=16, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='INP rows.', hw='w', has_reset=False),
-                FieldInfo(name='WGT', lsb=16, width=16, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='WGT rows.', hw='w', has_reset=False),
+                FieldInfo(name='INP', lsb=0, width=16, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='INP rows.', hw='w', has_reset=False, swacc=False),
+                FieldInfo(name='WGT', lsb=16, width=16, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='WGT rows.', hw='w', has_reset=False, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -316,8 +316,8 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Accumulator and parameter buffer rows',
             fields=(
-                FieldInfo(name='ACC', lsb=0, width=16, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='ACC rows.', hw='w', has_reset=False),
-                FieldInfo(name='PRM', lsb=16, width=16, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='PRM rows.', hw='w', has_reset=False),
+                FieldInfo(name='ACC', lsb=0, width=16, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='ACC rows.', hw='w', has_reset=False, swacc=False),
+                FieldInfo(name='PRM', lsb=16, width=16, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='PRM rows.', hw='w', has_reset=False, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -326,7 +326,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Cleared by CORE_CTRL.START. Reading the LO half latches the HI half, so LO then HI is one consistent value.',
             fields=(
-                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [31:0].', hw='w', has_reset=False),
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [31:0].', hw='w', has_reset=False, swacc=True),
             ),
         ),
         RegisterInfo(
@@ -335,7 +335,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='High half, as latched by the last read of the LO half.',
             fields=(
-                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [63:32].', hw='w', has_reset=False),
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [63:32].', hw='w', has_reset=False, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -344,7 +344,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Cleared by CORE_CTRL.START. Reading the LO half latches the HI half, so LO then HI is one consistent value.',
             fields=(
-                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [31:0].', hw='w', has_reset=False),
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [31:0].', hw='w', has_reset=False, swacc=True),
             ),
         ),
         RegisterInfo(
@@ -353,7 +353,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='High half, as latched by the last read of the LO half.',
             fields=(
-                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [63:32].', hw='w', has_reset=False),
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [63:32].', hw='w', has_reset=False, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -362,7 +362,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Cleared by CORE_CTRL.START. Reading the LO half latches the HI half, so LO then HI is one consistent value.',
             fields=(
-                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [31:0].', hw='w', has_reset=False),
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [31:0].', hw='w', has_reset=False, swacc=True),
             ),
         ),
         RegisterInfo(
@@ -371,7 +371,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='High half, as latched by the last read of the LO half.',
             fields=(
-                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [63:32].', hw='w', has_reset=False),
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [63:32].', hw='w', has_reset=False, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -380,7 +380,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Cleared by CORE_CTRL.START. Reading the LO half latches the HI half, so LO then HI is one consistent value.',
             fields=(
-                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [31:0].', hw='w', has_reset=False),
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [31:0].', hw='w', has_reset=False, swacc=True),
             ),
         ),
         RegisterInfo(
@@ -389,7 +389,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='High half, as latched by the last read of the LO half.',
             fields=(
-                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [63:32].', hw='w', has_reset=False),
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [63:32].', hw='w', has_reset=False, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -398,7 +398,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Cleared by CORE_CTRL.START. Reading the LO half latches the HI half, so LO then HI is one consistent value.',
             fields=(
-                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [31:0].', hw='w', has_reset=False),
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [31:0].', hw='w', has_reset=False, swacc=True),
             ),
         ),
         RegisterInfo(
@@ -407,7 +407,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='High half, as latched by the last read of the LO half.',
             fields=(
-                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [63:32].', hw='w', has_reset=False),
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [63:32].', hw='w', has_reset=False, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -416,7 +416,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Cleared by CORE_CTRL.START. Reading the LO half latches the HI half, so LO then HI is one consistent value.',
             fields=(
-                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [31:0].', hw='w', has_reset=False),
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [31:0].', hw='w', has_reset=False, swacc=True),
             ),
         ),
         RegisterInfo(
@@ -425,7 +425,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='High half, as latched by the last read of the LO half.',
             fields=(
-                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [63:32].', hw='w', has_reset=False),
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [63:32].', hw='w', has_reset=False, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -434,7 +434,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Cleared by CORE_CTRL.START. Reading the LO half latches the HI half, so LO then HI is one consistent value.',
             fields=(
-                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [31:0].', hw='w', has_reset=False),
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [31:0].', hw='w', has_reset=False, swacc=True),
             ),
         ),
         RegisterInfo(
@@ -443,7 +443,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='High half, as latched by the last read of the LO half.',
             fields=(
-                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [63:32].', hw='w', has_reset=False),
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [63:32].', hw='w', has_reset=False, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -452,7 +452,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Cleared by CORE_CTRL.START. Reading the LO half latches the HI half, so LO then HI is one consistent value.',
             fields=(
-                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [31:0].', hw='w', has_reset=False),
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [31:0].', hw='w', has_reset=False, swacc=True),
             ),
         ),
         RegisterInfo(
@@ -461,7 +461,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='High half, as latched by the last read of the LO half.',
             fields=(
-                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [63:32].', hw='w', has_reset=False),
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [63:32].', hw='w', has_reset=False, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -470,7 +470,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Cleared by CORE_CTRL.START. Reading the LO half latches the HI half, so LO then HI is one consistent value.',
             fields=(
-                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [31:0].', hw='w', has_reset=False),
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [31:0].', hw='w', has_reset=False, swacc=True),
             ),
         ),
         RegisterInfo(
@@ -479,7 +479,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='High half, as latched by the last read of the LO half.',
             fields=(
-                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [63:32].', hw='w', has_reset=False),
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [63:32].', hw='w', has_reset=False, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -488,7 +488,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Cleared by CORE_CTRL.START. Reading the LO half latches the HI half, so LO then HI is one consistent value.',
             fields=(
-                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [31:0].', hw='w', has_reset=False),
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [31:0].', hw='w', has_reset=False, swacc=True),
             ),
         ),
         RegisterInfo(
@@ -497,7 +497,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='High half, as latched by the last read of the LO half.',
             fields=(
-                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [63:32].', hw='w', has_reset=False),
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [63:32].', hw='w', has_reset=False, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -506,7 +506,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Cleared by CORE_CTRL.START. Reading the LO half latches the HI half, so LO then HI is one consistent value.',
             fields=(
-                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [31:0].', hw='w', has_reset=False),
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [31:0].', hw='w', has_reset=False, swacc=True),
             ),
         ),
         RegisterInfo(
@@ -515,7 +515,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='High half, as latched by the last read of the LO half.',
             fields=(
-                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [63:32].', hw='w', has_reset=False),
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [63:32].', hw='w', has_reset=False, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -524,7 +524,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Cleared by CORE_CTRL.START. Reading the LO half latches the HI half, so LO then HI is one consistent value.',
             fields=(
-                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [31:0].', hw='w', has_reset=False),
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [31:0].', hw='w', has_reset=False, swacc=True),
             ),
         ),
         RegisterInfo(
@@ -533,7 +533,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='High half, as latched by the last read of the LO half.',
             fields=(
-                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [63:32].', hw='w', has_reset=False),
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [63:32].', hw='w', has_reset=False, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -542,7 +542,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Cleared by CORE_CTRL.START. Reading the LO half latches the HI half, so LO then HI is one consistent value.',
             fields=(
-                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [31:0].', hw='w', has_reset=False),
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [31:0].', hw='w', has_reset=False, swacc=True),
             ),
         ),
         RegisterInfo(
@@ -551,7 +551,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='High half, as latched by the last read of the LO half.',
             fields=(
-                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [63:32].', hw='w', has_reset=False),
+                FieldInfo(name='COUNT', lsb=0, width=32, sw='r', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Count [63:32].', hw='w', has_reset=False, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -560,7 +560,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Base register 0, low',
             fields=(
-                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True),
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -569,7 +569,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Base register 0, high',
             fields=(
-                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True),
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -578,7 +578,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Base register 1, low',
             fields=(
-                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True),
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -587,7 +587,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Base register 1, high',
             fields=(
-                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True),
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -596,7 +596,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Base register 2, low',
             fields=(
-                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True),
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -605,7 +605,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Base register 2, high',
             fields=(
-                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True),
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -614,7 +614,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Base register 3, low',
             fields=(
-                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True),
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -623,7 +623,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Base register 3, high',
             fields=(
-                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True),
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -632,7 +632,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Base register 4, low',
             fields=(
-                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True),
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -641,7 +641,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Base register 4, high',
             fields=(
-                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True),
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -650,7 +650,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Base register 5, low',
             fields=(
-                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True),
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -659,7 +659,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Base register 5, high',
             fields=(
-                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True),
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -668,7 +668,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Base register 6, low',
             fields=(
-                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True),
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -677,7 +677,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Base register 6, high',
             fields=(
-                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True),
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -686,7 +686,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Base register 7, low',
             fields=(
-                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True),
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -695,7 +695,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Base register 7, high',
             fields=(
-                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True),
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -704,7 +704,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Base register 8, low',
             fields=(
-                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True),
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -713,7 +713,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Base register 8, high',
             fields=(
-                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True),
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -722,7 +722,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Base register 9, low',
             fields=(
-                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True),
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -731,7 +731,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Base register 9, high',
             fields=(
-                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True),
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -740,7 +740,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Base register 10, low',
             fields=(
-                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True),
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -749,7 +749,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Base register 10, high',
             fields=(
-                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True),
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -758,7 +758,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Base register 11, low',
             fields=(
-                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True),
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -767,7 +767,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Base register 11, high',
             fields=(
-                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True),
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -776,7 +776,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Base register 12, low',
             fields=(
-                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True),
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -785,7 +785,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Base register 12, high',
             fields=(
-                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True),
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -794,7 +794,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Base register 13, low',
             fields=(
-                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True),
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -803,7 +803,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Base register 13, high',
             fields=(
-                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True),
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -812,7 +812,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Base register 14, low',
             fields=(
-                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True),
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -821,7 +821,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Base register 14, high',
             fields=(
-                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True),
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -830,7 +830,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Base register 15, low',
             fields=(
-                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True),
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [31:0].', hw='r', has_reset=True, swacc=False),
             ),
         ),
         RegisterInfo(
@@ -839,7 +839,7 @@ NPU = RegisterBlockInfo(
             width=32,
             desc='Base register 15, high',
             fields=(
-                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True),
+                FieldInfo(name='ADDR', lsb=0, width=32, sw='rw', reset=0x0, onread='', onwrite='', singlepulse=False, desc='Address bits [63:32].', hw='r', has_reset=True, swacc=False),
             ),
         ),
     ),

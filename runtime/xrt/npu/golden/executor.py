@@ -151,6 +151,8 @@ def run(
     machine: Machine | None = None,
     prog_addr: int | None = None,
     prog_insns: int | None = None,
+    schedule: list[tuple[int, Unit, int, int]] | None = None,
+    execute: bool = True,
 ) -> RunResult:
     """Execute a program against ``memory`` (modified in place) and report what it did.
 
@@ -165,6 +167,10 @@ def run(
         prog_addr: Where the program lies in memory; when given, fetching checks that each
             instruction lies inside a window (FETCH_DECERR) and bus faults (FETCH_*).
         prog_insns: PROG_INSNS (default: the program's length).
+        schedule: When given, each instruction's place in the cost model's schedule is
+            appended to it: ``(pc, unit, start cycle, end cycle)``.
+        execute: False: only schedule and check the program (no data moves, no MACs are
+            counted): the timeline of a program the engine ran, at little cost.
 
     Returns:
         A `RunResult`; errors of the program are reported in it, never raised.
@@ -225,7 +231,8 @@ def run(
                         regs, {q: len(v) for q, v in pending.items()}, config, m, res,
                     )  # fmt: skip
                 start = max(start, pending[queue].popleft())
-            _execute(insn, pc, unit, m, memory, regs, res, config)
+            if execute:
+                _execute(insn, pc, unit, m, memory, regs, res, config)
             dur = cost.duration(insn, config)
             end = start + dur
             if config.ddr_shared_bus and isinstance(insn, (Load, Store)):
@@ -234,6 +241,8 @@ def run(
                 dur = end - start
             q.append(start)
             unit_free[unit] = end
+            if schedule is not None:
+                schedule.append((pc, unit, start, end))
             res.cycles.busy[unit] += dur
             if isinstance(insn, Gemm):
                 res.cycles.gemm_cycles += dur

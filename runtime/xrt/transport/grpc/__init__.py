@@ -41,7 +41,8 @@ The package, by idea:
 - `lease`: OpenDevice, the HoldLease stream, CloseDevice;
 - `local_memory`: the local fast path's memory file;
 - `regions`: `GrpcRegRegion`, `GrpcMemRegion`;
-- `transport`: `GrpcTransport`, `WaveFile`.
+- `transport`: `GrpcTransport`, `WaveFile`;
+- `observer`: `Observer`, an operator's look at a device someone else holds (no lease).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from xrt.hw.regops import POLL_CYCLES_PER_S, poll_max_cycles
 from xrt.hw.wire import PROTOCOL_VERSION
 from xrt.hw.wire import pb as pb  # the messages, reachable here as before the split
 from xrt.transport.grpc.channel import URL_PARAMS, tls_credentials
+from xrt.transport.grpc.observer import ObservedWindow, Observer, WindowStatus
 from xrt.transport.grpc.regions import GrpcMemRegion, GrpcRegRegion
 from xrt.transport.grpc.transport import GrpcTransport, WaveFile
 
@@ -60,7 +62,10 @@ __all__ = [
     "GrpcMemRegion",
     "GrpcRegRegion",
     "GrpcTransport",
+    "ObservedWindow",
+    "Observer",
     "WaveFile",
+    "WindowStatus",
     "poll_max_cycles",
     "tls_credentials",
 ]

@@ -10,13 +10,51 @@ from __future__ import annotations
 import grpc
 
 from xrt.errors import ErrorCode, XrtError
-from xrt.hw.wire import RegisterStatus
+from xrt.hw.wire import ADMIN_KEY, RegisterStatus
 
 __all__ = ["STATUS_TABLE", "register_status_error", "rpc_error"]
 
-_UNREACHABLE = (
-    "the server is unreachable, or the device's simulation worker is restarting: retry shortly"
+_UNAVAILABLE = (
+    "the server is shutting down, or the device's simulation worker is restarting: retry shortly"
 )
+
+_CONNECTION_HINTS = (
+    # (text in gRPC's details, what it means): failures before any server code ran.
+    (
+        "connection refused",
+        "nothing listens at that address and port (connection refused): is `npu-emu serve` "
+        "running there?",
+    ),
+    (
+        "wrong_version_number",
+        "TLS mismatch: this URL asks for TLS (grpcs://) but the server does not serve it: "
+        "use grpc://",
+    ),
+    (
+        "certificate_verify_failed",
+        "the server's TLS certificate is not trusted: give its CA bundle as ?ca=FILE",
+    ),
+    (
+        "socket closed",
+        "the server closed the connection: if it serves TLS, use grpcs://HOST:PORT?ca=FILE "
+        "(plain gRPC cannot talk to a TLS port)",
+    ),
+    ("domain name not found", "the host name does not resolve"),
+    ("dns resolution failed", "the host name does not resolve"),
+    ("network is unreachable", "no route to that address"),
+    ("no route to host", "no route to that address"),
+)
+
+
+def _unavailable_hint(details: str) -> str:
+    """What an UNAVAILABLE means: a connection that never reached the server (refused, TLS
+    mismatch, unknown host), or a server that answered it (restart, shutdown)."""
+    lowered = details.lower()
+    for text, hint in _CONNECTION_HINTS:
+        if text in lowered:
+            return hint
+    return _UNAVAILABLE
+
 
 STATUS_TABLE: dict[grpc.StatusCode, tuple[ErrorCode, str]] = {
     # The request itself was malformed or out of range (the runtime checks first, so these
@@ -34,7 +72,7 @@ STATUS_TABLE: dict[grpc.StatusCode, tuple[ErrorCode, str]] = {
         "give the server's token as ?token=... in the URL or in NPU_EMU_TOKEN",
     ),
     grpc.StatusCode.PERMISSION_DENIED: (ErrorCode.DEVICE_INTERNAL, ""),
-    grpc.StatusCode.UNAVAILABLE: (ErrorCode.DEVICE_INTERNAL, _UNREACHABLE),
+    grpc.StatusCode.UNAVAILABLE: (ErrorCode.DEVICE_INTERNAL, _UNAVAILABLE),
     grpc.StatusCode.DEADLINE_EXCEEDED: (ErrorCode.TIMEOUT, ""),
     grpc.StatusCode.RESOURCE_EXHAUSTED: (ErrorCode.DEVICE_INTERNAL, ""),
     grpc.StatusCode.CANCELLED: (ErrorCode.DEVICE_INTERNAL, ""),
@@ -46,7 +84,8 @@ STATUS_TABLE: dict[grpc.StatusCode, tuple[ErrorCode, str]] = {
     grpc.StatusCode.UNKNOWN: (ErrorCode.DEVICE_INTERNAL, ""),
     grpc.StatusCode.DATA_LOSS: (ErrorCode.DEVICE_INTERNAL, ""),
 }
-"""gRPC status -> (XrtError code, hint appended to the server's message)."""
+"""gRPC status -> (XrtError code, hint appended to the server's message); an UNAVAILABLE's
+hint depends on gRPC's details (`_CONNECTION_HINTS`)."""
 
 
 def rpc_error(exc: grpc.RpcError, what: str) -> XrtError:
@@ -61,6 +100,10 @@ def rpc_error(exc: grpc.RpcError, what: str) -> XrtError:
     details_fn = getattr(exc, "details", None)
     details = (details_fn() if callable(details_fn) else None) or str(exc) or "no details"
     xcode, hint = STATUS_TABLE.get(status, (ErrorCode.DEVICE_INTERNAL, ""))
+    if status == grpc.StatusCode.UNAVAILABLE:
+        hint = _unavailable_hint(details)
+    elif ADMIN_KEY in details:  # the operator's credential (observers), not the token
+        hint = "give the server's admin token in NPU_EMU_ADMIN_TOKEN"
     name = status.name if isinstance(status, grpc.StatusCode) else str(status)
     message = f"{what}: {details} [{name}]"
     if hint:

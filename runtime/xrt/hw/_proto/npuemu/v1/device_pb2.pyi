@@ -30,6 +30,16 @@ class WaitOutcome(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     WAIT_OUTCOME_INTERRUPT: _ClassVar[WaitOutcome]
     WAIT_OUTCOME_CYCLE_LIMIT: _ClassVar[WaitOutcome]
     WAIT_OUTCOME_DEADLINE: _ClassVar[WaitOutcome]
+
+class ObserverWindowState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    OBSERVER_WINDOW_STATE_UNSPECIFIED: _ClassVar[ObserverWindowState]
+    OBSERVER_WINDOW_STATE_NONE: _ClassVar[ObserverWindowState]
+    OBSERVER_WINDOW_STATE_RECORDING: _ClassVar[ObserverWindowState]
+    OBSERVER_WINDOW_STATE_STOPPED: _ClassVar[ObserverWindowState]
+    OBSERVER_WINDOW_STATE_FULL: _ClassVar[ObserverWindowState]
+    OBSERVER_WINDOW_STATE_CUT_BY_HOLDER: _ClassVar[ObserverWindowState]
+    OBSERVER_WINDOW_STATE_CUT_BY_LEASE_END: _ClassVar[ObserverWindowState]
 DEVICE_STATE_UNSPECIFIED: DeviceState
 DEVICE_STATE_STARTING: DeviceState
 DEVICE_STATE_FREE: DeviceState
@@ -45,6 +55,13 @@ WAIT_OUTCOME_UNSPECIFIED: WaitOutcome
 WAIT_OUTCOME_INTERRUPT: WaitOutcome
 WAIT_OUTCOME_CYCLE_LIMIT: WaitOutcome
 WAIT_OUTCOME_DEADLINE: WaitOutcome
+OBSERVER_WINDOW_STATE_UNSPECIFIED: ObserverWindowState
+OBSERVER_WINDOW_STATE_NONE: ObserverWindowState
+OBSERVER_WINDOW_STATE_RECORDING: ObserverWindowState
+OBSERVER_WINDOW_STATE_STOPPED: ObserverWindowState
+OBSERVER_WINDOW_STATE_FULL: ObserverWindowState
+OBSERVER_WINDOW_STATE_CUT_BY_HOLDER: ObserverWindowState
+OBSERVER_WINDOW_STATE_CUT_BY_LEASE_END: ObserverWindowState
 
 class MemoryRegion(_message.Message):
     __slots__ = ("name", "base", "size", "host_visible")
@@ -369,20 +386,22 @@ class GetCountersRequest(_message.Message):
     def __init__(self, device: _Optional[str] = ...) -> None: ...
 
 class GetCountersResponse(_message.Message):
-    __slots__ = ("cycles", "requests", "register_ops", "memory_bytes_read", "memory_bytes_written", "worker_restarts")
+    __slots__ = ("cycles", "requests", "register_ops", "memory_bytes_read", "memory_bytes_written", "worker_restarts", "observer_requests")
     CYCLES_FIELD_NUMBER: _ClassVar[int]
     REQUESTS_FIELD_NUMBER: _ClassVar[int]
     REGISTER_OPS_FIELD_NUMBER: _ClassVar[int]
     MEMORY_BYTES_READ_FIELD_NUMBER: _ClassVar[int]
     MEMORY_BYTES_WRITTEN_FIELD_NUMBER: _ClassVar[int]
     WORKER_RESTARTS_FIELD_NUMBER: _ClassVar[int]
+    OBSERVER_REQUESTS_FIELD_NUMBER: _ClassVar[int]
     cycles: int
     requests: int
     register_ops: int
     memory_bytes_read: int
     memory_bytes_written: int
     worker_restarts: int
-    def __init__(self, cycles: _Optional[int] = ..., requests: _Optional[int] = ..., register_ops: _Optional[int] = ..., memory_bytes_read: _Optional[int] = ..., memory_bytes_written: _Optional[int] = ..., worker_restarts: _Optional[int] = ...) -> None: ...
+    observer_requests: int
+    def __init__(self, cycles: _Optional[int] = ..., requests: _Optional[int] = ..., register_ops: _Optional[int] = ..., memory_bytes_read: _Optional[int] = ..., memory_bytes_written: _Optional[int] = ..., worker_restarts: _Optional[int] = ..., observer_requests: _Optional[int] = ...) -> None: ...
 
 class StartWavesRequest(_message.Message):
     __slots__ = ("lease_id", "cycles")
@@ -423,3 +442,103 @@ class StopWavesResponse(_message.Message):
     file: WaveFile
     cycles: int
     def __init__(self, file: _Optional[_Union[WaveFile, _Mapping]] = ..., cycles: _Optional[int] = ...) -> None: ...
+
+class ObserveReadRegisterRequest(_message.Message):
+    __slots__ = ("device", "address", "client")
+    DEVICE_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_FIELD_NUMBER: _ClassVar[int]
+    device: str
+    address: int
+    client: str
+    def __init__(self, device: _Optional[str] = ..., address: _Optional[int] = ..., client: _Optional[str] = ...) -> None: ...
+
+class ObserveReadRegisterResponse(_message.Message):
+    __slots__ = ("value", "cycles", "status", "holder")
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    CYCLES_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    HOLDER_FIELD_NUMBER: _ClassVar[int]
+    value: int
+    cycles: int
+    status: RegisterStatus
+    holder: str
+    def __init__(self, value: _Optional[int] = ..., cycles: _Optional[int] = ..., status: _Optional[_Union[RegisterStatus, str]] = ..., holder: _Optional[str] = ...) -> None: ...
+
+class ObserveRegisterBatchRequest(_message.Message):
+    __slots__ = ("device", "ops", "client")
+    DEVICE_FIELD_NUMBER: _ClassVar[int]
+    OPS_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_FIELD_NUMBER: _ClassVar[int]
+    device: str
+    ops: _containers.RepeatedCompositeFieldContainer[RegisterOp]
+    client: str
+    def __init__(self, device: _Optional[str] = ..., ops: _Optional[_Iterable[_Union[RegisterOp, _Mapping]]] = ..., client: _Optional[str] = ...) -> None: ...
+
+class ObserveRegisterBatchResponse(_message.Message):
+    __slots__ = ("results", "cycles", "holder")
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    CYCLES_FIELD_NUMBER: _ClassVar[int]
+    HOLDER_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[RegisterResult]
+    cycles: int
+    holder: str
+    def __init__(self, results: _Optional[_Iterable[_Union[RegisterResult, _Mapping]]] = ..., cycles: _Optional[int] = ..., holder: _Optional[str] = ...) -> None: ...
+
+class ObserveStartWavesRequest(_message.Message):
+    __slots__ = ("device", "cycles", "client")
+    DEVICE_FIELD_NUMBER: _ClassVar[int]
+    CYCLES_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_FIELD_NUMBER: _ClassVar[int]
+    device: str
+    cycles: int
+    client: str
+    def __init__(self, device: _Optional[str] = ..., cycles: _Optional[int] = ..., client: _Optional[str] = ...) -> None: ...
+
+class ObserveStartWavesResponse(_message.Message):
+    __slots__ = ("cycles", "holder")
+    CYCLES_FIELD_NUMBER: _ClassVar[int]
+    HOLDER_FIELD_NUMBER: _ClassVar[int]
+    cycles: int
+    holder: str
+    def __init__(self, cycles: _Optional[int] = ..., holder: _Optional[str] = ...) -> None: ...
+
+class ObserveWavesStatusRequest(_message.Message):
+    __slots__ = ("device", "client", "wait_ms")
+    DEVICE_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_FIELD_NUMBER: _ClassVar[int]
+    WAIT_MS_FIELD_NUMBER: _ClassVar[int]
+    device: str
+    client: str
+    wait_ms: int
+    def __init__(self, device: _Optional[str] = ..., client: _Optional[str] = ..., wait_ms: _Optional[int] = ...) -> None: ...
+
+class ObserveWavesStatusResponse(_message.Message):
+    __slots__ = ("state", "first_cycle", "cycles", "holder")
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    FIRST_CYCLE_FIELD_NUMBER: _ClassVar[int]
+    CYCLES_FIELD_NUMBER: _ClassVar[int]
+    HOLDER_FIELD_NUMBER: _ClassVar[int]
+    state: ObserverWindowState
+    first_cycle: int
+    cycles: int
+    holder: str
+    def __init__(self, state: _Optional[_Union[ObserverWindowState, str]] = ..., first_cycle: _Optional[int] = ..., cycles: _Optional[int] = ..., holder: _Optional[str] = ...) -> None: ...
+
+class ObserveStopWavesRequest(_message.Message):
+    __slots__ = ("device", "client")
+    DEVICE_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_FIELD_NUMBER: _ClassVar[int]
+    device: str
+    client: str
+    def __init__(self, device: _Optional[str] = ..., client: _Optional[str] = ...) -> None: ...
+
+class ObserveStopWavesResponse(_message.Message):
+    __slots__ = ("file", "cycles", "state")
+    FILE_FIELD_NUMBER: _ClassVar[int]
+    CYCLES_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    file: WaveFile
+    cycles: int
+    state: ObserverWindowState
+    def __init__(self, file: _Optional[_Union[WaveFile, _Mapping]] = ..., cycles: _Optional[int] = ..., state: _Optional[_Union[ObserverWindowState, str]] = ...) -> None: ...

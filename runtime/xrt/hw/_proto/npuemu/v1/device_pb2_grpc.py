@@ -110,6 +110,31 @@ class DeviceServiceStub:
                 request_serializer=npuemu_dot_v1_dot_device__pb2.StopWavesRequest.SerializeToString,
                 response_deserializer=npuemu_dot_v1_dot_device__pb2.StopWavesResponse.FromString,
                 _registered_method=True)
+        self.ObserveReadRegister = channel.unary_unary(
+                '/npuemu.v1.DeviceService/ObserveReadRegister',
+                request_serializer=npuemu_dot_v1_dot_device__pb2.ObserveReadRegisterRequest.SerializeToString,
+                response_deserializer=npuemu_dot_v1_dot_device__pb2.ObserveReadRegisterResponse.FromString,
+                _registered_method=True)
+        self.ObserveRegisterBatch = channel.unary_unary(
+                '/npuemu.v1.DeviceService/ObserveRegisterBatch',
+                request_serializer=npuemu_dot_v1_dot_device__pb2.ObserveRegisterBatchRequest.SerializeToString,
+                response_deserializer=npuemu_dot_v1_dot_device__pb2.ObserveRegisterBatchResponse.FromString,
+                _registered_method=True)
+        self.ObserveStartWaves = channel.unary_unary(
+                '/npuemu.v1.DeviceService/ObserveStartWaves',
+                request_serializer=npuemu_dot_v1_dot_device__pb2.ObserveStartWavesRequest.SerializeToString,
+                response_deserializer=npuemu_dot_v1_dot_device__pb2.ObserveStartWavesResponse.FromString,
+                _registered_method=True)
+        self.ObserveWavesStatus = channel.unary_unary(
+                '/npuemu.v1.DeviceService/ObserveWavesStatus',
+                request_serializer=npuemu_dot_v1_dot_device__pb2.ObserveWavesStatusRequest.SerializeToString,
+                response_deserializer=npuemu_dot_v1_dot_device__pb2.ObserveWavesStatusResponse.FromString,
+                _registered_method=True)
+        self.ObserveStopWaves = channel.unary_unary(
+                '/npuemu.v1.DeviceService/ObserveStopWaves',
+                request_serializer=npuemu_dot_v1_dot_device__pb2.ObserveStopWavesRequest.SerializeToString,
+                response_deserializer=npuemu_dot_v1_dot_device__pb2.ObserveStopWavesResponse.FromString,
+                _registered_method=True)
 
 
 class DeviceServiceServicer:
@@ -222,6 +247,46 @@ class DeviceServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ObserveReadRegister(self, request, context):
+        """Observers: an operator looks at a device someone else holds, without its lease (a
+        hung driver's registers, a waveform window of the holder's activity). Each call needs
+        the admin credential (`x-npu-emu-admin` metadata) and a device that is LEASED; none
+        takes, touches or keeps a lease. Register reads only (no write, masked write or poll;
+        registers whose read has a side effect are refused), never memory: memory belongs to
+        the lease. Every access is logged by the server.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ObserveRegisterBatch(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ObserveStartWaves(self, request, context):
+        """A waveform window of the holder's activity (a server started with --waves). Opening,
+        looking at and closing it advance no simulated time: the window fills as the holder's
+        requests (and the engines they started) run. The holder goes first: its own
+        StartWaves closes an observer's window.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ObserveWavesStatus(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ObserveStopWaves(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_DeviceServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -299,6 +364,31 @@ def add_DeviceServiceServicer_to_server(servicer, server):
                     servicer.StopWaves,
                     request_deserializer=npuemu_dot_v1_dot_device__pb2.StopWavesRequest.FromString,
                     response_serializer=npuemu_dot_v1_dot_device__pb2.StopWavesResponse.SerializeToString,
+            ),
+            'ObserveReadRegister': grpc.unary_unary_rpc_method_handler(
+                    servicer.ObserveReadRegister,
+                    request_deserializer=npuemu_dot_v1_dot_device__pb2.ObserveReadRegisterRequest.FromString,
+                    response_serializer=npuemu_dot_v1_dot_device__pb2.ObserveReadRegisterResponse.SerializeToString,
+            ),
+            'ObserveRegisterBatch': grpc.unary_unary_rpc_method_handler(
+                    servicer.ObserveRegisterBatch,
+                    request_deserializer=npuemu_dot_v1_dot_device__pb2.ObserveRegisterBatchRequest.FromString,
+                    response_serializer=npuemu_dot_v1_dot_device__pb2.ObserveRegisterBatchResponse.SerializeToString,
+            ),
+            'ObserveStartWaves': grpc.unary_unary_rpc_method_handler(
+                    servicer.ObserveStartWaves,
+                    request_deserializer=npuemu_dot_v1_dot_device__pb2.ObserveStartWavesRequest.FromString,
+                    response_serializer=npuemu_dot_v1_dot_device__pb2.ObserveStartWavesResponse.SerializeToString,
+            ),
+            'ObserveWavesStatus': grpc.unary_unary_rpc_method_handler(
+                    servicer.ObserveWavesStatus,
+                    request_deserializer=npuemu_dot_v1_dot_device__pb2.ObserveWavesStatusRequest.FromString,
+                    response_serializer=npuemu_dot_v1_dot_device__pb2.ObserveWavesStatusResponse.SerializeToString,
+            ),
+            'ObserveStopWaves': grpc.unary_unary_rpc_method_handler(
+                    servicer.ObserveStopWaves,
+                    request_deserializer=npuemu_dot_v1_dot_device__pb2.ObserveStopWavesRequest.FromString,
+                    response_serializer=npuemu_dot_v1_dot_device__pb2.ObserveStopWavesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -707,6 +797,141 @@ class DeviceService:
             '/npuemu.v1.DeviceService/StopWaves',
             npuemu_dot_v1_dot_device__pb2.StopWavesRequest.SerializeToString,
             npuemu_dot_v1_dot_device__pb2.StopWavesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ObserveReadRegister(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/npuemu.v1.DeviceService/ObserveReadRegister',
+            npuemu_dot_v1_dot_device__pb2.ObserveReadRegisterRequest.SerializeToString,
+            npuemu_dot_v1_dot_device__pb2.ObserveReadRegisterResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ObserveRegisterBatch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/npuemu.v1.DeviceService/ObserveRegisterBatch',
+            npuemu_dot_v1_dot_device__pb2.ObserveRegisterBatchRequest.SerializeToString,
+            npuemu_dot_v1_dot_device__pb2.ObserveRegisterBatchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ObserveStartWaves(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/npuemu.v1.DeviceService/ObserveStartWaves',
+            npuemu_dot_v1_dot_device__pb2.ObserveStartWavesRequest.SerializeToString,
+            npuemu_dot_v1_dot_device__pb2.ObserveStartWavesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ObserveWavesStatus(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/npuemu.v1.DeviceService/ObserveWavesStatus',
+            npuemu_dot_v1_dot_device__pb2.ObserveWavesStatusRequest.SerializeToString,
+            npuemu_dot_v1_dot_device__pb2.ObserveWavesStatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ObserveStopWaves(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/npuemu.v1.DeviceService/ObserveStopWaves',
+            npuemu_dot_v1_dot_device__pb2.ObserveStopWavesRequest.SerializeToString,
+            npuemu_dot_v1_dot_device__pb2.ObserveStopWavesResponse.FromString,
             options,
             channel_credentials,
             insecure,

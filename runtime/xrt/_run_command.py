@@ -1,0 +1,440 @@
+"""``xrt run``: open the device, load (and quantize) the model, bind, run, report.
+
+The order matters to a CI job: the device is opened first, so a wrong URL, a refused
+connection or a wrong token fails within a second, before the model is imported or
+calibrated; placement is reported on every run and checked before any forward when
+``--require-npu`` asks; the device's lease is released however the run ends.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from xrt import exitcodes
+from xrt.backend import Backend, get_backend_type
+from xrt.device import Device, HostDevice
+from xrt.dtypes import DataType, TensorType
+from xrt.errors import ErrorCode, XrtError
+from xrt.network import Network, is_quantized_op
+from xrt.progress import progress
+from xrt.session import PlacementReport, Session
+
+__all__ = ["run_command"]
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """The ``xrt run`` command (arguments as `xrt.cli` parses them); returns the exit code."""
+    if args.runs < 1:
+        raise XrtError(ErrorCode.OUT_OF_RANGE, f"--runs must be >= 1, got {args.runs}")
+    if args.quantize and args.calib < 1:
+        raise XrtError(ErrorCode.OUT_OF_RANGE, f"--calib must be >= 1, got {args.calib}")
+    device = Device.open(args.device) if args.device else None
+    try:
+        names = _backend_names(args.backends, device)
+        types = [get_backend_type(n) for n in names]
+        net = _load_network(args.model)
+        if args.quantize:
+            net = _quantize(net, args)
+        _check_npu_gets_integers(net, types, quantized=args.quantize)
+        feed, sources = _inputs(net, args.input, args.seed)
+        return _Run(args, net, names, types, device, feed, sources).execute()
+    finally:
+        if device is not None:
+            device.close()
+
+
+# -- what to run on -----------------------------------------------------------------------
+
+
+def _backend_names(text: str | None, device: Device | None) -> list[str]:
+    """``--backends``, or the default: the device's NPU backend, then host."""
+    if text is None:
+        target = getattr(device, "target", None) if device is not None else None
+        return [target, "host"] if target else ["host"]
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise XrtError(ErrorCode.OUT_OF_RANGE, "--backends names no backend")
+    return names
+
+
+def _check_npu_gets_integers(net: Network, types: list[type[Backend]], *, quantized: bool) -> None:
+    """An NPU backend with a float network would leave everything on the host: say so."""
+    npu = [t.__name__ for t in types if not t.is_host]
+    if not npu or any(is_quantized_op(op, net.values) for op in net.ops):
+        return
+    hint = "" if quantized else ": add --quantize (or give a network file saved after quantizing)"
+    raise XrtError(
+        ErrorCode.OUT_OF_RANGE,
+        f"{', '.join(npu)} runs quantized (int8) networks only, and network {net.name!r} "
+        f"has no integer operators{hint}",
+    )
+
+
+def _devices(types: list[type[Backend]], device: Device | None) -> list[Device | None]:
+    """The device of each backend: `device` for NPU backends; host backends take it only
+    when it is a host device (``host://?capacity=...``), else the default host device."""
+    out: list[Device | None] = []
+    for t in types:
+        if t.is_host:
+            out.append(device if isinstance(device, HostDevice) else None)
+        else:
+            out.append(device)
+    return out
+
+
+# -- the model and its inputs ---------------------------------------------------------------
+
+
+def _load_network(path_text: str) -> Network:
+    path = Path(path_text)
+    if not path.is_file():
+        raise XrtError(ErrorCode.FILE_NOT_FOUND, f"model file {path_text!r} does not exist")
+    with progress(f"loading {path.name}"):
+        if path.suffix.lower() == ".json":
+            return Network.load(path)
+        return Network.from_onnx(path)
+
+
+def _quantize(net: Network, args: argparse.Namespace) -> Network:
+    from xrt.quant import calibrate, quantize_network
+
+    if args.calib_dir is not None:
+        samples = _calibration_dir(net, args.calib_dir)
+    else:
+        samples = [_inputs(net, [], args.seed + 1000 + i)[0] for i in range(args.calib)]
+    with progress(f"calibrating on {len(samples)} input sets"):
+        return quantize_network(net, ranges=calibrate(net, samples))
+
+
+def _random_input(t: TensorType, rng: np.random.Generator) -> np.ndarray:
+    dt = t.dtype
+    if dt.is_float:
+        return rng.standard_normal(t.shape).astype(dt.numpy)
+    if dt is DataType.BOOL:
+        return rng.integers(0, 2, t.shape).astype(np.bool_)
+    info = np.iinfo(dt.numpy)
+    return rng.integers(info.min, info.max, t.shape, dtype=dt.numpy, endpoint=True)
+
+
+def _load_npy(path_text: str) -> np.ndarray:
+    path = Path(path_text)
+    if not path.is_file():
+        raise XrtError(ErrorCode.FILE_NOT_FOUND, f"input file {path_text!r} does not exist")
+    try:
+        arr = np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        raise XrtError(
+            ErrorCode.LOAD_FAILED, f"input file {path_text!r} is not a valid .npy file: {exc}"
+        ) from None
+    if not isinstance(arr, np.ndarray):
+        raise XrtError(
+            ErrorCode.LOAD_FAILED, f"input file {path_text!r} holds several arrays (.npz)"
+        )
+    return arr
+
+
+def _inputs(net: Network, specs: list[str], seed: int) -> tuple[dict[str, np.ndarray], list[str]]:
+    names = list(net.inputs)
+    if not specs:
+        rng = np.random.default_rng(seed)
+        feed = {n: _random_input(net.values[n], rng) for n in names}
+        return feed, [f"random (seed {seed})"] * len(names)
+    positional = [s for s in specs if "=" not in s]
+    named = [s.split("=", 1) for s in specs if "=" in s]
+    if positional and named:
+        raise XrtError(
+            ErrorCode.OUT_OF_RANGE, "give --input either all as FILE.npy or all as NAME=FILE.npy"
+        )
+    if positional:
+        if len(positional) != len(names):
+            raise XrtError(
+                ErrorCode.OUT_OF_RANGE,
+                f"the network has {len(names)} input(s) {names}, got {len(positional)} --input",
+            )
+        pairs = list(zip(names, positional, strict=True))
+    else:
+        pairs = [(n, p) for n, p in named]
+        unknown = [n for n, _ in pairs if n not in names]
+        missing = [n for n in names if n not in dict(pairs)]
+        if unknown or missing:
+            raise XrtError(
+                ErrorCode.OUT_OF_RANGE,
+                f"inputs are {names}; unknown {unknown}, missing {missing}",
+            )
+    where = dict(pairs)
+    feed = {n: _load_npy(p) for n, p in pairs}
+    return feed, [where[n] for n in names]
+
+
+def _calibration_dir(net: Network, folder: str) -> list[dict[str, np.ndarray]]:
+    path = Path(folder)
+    if not path.is_dir():
+        raise XrtError(ErrorCode.FILE_NOT_FOUND, f"calibration folder {folder!r} does not exist")
+    files = sorted(path.glob("*.npy"))
+    if not files:
+        raise XrtError(ErrorCode.FILE_NOT_FOUND, f"calibration folder {folder!r} has no .npy files")
+    if len(net.inputs) != 1:
+        raise XrtError(
+            ErrorCode.OUT_OF_RANGE,
+            f"--calib-dir feeds single-input networks; this one has inputs {list(net.inputs)}",
+        )
+    return [{net.inputs[0]: _load_npy(str(f))} for f in files]
+
+
+# -- running and reporting ------------------------------------------------------------------
+
+
+def _percentile(values: list[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values), q))
+
+
+def _first_difference(a: np.ndarray, b: np.ndarray) -> str | None:
+    """None when `a` and `b` are equal bit for bit, else where and how they first differ."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return f"shape/type {a.dtype}{list(a.shape)} vs {b.dtype}{list(b.shape)}"
+    if a.dtype.kind == "f":  # compare the bits: -0.0 is not 0.0, a NaN equals its twin
+        bits = np.dtype(f"u{a.dtype.itemsize}")
+        same = np.ascontiguousarray(a).view(bits) == np.ascontiguousarray(b).view(bits)
+    else:
+        same = a == b
+    diff = np.argwhere(~same)
+    if diff.size == 0:
+        return None
+    index = tuple(int(i) for i in diff[0])
+    return f"{len(diff)} element(s) differ; first at {list(index)}: {a[index]} vs {b[index]}"
+
+
+@dataclass
+class _NpuFigures:
+    """The NPU launches of the last forward: the main program is the longest one."""
+
+    launches: int = 0
+    cycles: int = 0
+    main_label: str = ""
+    main_cycles: int = 0
+    main_mac: float = 0.0
+    backends: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "launches": self.launches,
+            "cycles": self.cycles,
+            "main_program": {
+                "label": self.main_label,
+                "cycles": self.main_cycles,
+                "mac_utilisation": round(self.main_mac, 4),
+            },
+        }
+
+
+class _Run:
+    """One ``xrt run`` after its arguments are checked: bind, apply, forward, report."""
+
+    def __init__(
+        self,
+        args: argparse.Namespace,
+        net: Network,
+        names: list[str],
+        types: list[type[Backend]],
+        device: Device | None,
+        feed: dict[str, np.ndarray],
+        sources: list[str],
+    ) -> None:
+        self.args, self.net, self.names, self.types = args, net, names, types
+        self.device, self.feed, self.sources = device, feed, sources
+        self.summary: dict[str, Any] = {
+            "model": args.model,
+            "network": net.name,
+            "ops": len(net.ops),
+            "backends": names,
+            "device": str(getattr(device, "url", "")) or None,
+        }
+
+    def say(self, text: str = "") -> None:
+        """Human-readable output (the JSON summary replaces it with --json)."""
+        if not self.args.json:
+            print(text)
+
+    def execute(self) -> int:
+        args = self.args
+        sess = Session.create(self.types, self.net, _devices(self.types, self.device))
+        with sess:
+            with progress(f"applying the network to {', '.join(self.names)}"):
+                sess.apply()
+            report = sess.placement()
+            self.summary["placement"] = report.to_dict()
+            if args.require_npu and report.host_quantized:
+                return self._refuse_placement(report)
+            sess.enable_time_profile(args.profile)
+            sess.enable_trace(args.trace is not None)
+            outs, walls = self._forwards(sess)
+            self._report(sess, report, outs, walls)
+        code = exitcodes.OK
+        if args.compare:
+            code = self._compare(outs)
+        if args.output:
+            np.savez(args.output, **outs)
+            self.summary["output_file"] = args.output
+            self.say(f"outputs: {args.output} ({', '.join(outs)})")
+        if args.json:
+            print(json.dumps(self.summary, indent=1, default=str))
+        return code
+
+    def _refuse_placement(self, report: PlacementReport) -> int:
+        left = report.host_quantized
+        if self.args.json:
+            print(json.dumps({**self.summary, "error": "quantized operators on the host"}))
+        for line in report.summary_lines():
+            print(line, file=sys.stderr)
+        print(
+            f"xrt run: --require-npu: {len(left)} quantized operator(s) stay on the host",
+            file=sys.stderr,
+        )
+        return exitcodes.PLACEMENT
+
+    def _forwards(self, sess: Session) -> tuple[dict[str, np.ndarray], list[float]]:
+        walls: list[float] = []
+        outs: dict[str, np.ndarray] = {}
+        npu = [b for b in sess.backends if hasattr(b, "launch_stats")]
+        for i in range(self.args.runs):
+            marks = [len(b.launch_stats) for b in npu]  # type: ignore[attr-defined]
+            what = "running forward" + (f" {i + 1}/{self.args.runs}" if self.args.runs > 1 else "")
+            with progress(what):
+                t0 = time.perf_counter()
+                tensors = sess.forward(self.feed)
+                walls.append(time.perf_counter() - t0)
+            outs = {n: t.numpy() for n, t in zip(sess.outputs, tensors, strict=True)}
+        self.npu = self._npu_figures(npu, marks if npu else [])
+        return outs, walls
+
+    @staticmethod
+    def _npu_figures(backends: list[Backend], marks: list[int]) -> _NpuFigures:
+        fig = _NpuFigures()
+        for b, mark in zip(backends, marks, strict=True):
+            stats = b.launch_stats[mark:]  # type: ignore[attr-defined]
+            labels = b.launch_labels[mark:]  # type: ignore[attr-defined]
+            fig.backends.append(type(b).__name__)
+            fig.launches += len(stats)
+            fig.cycles += sum(s.busy_cycles for s in stats)
+            for label, s in zip(labels, stats, strict=True):
+                if s.busy_cycles > fig.main_cycles:
+                    fig.main_label, fig.main_cycles = label, s.busy_cycles
+                    fig.main_mac = s.mac_utilisation
+        return fig
+
+    def _report(
+        self,
+        sess: Session,
+        report: PlacementReport,
+        outs: dict[str, np.ndarray],
+        walls: list[float],
+    ) -> None:
+        args, net = self.args, self.net
+        if args.trace is not None:
+            sess.write_trace(args.trace)
+        self.say(
+            f"model {args.model}: network {net.name!r}, {len(net.ops)} ops; "
+            f"backends {', '.join(self.names)}"
+        )
+        inputs = {}
+        for n, src in zip(net.inputs, self.sources, strict=True):
+            t = net.values[n]
+            inputs[n] = {"type": t.dtype.manual_name, "shape": list(t.shape), "from": src}
+            self.say(f"input {n!r}: {t.dtype.manual_name}{list(t.shape)} from {src}")
+        self.summary["inputs"] = inputs
+        self.summary["outputs"] = {
+            n: _print_output(self, n, a, net.values[n], max(args.values, 0))
+            for n, a in outs.items()
+        }
+        for line in report.summary_lines():
+            self.say(line)
+        if args.profile and report.uses_accelerator:
+            self.say("where each unit ran:")
+            bindings = sess.backend_bindings()
+            for unit in sess.execution_units():
+                text = unit.describe()
+                if not text.endswith(type(bindings[unit.op_id]).__name__):
+                    text += f" on {type(bindings[unit.op_id]).__name__}"
+                self.say(f"  {text}")
+        if self.npu.launches:
+            n = self.npu
+            self.summary["npu"] = n.to_dict()
+            self.say(
+                f"{'/'.join(n.backends)}: {n.launches} launch(es), {n.cycles} cycles; main "
+                f"program {n.main_cycles} cycles, MAC array busy {100 * n.main_mac:.1f}% of "
+                f"them ({n.main_label[:80]}{'...' if len(n.main_label) > 80 else ''})"
+            )
+        ms = [w * 1e3 for w in walls]
+        self.summary["forward_ms"] = {
+            "runs": len(ms),
+            "p50": round(_percentile(ms, 50), 3),
+            "p99": round(_percentile(ms, 99), 3),
+            "min": round(min(ms), 3),
+            "max": round(max(ms), 3),
+        }
+        if len(ms) == 1:
+            self.say(f"forward: {ms[0]:.3f} ms")
+        else:
+            self.say(
+                f"forward: {len(ms)} runs, p50 {_percentile(ms, 50):.3f} ms, "
+                f"p99 {_percentile(ms, 99):.3f} ms (min {min(ms):.3f}, max {max(ms):.3f})"
+            )
+        if args.profile:
+            self.say(sess.profile_table())
+            self.say(sess.memory_plan.summary())
+        if args.trace is not None:
+            self.say(f"trace: {args.trace} ({len(sess.trace_events())} events; ui.perfetto.dev)")
+
+    def _compare(self, outs: dict[str, np.ndarray]) -> int:
+        """Run the same network on the host backend and compare bit for bit."""
+        host = get_backend_type("host")
+        with Session.create([host], self.net) as ref, progress("running the host reference"):
+            ref.apply()
+            expected = {
+                n: t.numpy() for n, t in zip(ref.outputs, ref.forward(self.feed), strict=True)
+            }
+        problems = {
+            n: why for n in outs if (why := _first_difference(outs[n], expected[n])) is not None
+        }
+        self.summary["compare"] = {"against": "host", "bit_exact": not problems, **problems}
+        if not problems:
+            self.say(f"compare host: bit-exact ({len(outs)} output(s))")
+            return exitcodes.OK
+        for n, why in problems.items():
+            line = f"compare host: output {n!r} differs: {why}"
+            self.say(line)
+            if self.args.json:
+                print(line, file=sys.stderr)
+        return exitcodes.MISMATCH
+
+
+def _print_output(
+    run: _Run, name: str, arr: np.ndarray, t: TensorType, n_values: int
+) -> dict[str, Any]:
+    """Print one output (unless --json) and return its summary."""
+    info: dict[str, Any] = {"type": t.dtype.manual_name, "shape": list(t.shape)}
+    run.say(f"output {name!r}: {t.dtype.manual_name}{list(t.shape)}")
+    flat = arr.reshape(-1)
+    if flat.size == 0:
+        run.say("  (empty)")
+        return info
+    shown = ", ".join(f"{v:.6g}" if arr.dtype.kind == "f" else str(v) for v in flat[:n_values])
+    more = f" ... ({flat.size} values)" if flat.size > n_values else ""
+    run.say(f"  values: [{shown}{more}]")
+    a = flat.astype(np.float64)
+    info.update(min=float(a.min()), max=float(a.max()), mean=float(a.mean()))
+    run.say(f"  min {a.min():.6g}  max {a.max():.6g}  mean {a.mean():.6g}")
+    classes = arr.shape[-1] if arr.ndim in (1, 2) else 0
+    if classes >= 5 and (arr.ndim == 1 or arr.shape[0] == 1):
+        top = np.argsort(-a, kind="stable")[:5]
+        info["top5"] = [int(i) for i in top]
+        run.say("  top-5: " + ", ".join(f"{int(i)} ({a[i]:.6g})" for i in top))
+    return info

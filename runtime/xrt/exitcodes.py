@@ -1,0 +1,59 @@
+"""One table of exit codes for the ``xrt`` and ``npu-emu`` commands (docs/debugging.md).
+
+A CI script can tell a bad invocation from a device failure, a placement failure from a
+numeric one, and a Ctrl-C from all of them, whichever subcommand it ran.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+
+from xrt.errors import ErrorCode, XrtError
+
+__all__ = [
+    "BAD_INPUT",
+    "BROKEN_PIPE",
+    "FAILED",
+    "INPUT_ERRORS",
+    "INTERRUPTED",
+    "MISMATCH",
+    "OK",
+    "PLACEMENT",
+    "for_error",
+    "quiet_broken_pipe",
+]
+
+OK = 0
+FAILED = 1
+"""The operation failed: the device, the server or the backend (XrtError 11012..11015)."""
+BAD_INPUT = 2
+"""Bad arguments or input: usage, a missing or malformed file (XrtError 11002, 11003, 11010,
+11011)."""
+PLACEMENT = 3
+"""``xrt run --require-npu``: quantized operators stayed on the host."""
+MISMATCH = 4
+"""``xrt run --compare``: the outputs differ from the reference."""
+INTERRUPTED = 130
+"""Ctrl-C (SIGINT), as a shell reports it; the lease was released."""
+BROKEN_PIPE = 141
+"""The reader of the output went away (``... | head``), as a shell reports SIGPIPE."""
+
+INPUT_ERRORS = frozenset(
+    {ErrorCode.FILE_NOT_FOUND, ErrorCode.OUT_OF_RANGE, ErrorCode.WRONG_TYPE, ErrorCode.LOAD_FAILED}
+)
+
+
+def for_error(exc: XrtError) -> int:
+    """`BAD_INPUT` for an error in what the user gave, else `FAILED`."""
+    return BAD_INPUT if exc.code in INPUT_ERRORS else FAILED
+
+
+def quiet_broken_pipe() -> int:
+    """After a BrokenPipeError on stdout: point stdout at /dev/null (so that the
+    interpreter's final flush does not fail again, as the Python docs advise) and return
+    `BROKEN_PIPE`."""
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return BROKEN_PIPE
