@@ -122,9 +122,11 @@ def test_the_servers_ring_and_the_workers_loop_give_the_same_results(
     seed = int(os.environ.get("NPU_TEST_SEED", random.randrange(1 << 30)))
     print(f"NPU_TEST_SEED={seed}")
     rng = random.Random(seed)
-    batches = [[]] + directed_batches(pool) + [
-        random_batch(rng, pool, rng.choice([1, 5, 20, 60])) for _ in range(20)
-    ]
+    batches = (
+        [[]]
+        + directed_batches(pool)
+        + [random_batch(rng, pool, rng.choice([1, 5, 20, 60])) for _ in range(20)]
+    )
     state = [(0, a, 0, 0xFFFF_FFFF, 0, 0) for a in pool.state]
     with ServerProcess.start(devices=1, env={"NPU_EMU_SERVER_RING": "0"}) as plain:
         answers = []
@@ -173,7 +175,10 @@ def test_the_ring_is_revoked_at_the_lease_end_and_the_next_holder_gets_another(
         sock, lease = _socket_of(first), first.transport.lease_id  # type: ignore[attr-defined]
         kept = RegisterRing.receive(sock, lease)  # the same ring, held by "another" client
         for _ in range(20):
-            assert kept.batch([(0, MAGIC, 0, 0, 0, 0)], 30)[0][:2] == (RegisterStatus.OK, MAGIC_VALUE)
+            assert kept.batch([(0, MAGIC, 0, 0, 0, 0)], 30)[0][:2] == (
+                RegisterStatus.OK,
+                MAGIC_VALUE,
+            )
         first_gen = HEADER.format.unpack_from(kept._map, 0)[4]
     with pytest.raises(RingRevokedError):
         kept.batch([(1, SCRATCH, 0x5EC2E7, 0, 0, 0)], 30)
