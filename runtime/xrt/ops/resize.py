@@ -172,6 +172,8 @@ register_op(
         },
         _infer,
         resize_forward,
+        fed_roles=("sizes", "scales"),
+        shape_roles=("sizes", "scales"),
         doc="resize, nearest / (bi)linear / (bi)cubic (ONNX Resize, Upsample)",
     )
 )

@@ -154,6 +154,8 @@ register_op(
         {"shape": AttrSpec("ints", doc="target shape; 0 copies a dimension, one -1 is inferred")},
         _infer_reshape,
         reshape_forward,
+        fed_roles=("shape",),
+        shape_roles=("shape",),
         doc="reshape (ONNX semantics, allowzero=0)",
     )
 )
