@@ -111,7 +111,7 @@ def _first_param(doc: dict[str, Any]) -> dict[str, Any]:
 CORRUPTIONS: dict[str, tuple[Any, str]] = {
     # name: (document edit, a word the message must contain)
     "wrong format": (lambda d: d.update(format="onnx"), "format"),
-    "newer version": (lambda d: d.update(version=2), "newer"),
+    "newer version": (lambda d: d.update(version=FORMAT_VERSION + 1), "newer"),
     "version not int": (lambda d: d.update(version="1"), "version"),
     "no ops": (lambda d: d.pop("ops"), "ops"),
     "ops not a list": (lambda d: d.update(ops={}), "ops"),
