@@ -223,12 +223,27 @@ class FedResolver:
     Args:
         values: The network's value types (the declarations).
         params: The network's constant parameters.
+        ops: The network's operators, in order: errors then name the fed values a
+            contradicting value's shape follows.
     """
 
-    def __init__(self, values: Mapping[str, TensorType], params: Mapping[str, np.ndarray]) -> None:
+    def __init__(
+        self,
+        values: Mapping[str, TensorType],
+        params: Mapping[str, np.ndarray],
+        ops: Sequence[Operator] = (),
+    ) -> None:
         self._values = values
         self._params = params
         self._memo: dict[int, tuple[Any, Operator, list[TensorType]]] = {}
+        # Value -> the fed values (of shape roles) its shape follows.
+        self._sources: dict[str, tuple[str, ...]] = {}
+        for op in ops:
+            found = {s: None for v in op.data_inputs for s in self._sources.get(v, ())}
+            found.update({op.fed[r]: None for r in shape_fed(op)})
+            for v in op.outputs:
+                if found:
+                    self._sources[v] = tuple(found)
 
     def resolve(
         self, op: Operator, data_types: Sequence[TensorType], arrays: Mapping[str, np.ndarray]
@@ -259,8 +274,11 @@ class FedResolver:
         for v, got in zip(op.outputs, types, strict=True):
             why = contradiction(got, self._values[v])
             if why:
+                srcs = self._sources.get(v)
+                follows = f"; its shape follows {list(srcs)}, fed at run time" if srcs else ""
                 raise XrtError(
-                    ErrorCode.OUT_OF_RANGE, f"value {v!r} {why} ({fed_text(op, arrays)})"
+                    ErrorCode.OUT_OF_RANGE,
+                    f"value {v!r} {why}{follows} ({fed_text(op, arrays)})",
                 )
         self._memo[op.op_id] = (key, bound, types)
         return bound, types

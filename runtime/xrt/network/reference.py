@@ -107,7 +107,7 @@ def run_network_reference(
                 last_use[v] = i
         for v in graph.outputs:
             last_use[v] = len(graph.ops)
-    resolver = FedResolver(graph.values, graph.params)
+    resolver = FedResolver(graph.values, graph.params, graph.ops)
     for i, op in enumerate(graph.ops):
         op_def = op.op_def
         args = [env[v] for v in op.data_inputs]

@@ -120,7 +120,9 @@ class Executor:
         self._run: _Run | None = None
         self.record = RunRecord()
         network = flow.view.network
-        self._resolver = FedResolver(network.values, network.params) if flow.resolve else None
+        self._resolver = (
+            FedResolver(network.values, network.params, network.ops) if flow.resolve else None
+        )
 
     def end_run(self) -> None:
         """Forget the run in progress: the next `step_to` starts a new one."""
