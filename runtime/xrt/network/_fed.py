@@ -49,6 +49,8 @@ __all__ = [
 def check_fed(what: str, op: Operator) -> None:
     """The fed roles of `op` are named, and their values are its last inputs."""
     fed = op.fed
+    if not fed:
+        return
     if not all(isinstance(k, str) and k and isinstance(v, str) for k, v in fed.items()):
         raise XrtError(ErrorCode.WRONG_TYPE, f"{what}: fed must map roles to value names")
     if fed and op.inputs[-len(fed) :] != tuple(fed.values()):
@@ -128,6 +130,12 @@ def build_types(
         XrtError: 11003 naming the op when a dynamic op feeding a shape role has no
             declared types, or inference fails on dynamic inputs without them.
     """
+    if not op.fed:  # the common case: as before, unless an input has a run-time shape
+        for t in data_types:
+            if -1 in t.shape:
+                break
+        else:
+            return op.op_def.infer(op, list(data_types), params)
     dynamic_inputs = [t for t in data_types if not t.is_static]
     fed_shapes = shape_fed(op)
     if not dynamic_inputs and not fed_shapes:

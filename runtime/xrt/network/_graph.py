@@ -118,7 +118,8 @@ def _check_value_type(name: str, t: object, *, dynamic: bool = False) -> TensorT
         raise XrtError(
             ErrorCode.OUT_OF_RANGE, f"value {name!r}: shape {list(t.shape)} is not static"
         )
-    if any(d > MAX_DIM for d in t.shape) or prod(max(d, 0) for d in t.shape) > MAX_ELEMENTS:
+    known = t.shape if dynamic is False or -1 not in t.shape else [d for d in t.shape if d >= 0]
+    if any(d > MAX_DIM for d in t.shape) or prod(known) > MAX_ELEMENTS:
         raise XrtError(
             ErrorCode.OUT_OF_RANGE, f"value {name!r}: shape {list(t.shape)} is too large"
         )

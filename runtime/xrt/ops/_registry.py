@@ -269,7 +269,7 @@ class OpDef:
                 ErrorCode.WRONG_TYPE,
                 f"{op_desc}: unknown attribute(s) {unknown} (known: {sorted(self.attrs)})",
             )
-        given = sorted(set(attrs) & set(fed))
+        given = sorted(set(attrs) & set(fed)) if fed else None
         if given:
             raise XrtError(
                 ErrorCode.OUT_OF_RANGE,
@@ -297,14 +297,14 @@ class OpDef:
     ) -> None:
         """Check input/output counts, parameter roles and fed roles (`n_inputs` counts the
         data inputs, not the fed values); XrtError 11003 when they do not fit."""
-        bad = [r for r in fed_roles if r not in self.fed_roles]
+        bad = [r for r in fed_roles if r not in self.fed_roles] if fed_roles else None
         if bad:
             can = f" (it can: {list(self.fed_roles)})" if self.fed_roles else ""
             raise XrtError(
                 ErrorCode.OUT_OF_RANGE,
                 f"{op_desc}: {self.op_type} cannot take {bad} fed at run time{can}",
             )
-        both = [r for r in fed_roles if r in param_roles]
+        both = [r for r in fed_roles if r in param_roles] if fed_roles else None
         if both:
             raise XrtError(
                 ErrorCode.OUT_OF_RANGE, f"{op_desc}: role(s) {both} are both a parameter and fed"

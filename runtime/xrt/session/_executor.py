@@ -311,16 +311,18 @@ class Executor:
         else:
             in_names, out_names = call.ops[0].inputs, call.ops[0].outputs
         ins = [run.env[v] for v in in_names]
-        types: list[TensorType | None] = [None] * len(out_names)
         if (
             self._resolver is not None
             and not call.merged
             and call.ops[0].op_id in self._flow.resolve
-        ):
-            types = list(self._resolve(call.ops[0], run))
-        outs = [
-            self._tensor_for(v, run, call.backend, t) for v, t in zip(out_names, types, strict=True)
-        ]
+        ):  # run-time parameters: outputs at the shapes resolved for this forward
+            types = self._resolve(call.ops[0], run)
+            outs = [
+                self._tensor_for(v, run, call.backend, t)
+                for v, t in zip(out_names, types, strict=True)
+            ]
+        else:
+            outs = [self._tensor_for(v, run, call.backend) for v in out_names]
         options = self._options
         if options.pre is not None:
             self._callback(options.pre, "pre", call, ins)
