@@ -358,3 +358,21 @@ def test_the_fed_inputs_table_names_onnx_schema_inputs() -> None:
     for op, names in ONNX_FED_INPUTS.items():
         assert op in SUPPORTED_ONNX_OPS
         assert set(names) <= {i.name for i in onnx.defs.get_schema(op).inputs}, op
+
+
+def test_xrt_run_feeds_parameters_from_files_and_refuses_to_quantize_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from xrt.cli import main
+
+    model = _conv_reshape_clip()
+    onnx.save(model, tmp_path / "m.onnx")
+    feeds = _feeds([12, 4], 0.0, 6)
+    args = ["run", str(tmp_path / "m.onnx")]
+    for name, arr in feeds.items():
+        np.save(tmp_path / f"{name}.npy", arr)
+        args += ["--input", f"{name}={tmp_path / name}.npy"]
+    assert main(args) == 0
+    assert "FP32[12, 4]" in capsys.readouterr().out
+    assert main([*args, "--quantize"]) != 0
+    assert "fed at run time" in capsys.readouterr().err

@@ -355,9 +355,10 @@ def import_onnx(
             nothing else (else BatchNorm stays a standalone op).
         input_values: Values for graph inputs, fixed at import: such an input becomes a
             constant (replacing its default initializer, if it has one) and is folded into
-            whatever reads it. For models that take weights, shapes, pads or bounds as
-            inputs. A graph input with an initializer and no value here keeps the
-            initializer as its constant value.
+            whatever reads it. Without it, a weight, shape, pad, scale or bound that is a
+            graph input is fed at run time (host only, see `ONNX_FED_INPUTS`); fixing it
+            makes it a constant (static shapes, NPU-capable). A graph input with an
+            initializer and no value here keeps the initializer as its constant value.
 
     Returns:
         The validated `Network`; network input and output names are the ONNX ones.

@@ -108,13 +108,14 @@ def run_network_reference(
         for v in graph.outputs:
             last_use[v] = len(graph.ops)
     resolver = FedResolver(graph.values, graph.params, graph.ops)
+    runtime = {op.op_id for op in graph.ops if op.fed or graph.is_dynamic(op)}
     for i, op in enumerate(graph.ops):
         op_def = op.op_def
         args = [env[v] for v in op.data_inputs]
         params = graph.op_params(op)
         declared = [graph.values[v] for v in op.outputs]
         kernel_op = op
-        if op.fed or graph.is_dynamic(op):
+        if op.op_id in runtime:
             # Run-time parameters: bind the fed arrays, resolve the output types.
             arrays = {role: env[v] for role, v in op.fed.items()}
             if needs_resolution(op, graph.values):
