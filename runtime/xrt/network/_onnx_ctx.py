@@ -189,6 +189,17 @@ class Ctx:
         elif got is not None:
             params[role] = convert(got) if convert is not None else got
 
+    def fed_length(self, value: str, want: int | None = None, what: str = "") -> int:
+        """How many entries the fed 1-D list `value` (axes, a shape, pads) has: its static
+        length, which must be `want` when given."""
+        t = self.b.values[value]
+        if t.ndim != 1 or (want is not None and t.shape[0] != want):
+            need = f"shape [{want}]" if want is not None else "1-D"
+            raise self.fail(
+                f"{what or repr(value)} fed at run time must be {need}, got {list(t.shape)}"
+            )
+        return t.shape[0]
+
     def declared(self, name: str) -> TensorType | None:
         """ONNX shape inference's type of tensor `name` (-1 for unknown dims), or None."""
         return self.onnx_types.get(name)

@@ -303,7 +303,7 @@ def _scatter_pads(ctx: Ctx, pads: str, axes: str, nd: int) -> str:
     """ONNX Pad's ``pads`` over ``axes`` fed at run time, as pads over all `nd` axes: a
     one-hot (k, nd) of the axes (negative ones counted from the end) weights the begin and
     end halves, summed over the k listed axes (host ops on int64)."""
-    k = _fed_len(ctx, axes)
+    k = ctx.fed_length(axes)
     i64 = ctx.b.values[axes].dtype
     norm = ctx.emit("Mod", [axes, ctx.const_value(np.array(nd, i64.numpy), "rank")])
     col = ctx.emit("Reshape", [norm], {"shape": [k, 1]})
@@ -313,19 +313,6 @@ def _scatter_pads(ctx: Ctx, pads: str, axes: str, nd: int) -> str:
     spread = ctx.emit("Mul", [halves, hot])
     per_axis = ctx.emit("ReduceSum", [spread], {"axes": [1], "keepdims": False})
     return ctx.emit("Reshape", [per_axis], {"shape": [2 * nd]})
-
-
-def _fed_len(ctx: Ctx, value: str) -> int:
-    t = ctx.b.values[value]
-    if t.ndim != 1:
-        raise ctx.fail(f"{value!r} fed at run time must be 1-D, got shape {list(t.shape)}")
-    return t.shape[0]
-
-
-def _fed_length(ctx: Ctx, value: str, want: int, what: str) -> None:
-    t = ctx.b.values[value]
-    if t.ndim != 1 or t.shape[0] != want:
-        raise ctx.fail(f"{what} fed at run time must have shape [{want}], got {list(t.shape)}")
 
 
 def _gemm(ctx: Ctx) -> None:
@@ -486,7 +473,7 @@ def _resize(ctx: Ctx) -> None:
         # Run-time scales or sizes: the other is derived at each forward (xrt.ops.resize).
         kind, value = ("sizes", sizes_in) if fed_sizes else ("scales", scales_in)
         assert isinstance(value, str)
-        _fed_length(ctx, value, len(axes), f"Resize {kind}")
+        ctx.fed_length(value, len(axes), f"Resize {kind}")
         fill = np.array(shape, np.int64) if fed_sizes else np.ones(nd, np.float32)
         where = [axes.index(i) if i in axes else None for i in range(nd)]
         attrs["sizes" if not fed_sizes else "scales"] = []
@@ -524,7 +511,7 @@ def _upsample(ctx: Ctx) -> None:
     }
     got = ctx.fed_or_const(1)
     if isinstance(got, str):  # scales fed at run time: sizes derived at each forward
-        _fed_length(ctx, got, len(shape), "Upsample scales")
+        ctx.fed_length(got, len(shape), "Upsample scales")
         out_t = ctx.dyn_type(node.output[0], ctx.b.values[x].dtype, [-1] * len(shape))
         attrs["sizes"] = []
         ctx.emit("Resize", [x], attrs, output=node.output[0], fed={"scales": got}, types=[out_t])
@@ -557,7 +544,7 @@ def _pad(ctx: Ctx) -> None:
     got = ctx.fed_or_const(1)
     if isinstance(axes_in, str):  # axes fed at run time: pads spread over them then
         pads_v = got if isinstance(got, str) else ctx.const_value(got.astype(np.int64), "pads")
-        _fed_length(ctx, pads_v, 2 * _fed_len(ctx, axes_in), "Pad pads")
+        ctx.fed_length(pads_v, 2 * ctx.fed_length(axes_in), "Pad pads")
         fed["pads"] = _scatter_pads(ctx, pads_v, axes_in, nd)
         dims = [-1] * nd
         out_t = ctx.dyn_type(node.output[0], xt.dtype, dims)
@@ -565,7 +552,7 @@ def _pad(ctx: Ctx) -> None:
         return
     if isinstance(got, str):  # pads fed at run time: the output shape follows them
         n = len(axes)
-        _fed_length(ctx, got, 2 * n, "Pad pads")
+        ctx.fed_length(got, 2 * n, "Pad pads")
         where = [axes.index(i) if i in axes else None for i in range(nd)]
         where += [None if p is None else p + n for p in where]
         fed["pads"] = _spread(ctx, got, where, np.zeros(2 * nd, np.int64))

@@ -93,14 +93,6 @@ def _int_list(ctx: Ctx, index: int, attr: str) -> list[int] | str | None:
     return got if got is None or isinstance(got, str) else [int(v) for v in got.reshape(-1)]
 
 
-def _length(ctx: Ctx, value: str) -> int:
-    """How many entries a fed 1-D list (axes, a shape) has: its static length."""
-    t = ctx.b.values[value]
-    if t.ndim != 1:
-        raise ctx.fail(f"{value!r} fed at run time must be 1-D, got shape {list(t.shape)}")
-    return t.shape[0]
-
-
 def _emit_fed(
     ctx: Ctx,
     op_type: str,
@@ -122,7 +114,7 @@ def _reshape(ctx: Ctx) -> None:
     if isinstance(got, str):
         if a.get("allowzero", 0):
             raise ctx.fail("Reshape with allowzero=1 and a shape fed at run time is not supported")
-        _emit_fed(ctx, "Reshape", x, {}, {"shape": got}, [-1] * _length(ctx, got))
+        _emit_fed(ctx, "Reshape", x, {}, {"shape": got}, [-1] * ctx.fed_length(got))
         return
     shape = [int(d) for d in ctx.need_const(node.input[1], "the target shape").reshape(-1)]
     if a.get("allowzero", 0) and 0 in shape:
@@ -138,7 +130,7 @@ def _squeeze(ctx: Ctx) -> None:
     axes = _int_list(ctx, 1, "axes")
     if isinstance(axes, str) or (axes is not None and not ctx.b.values[x].is_static):
         # Axes fed at run time (or an input shape known only then): Squeeze / Unsqueeze ops.
-        n = _length(ctx, axes) if isinstance(axes, str) else len(axes)
+        n = ctx.fed_length(axes) if isinstance(axes, str) else len(axes)
         rank = nd - n if node.op_type == "Squeeze" else nd + n
         fed = {"axes": axes} if isinstance(axes, str) else {}
         attrs = {} if fed else {"axes": axes}
@@ -239,7 +231,7 @@ def _expand(ctx: Ctx) -> None:
     x = ctx.value(node.input[0])
     got = ctx.fed_or_const(1)
     if isinstance(got, str):
-        rank = max(_length(ctx, got), ctx.b.values[x].ndim)
+        rank = max(ctx.fed_length(got), ctx.b.values[x].ndim)
         _emit_fed(ctx, "Expand", x, {}, {"shape": got}, [-1] * rank)
         return
     shape = [int(v) for v in ctx.need_const(node.input[1], "Expand shape").reshape(-1)]
@@ -267,7 +259,7 @@ def _reduce(ctx: Ctx) -> None:
     }
     if isinstance(axes, str):  # axes fed at run time (a non-empty list: the value has data)
         nd = ctx.b.values[x].ndim
-        rank = nd if attrs["keepdims"] else nd - _length(ctx, axes)
+        rank = nd if attrs["keepdims"] else nd - ctx.fed_length(axes)
         _emit_fed(ctx, node.op_type, x, attrs, {"axes": axes}, [-1] * max(rank, 0))
         return
     attrs["axes"] = axes or []
