@@ -31,6 +31,8 @@ __all__ = [
     "ModelBuildError",
     "build_model",
     "build_npu_sim",
+    "rtl_headers",
+    "rtl_include_args",
     "rtl_sources",
     "verilator_env",
     "verilator_runner",
@@ -57,6 +59,8 @@ BUILD_ROOT = Path(
     )
 )
 DPI_SOURCES = (RTL_DIR / "mem" / "npu_mem_dpi.cpp", RTL_DIR / "sim" / "npu_regbus_dpi.cpp")
+# Headers the sources `include (the AXI struct macros); every Verilator run gets -I for it.
+RTL_INCLUDE_DIR = RTL_DIR / "include"
 LINT_CONFIG = RTL_DIR / "lint" / "npu.vlt"
 COCOTB_CONFIG = RTL_DIR / "sim" / "cocotb.vlt"
 # Compiled into traced models only: waveform windows on demand (npuemu.sim.waves).
@@ -107,8 +111,8 @@ OPT_FLAGS = "OPT_FAST=-O3 OPT_SLOW=-O0"
 
 
 def block_public_config(toplevel: str) -> str:
-    """Verilator config opening every signal of a block tested alone (npu_dma,
-    npu_cmp_core) to cocotb; empty for npu_sim (rtl/sim/cocotb.vlt).
+    """Verilator config opening every signal of a block tested alone (npu_dma_flat,
+    npu_cmp_core_flat) to cocotb; empty for npu_sim (rtl/sim/cocotb.vlt).
 
     Only when the block is the toplevel: inside npu_sim, read-write signals would make
     Verilator evaluate all logic reading them at every eval (see rtl/sim/cocotb.vlt).
@@ -128,6 +132,16 @@ def rtl_sources() -> list[Path]:
         )
     lines = files_f.read_text().splitlines()
     return [RTL_DIR / ln.strip() for ln in lines if ln.strip() and not ln.startswith("//")]
+
+
+def rtl_headers() -> list[Path]:
+    """The RTL's include files (`RTL_INCLUDE_DIR`), sorted: part of every model's hash."""
+    return sorted(RTL_INCLUDE_DIR.glob("*.svh"))
+
+
+def rtl_include_args() -> list[str]:
+    """Verilator's include-directory option for the RTL's headers."""
+    return [f"-I{RTL_INCLUDE_DIR}"]
 
 
 def verilator_env() -> dict[str, str]:
@@ -215,7 +229,15 @@ def model_digest(
     # sources share one cache key.
     traced = [TRACE_SOURCE, LZ4_SHIM / "lz4.h", LZ4_SHIM / "liblz4.so"] if waves else []
     mains = [main] if main is not None else []
-    for path in [*rtl_sources(), *DPI_SOURCES, LINT_CONFIG, COCOTB_CONFIG, *traced, *mains]:
+    for path in [
+        *rtl_sources(),
+        *rtl_headers(),
+        *DPI_SOURCES,
+        LINT_CONFIG,
+        COCOTB_CONFIG,
+        *traced,
+        *mains,
+    ]:
         h.update(f"rtl/{path.relative_to(RTL_DIR)}".encode())
         h.update(path.read_bytes())
     h.update(b"emulator/npuemu/sim/build.py")
@@ -285,6 +307,7 @@ def build_model(
             with progress(f"building the verilated model {name or toplevel} (log: {log_file})"):
                 verilator_runner(main).build(
                     sources=[*configs, *rtl_sources()],
+                    includes=[RTL_INCLUDE_DIR],
                     hdl_toplevel=toplevel,
                     parameters=parameters,
                     build_args=[

@@ -10,7 +10,7 @@ Two masters with one interface (`run(rows)`):
 - `CocotbextMaster`: cocotbext-axi's `AxiLiteMaster` on the toplevel's `s_axil_*` port,
   one Python coroutine per transaction. It is the independent reference the tests compare
   the RTL master against, and the only master of tops without `npu_regbus_master` (the
-  DMA block test's `npu_dma`).
+  DMA block test's `npu_dma_flat`).
 
 A row is an `xrt.hw.regops.RegRow` ``(kind, addr, value, mask, expected, max_cycles)``
 (or a plain tuple in its field order, as the worker gets it); a result is ``(status, value,
