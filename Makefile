@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
 
-.PHONY: help install test test-fast regs proto lint demo demo-npu serve bench fuzz clean
+.PHONY: help install test test-fast regs proto lint demo demo-npu serve bench fuzz clean c-example
 
 help: ## Show this help
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -63,6 +63,16 @@ bench: $(STAMP) ## Print the performance figures (docs/performance.md keeps the 
 
 fuzz: $(STAMP) ## Server fuzz at scale (100,000 requests, 4 seeds, device probed every 300), kill-mid-DMA trials, TLS
 	$(PY) bench/bench_hardening.py --fuzz 25000 --seeds 1,2,3,4 --probe-every 300 --kills 20 --reads 2000
+
+CC      ?= cc
+C_FLAGS ?= -O2 -Wall -Wextra -std=gnu11
+C_OUT   ?= build/c
+C_SRC   := examples/c/dma_copy.c src/npu_mmio.c
+
+c-example: ## Build the C DMA driver example for a board and for the emulator (npu-emu attach)
+	@mkdir -p $(C_OUT)
+	$(CC) $(C_FLAGS) -DNPU_MMIO_BOARD -I include $(C_SRC) -o $(C_OUT)/npu_dma_example
+	$(CC) $(C_FLAGS) -DNPU_MMIO_EMU -I include $(C_SRC) -o $(C_OUT)/npu_dma_example_emu
 
 clean: ## Remove build products (keeps .venv)
 	rm -rf build .pytest_cache .hypothesis .ruff_cache

@@ -46,6 +46,7 @@ from npuemu.sim.build import (  # noqa: E402
     VERILATOR_ARGS,
     BuiltModel,
     build_npu_sim,
+    rtl_include_args,
     rtl_sources,
     verilator_env,
 )
@@ -73,6 +74,7 @@ def build_raw(target_name: str, out_dir: Path) -> Path:
         "npu_sim",
         f"-GTarget={target(target_name).id}",
         *VERILATOR_ARGS,
+        *rtl_include_args(),
         str(RTL_DIR / "lint" / "npu.vlt"),
         *map(str, rtl_sources()),
         *map(str, DPI_SOURCES),

@@ -27,6 +27,7 @@ from npuemu.sim.build import (  # noqa: E402
     RTL_DIR,
     VERILATOR_ARGS,
     build_npu_sim,
+    rtl_include_args,
     rtl_sources,
     verilator_env,
 )
@@ -74,6 +75,7 @@ def build_raw(target_name: str, out_dir: Path) -> Path:
         *VERILATOR_ARGS,
         "-CFLAGS",
         cflags,
+        *rtl_include_args(),
         str(RTL_DIR / "lint" / "npu.vlt"),
         *map(str, rtl_sources()),
         *map(str, DPI_SOURCES),

@@ -1,5 +1,7 @@
-"""Register access figures, runtime -> gRPC -> server -> worker -> RTL, with a bare gRPC
-unary echo on the same machine as the yardstick, all in one run.
+"""Register access figures with a bare gRPC unary echo on the same machine as the
+yardstick, all in one run: the local register ring (runtime -> shared memory -> the
+simulator's main loop -> RTL), the remote path (runtime -> gRPC -> server -> worker -> RTL),
+and a C driver on the ring (bench/npu_read_bench.c under `npu-emu attach`).
 
     .venv/bin/python bench/bench_registers.py [--quick]
 
@@ -18,8 +20,11 @@ Prints medians of:
   alone: one trigger, no Python while it runs);
 - the load average before and after (the machine is shared: ratios from one loop are the
   figures to read);
-- the same register figures with the worker's cocotbext-axi master (the path before the
-  RTL master; NPU_EMU_REG_MASTER=cocotbext), in the same run, for the ratio.
+- the same register figures with every request through the worker's Python loop (the path
+  before the server's ring: NPU_EMU_SERVER_RING=0) and with the worker's cocotbext-axi
+  master (the path before the RTL master; NPU_EMU_REG_MASTER=cocotbext), in the same run;
+- with the register ring (a client on the server's machine, the default): one read and the
+  batches again, and a C driver's read p50/p99.
 """
 
 from __future__ import annotations
@@ -81,8 +86,11 @@ def median_s(fn: Callable[[], object], runs: int) -> float:
     return statistics.median(times)
 
 
-def measure(address: str, echo: Callable[[bytes], bytes], n: int, label: str) -> dict:
-    t = GrpcTransport(address)
+def measure(
+    address: str, echo: Callable[[bytes], bytes], n: int, label: str, ring: bool = False
+) -> dict:
+    t = GrpcTransport(address, ring=ring)
+    assert (t.ring is not None) == ring, t.ring_note
     try:
         npu = t.reg_region("npu", NPU)
         addr = npu.base + NPU.register("SCRATCH").offset
@@ -99,6 +107,14 @@ def measure(address: str, echo: Callable[[bytes], bytes], n: int, label: str) ->
             lat_echo.append(t1 - t0)
             lat.append(t2 - t1)
         out: dict = {"read": percentiles(lat), "echo": percentiles(lat_echo)}
+        # One read after another (a driver's poll loop): no echo between them, so a
+        # simulator that serves the ring has not gone to sleep between two reads.
+        back_to_back = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            npu.read(addr)
+            back_to_back.append(time.perf_counter() - t0)
+        out["read_back_to_back"] = percentiles(back_to_back)
         runs = max(10, n // 20)
         for size in (64, 1024):
             ops = [RegRead(addr)] * size
@@ -118,7 +134,7 @@ def measure(address: str, echo: Callable[[bytes], bytes], n: int, label: str) ->
         )
         request = pb.RegisterBatchRequest(lease_id=t.lease_id, ops=[poll])
         speeds = []
-        for _ in range(3 if label == "regbus" else 0):  # the RTL model's figure
+        for _ in range(3 if label == "regbus" else 0):  # the RTL model's figure (no ring)
             c0 = t.cycles
             t0 = time.perf_counter()
             reply = t._stub.RegisterBatch(request, timeout=600)
@@ -140,6 +156,30 @@ def measure(address: str, echo: Callable[[bytes], bytes], n: int, label: str) ->
     return out
 
 
+def c_driver_reads(url: str, n: int) -> str:
+    """bench/npu_read_bench.c (built here) under `npu-emu attach`: its printed line."""
+    import tempfile
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    with tempfile.TemporaryDirectory() as tmp:
+        exe = Path(tmp) / "npu_read_bench"
+        sources = [root / "bench" / "npu_read_bench.c", root / "src" / "npu_mmio.c"]
+        subprocess.run(
+            ["cc", "-O2", "-std=gnu11", "-DNPU_MMIO_EMU", "-I", str(root / "include"),
+             *map(str, sources), "-o", str(exe)],
+            check=True,
+        )  # fmt: skip
+        run = subprocess.run(
+            [sys.executable, "-m", "npuemu", "attach", url, "--", str(exe), str(n)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    print("[c driver] done", flush=True)
+    return run.stdout.strip()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer samples")
@@ -159,20 +199,32 @@ def main() -> None:
         channel = grpc.insecure_channel(f"127.0.0.1:{port}")
         echo = channel.unary_unary(ECHO_METHOD)
         results = {}
-        for master in ("regbus", "cocotbext"):
-            os.environ["NPU_EMU_REG_MASTER"] = master
+        # The remote path as it is (the server's ring into the simulator), as it was (every
+        # request through the worker's Python loop), and with cocotbext-axi's master.
+        configs = {
+            "regbus": {"NPU_EMU_REG_MASTER": "regbus"},
+            "worker": {"NPU_EMU_REG_MASTER": "regbus", "NPU_EMU_SERVER_RING": "0"},
+            "cocotbext": {"NPU_EMU_REG_MASTER": "cocotbext"},
+        }
+        for name, env in configs.items():
+            os.environ.update(env)
             srv = ServerProcess.start(target="buyi", devices=1)
             try:
-                results[master] = measure(srv.address, echo, n, master)
+                results[name] = measure(srv.address, echo, n, name)
+                if name == "regbus":
+                    results["ring"] = measure(srv.address, echo, n, "ring", ring=True)
+                    results["c"] = c_driver_reads(srv.url, n)
             finally:
                 srv.stop()
-                os.environ.pop("NPU_EMU_REG_MASTER", None)
+                for key in env:
+                    os.environ.pop(key, None)
         channel.close()
     finally:
         proc.kill()
         proc.wait()
 
-    new, old = results["regbus"], results["cocotbext"]
+    new, old, ring = results["regbus"], results["cocotbext"], results["ring"]
+    loop = results["worker"]
     us = 1e6
     load_after = os.getloadavg()
     print(
@@ -181,7 +233,7 @@ def main() -> None:
     )
     e50, e99 = new["echo"]
     print(f"\nbare gRPC unary echo:            p50 {e50 * us:6.0f} us   p99 {e99 * us:6.0f} us")
-    for name, r in (("RTL master", new), ("cocotbext-axi", old)):
+    for name, r in (("server ring", new), ("worker loop", loop), ("cocotbext-axi", old)):
         p50, p99 = r["read"]
         print(
             f"register read, one RPC ({name:13s}): p50 {p50 * us:6.0f} us   "
@@ -190,7 +242,8 @@ def main() -> None:
     for size in (64, 1024):
         key = f"batch{size}"
         print(
-            f"batch of {size:4d} reads, per op:   RTL master {new[key] * us:6.1f} us   "
+            f"batch of {size:4d} reads, per op:   server ring {new[key] * us:6.1f} us   "
+            f"worker loop {loop[key] * us:6.1f} us   "
             f"cocotbext-axi {old[key] * us:6.1f} us   ({old[key] / new[key]:.1f}x)"
         )
     print(
@@ -201,6 +254,21 @@ def main() -> None:
     print(
         f"simulated cycles per read:       RTL master {new['cycles_per_read']:.1f}   "
         f"cocotbext-axi {old['cycles_per_read']:.1f}"
+    )
+    r50, r99 = ring["read"]
+    b50, b99 = ring["read_back_to_back"]
+    print(
+        f"\nregister ring (local): one read back to back p50 {b50 * us:.1f} us p99 "
+        f"{b99 * us:.1f} us; after an echo (the simulator asleep) p50 {r50 * us:.1f} us p99 "
+        f"{r99 * us:.1f} us; batch of 64 {ring['batch64'] * us:.2f} us per op, of 1024 "
+        f"{ring['batch1024'] * us:.2f} us per op"
+    )
+    g50, _ = new["read_back_to_back"]
+    print(f"remote path, one read back to back: p50 {g50 * us:.0f} us")
+    print(f"register ring, C driver (npu_mmio.h): {results['c']}")
+    print(
+        f"remote path / ring, one read: {new['read'][0] / r50:.0f}x; "
+        f"batch of 64: {new['batch64'] / ring['batch64']:.1f}x"
     )
     print(
         f"idle model speed:                {new['batch_cycles_per_s'] / 1e3:.0f} kcycles/s over "

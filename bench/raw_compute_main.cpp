@@ -7,8 +7,8 @@
 // last one is CORE_CTRL.START). The program and its data are already in the memory files.
 // Prints: "cycles=<n> seconds=<s> cycles_per_second=<r> cpu_seconds=<c>" (from START to
 // the interrupt; CPU time of this process, for figures on a shared machine).
-// With --idle, the model runs CYCLES clock cycles after reset with nothing to do (the
-// engine idle), and prints the same line for them.
+// With --idle, the model runs CYCLES clock cycles after reset and the buffer wipe with
+// nothing to do (the engine idle), and prints the same line for them.
 
 #include <chrono>
 #include <ctime>
@@ -46,6 +46,8 @@ int main(int argc, char** argv) {
     RawSim sim(argc, argv);
     auto& t = *sim.top;
     sim.reset();
+    // After reset the engine zeroes its buffers (busy_o high) and ignores START until done.
+    while (t.busy_o) sim.tick();
     if (idle) {
         const uint64_t n = std::strtoull(argv[2], nullptr, 10);
         auto start = std::chrono::steady_clock::now();

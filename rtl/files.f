@@ -1,5 +1,6 @@
 // Ordered source list: packages first. The build, the lint and the tests all read it
-// (paths relative to rtl/). C++ DPI sources are listed in tools/../npuemu/sim/build.py.
+// (paths relative to rtl/). C++ DPI sources are listed in tools/../npuemu/sim/build.py;
+// the headers the sources `include live in include/ (npuemu.sim.build passes -I).
 generated/npu_config_pkg.sv
 generated/npu_wire_pkg.sv
 generated/npu_isa_pkg.sv
@@ -22,12 +23,14 @@ compute/npu_cmp_load.sv
 compute/npu_cmp_compute.sv
 compute/npu_cmp_store.sv
 compute/npu_cmp_core.sv
+sim/npu_cmp_core_flat.sv
 dma/npu_dma_burst_plan.sv
 dma/npu_dma_rd.sv
 dma/npu_dma_align.sv
 dma/npu_dma_wr.sv
 dma/npu_dma_core.sv
 dma/npu_dma.sv
+sim/npu_dma_flat.sv
 bus/npu_axi_decerr.sv
 bus/npu_axi_demux.sv
 bus/npu_axi_mux.sv

@@ -61,7 +61,7 @@ def operators_markdown() -> str:
     """The page's text."""
     import onnx
 
-    from xrt.network import MIN_OPSET, ONNX_OP_LIMITS, SUPPORTED_ONNX_OPS
+    from xrt.network import MIN_OPSET, ONNX_FED_INPUTS, ONNX_OP_LIMITS, SUPPORTED_ONNX_OPS
     from xrt.network.onnx_import import PROMISED_OPSET
     from xrt.ops import get_op_def, op_types
 
@@ -75,20 +75,33 @@ def operators_markdown() -> str:
         "are upgraded with `onnx.version_converter` first (older than "
         f"{PROMISED_OPSET} too, as far as the converter goes: the PyTorch-converted opset-6 "
         "tests of the onnx wheel do). Nodes whose inputs are all constant "
-        "(shapes are static) are folded at import whatever their type, so `Shape`, `Size`, "
+        "(the shape of a value is known at import, unless it depends on data fed at run "
+        "time) are folded at import whatever their type, so `Shape`, `Size`, "
         "`ConstantOfShape`, `Range`, `Constant` and similar shape arithmetic also work. "
         "Element types: FP32, FP16, BF16, INT8/UINT8, INT16/UINT16, INT32/UINT32, INT64, "
         "BOOL (no FP64, UINT64, STRING). ONNX's own node tests for these operators run "
         "in `tests/network/test_onnx_node_conformance.py`.",
         "",
+        "Run-time parameters: the inputs in the column *fed at run time* (weights, "
+        "shapes, axes, pads, scales, sizes, bounds) may be graph inputs without "
+        "initializers. The host backend then reads them at each forward, and output shapes "
+        "they decide are resolved at each forward (a fed shape that contradicts the "
+        "network is XrtError 11003 naming the value). With an initializer (or anything the "
+        "importer folds) they are constants, as they must be for the NPU backends, which "
+        "refuse an operator with a parameter fed at run time (the placement report says "
+        "so). Other inputs of an operator are data anyway; inputs not listed must be "
+        "constant.",
+        "",
         "## ONNX operators",
         "",
-        "| ONNX op | opsets | limits |",
-        "|---|---|---|",
+        "| ONNX op | opsets | fed at run time | limits |",
+        "|---|---|---|---|",
     ]
     for op in SUPPORTED_ONNX_OPS:
         limits = ONNX_OP_LIMITS[op] or "-"
-        lines.append(f"| {op} | {_opset_range(onnx, op, PROMISED_OPSET, newest)} | {limits} |")
+        fed = ", ".join(ONNX_FED_INPUTS.get(op, ())) or "-"
+        opsets = _opset_range(onnx, op, PROMISED_OPSET, newest)
+        lines.append(f"| {op} | {opsets} | {fed} | {limits} |")
     lines += [
         "",
         "## xrt op types (the registry, `xrt.ops`)",
@@ -96,17 +109,20 @@ def operators_markdown() -> str:
         "What the importer maps to, and how the quantizer (docs/quantization.md) runs each "
         "float op in an int8 network: an integer kernel, the same op on int8 values (data "
         "movement at one scale), a 256-entry `QLut` table, or float between a dequantize "
-        "and a quantize.",
+        "and a quantize. *Fed at run time*: the parameter roles and attributes an operator "
+        "may bind to a value fed at run time (`OpDef.fed_roles`; those that decide output "
+        "shapes are marked with *).",
         "",
-        "| op type | inputs | parameters | int8 network | what it computes |",
-        "|---|---|---|---|---|",
+        "| op type | inputs | parameters | fed at run time | int8 network | what it computes |",
+        "|---|---|---|---|---|---|",
     ]
     for t in op_types():
         d = get_op_def(t)
         lo, hi = d.num_inputs
         ins = str(lo) if lo == hi else f"{lo}..{'' if hi is None else hi}"
         params = ", ".join([*d.params, *(f"[{p}]" for p in d.optional_params)]) or "-"
-        lines.append(f"| {t} | {ins} | {params} | {_int8(t, d)} | {d.doc} |")
+        fed = ", ".join(r + ("*" if r in d.shape_roles else "") for r in d.fed_roles) or "-"
+        lines.append(f"| {t} | {ins} | {params} | {fed} | {_int8(t, d)} | {d.doc} |")
     return "\n".join(lines) + "\n"
 
 

@@ -19,6 +19,8 @@ Sources -> generated files:
 - ``rtl/regs/<block>.rdl`` -> ``include/npu/<block>_csr.h`` (PeakRDL-cheader: field masks,
   positions, resets and a register struct per block) and ``rtl/config/npu.toml`` ->
   ``include/npu/npu_targets.h`` (block bases and memory windows): C drivers' view.
+- ``runtime/xrt/hw/ring.py`` (the register ring's layout) -> ``rtl/generated/npu_ring_abi.h``
+  (the simulator's ring service) and ``include/npu/npu_ring_abi.h`` (the C driver library);
 - the op registry (``xrt.ops``), the ONNX importer's handlers and limits ->
   ``docs/onnx-operators.md`` (`tools.gen_operators`).
 
@@ -454,6 +456,7 @@ def generated_files() -> list[Path]:
     files = [RTL_OUT / "npu_config_pkg.sv", RTL_OUT / "npu_wire_pkg.sv", PY_OUT / "config.py"]
     files.append(PY_OUT / "wire.py")
     files.append(PY_OUT / "__init__.py")
+    files += RING_HEADERS
     files += _proto_outputs()
     files += isa_outputs()
     files += _c_outputs()
@@ -486,8 +489,21 @@ def generate_all(out_root: Path) -> None:
         generate_c_header(block, out_root)
     generate_c_targets(cfg, out_root)
     generate_operator_doc(out_root)
+    generate_ring_headers(out_root)
     init = out_root / PY_OUT / "__init__.py"
     init.write_text(HEADER_PY.format(src="tools/generate.py") + '"""Generated modules."""\n')
+
+
+RING_HEADERS = [RTL_OUT / "npu_ring_abi.h", C_OUT / "npu_ring_abi.h"]
+
+
+def generate_ring_headers(out_root: Path) -> None:
+    """The register ring's C layout, for the simulator and for C drivers."""
+    from xrt.hw.ring import c_header
+
+    for rel in RING_HEADERS:
+        (out_root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (out_root / rel).write_text(c_header())
 
 
 def stale_files() -> list[Path]:

@@ -1,7 +1,8 @@
 """`make lint`: Verilator's -Wall lint of every RTL top, then ruff on the Python.
 
-RTL tops: `npu_sim` for each target (which holds `npu_top` with that target's parameters)
-`npu_dma` and `npu_cmp_core` on their own (the blocks the block tests build). Waivers live in
+RTL tops: `npu_sim` for each target (which holds `npu_top` with that target's parameters),
+`npu_dma_flat` and `npu_cmp_core_flat` (the DMA and the compute engine alone, with the flat
+ports the block tests drive). Waivers live in
 rtl/lint/npu.vlt, each with its reason. Exit status 1 on any finding.
 """
 
@@ -10,15 +11,21 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from npuemu.sim.build import LINT_CONFIG, REPO_ROOT, rtl_sources, verilator_env
+from npuemu.sim.build import (
+    LINT_CONFIG,
+    REPO_ROOT,
+    rtl_include_args,
+    rtl_sources,
+    verilator_env,
+)
 from xrt.hw.targets import TARGETS
 
 __all__ = ["LINT_TOPS", "RUFF_PATHS", "lint_rtl", "main", "ruff_check"]
 
 LINT_TOPS: list[tuple[str, dict[str, int]]] = [
     *(("npu_sim", {"Target": cfg.id}) for cfg in TARGETS.values()),
-    ("npu_dma", {}),
-    ("npu_cmp_core", {}),
+    ("npu_dma_flat", {}),
+    ("npu_cmp_core_flat", {}),
 ]
 
 # The Python trees ruff checks (configuration in pyproject.toml).
@@ -45,6 +52,7 @@ def lint_rtl(top: str, parameters: dict[str, int]) -> subprocess.CompletedProces
         "--top-module",
         top,
         *(f"-G{k}={v}" for k, v in parameters.items()),
+        *rtl_include_args(),
         str(LINT_CONFIG),
         *map(str, rtl_sources()),
     ]

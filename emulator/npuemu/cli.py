@@ -10,6 +10,7 @@ npu-emu serve [--host 127.0.0.1] [--port 50051] [--target buyi|zg330] [--devices
               [--memory-dir DIR] [--log-dir DIR] [--log-level LEVEL]
               [--waves DIR] [--trace-registers FILE]
 npu-emu build [--target buyi|zg330] [--waves]
+npu-emu attach URL -- PROGRAM [ARGS...]   (a C driver against a leased device: npuemu.attach)
 npu-emu devices | regs | mem | waves | health ...   (npuemu.device_cli)
 npu-emu --version
 """
@@ -159,6 +160,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     b.add_argument("--waves", action="store_true", help="the traced model (serve --waves)")
     add_device_commands(sub, fmt)
+    a = sub.add_parser(
+        "attach",
+        help="run a program (a C driver) with a device leased to it: its registers through "
+        "the register ring, udma mapped (the server must be on this machine)",
+        description="npu-emu attach URL -- PROGRAM [ARGS...]: see npuemu.attach",
+        formatter_class=fmt,
+    )
+    a.add_argument("url", help="the device: grpc://HOST:PORT[/DEVICE][?token=...]")
+    a.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM [ARGS...]")
     return p
 
 
@@ -228,6 +238,11 @@ def _main(args: argparse.Namespace) -> int:
         known = ", ".join(sorted(TARGETS))
         print(f"npu-emu: NPU_EMU_TARGET={args.target!r} names no target ({known})", file=sys.stderr)
         return exitcodes.BAD_INPUT
+    if args.command == "attach":
+        from npuemu.attach import main as attach_main
+
+        command = args.program[1:] if args.program[:1] == ["--"] else args.program
+        return attach_main(args.url, command)
     if args.command == "build":
         from npuemu.sim.build import ModelBuildError, build_npu_sim
 

@@ -9,111 +9,53 @@
 /// handshake; port 0 also keeps it while `lock0_i` is high, which makes its
 /// read-modify-write (masked write) atomic. The grant is combinational while the bus is
 /// free, so an access costs no extra cycle.
-module npu_axil_arb (
-  input  wire         clk_i,       /// clock
-  input  wire         rst_ni,      /// asynchronous reset, active low
-  input  wire         lock0_i,     /// port 0 keeps the bus between its transactions
-  // Port 0.
-  input  wire         s0_awvalid,  /// write address
-  output logic        s0_awready,
-  input  wire  [31:0] s0_awaddr,
-  input  wire  [2:0]  s0_awprot,
-  input  wire         s0_wvalid,   /// write data
-  output logic        s0_wready,
-  input  wire  [31:0] s0_wdata,
-  input  wire  [3:0]  s0_wstrb,
-  output logic        s0_bvalid,   /// write response
-  input  wire         s0_bready,
-  output logic [1:0]  s0_bresp,
-  input  wire         s0_arvalid,  /// read address
-  output logic        s0_arready,
-  input  wire  [31:0] s0_araddr,
-  input  wire  [2:0]  s0_arprot,
-  output logic        s0_rvalid,   /// read data
-  input  wire         s0_rready,
-  output logic [31:0] s0_rdata,
-  output logic [1:0]  s0_rresp,
-  // Port 1.
-  input  wire         s1_awvalid,  /// write address
-  output logic        s1_awready,
-  input  wire  [31:0] s1_awaddr,
-  input  wire  [2:0]  s1_awprot,
-  input  wire         s1_wvalid,   /// write data
-  output logic        s1_wready,
-  input  wire  [31:0] s1_wdata,
-  input  wire  [3:0]  s1_wstrb,
-  output logic        s1_bvalid,   /// write response
-  input  wire         s1_bready,
-  output logic [1:0]  s1_bresp,
-  input  wire         s1_arvalid,  /// read address
-  output logic        s1_arready,
-  input  wire  [31:0] s1_araddr,
-  input  wire  [2:0]  s1_arprot,
-  output logic        s1_rvalid,   /// read data
-  input  wire         s1_rready,
-  output logic [31:0] s1_rdata,
-  output logic [1:0]  s1_rresp,
-  // To the slave.
-  output logic        m_awvalid,   /// write address
-  input  wire         m_awready,
-  output logic [31:0] m_awaddr,
-  output logic [2:0]  m_awprot,
-  output logic        m_wvalid,    /// write data
-  input  wire         m_wready,
-  output logic [31:0] m_wdata,
-  output logic [3:0]  m_wstrb,
-  input  wire         m_bvalid,    /// write response
-  output logic        m_bready,
-  input  wire  [1:0]  m_bresp,
-  output logic        m_arvalid,   /// read address
-  input  wire         m_arready,
-  output logic [31:0] m_araddr,
-  output logic [2:0]  m_arprot,
-  input  wire         m_rvalid,    /// read data
-  output logic        m_rready,
-  input  wire  [31:0] m_rdata,
-  input  wire  [1:0]  m_rresp
+module npu_axil_arb #(
+  parameter type req_t = logic,  /// AXI4-Lite request (npu_axi_typedef.svh)
+  parameter type rsp_t = logic   /// AXI4-Lite response
+) (
+  input  wire        clk_i,      /// clock
+  input  wire        rst_ni,     /// asynchronous reset, active low
+  input  wire        lock0_i,    /// port 0 keeps the bus between its transactions
+  input  req_t [1:0] slv_req_i,  /// ports 0 and 1
+  output rsp_t [1:0] slv_rsp_o,  /// response payloads shared, valids and readies steered
+  output req_t       mst_req_o,  /// to the slave
+  input  rsp_t       mst_rsp_i
 );
   logic pending_q;  // a transaction has started and its response is not through yet
   logic owner_q;    // the port it belongs to (or that last had the bus)
   logic owned, sel;
 
-  wire req0 = s0_awvalid || s0_wvalid || s0_arvalid;
-  wire req1 = s1_awvalid || s1_wvalid || s1_arvalid;
+  wire req0 = slv_req_i[0].aw_valid || slv_req_i[0].w_valid || slv_req_i[0].ar_valid;
+  wire req1 = slv_req_i[1].aw_valid || slv_req_i[1].w_valid || slv_req_i[1].ar_valid;
   assign owned = pending_q || (!owner_q && lock0_i);
   assign sel   = owned ? owner_q : (req0 && req1) ? !owner_q : !req0;
 
-  assign m_awvalid = sel ? s1_awvalid : s0_awvalid;
-  assign m_awaddr  = sel ? s1_awaddr : s0_awaddr;
-  assign m_awprot  = sel ? s1_awprot : s0_awprot;
-  assign m_wvalid  = sel ? s1_wvalid : s0_wvalid;
-  assign m_wdata   = sel ? s1_wdata : s0_wdata;
-  assign m_wstrb   = sel ? s1_wstrb : s0_wstrb;
-  assign m_bready  = sel ? s1_bready : s0_bready;
-  assign m_arvalid = sel ? s1_arvalid : s0_arvalid;
-  assign m_araddr  = sel ? s1_araddr : s0_araddr;
-  assign m_arprot  = sel ? s1_arprot : s0_arprot;
-  assign m_rready  = sel ? s1_rready : s0_rready;
+  // Field by field: a conditional on the whole struct makes Verilator build and take apart a
+  // wide temporary at every evaluation.
+  assign mst_req_o = '{
+    aw: sel ? slv_req_i[1].aw : slv_req_i[0].aw,
+    aw_valid: sel ? slv_req_i[1].aw_valid : slv_req_i[0].aw_valid,
+    w: sel ? slv_req_i[1].w : slv_req_i[0].w,
+    w_valid: sel ? slv_req_i[1].w_valid : slv_req_i[0].w_valid,
+    b_ready: sel ? slv_req_i[1].b_ready : slv_req_i[0].b_ready,
+    ar: sel ? slv_req_i[1].ar : slv_req_i[0].ar,
+    ar_valid: sel ? slv_req_i[1].ar_valid : slv_req_i[0].ar_valid,
+    r_ready: sel ? slv_req_i[1].r_ready : slv_req_i[0].r_ready
+  };
+  for (genvar i = 0; i < 2; i++) begin : g_slv
+    wire mine = sel == 1'(i);
+    assign slv_rsp_o[i] = '{
+      aw_ready: mine && mst_rsp_i.aw_ready, w_ready: mine && mst_rsp_i.w_ready,
+      b: mst_rsp_i.b, b_valid: mine && mst_rsp_i.b_valid,
+      ar_ready: mine && mst_rsp_i.ar_ready, r: mst_rsp_i.r, r_valid: mine && mst_rsp_i.r_valid
+    };
+  end
 
-  assign s0_awready = !sel && m_awready;
-  assign s0_wready  = !sel && m_wready;
-  assign s0_bvalid  = !sel && m_bvalid;
-  assign s0_arready = !sel && m_arready;
-  assign s0_rvalid  = !sel && m_rvalid;
-  assign s1_awready = sel && m_awready;
-  assign s1_wready  = sel && m_wready;
-  assign s1_bvalid  = sel && m_bvalid;
-  assign s1_arready = sel && m_arready;
-  assign s1_rvalid  = sel && m_rvalid;
-  assign s0_bresp   = m_bresp;
-  assign s1_bresp   = m_bresp;
-  assign s0_rdata   = m_rdata;
-  assign s1_rdata   = m_rdata;
-  assign s0_rresp   = m_rresp;
-  assign s1_rresp   = m_rresp;
-
-  wire start = (m_awvalid && m_awready) || (m_wvalid && m_wready) || (m_arvalid && m_arready);
-  wire done  = (m_bvalid && m_bready) || (m_rvalid && m_rready);
+  wire start = (mst_req_o.aw_valid && mst_rsp_i.aw_ready)
+            || (mst_req_o.w_valid && mst_rsp_i.w_ready)
+            || (mst_req_o.ar_valid && mst_rsp_i.ar_ready);
+  wire done  = (mst_rsp_i.b_valid && mst_req_o.b_ready)
+            || (mst_rsp_i.r_valid && mst_req_o.r_ready);
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin

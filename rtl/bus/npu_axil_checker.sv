@@ -13,31 +13,32 @@
 /// `violations_o` (saturating), which the tests read; a violation never stops the
 /// simulation of the device server.
 module npu_axil_checker #(
-  parameter string Name = "axil"  /// printed with each violation
+  parameter string Name = "axil",  /// printed with each violation
+  parameter type   req_t = logic,  /// AXI4-Lite request, 32-bit address (npu_axi_typedef.svh)
+  parameter type   rsp_t = logic   /// AXI4-Lite response
 ) (
   input  wire         clk_i,        /// clock
   input  wire         rst_ni,       /// asynchronous reset, active low
-  input  wire         awvalid,      /// the link's signals
-  input  wire         awready,
-  input  wire  [31:0] awaddr,
-  input  wire  [2:0]  awprot,
-  input  wire         wvalid,
-  input  wire         wready,
-  input  wire  [31:0] wdata,
-  input  wire  [3:0]  wstrb,
-  input  wire         bvalid,
-  input  wire         bready,
-  input  wire  [1:0]  bresp,
-  input  wire         arvalid,
-  input  wire         arready,
-  input  wire  [31:0] araddr,
-  input  wire  [2:0]  arprot,
-  input  wire         rvalid,
-  input  wire         rready,
-  input  wire  [31:0] rdata,
-  input  wire  [1:0]  rresp,
+  input  req_t        req_i,        /// the link
+  input  rsp_t        rsp_i,
   output logic [15:0] violations_o  /// rules broken so far (saturates)
 );
+  // The link's signals by name: test_regbus.py's bus monitor reads them here (cocotb.vlt).
+  wire        awvalid = req_i.aw_valid, awready = rsp_i.aw_ready;
+  wire [31:0] awaddr  = req_i.aw.addr;
+  wire [2:0]  awprot  = req_i.aw.prot;
+  wire        wvalid  = req_i.w_valid, wready = rsp_i.w_ready;
+  wire [31:0] wdata   = req_i.w.data;
+  wire [3:0]  wstrb   = req_i.w.strb;
+  wire        bvalid  = rsp_i.b_valid, bready = req_i.b_ready;
+  wire [1:0]  bresp   = rsp_i.b.resp;
+  wire        arvalid = req_i.ar_valid, arready = rsp_i.ar_ready;
+  wire [31:0] araddr  = req_i.ar.addr;
+  wire [2:0]  arprot  = req_i.ar.prot;
+  wire        rvalid  = rsp_i.r_valid, rready = req_i.r_ready;
+  wire [31:0] rdata   = rsp_i.r.data;
+  wire [1:0]  rresp   = rsp_i.r.resp;
+
   localparam logic [1:0] RespExokay = 2'b01;
 
   // The previous cycle's view of each channel.

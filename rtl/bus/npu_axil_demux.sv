@@ -15,59 +15,30 @@
 module npu_axil_demux #(
   parameter logic [31:0] Base0 = 32'h4000_0000,  /// first block (NPU CSRs)
   parameter logic [31:0] Base1 = 32'h8000_0000,  /// second block (DMA CSRs)
-  parameter logic [31:0] BlockSize = 32'h1000    /// bytes each block decodes (4 KiB)
+  parameter logic [31:0] BlockSize = 32'h1000,   /// bytes each block decodes (4 KiB)
+  parameter type slv_req_t = logic,  /// AXI4-Lite request, 32-bit address (npu_axi_typedef.svh)
+  parameter type slv_rsp_t = logic,  /// AXI4-Lite response
+  parameter type mst_req_t = logic,  /// AXI4-Lite request, 12-bit block offset
+  parameter type mst_rsp_t = logic   /// AXI4-Lite response
 ) (
-  input  wire               clk_i,      /// clock
-  input  wire               rst_ni,     /// asynchronous reset, active low
-  // From the CPU.
-  output logic              s_awready,
-  input  wire               s_awvalid,
-  input  wire  [31:0]       s_awaddr,
-  input  wire  [2:0]        s_awprot,
-  output logic              s_wready,
-  input  wire               s_wvalid,
-  input  wire  [31:0]       s_wdata,
-  input  wire  [3:0]        s_wstrb,
-  input  wire               s_bready,
-  output logic              s_bvalid,
-  output logic [1:0]        s_bresp,
-  output logic              s_arready,
-  input  wire               s_arvalid,
-  input  wire  [31:0]       s_araddr,
-  input  wire  [2:0]        s_arprot,
-  input  wire               s_rready,
-  output logic              s_rvalid,
-  output logic [31:0]       s_rdata,
-  output logic [1:0]        s_rresp,
-  // To the two blocks (payload shared, valid/ready per block).
-  output logic [11:0]       m_awaddr,
-  output logic [2:0]        m_awprot,
-  output logic [1:0]        m_awvalid,
-  input  wire  [1:0]        m_awready,
-  output logic [31:0]       m_wdata,
-  output logic [3:0]        m_wstrb,
-  output logic [1:0]        m_wvalid,
-  input  wire  [1:0]        m_wready,
-  input  wire  [1:0]        m_bvalid,
-  input  wire  [1:0][1:0]   m_bresp,
-  output logic [1:0]        m_bready,
-  output logic [11:0]       m_araddr,
-  output logic [2:0]        m_arprot,
-  output logic [1:0]        m_arvalid,
-  input  wire  [1:0]        m_arready,
-  input  wire  [1:0]        m_rvalid,
-  input  wire  [1:0][31:0]  m_rdata,
-  input  wire  [1:0][1:0]   m_rresp,
-  output logic [1:0]        m_rready
+  input  wire            clk_i,      /// clock
+  input  wire            rst_ni,     /// asynchronous reset, active low
+  input  slv_req_t       slv_req_i,  /// from the CPU
+  output slv_rsp_t       slv_rsp_o,
+  output mst_req_t [1:0] mst_req_o,  /// to the two blocks: payloads shared, valids steered
+  input  mst_rsp_t [1:0] mst_rsp_i
 );
   localparam logic [1:0] RespDecerr = 2'b11;
 
+  // Continuous assignments, and clocked processes that read wires, not the struct ports
+  // (see npu_axi_demux).
+
   // 0 / 1: a block; 2: nobody.
-  function automatic logic [1:0] decode(logic [31:0] addr);
-    if (addr - Base0 < BlockSize) return 2'd0;
-    if (addr - Base1 < BlockSize) return 2'd1;
-    return 2'd2;
-  endfunction
+  logic [1:0] aw_dec, ar_dec;
+  assign aw_dec = slv_req_i.aw.addr - Base0 < BlockSize ? 2'd0
+                : slv_req_i.aw.addr - Base1 < BlockSize ? 2'd1 : 2'd2;
+  assign ar_dec = slv_req_i.ar.addr - Base0 < BlockSize ? 2'd0
+                : slv_req_i.ar.addr - Base1 < BlockSize ? 2'd1 : 2'd2;
 
   // ---------------------------------------------------------------- writes
   typedef enum logic [1:0] {WrAddr, WrResp, WrDecerr} wr_state_e;
@@ -75,35 +46,23 @@ module npu_axil_demux #(
   logic        aw_got_q, w_got_q;  // handshakes of the current write already made
   logic [1:0]  wr_sel_q;           // its block, once AW went through
   logic [1:0]  wr_sel;
-  logic        wr_known, aw_take, w_take;
+  logic        wr_known, aw_take, w_take, awready, wready, bvalid, b_done;
 
   // The block of the write: known once AW is offered (W waits for it: a slave may hold
   // WREADY until it sees the address).
-  assign wr_sel    = aw_got_q ? wr_sel_q : decode(s_awaddr);
-  assign wr_known  = aw_got_q || s_awvalid;
-  assign s_awready = wr_state_q == WrAddr && !aw_got_q
-                  && (wr_sel == 2'd2 || m_awready[wr_sel[0]]);
-  assign s_wready  = wr_state_q == WrAddr && !w_got_q && wr_known
-                  && (wr_sel == 2'd2 || m_wready[wr_sel[0]]);
-  assign aw_take   = s_awvalid && s_awready;
-  assign w_take    = s_wvalid && s_wready;
-  assign s_bvalid  = wr_state_q == WrDecerr || (wr_state_q == WrResp && m_bvalid[wr_sel_q[0]]);
-  assign s_bresp   = wr_state_q == WrDecerr ? RespDecerr : m_bresp[wr_sel_q[0]];
-  assign m_awaddr  = s_awaddr[11:0];
-  assign m_awprot  = s_awprot;
-  assign m_wdata   = s_wdata;
-  assign m_wstrb   = s_wstrb;
-
-  always_comb begin
-    m_awvalid = '0;
-    m_wvalid  = '0;
-    m_bready  = '0;
-    if (wr_state_q == WrAddr && wr_sel != 2'd2) begin
-      m_awvalid[wr_sel[0]] = s_awvalid && !aw_got_q;
-      m_wvalid[wr_sel[0]]  = s_wvalid && !w_got_q && wr_known;
-    end
-    if (wr_state_q == WrResp) m_bready[wr_sel_q[0]] = s_bready;
-  end
+  assign wr_sel    = aw_got_q ? wr_sel_q : aw_dec;
+  assign wr_known  = aw_got_q || slv_req_i.aw_valid;
+  assign awready   = wr_state_q == WrAddr && !aw_got_q
+                  && (wr_sel == 2'd2 || (wr_sel[0] ? mst_rsp_i[1].aw_ready
+                                                   : mst_rsp_i[0].aw_ready));
+  assign wready    = wr_state_q == WrAddr && !w_got_q && wr_known
+                  && (wr_sel == 2'd2 || (wr_sel[0] ? mst_rsp_i[1].w_ready
+                                                   : mst_rsp_i[0].w_ready));
+  assign aw_take   = slv_req_i.aw_valid && awready;
+  assign w_take    = slv_req_i.w_valid && wready;
+  assign bvalid    = wr_state_q == WrDecerr || (wr_state_q == WrResp
+                  && (wr_sel_q[0] ? mst_rsp_i[1].b_valid : mst_rsp_i[0].b_valid));
+  assign b_done    = bvalid && slv_req_i.b_ready;
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
@@ -126,7 +85,7 @@ module npu_axil_demux #(
             wr_state_q <= wr_sel == 2'd2 ? WrDecerr : WrResp;
           end
         end
-        WrResp, WrDecerr: if (s_bvalid && s_bready) wr_state_q <= WrAddr;
+        WrResp, WrDecerr: if (b_done) wr_state_q <= WrAddr;
         default: wr_state_q <= WrAddr;
       endcase
     end
@@ -137,21 +96,16 @@ module npu_axil_demux #(
   rd_state_e   rd_state_q;
   logic        rd_sel_q;  // the block of the read in flight
   logic [1:0]  rd_sel;
+  logic        arready, rvalid, ar_take, r_done;
 
-  assign rd_sel    = decode(s_araddr);
-  assign s_arready = rd_state_q == RdAddr && (rd_sel == 2'd2 || m_arready[rd_sel[0]]);
-  assign s_rvalid  = rd_state_q == RdDecerr || (rd_state_q == RdResp && m_rvalid[rd_sel_q]);
-  assign s_rdata   = rd_state_q == RdResp ? m_rdata[rd_sel_q] : '0;
-  assign s_rresp   = rd_state_q == RdDecerr ? RespDecerr : m_rresp[rd_sel_q];
-  assign m_araddr  = s_araddr[11:0];
-  assign m_arprot  = s_arprot;
-
-  always_comb begin
-    m_arvalid = '0;
-    m_rready  = '0;
-    if (rd_state_q == RdAddr && rd_sel != 2'd2) m_arvalid[rd_sel[0]] = s_arvalid;
-    if (rd_state_q == RdResp) m_rready[rd_sel_q] = s_rready;
-  end
+  assign rd_sel  = ar_dec;
+  assign arready = rd_state_q == RdAddr
+                && (rd_sel == 2'd2 || (rd_sel[0] ? mst_rsp_i[1].ar_ready
+                                                 : mst_rsp_i[0].ar_ready));
+  assign rvalid  = rd_state_q == RdDecerr || (rd_state_q == RdResp
+                && (rd_sel_q ? mst_rsp_i[1].r_valid : mst_rsp_i[0].r_valid));
+  assign ar_take = slv_req_i.ar_valid && arready;
+  assign r_done  = rvalid && slv_req_i.r_ready;
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
@@ -159,14 +113,41 @@ module npu_axil_demux #(
       rd_sel_q   <= '0;
     end else begin
       unique case (rd_state_q)
-        RdAddr: if (s_arvalid && s_arready) begin
+        RdAddr: if (ar_take) begin
           rd_sel_q   <= rd_sel[0];
           rd_state_q <= rd_sel == 2'd2 ? RdDecerr : RdResp;
         end
-        RdResp, RdDecerr: if (s_rvalid && s_rready) rd_state_q <= RdAddr;
+        RdResp, RdDecerr: if (r_done) rd_state_q <= RdAddr;
         default: rd_state_q <= RdAddr;
       endcase
     end
+  end
+
+  // ---------------------------------------------------------------- ports
+  assign slv_rsp_o = '{
+    aw_ready: awready, w_ready: wready,
+    b: '{resp: wr_state_q == WrDecerr ? RespDecerr
+             : wr_sel_q[0] ? mst_rsp_i[1].b.resp : mst_rsp_i[0].b.resp},
+    b_valid: bvalid, ar_ready: arready,
+    r: '{data: rd_state_q != RdResp ? '0
+             : rd_sel_q ? mst_rsp_i[1].r.data : mst_rsp_i[0].r.data,
+         resp: rd_state_q == RdDecerr ? RespDecerr
+             : rd_sel_q ? mst_rsp_i[1].r.resp : mst_rsp_i[0].r.resp},
+    r_valid: rvalid
+  };
+  // Payloads shared; the valids and readies of the block the access goes to.
+  for (genvar i = 0; i < 2; i++) begin : g_mst
+    assign mst_req_o[i] = '{
+      aw: '{addr: slv_req_i.aw.addr[11:0], prot: slv_req_i.aw.prot},
+      aw_valid: wr_state_q == WrAddr && wr_sel == 2'(i) && slv_req_i.aw_valid && !aw_got_q,
+      w: slv_req_i.w,
+      w_valid: wr_state_q == WrAddr && wr_sel == 2'(i) && slv_req_i.w_valid && !w_got_q
+               && wr_known,
+      b_ready: wr_state_q == WrResp && wr_sel_q[0] == 1'(i) && slv_req_i.b_ready,
+      ar: '{addr: slv_req_i.ar.addr[11:0], prot: slv_req_i.ar.prot},
+      ar_valid: rd_state_q == RdAddr && rd_sel == 2'(i) && slv_req_i.ar_valid,
+      r_ready: rd_state_q == RdResp && rd_sel_q == 1'(i) && slv_req_i.r_ready
+    };
   end
 endmodule
 

@@ -40,7 +40,11 @@ module npu_cmp_core
   parameter logic [63:0] Mem1Size = 64'h0,     /// memory window 1 size
   parameter logic [63:0] Mem2Base = 64'h0,     /// memory window 2 base
   parameter logic [63:0] Mem2Size = 64'h0,     /// memory window 2 size
-  localparam int unsigned DataWidth = BusBytes * 8
+  parameter type aw_chan_t = logic,            /// AXI4 AW payload (npu_axi_typedef.svh)
+  parameter type w_chan_t = logic,             /// AXI4 W payload
+  parameter type b_chan_t = logic,             /// AXI4 B payload
+  parameter type req_t = logic,                /// AXI4 request
+  parameter type rsp_t = logic                 /// AXI4 response
 ) (
   input  wire                  clk_i,          /// clock
   input  wire                  rst_ni,         /// asynchronous reset, active low
@@ -63,36 +67,8 @@ module npu_cmp_core
   output logic                 done_event_o,   /// a program ended without error (one cycle)
   output logic                 error_event_o,  /// a program ended with an error (one cycle)
   output logic [NumPerf-1:0][63:0] perf_o,     /// counters, indices Perf* (npu_config_pkg)
-  // AXI4 master.
-  output logic [IdWidth-1:0]   m_axi_arid,
-  output logic [AddrWidth-1:0] m_axi_araddr,
-  output logic [7:0]           m_axi_arlen,
-  output logic [2:0]           m_axi_arsize,
-  output logic [1:0]           m_axi_arburst,
-  output logic                 m_axi_arvalid,
-  input  wire                  m_axi_arready,
-  input  wire  [IdWidth-1:0]   m_axi_rid,
-  input  wire  [DataWidth-1:0] m_axi_rdata,
-  input  wire  [1:0]           m_axi_rresp,
-  input  wire                  m_axi_rlast,
-  input  wire                  m_axi_rvalid,
-  output logic                 m_axi_rready,
-  output logic [IdWidth-1:0]   m_axi_awid,
-  output logic [AddrWidth-1:0] m_axi_awaddr,
-  output logic [7:0]           m_axi_awlen,
-  output logic [2:0]           m_axi_awsize,
-  output logic [1:0]           m_axi_awburst,
-  output logic                 m_axi_awvalid,
-  input  wire                  m_axi_awready,
-  output logic [DataWidth-1:0] m_axi_wdata,
-  output logic [BusBytes-1:0]  m_axi_wstrb,
-  output logic                 m_axi_wlast,
-  output logic                 m_axi_wvalid,
-  input  wire                  m_axi_wready,
-  input  wire  [IdWidth-1:0]   m_axi_bid,
-  input  wire  [1:0]           m_axi_bresp,
-  input  wire                  m_axi_bvalid,
-  output logic                 m_axi_bready
+  output req_t                 m_axi_req_o,    /// AXI4 master
+  input  rsp_t                 m_axi_rsp_i
 );
   import npu_isa_pkg::*;
 
@@ -182,39 +158,49 @@ module npu_cmp_core
   logic                 f_ar_valid, f_ar_ready, l_ar_valid, l_ar_ready;
   logic [AddrWidth-1:0] f_ar_addr, l_ar_addr;
   logic [7:0]           l_ar_len;
-  wire ar_free = !m_axi_arvalid || m_axi_arready;
+  logic                 ar_valid_q;
+  logic [AddrWidth-1:0] ar_addr_q;
+  logic [7:0]           ar_len_q;
+  logic [IdWidth-1:0]   ar_id_q;
+  wire ar_free = !ar_valid_q || m_axi_rsp_i.ar_ready;
   assign f_ar_ready = ar_free;
   assign l_ar_ready = ar_free && !f_ar_valid;
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
-      m_axi_arvalid <= 1'b0;
-      m_axi_araddr  <= '0;
-      m_axi_arlen   <= '0;
-      m_axi_arid    <= '0;
+      ar_valid_q <= 1'b0;
+      ar_addr_q  <= '0;
+      ar_len_q   <= '0;
+      ar_id_q    <= '0;
     end else if (ar_free) begin
-      m_axi_arvalid <= f_ar_valid || l_ar_valid;
+      ar_valid_q <= f_ar_valid || l_ar_valid;
       if (f_ar_valid) begin
-        m_axi_araddr <= f_ar_addr;
-        m_axi_arlen  <= 8'd1;
-        m_axi_arid   <= '0;
+        ar_addr_q <= f_ar_addr;
+        ar_len_q  <= 8'd1;
+        ar_id_q   <= '0;
       end else if (l_ar_valid) begin
-        m_axi_araddr <= l_ar_addr;
-        m_axi_arlen  <= l_ar_len;
-        m_axi_arid   <= IdWidth'(1);
+        ar_addr_q <= l_ar_addr;
+        ar_len_q  <= l_ar_len;
+        ar_id_q   <= IdWidth'(1);
       end
     end
   end
-  assign m_axi_arsize  = 3'($clog2(BusBytes));
-  assign m_axi_arburst = 2'b01;
-  assign m_axi_awsize  = 3'($clog2(BusBytes));
-  assign m_axi_awburst = 2'b01;
-  assign m_axi_awid    = IdWidth'(2);
-  assign m_axi_wstrb   = '1;
 
-  wire r_to_load = m_axi_rid[0];
+  wire r_to_load = m_axi_rsp_i.r.id[0];
+  wire r_valid   = m_axi_rsp_i.r_valid;
   logic l_r_ready;
-  assign m_axi_rready = r_to_load ? l_r_ready : 1'b1;
+
+  // Writes: the STORE unit's channels.
+  aw_chan_t s_aw;
+  w_chan_t  s_w;
+  logic     s_aw_valid, s_w_valid, s_b_ready;
+
+  assign m_axi_req_o = '{
+    aw: s_aw, aw_valid: s_aw_valid, w: s_w, w_valid: s_w_valid, b_ready: s_b_ready,
+    ar: '{id: ar_id_q, addr: ar_addr_q, len: ar_len_q, size: 3'($clog2(BusBytes)),
+          burst: 2'b01},
+    ar_valid: ar_valid_q, r_ready: r_to_load ? l_r_ready : 1'b1
+  };
 
   // ---------------------------------------------------------------- fetch and decode
   insn_pc_t   f_data, q_in;
@@ -234,7 +220,8 @@ module npu_cmp_core
     .clk_i, .rst_ni, .start_i(start), .stop_i(stop || finished),
     .prog_addr_i, .prog_insns_i,
     .ar_valid_o(f_ar_valid), .ar_ready_i(f_ar_ready), .ar_addr_o(f_ar_addr),
-    .r_valid_i(m_axi_rvalid && !r_to_load), .r_data_i(m_axi_rdata), .r_resp_i(m_axi_rresp),
+    .r_valid_i(r_valid && !r_to_load), .r_data_i(m_axi_rsp_i.r.data),
+    .r_resp_i(m_axi_rsp_i.r.resp),
     .out_valid_o(f_valid), .out_data_o(f_data), .out_err_o(f_err), .out_ready_i(f_ready),
     .exhausted_o(f_exhausted), .drained_o(fetch_drained)
   );
@@ -356,8 +343,8 @@ module npu_cmp_core
     .insn_i(l_insn), .addr_i(l_addr), .done_o(u_done[0]),
     .ar_valid_o(l_ar_valid), .ar_ready_i(l_ar_ready), .ar_addr_o(l_ar_addr),
     .ar_len_o(l_ar_len),
-    .r_valid_i(m_axi_rvalid && r_to_load), .r_ready_o(l_r_ready), .r_data_i(m_axi_rdata),
-    .r_resp_i(m_axi_rresp), .r_last_i(m_axi_rlast),
+    .r_valid_i(r_valid && r_to_load), .r_ready_o(l_r_ready), .r_data_i(m_axi_rsp_i.r.data),
+    .r_resp_i(m_axi_rsp_i.r.resp), .r_last_i(m_axi_rsp_i.r.last),
     .wr_valid_o(ld_we), .wr_buf_o(ld_buf), .wr_row_o(ld_row), .wr_data_o(ld_data),
     .err_o(l_err), .err_code_o(l_err_code), .err_addr_o(l_err_addr), .beat_o(l_beat),
     .drained_o(load_drained)
@@ -379,15 +366,16 @@ module npu_cmp_core
   logic aw_fire_unused;
   npu_cmp_store #(
     .Block(Block), .AddrWidth(AddrWidth), .MaxBurstBeats(MaxBurstBeats),
-    .MaxOutstanding(MaxOutstanding)
+    .MaxOutstanding(MaxOutstanding), .Id(2),
+    .aw_chan_t(aw_chan_t), .w_chan_t(w_chan_t), .b_chan_t(b_chan_t)
   ) u_store (
     .clk_i, .rst_ni, .clear_i(clear), .stop_i(stop), .start_i(u_start[2]),
     .insn_i(s_insn), .addr_i(s_addr), .done_o(u_done[2]),
     .acc_re_o(s_acc_re), .acc_raddr_o(s_acc_raddr), .acc_rdata_i(acc_rdata[2]),
     .prm_re_o(s_prm_re), .prm_raddr_o(s_prm_raddr), .prm_rdata_i(prm_rdata),
-    .m_axi_awaddr, .m_axi_awlen, .m_axi_awvalid, .m_axi_awready,
-    .m_axi_wdata, .m_axi_wlast, .m_axi_wvalid, .m_axi_wready,
-    .m_axi_bresp, .m_axi_bvalid, .m_axi_bready,
+    .aw_o(s_aw), .aw_valid_o(s_aw_valid), .aw_ready_i(m_axi_rsp_i.aw_ready),
+    .w_o(s_w), .w_valid_o(s_w_valid), .w_ready_i(m_axi_rsp_i.w_ready),
+    .b_i(m_axi_rsp_i.b), .b_valid_i(m_axi_rsp_i.b_valid), .b_ready_o(s_b_ready),
     .err_o(s_err), .err_code_o(s_err_code), .err_addr_o(s_err_addr),
     .drained_o(store_drained)
   );
@@ -397,9 +385,12 @@ module npu_cmp_core
   // Progress is a handshake, not a request: a decode holding an instruction for a full queue
   // (its unit waits for a token that never comes) is no progress, and the watchdog fires.
   logic [31:0] wd_q;       // cycles without progress
-  wire progress = (m_axi_arvalid && m_axi_arready) || (m_axi_rvalid && m_axi_rready)
-               || (m_axi_awvalid && m_axi_awready) || (m_axi_wvalid && m_axi_wready)
-               || (m_axi_bvalid && m_axi_bready) || |(q_push & q_ready) || |q_pop || |tok_pop
+  wire progress = (m_axi_req_o.ar_valid && m_axi_rsp_i.ar_ready)
+               || (m_axi_rsp_i.r_valid && m_axi_req_o.r_ready)
+               || (m_axi_req_o.aw_valid && m_axi_rsp_i.aw_ready)
+               || (m_axi_req_o.w_valid && m_axi_rsp_i.w_ready)
+               || (m_axi_rsp_i.b_valid && m_axi_req_o.b_ready)
+               || |(q_push & q_ready) || |q_pop || |tok_pop
                || |u_retire || ld_we || c_acc_we || !u_done[1];
   wire wd_fire = wd_q == 32'(WatchdogCycles);
 
@@ -434,6 +425,7 @@ module npu_cmp_core
   // ---------------------------------------------------------------- counters
   // Cleared at START, so each program's figures read alone.
   logic [NumPerf-1:0][63:0] perf_q;
+  wire w_fire = s_w_valid && m_axi_rsp_i.w_ready;
   logic [NumPerf-1:0]       perf_inc;
   always_comb begin
     perf_inc = '0;
@@ -455,14 +447,14 @@ module npu_cmp_core
         if (perf_inc[k]) perf_q[k] <= perf_q[k] + 64'd1;
       end
       if (l_beat) perf_q[PerfBytesRead] <= perf_q[PerfBytesRead] + 64'(BusBytes);
-      if (m_axi_wvalid && m_axi_wready)
+      if (w_fire)
         perf_q[PerfBytesWritten] <= perf_q[PerfBytesWritten] + 64'(BusBytes);
     end
   end
   assign perf_o = perf_q;
 
   logic unused;
-  assign unused = ^{m_axi_rid[IdWidth-1:0], m_axi_bid, aw_fire_unused, finish,
+  assign unused = ^{m_axi_rsp_i.r.id, aw_fire_unused, finish,
                     pop_prev[0], pop_next[2], push_prev[0], push_next[2],
                     l_insn.opcode, s_insn.opcode};
 endmodule

@@ -14,6 +14,10 @@ module npu_cmp_store #(
   parameter int unsigned AddrWidth = 40,       /// AXI address bits
   parameter int unsigned MaxBurstBeats = 256,  /// longest burst
   parameter int unsigned MaxOutstanding = 8,   /// write bursts in flight
+  parameter int unsigned Id = 0,               /// AXI ID of its bursts
+  parameter type aw_chan_t = logic,            /// AXI4 AW payload (npu_axi_typedef.svh)
+  parameter type w_chan_t = logic,             /// AXI4 W payload
+  parameter type b_chan_t = logic,             /// AXI4 B payload
   localparam int unsigned DataWidth = Block * 8,
   localparam int unsigned AccWidth = Block * 32
 ) (
@@ -32,18 +36,16 @@ module npu_cmp_store #(
   output logic                 prm_re_o,
   output logic [15:0]          prm_raddr_o,
   input  wire  [AccWidth-1:0]  prm_rdata_i,
-  // AXI4 write channels.
-  output logic [AddrWidth-1:0] m_axi_awaddr,
-  output logic [7:0]           m_axi_awlen,
-  output logic                 m_axi_awvalid,
-  input  wire                  m_axi_awready,
-  output logic [DataWidth-1:0] m_axi_wdata,
-  output logic                 m_axi_wlast,
-  output logic                 m_axi_wvalid,
-  input  wire                  m_axi_wready,
-  input  wire  [1:0]           m_axi_bresp,
-  input  wire                  m_axi_bvalid,
-  output logic                 m_axi_bready,
+  // AXI4 write channels: full-width INCR bursts, every byte written.
+  output aw_chan_t             aw_o,
+  output logic                 aw_valid_o,
+  input  wire                  aw_ready_i,
+  output w_chan_t              w_o,
+  output logic                 w_valid_o,
+  input  wire                  w_ready_i,
+  input  b_chan_t              b_i,
+  input  wire                  b_valid_i,
+  output logic                 b_ready_o,
   // Errors and status.
   output logic                 err_o,          /// a write response was an error (one cycle)
   output npu_isa_pkg::err_e    err_code_o,     /// STORE_SLVERR or STORE_DECERR
@@ -63,7 +65,9 @@ module npu_cmp_store #(
   logic [AddrWidth-1:0] w_addr;
   logic [8:0]           w_beats;
   logic [OutWidth-1:0]  outstanding_q;   // AW requested, B not yet received
-  wire aw_load = w_valid && !stop_i && (!m_axi_awvalid || m_axi_awready)
+  logic [AddrWidth-1:0] aw_addr_q;
+  logic [7:0]           aw_len_q;
+  wire aw_load = w_valid && !stop_i && (!aw_valid_o || aw_ready_i)
               && outstanding_q < OutWidth'(MaxOutstanding);
 
   npu_cmp_walker #(
@@ -80,21 +84,23 @@ module npu_cmp_store #(
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
-      m_axi_awvalid <= 1'b0;
-      m_axi_awaddr  <= '0;
-      m_axi_awlen   <= '0;
+      aw_valid_o <= 1'b0;
+      aw_addr_q  <= '0;
+      aw_len_q   <= '0;
     end else begin
-      if (m_axi_awvalid && m_axi_awready) m_axi_awvalid <= 1'b0;
+      if (aw_valid_o && aw_ready_i) aw_valid_o <= 1'b0;
       if (aw_load) begin
-        m_axi_awvalid <= 1'b1;
-        m_axi_awaddr  <= w_addr;
-        m_axi_awlen   <= 8'(w_beats - 9'd1);
+        aw_valid_o <= 1'b1;
+        aw_addr_q  <= w_addr;
+        aw_len_q   <= 8'(w_beats - 9'd1);
       end
     end
   end
+  assign aw_o = '{id: $bits(b_i.id)'(Id), addr: aw_addr_q, len: aw_len_q,
+                  size: 3'($clog2(Block)), burst: 2'b01};
 
-  wire b_fire = m_axi_bvalid && m_axi_bready;
-  assign m_axi_bready = 1'b1;
+  wire b_fire = b_valid_i && b_ready_o;
+  assign b_ready_o = 1'b1;
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) outstanding_q <= '0;
     else outstanding_q <= outstanding_q + OutWidth'(aw_load) - OutWidth'(b_fire);
@@ -211,12 +217,12 @@ module npu_cmp_store #(
   logic [8:0] wbeat_q;     // beat of the burst at the length FIFO head
   wire [1:0] elem_last = s_q.mode == StoreModeInt32 ? 2'd3 : 2'd0;
 
-  assign m_axi_wvalid = elem_valid && len_valid;
-  assign m_axi_wdata  = elem_head[ebeat_q * DataWidth +: DataWidth];
-  assign m_axi_wlast  = wbeat_q == len_head - 9'd1;
-  wire w_fire = m_axi_wvalid && m_axi_wready;
+  wire w_last = wbeat_q == len_head - 9'd1;
+  assign w_valid_o = elem_valid && len_valid;
+  assign w_o       = '{data: elem_head[ebeat_q * DataWidth +: DataWidth], strb: '1, last: w_last};
+  wire w_fire = w_valid_o && w_ready_i;
   assign elem_pop = w_fire && ebeat_q == elem_last;
-  assign len_pop  = w_fire && m_axi_wlast;
+  assign len_pop  = w_fire && w_last;
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
@@ -227,7 +233,7 @@ module npu_cmp_store #(
       wbeat_q <= '0;
     end else if (w_fire) begin
       ebeat_q <= elem_pop ? 2'd0 : ebeat_q + 2'd1;
-      wbeat_q <= m_axi_wlast ? 9'd0 : wbeat_q + 9'd1;
+      wbeat_q <= w_last ? 9'd0 : wbeat_q + 9'd1;
     end
   end
 
@@ -237,16 +243,16 @@ module npu_cmp_store #(
     else if (clear_i) err_seen_q <= 1'b0;
     else if (err_o) err_seen_q <= 1'b1;
   end
-  assign err_o      = b_fire && m_axi_bresp[1] && !err_seen_q;
-  assign err_code_o = m_axi_bresp[0] ? ErrStoreDecerr : ErrStoreSlverr;
+  assign err_o      = b_fire && b_i.resp[1] && !err_seen_q;
+  assign err_code_o = b_i.resp[0] ? ErrStoreDecerr : ErrStoreSlverr;
   assign err_addr_o = 64'(oldest_addr);
 
   assign done_o = !w_active && !d_active_q && !s1_valid_q && !s2_valid_q && !elem_valid
-               && !m_axi_awvalid && outstanding_q == '0;
-  assign drained_o = !m_axi_awvalid && outstanding_q == '0 && !len_valid;
+               && !aw_valid_o && outstanding_q == '0;
+  assign drained_o = !aw_valid_o && outstanding_q == '0 && !len_valid;
 
   logic unused;
-  assign unused = ^{addr_i[63:AddrWidth], s_q.opcode, s_q.base, s_q.offset, s_q.sram,
+  assign unused = ^{addr_i[63:AddrWidth], b_i.id, s_q.opcode, s_q.base, s_q.offset, s_q.sram,
                     s_q.x_stride, s_q.y_stride, s_q.z_stride, s_q.rsvd_238, s_q.rsvd_94,
                     s_q.rsvd_10, s_q.push_next, s_q.push_prev, s_q.pop_next, s_q.pop_prev};
 endmodule

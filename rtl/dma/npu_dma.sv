@@ -1,11 +1,12 @@
 `default_nettype none
 
+`include "npu_axi_assign.svh"
+
 /// DMA engine block: the generated CSR block (`dma_csr`, AXI4-Lite slave) joined to the
 /// engine core through the hwif structs, plus the interrupt line.
 module npu_dma #(
   parameter int unsigned BusBytes = 16,        /// bytes per data beat
   parameter int unsigned AddrWidth = 40,       /// AXI address bits
-  parameter int unsigned IdWidth = 4,          /// AXI ID bits
   parameter int unsigned MaxBurstBeats = 256,  /// longest burst
   parameter int unsigned MaxOutstanding = 8,   /// bursts in flight per direction
   parameter int unsigned FifoDepth = 1024,     /// data FIFO entries (beats)
@@ -18,67 +19,19 @@ module npu_dma #(
   parameter int unsigned HwVersionMajor = 0,   /// HW_VERSION.MAJOR
   parameter int unsigned HwVersionMinor = 0,   /// HW_VERSION.MINOR
   parameter int unsigned HwVersionPatch = 0,   /// HW_VERSION.PATCH
-  localparam int unsigned DataWidth = BusBytes * 8
+  parameter type axil_req_t = logic,  /// AXI4-Lite request, 12-bit offset (npu_axi_typedef.svh)
+  parameter type axil_rsp_t = logic,  /// AXI4-Lite response
+  parameter type axi_req_t = logic,   /// AXI4 request
+  parameter type axi_rsp_t = logic    /// AXI4 response
 ) (
-  input  wire                  clk_i,          /// clock
-  input  wire                  rst_ni,         /// asynchronous reset, active low
-  // AXI4-Lite slave: the CSRs (12-bit block offset).
-  output logic                 s_axil_awready,
-  input  wire                  s_axil_awvalid,
-  input  wire  [11:0]          s_axil_awaddr,
-  input  wire  [2:0]           s_axil_awprot,
-  output logic                 s_axil_wready,
-  input  wire                  s_axil_wvalid,
-  input  wire  [31:0]          s_axil_wdata,
-  input  wire  [3:0]           s_axil_wstrb,
-  input  wire                  s_axil_bready,
-  output logic                 s_axil_bvalid,
-  output logic [1:0]           s_axil_bresp,
-  output logic                 s_axil_arready,
-  input  wire                  s_axil_arvalid,
-  input  wire  [11:0]          s_axil_araddr,
-  input  wire  [2:0]           s_axil_arprot,
-  input  wire                  s_axil_rready,
-  output logic                 s_axil_rvalid,
-  output logic [31:0]          s_axil_rdata,
-  output logic [1:0]           s_axil_rresp,
-  // AXI4 master: the data mover.
-  output logic [IdWidth-1:0]   m_axi_arid,
-  output logic [AddrWidth-1:0] m_axi_araddr,
-  output logic [7:0]           m_axi_arlen,
-  output logic [2:0]           m_axi_arsize,
-  output logic [1:0]           m_axi_arburst,
-  output logic [3:0]           m_axi_arcache,
-  output logic [2:0]           m_axi_arprot,
-  output logic                 m_axi_arvalid,
-  input  wire                  m_axi_arready,
-  input  wire  [IdWidth-1:0]   m_axi_rid,
-  input  wire  [DataWidth-1:0] m_axi_rdata,
-  input  wire  [1:0]           m_axi_rresp,
-  input  wire                  m_axi_rlast,
-  input  wire                  m_axi_rvalid,
-  output logic                 m_axi_rready,
-  output logic [IdWidth-1:0]   m_axi_awid,
-  output logic [AddrWidth-1:0] m_axi_awaddr,
-  output logic [7:0]           m_axi_awlen,
-  output logic [2:0]           m_axi_awsize,
-  output logic [1:0]           m_axi_awburst,
-  output logic [3:0]           m_axi_awcache,
-  output logic [2:0]           m_axi_awprot,
-  output logic                 m_axi_awvalid,
-  input  wire                  m_axi_awready,
-  output logic [DataWidth-1:0] m_axi_wdata,
-  output logic [BusBytes-1:0]  m_axi_wstrb,
-  output logic                 m_axi_wlast,
-  output logic                 m_axi_wvalid,
-  input  wire                  m_axi_wready,
-  input  wire  [IdWidth-1:0]   m_axi_bid,
-  input  wire  [1:0]           m_axi_bresp,
-  input  wire                  m_axi_bvalid,
-  output logic                 m_axi_bready,
-  // Status.
-  output logic                 irq_o,          /// level interrupt: INT_STATUS & INT_ENABLE
-  output logic                 busy_o          /// a transfer is running
+  input  wire       clk_i,          /// clock
+  input  wire       rst_ni,         /// asynchronous reset, active low
+  input  axil_req_t s_axil_req_i,   /// AXI4-Lite slave: the CSRs (12-bit block offset)
+  output axil_rsp_t s_axil_rsp_o,
+  output axi_req_t  m_axi_req_o,    /// AXI4 master: the data mover
+  input  axi_rsp_t  m_axi_rsp_i,
+  output logic      irq_o,          /// level interrupt: INT_STATUS & INT_ENABLE
+  output logic      busy_o          /// a transfer is running
 );
   import dma_csr_pkg::*;
   import npu_dma_pkg::*;
@@ -88,11 +41,7 @@ module npu_dma #(
 
   dma_csr u_csr (
     .clk(clk_i), .arst_n(rst_ni),
-    .s_axil_awready, .s_axil_awvalid, .s_axil_awaddr, .s_axil_awprot,
-    .s_axil_wready, .s_axil_wvalid, .s_axil_wdata, .s_axil_wstrb,
-    .s_axil_bready, .s_axil_bvalid, .s_axil_bresp,
-    .s_axil_arready, .s_axil_arvalid, .s_axil_araddr, .s_axil_arprot,
-    .s_axil_rready, .s_axil_rvalid, .s_axil_rdata, .s_axil_rresp,
+    `NPU_AXIL_CONNECT_FLAT(s_axil, s_axil_req_i, s_axil_rsp_o),
     .hwif_in(hwif_in), .hwif_out(hwif_out)
   );
 
@@ -102,10 +51,10 @@ module npu_dma #(
   logic [31:0] xfers_done, xfers_failed;
 
   npu_dma_core #(
-    .BusBytes(BusBytes), .AddrWidth(AddrWidth), .IdWidth(IdWidth),
+    .BusBytes(BusBytes), .AddrWidth(AddrWidth),
     .MaxBurstBeats(MaxBurstBeats), .MaxOutstanding(MaxOutstanding), .FifoDepth(FifoDepth),
     .Mem0Base(Mem0Base), .Mem0Size(Mem0Size), .Mem1Base(Mem1Base), .Mem1Size(Mem1Size),
-    .Mem2Base(Mem2Base), .Mem2Size(Mem2Size)
+    .Mem2Base(Mem2Base), .Mem2Size(Mem2Size), .req_t(axi_req_t), .rsp_t(axi_rsp_t)
   ) u_core (
     .clk_i, .rst_ni,
     .start_i(hwif_out.CTRL.START.value),
@@ -121,13 +70,7 @@ module npu_dma #(
     .done_event_o(done_event), .error_event_o(error_event),
     .busy_cycles_o(busy_cycles), .bytes_read_o(bytes_read), .bytes_written_o(bytes_written),
     .xfers_done_o(xfers_done), .xfers_failed_o(xfers_failed),
-    .m_axi_arid, .m_axi_araddr, .m_axi_arlen, .m_axi_arsize, .m_axi_arburst, .m_axi_arcache,
-    .m_axi_arprot, .m_axi_arvalid, .m_axi_arready,
-    .m_axi_rid, .m_axi_rdata, .m_axi_rresp, .m_axi_rlast, .m_axi_rvalid, .m_axi_rready,
-    .m_axi_awid, .m_axi_awaddr, .m_axi_awlen, .m_axi_awsize, .m_axi_awburst, .m_axi_awcache,
-    .m_axi_awprot, .m_axi_awvalid, .m_axi_awready,
-    .m_axi_wdata, .m_axi_wstrb, .m_axi_wlast, .m_axi_wvalid, .m_axi_wready,
-    .m_axi_bid, .m_axi_bresp, .m_axi_bvalid, .m_axi_bready
+    .m_axi_req_o, .m_axi_rsp_i
   );
 
   // 64-bit counters: reading LO latches HI, so LO then HI is one consistent value.

@@ -11,7 +11,6 @@ module npu_dma_core
 #(
   parameter int unsigned BusBytes = 16,        /// bytes per data beat
   parameter int unsigned AddrWidth = 40,       /// AXI address bits
-  parameter int unsigned IdWidth = 4,          /// AXI ID bits (all bursts use ID 0)
   parameter int unsigned MaxBurstBeats = 256,  /// longest burst
   parameter int unsigned MaxOutstanding = 8,   /// bursts in flight per direction
   parameter int unsigned FifoDepth = 1024,     /// data FIFO entries (beats)
@@ -22,6 +21,8 @@ module npu_dma_core
   parameter logic [63:0] Mem1Size = 64'h0,
   parameter logic [63:0] Mem2Base = 64'h0,
   parameter logic [63:0] Mem2Size = 64'h0,
+  parameter type req_t = logic,                /// AXI4 request (npu_axi_typedef.svh)
+  parameter type rsp_t = logic,                /// AXI4 response
   localparam int unsigned DataWidth = BusBytes * 8,
   localparam int unsigned OffWidth = $clog2(BusBytes)
 ) (
@@ -52,39 +53,8 @@ module npu_dma_core
   output logic [31:0]          xfers_done_o,
   output logic [31:0]          xfers_failed_o,
   // AXI4 master.
-  output logic [IdWidth-1:0]   m_axi_arid,
-  output logic [AddrWidth-1:0] m_axi_araddr,
-  output logic [7:0]           m_axi_arlen,
-  output logic [2:0]           m_axi_arsize,
-  output logic [1:0]           m_axi_arburst,
-  output logic [3:0]           m_axi_arcache,
-  output logic [2:0]           m_axi_arprot,
-  output logic                 m_axi_arvalid,
-  input  wire                  m_axi_arready,
-  input  wire  [IdWidth-1:0]   m_axi_rid,
-  input  wire  [DataWidth-1:0] m_axi_rdata,
-  input  wire  [1:0]           m_axi_rresp,
-  input  wire                  m_axi_rlast,
-  input  wire                  m_axi_rvalid,
-  output logic                 m_axi_rready,
-  output logic [IdWidth-1:0]   m_axi_awid,
-  output logic [AddrWidth-1:0] m_axi_awaddr,
-  output logic [7:0]           m_axi_awlen,
-  output logic [2:0]           m_axi_awsize,
-  output logic [1:0]           m_axi_awburst,
-  output logic [3:0]           m_axi_awcache,
-  output logic [2:0]           m_axi_awprot,
-  output logic                 m_axi_awvalid,
-  input  wire                  m_axi_awready,
-  output logic [DataWidth-1:0] m_axi_wdata,
-  output logic [BusBytes-1:0]  m_axi_wstrb,
-  output logic                 m_axi_wlast,
-  output logic                 m_axi_wvalid,
-  input  wire                  m_axi_wready,
-  input  wire  [IdWidth-1:0]   m_axi_bid,
-  input  wire  [1:0]           m_axi_bresp,
-  input  wire                  m_axi_bvalid,
-  output logic                 m_axi_bready
+  output req_t                 m_axi_req_o,     /// AXI4 master: the data mover (ID 0)
+  input  rsp_t                 m_axi_rsp_i
 );
   localparam int unsigned FifoCountWidth = $clog2(FifoDepth + 1);
 
@@ -123,6 +93,7 @@ module npu_dma_core
   logic rd_busy, wr_busy, rd_error, wr_error;
   logic [AddrWidth-1:0] rd_burst_addr, wr_burst_addr;
   logic [1:0] rd_error_resp;
+  wire  [1:0] b_resp = m_axi_rsp_i.b.resp;  // a wire for the process below (npu_axi_demux)
 
   assign eng_start = state_q == StCheck && !zero_len_q && src_ok_q && dst_ok_q;
 
@@ -188,7 +159,7 @@ module npu_dma_core
               err_addr_q <= 64'(rd_burst_addr);
             end else if (wr_error) begin
               stop_q     <= 1'b1;
-              err_code_q <= (m_axi_bresp == RespDecerr) ? ErrWriteDecerr : ErrWriteSlverr;
+              err_code_q <= (b_resp == RespDecerr) ? ErrWriteDecerr : ErrWriteSlverr;
               err_addr_q <= 64'(wr_burst_addr);
             end else if (abort_i) begin
               stop_q     <= 1'b1;
@@ -228,6 +199,12 @@ module npu_dma_core
   logic                 al_valid, al_ready, fifo_valid, fifo_ready;
   logic [31:0]          beat_bytes_read;
   logic [BusBytes-1:0]  w_strb_fire;
+  // The AXI4 master's channels, as the read and write sides drive them.
+  logic [AddrWidth-1:0] ar_addr, aw_addr;
+  logic [7:0]           ar_len, aw_len;
+  logic                 ar_valid, r_ready, aw_valid, w_valid, w_last, b_ready;
+  logic [DataWidth-1:0] w_data;
+  logic [BusBytes-1:0]  w_strb;
 
   npu_dma_rd #(
     .BusBytes(BusBytes), .AddrWidth(AddrWidth), .MaxBurstBeats(MaxBurstBeats),
@@ -239,9 +216,9 @@ module npu_dma_core
     .row_bytes_i(row_bytes_q), .rows_i(rows_q),
     .src_stride_i(src_stride_q), .dst_stride_i(dst_stride_q[OffWidth-1:0]),
     .fifo_count_i(fifo_count),
-    .ar_addr_o(m_axi_araddr), .ar_len_o(m_axi_arlen),
-    .ar_valid_o(m_axi_arvalid), .ar_ready_i(m_axi_arready),
-    .r_fire_i(m_axi_rvalid && m_axi_rready), .r_last_i(m_axi_rlast),
+    .ar_addr_o(ar_addr), .ar_len_o(ar_len), .ar_valid_o(ar_valid),
+    .ar_ready_i(m_axi_rsp_i.ar_ready),
+    .r_fire_i(m_axi_rsp_i.r_valid && r_ready), .r_last_i(m_axi_rsp_i.r.last),
     .row_valid_o(row_in_valid), .row_ready_i(row_in_ready),
     .row_src_off_o(row_in_src_off), .row_dst_off_o(row_in_dst_off), .row_bytes_o(row_in_bytes),
     .burst_addr_o(rd_burst_addr), .busy_o(rd_busy)
@@ -261,12 +238,12 @@ module npu_dma_core
     .row_valid_i(row_out_valid), .row_ready_o(row_out_ready),
     .row_src_off_i(row_out_src_off), .row_dst_off_i(row_out_dst_off),
     .row_bytes_i(row_out_bytes),
-    .r_data_i(m_axi_rdata), .r_resp_i(m_axi_rresp),
-    .r_valid_i(m_axi_rvalid), .r_ready_o(m_axi_rready),
+    .r_data_i(m_axi_rsp_i.r.data), .r_resp_i(m_axi_rsp_i.r.resp),
+    .r_valid_i(m_axi_rsp_i.r_valid), .r_ready_o(r_ready),
     .out_data_o(al_data), .out_strb_o(al_strb), .out_valid_o(al_valid), .out_ready_i(al_ready),
     .r_error_o(rd_error), .bytes_read_o(beat_bytes_read)
   );
-  assign rd_error_resp = m_axi_rresp;
+  assign rd_error_resp = m_axi_rsp_i.r.resp;
 
   npu_fifo #(.Width(DataWidth + BusBytes), .Depth(FifoDepth)) u_data_fifo (
     .clk_i, .rst_ni, .clear_i(finishing),
@@ -285,27 +262,23 @@ module npu_dma_core
     .dst_stride_i(dst_stride_q),
     .fifo_count_i(fifo_count), .fifo_data_i(fifo_data), .fifo_strb_i(fifo_strb),
     .fifo_valid_i(fifo_valid), .fifo_ready_o(fifo_ready),
-    .aw_addr_o(m_axi_awaddr), .aw_len_o(m_axi_awlen),
-    .aw_valid_o(m_axi_awvalid), .aw_ready_i(m_axi_awready),
-    .w_data_o(m_axi_wdata), .w_strb_o(m_axi_wstrb), .w_last_o(m_axi_wlast),
-    .w_valid_o(m_axi_wvalid), .w_ready_i(m_axi_wready),
-    .b_resp_i(m_axi_bresp), .b_valid_i(m_axi_bvalid), .b_ready_o(m_axi_bready),
+    .aw_addr_o(aw_addr), .aw_len_o(aw_len), .aw_valid_o(aw_valid),
+    .aw_ready_i(m_axi_rsp_i.aw_ready),
+    .w_data_o(w_data), .w_strb_o(w_strb), .w_last_o(w_last), .w_valid_o(w_valid),
+    .w_ready_i(m_axi_rsp_i.w_ready),
+    .b_resp_i(b_resp), .b_valid_i(m_axi_rsp_i.b_valid), .b_ready_o(b_ready),
     .b_error_o(wr_error), .w_strb_fire_o(w_strb_fire),
     .burst_addr_o(wr_burst_addr), .busy_o(wr_busy)
   );
 
-  // Constant AXI attributes: full-width INCR bursts, ID 0 (responses stay in order),
-  // normal non-cacheable bufferable memory, unprivileged secure data access.
-  assign m_axi_arid    = '0;
-  assign m_axi_arsize  = 3'($clog2(BusBytes));
-  assign m_axi_arburst = BurstIncr;
-  assign m_axi_arcache = 4'b0011;
-  assign m_axi_arprot  = 3'b000;
-  assign m_axi_awid    = '0;
-  assign m_axi_awsize  = 3'($clog2(BusBytes));
-  assign m_axi_awburst = BurstIncr;
-  assign m_axi_awcache = 4'b0011;
-  assign m_axi_awprot  = 3'b000;
+  // Full-width INCR bursts, ID 0 (responses stay in order).
+  assign m_axi_req_o = '{
+    aw: '{id: '0, addr: aw_addr, len: aw_len, size: 3'($clog2(BusBytes)), burst: BurstIncr},
+    aw_valid: aw_valid, w: '{data: w_data, strb: w_strb, last: w_last}, w_valid: w_valid,
+    b_ready: b_ready,
+    ar: '{id: '0, addr: ar_addr, len: ar_len, size: 3'($clog2(BusBytes)), burst: BurstIncr},
+    ar_valid: ar_valid, r_ready: r_ready
+  };
 
   // ---------------------------------------------------------------- counters
   logic [31:0] beat_bytes_written;
@@ -338,7 +311,7 @@ module npu_dma_core
 
   // Unused inputs: IDs come back as sent (single ID).
   logic unused;
-  assign unused = ^{m_axi_rid, m_axi_bid};
+  assign unused = ^{m_axi_rsp_i.r.id, m_axi_rsp_i.b.id};
 endmodule
 
 `default_nettype wire

@@ -25,42 +25,17 @@ module npu_axi_mem #(
   parameter int unsigned ReadLatency = 0,
   /// 1: reads and writes share one beat per cycle (DDR); 0: a beat each way per cycle.
   parameter bit          SharedDataBus = 1'b0,
+  parameter type         req_t = logic,        /// AXI4 request (npu_axi_typedef.svh)
+  parameter type         rsp_t = logic,        /// AXI4 response
   localparam int unsigned DataWidth = BusBytes * 8
 ) (
-  input  wire                  clk_i,           /// clock
-  input  wire                  rst_ni,          /// asynchronous reset, active low
-  input  wire  [63:0]          fault_base_i,    /// first faulty offset
-  input  wire  [63:0]          fault_size_i,    /// faulty bytes (0: no fault window)
-  input  wire  [1:0]           fault_resp_i,    /// response for faulty beats (SLVERR/DECERR)
-  input  wire  [IdWidth-1:0]   s_axi_arid,
-  input  wire  [AddrWidth-1:0] s_axi_araddr,
-  input  wire  [7:0]           s_axi_arlen,
-  input  wire  [2:0]           s_axi_arsize,
-  input  wire  [1:0]           s_axi_arburst,
-  input  wire                  s_axi_arvalid,
-  output logic                 s_axi_arready,
-  output logic [IdWidth-1:0]   s_axi_rid,
-  output logic [DataWidth-1:0] s_axi_rdata,
-  output logic [1:0]           s_axi_rresp,
-  output logic                 s_axi_rlast,
-  output logic                 s_axi_rvalid,
-  input  wire                  s_axi_rready,
-  input  wire  [IdWidth-1:0]   s_axi_awid,
-  input  wire  [AddrWidth-1:0] s_axi_awaddr,
-  input  wire  [7:0]           s_axi_awlen,
-  input  wire  [2:0]           s_axi_awsize,
-  input  wire  [1:0]           s_axi_awburst,
-  input  wire                  s_axi_awvalid,
-  output logic                 s_axi_awready,
-  input  wire  [DataWidth-1:0] s_axi_wdata,
-  input  wire  [BusBytes-1:0]  s_axi_wstrb,
-  input  wire                  s_axi_wlast,
-  input  wire                  s_axi_wvalid,
-  output logic                 s_axi_wready,
-  output logic [IdWidth-1:0]   s_axi_bid,
-  output logic [1:0]           s_axi_bresp,
-  output logic                 s_axi_bvalid,
-  input  wire                  s_axi_bready
+  input  wire         clk_i,          /// clock
+  input  wire         rst_ni,         /// asynchronous reset, active low
+  input  wire  [63:0] fault_base_i,   /// first faulty offset
+  input  wire  [63:0] fault_size_i,   /// faulty bytes (0: no fault window)
+  input  wire  [1:0]  fault_resp_i,   /// response for faulty beats (SLVERR/DECERR)
+  input  req_t        s_req_i,        /// AXI4 slave port
+  output rsp_t        s_rsp_o
 );
   import npu_mem_dpi_pkg::*;
 
@@ -75,6 +50,11 @@ module npu_axi_mem #(
     if (Size == 0 || Size[OffWidth-1:0] != '0)
       $fatal(1, "npu_axi_mem(%s): Size must be a non-zero multiple of BusBytes", Name);
   end
+
+  // The W fields the processes read, as wires (see npu_axi_demux).
+  wire [DataWidth-1:0] w_data = s_req_i.w.data;
+  wire [BusBytes-1:0]  w_strb = s_req_i.w.strb;
+  wire                 w_last = s_req_i.w.last;
 
   // ---------------------------------------------------------------- storage
   chandle dpi_mem;
@@ -110,11 +90,11 @@ module npu_axi_mem #(
 
   // ---------------------------------------------------------------- read side
   logic [CmdWidth-1:0] ar_head;
-  logic                ar_head_valid, ar_pop;
+  logic                ar_head_valid, ar_pop, ar_ready;
   npu_fifo #(.Width(CmdWidth), .Depth(MaxOutstanding)) u_ar_q (
     .clk_i, .rst_ni, .clear_i(1'b0),
-    .in_data_i({s_axi_arid, s_axi_araddr, s_axi_arlen}),
-    .in_valid_i(s_axi_arvalid), .in_ready_o(s_axi_arready),
+    .in_data_i({s_req_i.ar.id, s_req_i.ar.addr, s_req_i.ar.len}),
+    .in_valid_i(s_req_i.ar_valid), .in_ready_o(ar_ready),
     .out_data_o(ar_head), .out_valid_o(ar_head_valid), .out_ready_i(ar_pop),
     .count_o()
   );
@@ -130,7 +110,7 @@ module npu_axi_mem #(
     end
     npu_fifo #(.Width(32), .Depth(MaxOutstanding)) u_time_q (
       .clk_i, .rst_ni, .clear_i(1'b0),
-      .in_data_i(now_q), .in_valid_i(s_axi_arvalid && s_axi_arready), .in_ready_o(),
+      .in_data_i(now_q), .in_valid_i(s_req_i.ar_valid && ar_ready), .in_ready_o(),
       .out_data_o(head_time), .out_valid_o(), .out_ready_i(ar_pop), .count_o()
     );
     assign ar_ripe = now_q - head_time >= 32'(ReadLatency);
@@ -142,8 +122,13 @@ module npu_axi_mem #(
   logic [63:0]          rd_off_q;     // offset of the next beat
   logic [7:0]           rd_left_q;    // beats after the next one
   logic [IdWidth-1:0]   rd_id_q;
+  // The R channel's registers.
+  logic                 r_valid_q, r_last_q;
+  logic [IdWidth-1:0]   r_id_q;
+  logic [DataWidth-1:0] r_data_q;
+  logic [1:0]           r_resp_q;
 
-  wire emit = !s_axi_rvalid || s_axi_rready;
+  wire emit = !r_valid_q || s_req_i.r_ready;
   // A read beat could be produced this cycle; `rd_go`: it is (the data bus is ours).
   wire rd_want = emit && (rd_active_q || (ar_head_valid && ar_ripe));
   logic rd_go;
@@ -171,35 +156,35 @@ module npu_axi_mem #(
       rd_off_q     <= '0;
       rd_left_q    <= '0;
       rd_id_q      <= '0;
-      s_axi_rvalid <= 1'b0;
-      s_axi_rdata  <= '0;
-      s_axi_rresp  <= RespOkay;
-      s_axi_rlast  <= 1'b0;
-      s_axi_rid    <= '0;
+      r_valid_q    <= 1'b0;
+      r_data_q     <= '0;
+      r_resp_q     <= RespOkay;
+      r_last_q     <= 1'b0;
+      r_id_q       <= '0;
     end else if (emit) begin
       if (rd_go) begin
-        s_axi_rvalid <= 1'b1;
-        s_axi_rid    <= beat_id;
-        s_axi_rlast  <= beat_left == '0;
-        s_axi_rresp  <= beat_resp(beat_off);
-        s_axi_rdata  <= (beat_resp(beat_off) == RespOkay) ? mem_read(beat_off) : '0;
+        r_valid_q    <= 1'b1;
+        r_id_q       <= beat_id;
+        r_last_q     <= beat_left == '0;
+        r_resp_q     <= beat_resp(beat_off);
+        r_data_q     <= (beat_resp(beat_off) == RespOkay) ? mem_read(beat_off) : '0;
         rd_active_q  <= beat_left != '0;
         rd_off_q     <= beat_off + 64'(BusBytes);
         rd_left_q    <= beat_left - 1'b1;
         rd_id_q      <= beat_id;
       end else begin
-        s_axi_rvalid <= 1'b0;
+        r_valid_q    <= 1'b0;
       end
     end
   end
 
   // ---------------------------------------------------------------- write side
   logic [CmdWidth-1:0] aw_head;
-  logic                aw_head_valid, aw_pop;
+  logic                aw_head_valid, aw_pop, aw_ready;
   npu_fifo #(.Width(CmdWidth), .Depth(MaxOutstanding)) u_aw_q (
     .clk_i, .rst_ni, .clear_i(1'b0),
-    .in_data_i({s_axi_awid, s_axi_awaddr, s_axi_awlen}),
-    .in_valid_i(s_axi_awvalid), .in_ready_o(s_axi_awready),
+    .in_data_i({s_req_i.aw.id, s_req_i.aw.addr, s_req_i.aw.len}),
+    .in_valid_i(s_req_i.aw_valid), .in_ready_o(aw_ready),
     .out_data_o(aw_head), .out_valid_o(aw_head_valid), .out_ready_i(aw_pop),
     .count_o()
   );
@@ -208,7 +193,9 @@ module npu_axi_mem #(
   logic [63:0]        wr_off_q;
   logic [IdWidth-1:0] wr_id_q;
   logic [1:0]         wr_resp_q;     // worst response of the burst so far
-  logic               b_in_ready;
+  logic               b_in_ready, w_ready, b_valid;
+  logic [IdWidth-1:0] b_id;
+  logic [1:0]         b_resp;
 
   logic [63:0]        wbeat_off;
   logic [IdWidth-1:0] wbeat_id;
@@ -230,8 +217,8 @@ module npu_axi_mem #(
   // a shared data bus) the read side does not hold the bus this cycle.
   wire   wr_able      = (wr_active_q || aw_head_valid) && b_in_ready;
   logic  rd_holds;
-  assign s_axi_wready = wr_able && !rd_holds;
-  wire   w_fire       = s_axi_wvalid && s_axi_wready;
+  assign w_ready      = wr_able && !rd_holds;
+  wire   w_fire       = s_req_i.w_valid && w_ready;
   assign aw_pop       = w_fire && !wr_active_q;
   wire [1:0] wbeat_resp = beat_resp(wbeat_off);
   wire [1:0] burst_resp = (wbeat_resp != RespOkay) ? wbeat_resp : wbeat_resp_acc;
@@ -243,7 +230,7 @@ module npu_axi_mem #(
       wr_id_q     <= '0;
       wr_resp_q   <= RespOkay;
     end else if (w_fire) begin
-      wr_active_q <= !s_axi_wlast;
+      wr_active_q <= !w_last;
       wr_off_q    <= wbeat_off + 64'(BusBytes);
       wr_id_q     <= wbeat_id;
       wr_resp_q   <= burst_resp;
@@ -253,10 +240,10 @@ module npu_axi_mem #(
   always_ff @(posedge clk_i) begin
     if (w_fire && wbeat_resp == RespOkay) begin
       if (UseDpi) begin
-        npu_mem_write(dpi_mem, wbeat_off, BusBytes, 1024'(s_axi_wdata), 128'(s_axi_wstrb));
+        npu_mem_write(dpi_mem, wbeat_off, BusBytes, 1024'(w_data), 128'(w_strb));
       end else begin
         for (int l = 0; l < BusBytes; l++) begin
-          if (s_axi_wstrb[l]) sram[wbeat_off[OffWidth +: WordBits]][l*8 +: 8] <= s_axi_wdata[l*8 +: 8];
+          if (w_strb[l]) sram[wbeat_off[OffWidth +: WordBits]][l*8 +: 8] <= w_data[l*8 +: 8];
         end
       end
     end
@@ -268,7 +255,7 @@ module npu_axi_mem #(
   // back into the interconnect); the read side looks at WVALID instead (R is registered).
   if (SharedDataBus) begin : g_shared
     logic turn_wr_q;   // 1: a write beat goes first when both sides have one
-    wire  wr_could = wr_able && s_axi_wvalid;
+    wire  wr_could = wr_able && s_req_i.w_valid;
     assign rd_holds = rd_want && !turn_wr_q;
     assign rd_go    = rd_want && !(wr_could && turn_wr_q);
     always_ff @(posedge clk_i or negedge rst_ni) begin
@@ -282,15 +269,21 @@ module npu_axi_mem #(
 
   npu_fifo #(.Width(IdWidth + 2), .Depth(MaxOutstanding)) u_b_q (
     .clk_i, .rst_ni, .clear_i(1'b0),
-    .in_data_i({wbeat_id, burst_resp}), .in_valid_i(w_fire && s_axi_wlast),
+    .in_data_i({wbeat_id, burst_resp}), .in_valid_i(w_fire && w_last),
     .in_ready_o(b_in_ready),
-    .out_data_o({s_axi_bid, s_axi_bresp}), .out_valid_o(s_axi_bvalid), .out_ready_i(s_axi_bready),
+    .out_data_o({b_id, b_resp}), .out_valid_o(b_valid), .out_ready_i(s_req_i.b_ready),
     .count_o()
   );
 
+  assign s_rsp_o = '{aw_ready: aw_ready, w_ready: w_ready, b: '{id: b_id, resp: b_resp},
+                     b_valid: b_valid, ar_ready: ar_ready,
+                     r: '{id: r_id_q, data: r_data_q, resp: r_resp_q, last: r_last_q},
+                     r_valid: r_valid_q};
+
   // Only full-width INCR bursts are modelled (all this NPU's masters issue).
   logic unused;
-  assign unused = ^{s_axi_arsize, s_axi_arburst, s_axi_awsize, s_axi_awburst, aw_head[7:0]};
+  assign unused = ^{s_req_i.ar.size, s_req_i.ar.burst, s_req_i.aw.size, s_req_i.aw.burst,
+                    aw_head[7:0]};
 endmodule
 
 `default_nettype wire

@@ -12,28 +12,13 @@
 #include <cstring>
 #include <vector>
 
+#include "npu_ring_abi.h"  // npu_regbus_op, npu_regbus_result (generated from xrt.hw.ring)
 #include "svdpi.h"
 
 namespace {
 
-// Layouts shared with npuemu.sim.regbus (numpy structured dtypes): keep them in step.
-struct RegbusOp {
-    uint32_t kind;  // 0 read, 1 write, 2 masked write, 3 poll
-    uint32_t addr;
-    uint32_t value;
-    uint32_t mask;
-    uint32_t expected;
-    uint32_t reserved;
-    uint64_t max_cycles;
-};
-static_assert(sizeof(RegbusOp) == 32, "RegbusOp layout");
-
-struct RegbusResult {
-    uint32_t status;  // the wire's RegisterStatus (rtl/generated/npu_wire_pkg.sv)
-    uint32_t value;
-    uint64_t cycles;
-};
-static_assert(sizeof(RegbusResult) == 16, "RegbusResult layout");
+using RegbusOp = npu_regbus_op;
+using RegbusResult = npu_regbus_result;
 
 struct Queue {
     std::vector<RegbusOp> ops;

@@ -31,32 +31,17 @@ module npu_regbus_master
   /// cycles between a poll's first reads (rtl/config/npu.toml [regbus])
   parameter int unsigned PollFirstInterval = npu_config_pkg::RegbusPollFirstInterval,
   /// the interval doubles up to this
-  parameter int unsigned PollMaxInterval   = npu_config_pkg::RegbusPollMaxInterval
+  parameter int unsigned PollMaxInterval   = npu_config_pkg::RegbusPollMaxInterval,
+  parameter type req_t = logic,  /// AXI4-Lite request, 32-bit address (npu_axi_typedef.svh)
+  parameter type rsp_t = logic   /// AXI4-Lite response
 ) (
-  input  wire         clk_i,       /// clock
-  input  wire         rst_ni,      /// asynchronous reset, active low
-  input  wire         kick_i,      /// toggled by the harness once a batch is queued
-  output logic        busy_o,      /// a batch runs; falls once its last result is reported
-  output logic        lock_o,      /// keep the bus: between a masked write's read and write
-  output logic        m_awvalid,   /// AXI4-Lite write address
-  input  wire         m_awready,
-  output logic [31:0] m_awaddr,
-  output logic [2:0]  m_awprot,
-  output logic        m_wvalid,    /// AXI4-Lite write data
-  input  wire         m_wready,
-  output logic [31:0] m_wdata,
-  output logic [3:0]  m_wstrb,
-  input  wire         m_bvalid,    /// AXI4-Lite write response
-  output logic        m_bready,
-  input  wire  [1:0]  m_bresp,
-  output logic        m_arvalid,   /// AXI4-Lite read address
-  input  wire         m_arready,
-  output logic [31:0] m_araddr,
-  output logic [2:0]  m_arprot,
-  input  wire         m_rvalid,    /// AXI4-Lite read data
-  output logic        m_rready,
-  input  wire  [31:0] m_rdata,
-  input  wire  [1:0]  m_rresp
+  input  wire  clk_i,     /// clock
+  input  wire  rst_ni,    /// asynchronous reset, active low
+  input  wire  kick_i,    /// toggled by the harness once a batch is queued
+  output logic busy_o,    /// a batch runs; falls once its last result is reported
+  output logic lock_o,    /// keep the bus: between a masked write's read and write
+  output req_t m_req_o,   /// AXI4-Lite master port
+  input  rsp_t m_rsp_i
 );
   localparam logic [1:0] RespOkay = 2'b00;
   localparam logic [1:0] RespDecerr = 2'b11;
@@ -81,17 +66,19 @@ module npu_regbus_master
   // From the read's address handshake to the write's response (not while the read waits
   // for the bus, so a run of masked writes leaves the other port its turns).
   assign lock_o    = kind_q == OpMaskedWrite && state_q inside {StR, StAw, StB};
-  assign m_arvalid = state_q == StAr;
-  assign m_araddr  = addr_q;
-  assign m_arprot  = ProtNonSecure;
-  assign m_rready  = state_q == StR;
-  assign m_awvalid = state_q == StAw && !aw_done_q;
-  assign m_awaddr  = addr_q;
-  assign m_awprot  = ProtNonSecure;
-  assign m_wvalid  = state_q == StAw && !w_done_q;
-  assign m_wdata   = wdata_q;
-  assign m_wstrb   = 4'hF;
-  assign m_bready  = state_q == StB;
+  wire aw_valid = state_q == StAw && !aw_done_q;
+  wire w_valid  = state_q == StAw && !w_done_q;
+  // The response's fields the process below reads, as wires (see npu_axi_demux).
+  wire        aw_ready = m_rsp_i.aw_ready, w_ready = m_rsp_i.w_ready;
+  wire        b_valid = m_rsp_i.b_valid, ar_ready = m_rsp_i.ar_ready, r_valid = m_rsp_i.r_valid;
+  wire [1:0]  b_resp = m_rsp_i.b.resp, r_resp = m_rsp_i.r.resp;
+  wire [31:0] r_data = m_rsp_i.r.data;
+  assign m_req_o = '{
+    aw: '{addr: addr_q, prot: ProtNonSecure}, aw_valid: aw_valid,
+    w: '{data: wdata_q, strb: 4'hF}, w_valid: w_valid, b_ready: state_q == StB,
+    ar: '{addr: addr_q, prot: ProtNonSecure}, ar_valid: state_q == StAr,
+    r_ready: state_q == StR
+  };
 
   // Take the next operation from the queue and start it, or end the batch.
   task automatic take_next();
@@ -183,16 +170,16 @@ module npu_regbus_master
             take_next();
           end
         end
-        StAr: if (m_arready) state_q <= StR;
-        StR: if (m_rvalid) on_read(m_rdata, m_rresp);
+        StAr: if (ar_ready) state_q <= StR;
+        StR: if (r_valid) on_read(r_data, r_resp);
         StAw: begin
-          if (m_awvalid && m_awready) aw_done_q <= 1'b1;
-          if (m_wvalid && m_wready) w_done_q <= 1'b1;
-          if ((aw_done_q || m_awready) && (w_done_q || m_wready)) state_q <= StB;
+          if (aw_valid && aw_ready) aw_done_q <= 1'b1;
+          if (w_valid && w_ready) w_done_q <= 1'b1;
+          if ((aw_done_q || aw_ready) && (w_done_q || w_ready)) state_q <= StB;
         end
         StB: begin
-          if (m_bvalid) begin
-            if (m_bresp != RespOkay) finish(bus_error(m_bresp), '0);
+          if (b_valid) begin
+            if (b_resp != RespOkay) finish(bus_error(b_resp), '0);
             else finish(RegStatusOk, kind_q == OpMaskedWrite ? wdata_q : '0);
           end
         end

@@ -1,5 +1,8 @@
 `default_nettype none
 
+`include "npu_axi_typedef.svh"
+`include "npu_axi_assign.svh"
+
 /// Simulation top: one target's NPU (`npu_top`) with its external memories, as a board
 /// would have them: the PS DDR window (udma) and the PL DDR (plddr), both DPI-C models over
 /// shared-memory files (`+npu_mem_udma=PATH`, `+npu_mem_plddr=PATH`).
@@ -41,6 +44,7 @@ module npu_sim
   output logic        s_axil_rvalid,
   output logic [31:0] s_axil_rdata,
   output logic [1:0]  s_axil_rresp,
+  input  wire         host_wake_i,          /// toggled by the main loop: a request for Python
   input  wire         rbm_kick_i,           /// register bus master: a batch is queued (toggle)
   output logic        rbm_busy_o,           /// register bus master: a batch runs
   input  wire  [63:0] rbm_guard_i,          /// register bus master: cycles a batch may run
@@ -68,6 +72,11 @@ module npu_sim
     if (Target != 1 && Target != 2) $fatal(1, "npu_sim: Target must be 1 (Buyi) or 2 (ZG330)");
   end
 
+  // The main loop (rtl/sim/npu_ring_service.h) toggles host_wake_i when a request waits on
+  // the worker's socket; the worker's Python waits for its edge. No logic reads it.
+  logic unused_host_wake;
+  assign unused_host_wake = host_wake_i;
+
   logic clk;
   assign clk = clk_i;
   assign clk_o = clk;
@@ -86,30 +95,28 @@ module npu_sim
   logic [BusBytes-1:0]         wstrb;
   logic                        wlast;
 
+  // The memories' AXI4 ports and the register bus, as request/response structs.
+  typedef logic [AddrWidth-1:0] addr_t;
+  typedef logic [IdWidth-1:0]   id_t;
+  typedef logic [DataWidth-1:0] data_t;
+  typedef logic [BusBytes-1:0]  strb_t;
+  `NPU_AXI_TYPEDEF_ALL(axi, addr_t, id_t, data_t, strb_t)
+  typedef logic [31:0] reg_addr_t;
+  typedef logic [31:0] reg_data_t;
+  typedef logic [3:0]  reg_strb_t;
+  `NPU_AXIL_TYPEDEF_ALL(axil, reg_addr_t, reg_data_t, reg_strb_t)
+
   // ---------------------------------------------------------------- register bus
   // The register bus master (port 0) and the toplevel's AXI4-Lite port (port 1) share the
   // NPU's register port through an arbiter.
-  logic        rbm_awvalid, rbm_awready, rbm_wvalid, rbm_wready, rbm_bvalid, rbm_bready;
-  logic        rbm_arvalid, rbm_arready, rbm_rvalid, rbm_rready, rbm_lock;
-  logic [31:0] rbm_awaddr, rbm_wdata, rbm_araddr, rbm_rdata;
-  logic [2:0]  rbm_awprot, rbm_arprot;
-  logic [3:0]  rbm_wstrb;
-  logic [1:0]  rbm_bresp, rbm_rresp;
-  logic        axil_awvalid, axil_awready, axil_wvalid, axil_wready, axil_bvalid, axil_bready;
-  logic        axil_arvalid, axil_arready, axil_rvalid, axil_rready;
-  logic [31:0] axil_awaddr, axil_wdata, axil_araddr, axil_rdata;
-  logic [2:0]  axil_awprot, axil_arprot;
-  logic [3:0]  axil_wstrb;
-  logic [1:0]  axil_bresp, axil_rresp;
+  axil_req_t rbm_req, tb_req, axil_req;  // the master's, the toplevel port's, the NPU's
+  axil_rsp_t rbm_rsp, tb_rsp, axil_rsp;
+  logic      rbm_lock;
+  `NPU_AXIL_ASSIGN_FROM_FLAT(s_axil, tb_req, tb_rsp)
 
-  npu_regbus_master u_regbus (
+  npu_regbus_master #(.req_t(axil_req_t), .rsp_t(axil_rsp_t)) u_regbus (
     .clk_i(clk), .rst_ni, .kick_i(rbm_kick_i), .busy_o(rbm_busy_o), .lock_o(rbm_lock),
-    .m_awvalid(rbm_awvalid), .m_awready(rbm_awready), .m_awaddr(rbm_awaddr),
-    .m_awprot(rbm_awprot), .m_wvalid(rbm_wvalid), .m_wready(rbm_wready),
-    .m_wdata(rbm_wdata), .m_wstrb(rbm_wstrb), .m_bvalid(rbm_bvalid), .m_bready(rbm_bready),
-    .m_bresp(rbm_bresp), .m_arvalid(rbm_arvalid), .m_arready(rbm_arready),
-    .m_araddr(rbm_araddr), .m_arprot(rbm_arprot), .m_rvalid(rbm_rvalid),
-    .m_rready(rbm_rready), .m_rdata(rbm_rdata), .m_rresp(rbm_rresp)
+    .m_req_o(rbm_req), .m_rsp_i(rbm_rsp)
   );
 
   // The harness waits for a batch with one trigger, the fall of `rbm_wait_o`: the batch
@@ -129,49 +136,20 @@ module npu_sim
   end
   assign rbm_wait_o = rbm_busy_o && rbm_busy_cycles_q < rbm_guard_q;
 
-  npu_axil_arb u_axil_arb (
-    .clk_i(clk), .rst_ni, .lock0_i(rbm_lock),
-    .s0_awvalid(rbm_awvalid), .s0_awready(rbm_awready), .s0_awaddr(rbm_awaddr),
-    .s0_awprot(rbm_awprot), .s0_wvalid(rbm_wvalid), .s0_wready(rbm_wready),
-    .s0_wdata(rbm_wdata), .s0_wstrb(rbm_wstrb), .s0_bvalid(rbm_bvalid),
-    .s0_bready(rbm_bready), .s0_bresp(rbm_bresp), .s0_arvalid(rbm_arvalid),
-    .s0_arready(rbm_arready), .s0_araddr(rbm_araddr), .s0_arprot(rbm_arprot),
-    .s0_rvalid(rbm_rvalid), .s0_rready(rbm_rready), .s0_rdata(rbm_rdata),
-    .s0_rresp(rbm_rresp),
-    .s1_awvalid(s_axil_awvalid), .s1_awready(s_axil_awready), .s1_awaddr(s_axil_awaddr),
-    .s1_awprot(s_axil_awprot), .s1_wvalid(s_axil_wvalid), .s1_wready(s_axil_wready),
-    .s1_wdata(s_axil_wdata), .s1_wstrb(s_axil_wstrb), .s1_bvalid(s_axil_bvalid),
-    .s1_bready(s_axil_bready), .s1_bresp(s_axil_bresp), .s1_arvalid(s_axil_arvalid),
-    .s1_arready(s_axil_arready), .s1_araddr(s_axil_araddr), .s1_arprot(s_axil_arprot),
-    .s1_rvalid(s_axil_rvalid), .s1_rready(s_axil_rready), .s1_rdata(s_axil_rdata),
-    .s1_rresp(s_axil_rresp),
-    .m_awvalid(axil_awvalid), .m_awready(axil_awready), .m_awaddr(axil_awaddr),
-    .m_awprot(axil_awprot), .m_wvalid(axil_wvalid), .m_wready(axil_wready),
-    .m_wdata(axil_wdata), .m_wstrb(axil_wstrb), .m_bvalid(axil_bvalid),
-    .m_bready(axil_bready), .m_bresp(axil_bresp), .m_arvalid(axil_arvalid),
-    .m_arready(axil_arready), .m_araddr(axil_araddr), .m_arprot(axil_arprot),
-    .m_rvalid(axil_rvalid), .m_rready(axil_rready), .m_rdata(axil_rdata),
-    .m_rresp(axil_rresp)
+  npu_axil_arb #(.req_t(axil_req_t), .rsp_t(axil_rsp_t)) u_axil_arb (
+    .clk_i(clk), .rst_ni, .lock0_i(rbm_lock), .slv_req_i({tb_req, rbm_req}),
+    .slv_rsp_o({tb_rsp, rbm_rsp}), .mst_req_o(axil_req), .mst_rsp_i(axil_rsp)
   );
 
-  npu_axil_checker #(.Name("regbus master")) u_check_regbus (
-    .clk_i(clk), .rst_ni,
-    .awvalid(rbm_awvalid), .awready(rbm_awready), .awaddr(rbm_awaddr), .awprot(rbm_awprot),
-    .wvalid(rbm_wvalid), .wready(rbm_wready), .wdata(rbm_wdata), .wstrb(rbm_wstrb),
-    .bvalid(rbm_bvalid), .bready(rbm_bready), .bresp(rbm_bresp),
-    .arvalid(rbm_arvalid), .arready(rbm_arready), .araddr(rbm_araddr), .arprot(rbm_arprot),
-    .rvalid(rbm_rvalid), .rready(rbm_rready), .rdata(rbm_rdata), .rresp(rbm_rresp),
+  npu_axil_checker #(.Name("regbus master"), .req_t(axil_req_t), .rsp_t(axil_rsp_t))
+  u_check_regbus (
+    .clk_i(clk), .rst_ni, .req_i(rbm_req), .rsp_i(rbm_rsp),
     .violations_o(rbm_violations_o)
   );
 
-  npu_axil_checker #(.Name("npu register port")) u_check_axil (
-    .clk_i(clk), .rst_ni,
-    .awvalid(axil_awvalid), .awready(axil_awready), .awaddr(axil_awaddr),
-    .awprot(axil_awprot), .wvalid(axil_wvalid), .wready(axil_wready), .wdata(axil_wdata),
-    .wstrb(axil_wstrb), .bvalid(axil_bvalid), .bready(axil_bready), .bresp(axil_bresp),
-    .arvalid(axil_arvalid), .arready(axil_arready), .araddr(axil_araddr),
-    .arprot(axil_arprot), .rvalid(axil_rvalid), .rready(axil_rready), .rdata(axil_rdata),
-    .rresp(axil_rresp), .violations_o(axil_violations_o)
+  npu_axil_checker #(.Name("npu register port"), .req_t(axil_req_t), .rsp_t(axil_rsp_t))
+  u_check_axil (
+    .clk_i(clk), .rst_ni, .req_i(axil_req), .rsp_i(axil_rsp), .violations_o(axil_violations_o)
   );
 
   // ---------------------------------------------------------------- the NPU
@@ -185,15 +163,7 @@ module npu_sim
     .OcmSize(IsZg330 ? Zg330OcmSize : BuyiOcmSize),
     .BusBytes(BusBytes), .AddrWidth(AddrWidth), .IdWidth(IdWidth)
   ) u_npu (
-    .clk_i(clk), .rst_ni,
-    .s_axil_awready(axil_awready), .s_axil_awvalid(axil_awvalid),
-    .s_axil_awaddr(axil_awaddr), .s_axil_awprot(axil_awprot),
-    .s_axil_wready(axil_wready), .s_axil_wvalid(axil_wvalid), .s_axil_wdata(axil_wdata),
-    .s_axil_wstrb(axil_wstrb), .s_axil_bready(axil_bready), .s_axil_bvalid(axil_bvalid),
-    .s_axil_bresp(axil_bresp), .s_axil_arready(axil_arready),
-    .s_axil_arvalid(axil_arvalid), .s_axil_araddr(axil_araddr),
-    .s_axil_arprot(axil_arprot), .s_axil_rready(axil_rready), .s_axil_rvalid(axil_rvalid),
-    .s_axil_rdata(axil_rdata), .s_axil_rresp(axil_rresp),
+    .clk_i(clk), .rst_ni, `NPU_AXIL_CONNECT_FLAT(s_axil, axil_req, axil_rsp),
     .m_axi_arid(arid), .m_axi_araddr(araddr), .m_axi_arlen(arlen), .m_axi_arsize(arsize),
     .m_axi_arburst(arburst), .m_axi_arvalid(arvalid), .m_axi_arready(arready),
     .m_axi_rid(rid), .m_axi_rdata(rdata), .m_axi_rresp(rresp), .m_axi_rlast(rlast),
@@ -233,25 +203,29 @@ module npu_sim
 
   for (genvar m = 0; m < 2; m++) begin : g_mem
     wire is_faulty = fault_mem_q == 2'(m + 1);
+    axi_req_t mem_req;
+    axi_rsp_t mem_rsp;
+    assign mem_req = '{
+      aw: '{id: awid, addr: awaddr, len: awlen, size: awsize, burst: awburst},
+      aw_valid: awvalid[m], w: '{data: wdata, strb: wstrb, last: wlast}, w_valid: wvalid[m],
+      b_ready: bready[m],
+      ar: '{id: arid, addr: araddr, len: arlen, size: arsize, burst: arburst},
+      ar_valid: arvalid[m], r_ready: rready[m]
+    };
+    assign {awready[m], wready[m], bid[m], bresp[m], bvalid[m], arready[m]} =
+        {mem_rsp.aw_ready, mem_rsp.w_ready, mem_rsp.b.id, mem_rsp.b.resp, mem_rsp.b_valid,
+         mem_rsp.ar_ready};
+    assign {rid[m], rdata[m], rresp[m], rlast[m], rvalid[m]} =
+        {mem_rsp.r.id, mem_rsp.r.data, mem_rsp.r.resp, mem_rsp.r.last, mem_rsp.r_valid};
     npu_axi_mem #(
       .BusBytes(BusBytes), .AddrWidth(AddrWidth), .IdWidth(IdWidth),
       .Base(MemBase[m]), .Size(MemSize[m]), .UseDpi(1'b1), .Name(MemName[m]),
       .MaxOutstanding(DmaMaxOutstanding), .ReadLatency(NpuDdrLatency),
-      .SharedDataBus(NpuDdrSharedBus != 0)
+      .SharedDataBus(NpuDdrSharedBus != 0), .req_t(axi_req_t), .rsp_t(axi_rsp_t)
     ) u_mem (
       .clk_i(clk), .rst_ni,
       .fault_base_i(fault_base_q), .fault_size_i(is_faulty ? fault_size_q : 64'h0),
-      .fault_resp_i(fault_resp_q),
-      .s_axi_arid(arid), .s_axi_araddr(araddr), .s_axi_arlen(arlen), .s_axi_arsize(arsize),
-      .s_axi_arburst(arburst), .s_axi_arvalid(arvalid[m]), .s_axi_arready(arready[m]),
-      .s_axi_rid(rid[m]), .s_axi_rdata(rdata[m]), .s_axi_rresp(rresp[m]),
-      .s_axi_rlast(rlast[m]), .s_axi_rvalid(rvalid[m]), .s_axi_rready(rready[m]),
-      .s_axi_awid(awid), .s_axi_awaddr(awaddr), .s_axi_awlen(awlen), .s_axi_awsize(awsize),
-      .s_axi_awburst(awburst), .s_axi_awvalid(awvalid[m]), .s_axi_awready(awready[m]),
-      .s_axi_wdata(wdata), .s_axi_wstrb(wstrb), .s_axi_wlast(wlast),
-      .s_axi_wvalid(wvalid[m]), .s_axi_wready(wready[m]),
-      .s_axi_bid(bid[m]), .s_axi_bresp(bresp[m]), .s_axi_bvalid(bvalid[m]),
-      .s_axi_bready(bready[m])
+      .fault_resp_i(fault_resp_q), .s_req_i(mem_req), .s_rsp_o(mem_rsp)
     );
   end
 endmodule

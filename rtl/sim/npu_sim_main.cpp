@@ -67,6 +67,10 @@ using TraceFile = VerilatedVcdC;
 #endif
 static_assert(NPU_SIM_CLOCK_PERIOD_PS % 2 == 0, "the clock period must be an even number of ps");
 
+#ifdef NPU_SIM_RING
+#include "npu_ring_service.h"  // the register ring, served between time steps (npu_sim)
+#endif
+
 extern "C" void vlog_startup_routines_bootstrap(void);  // cocotb's VPI library
 
 namespace {
@@ -186,6 +190,10 @@ void wrap_up() {
 #endif
 }
 
+#ifdef NPU_SIM_RING
+npu_ring::Service<Vtop>* g_ring_service = nullptr;
+#endif
+
 class Loop {
   public:
     explicit Loop(Vtop* top) : m_top(top), m_ctx(Verilated::threadContextp()) {}
@@ -196,6 +204,12 @@ class Loop {
         while (!Verilated::gotFinish()) {
             g_callback_ran = false;
             careful = evaluate(careful);
+#ifdef NPU_SIM_RING
+            // Idle time is the ring service's: it may block here (nothing asked, engines
+            // idle), start a ring request, or wake Python, whose trigger fires in this same
+            // time step evaluated again (npu_ring_service.h).
+            while (g_ring_service->after_evaluate(m_ctx->time())) careful = evaluate(true);
+#endif
 #if VM_TRACE
             if (g_trace != nullptr) {
                 g_trace->dump(m_ctx->time());
@@ -287,6 +301,16 @@ class Loop {
 
 }  // namespace
 
+#ifdef NPU_SIM_RING
+// The register bus master's kick (Python's batches): the ring service owns that input, so
+// both of its users toggle it through one place.
+extern "C" __attribute__((visibility("default"))) int npu_regbus_start(unsigned long long guard) {
+    if (g_ring_service == nullptr) return -1;
+    g_ring_service->kick(guard);
+    return 0;
+}
+#endif
+
 int main(int argc, char** argv) {
     const char* handout = std::getenv("NPU_WORKER_HANDOUT");
     if (handout != nullptr) guard_worker();  // first: nothing runs before it
@@ -334,6 +358,10 @@ int main(int argc, char** argv) {
     }
 #endif
 
+#ifdef NPU_SIM_RING
+    npu_ring::Service<Vtop> ring_service(top.get(), NPU_SIM_CLOCK_PERIOD_PS);
+    g_ring_service = &ring_service;
+#endif
     vlog_startup_routines_bootstrap();
     Verilated::addExitCb([](void*) { wrap_up(); }, nullptr);
     VerilatedVpi::callCbs(cbStartOfSimulation);

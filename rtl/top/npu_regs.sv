@@ -1,5 +1,7 @@
 `default_nettype none
 
+`include "npu_axi_assign.svh"
+
 /// NPU register block: the generated CSR block (`npu_csr`) with its hardware side:
 /// identification from parameters, interrupt sources (software, compute engine), the cycle
 /// counter, and the compute engine's launch registers, status and counters
@@ -34,29 +36,14 @@ module npu_regs
   parameter int unsigned CoreInpRows = 8192,    /// CORE_ROWS0.INP
   parameter int unsigned CoreWgtRows = 1024,    /// CORE_ROWS0.WGT
   parameter int unsigned CoreAccRows = 4096,    /// CORE_ROWS1.ACC
-  parameter int unsigned CorePrmRows = 256      /// CORE_ROWS1.PRM
+  parameter int unsigned CorePrmRows = 256,    /// CORE_ROWS1.PRM
+  parameter type req_t = logic,  /// AXI4-Lite request, 12-bit offset (npu_axi_typedef.svh)
+  parameter type rsp_t = logic   /// AXI4-Lite response
 ) (
   input  wire         clk_i,          /// clock
   input  wire         rst_ni,         /// asynchronous reset, active low
-  output logic        s_axil_awready,
-  input  wire         s_axil_awvalid,
-  input  wire  [11:0] s_axil_awaddr,
-  input  wire  [2:0]  s_axil_awprot,
-  output logic        s_axil_wready,
-  input  wire         s_axil_wvalid,
-  input  wire  [31:0] s_axil_wdata,
-  input  wire  [3:0]  s_axil_wstrb,
-  input  wire         s_axil_bready,
-  output logic        s_axil_bvalid,
-  output logic [1:0]  s_axil_bresp,
-  output logic        s_axil_arready,
-  input  wire         s_axil_arvalid,
-  input  wire  [11:0] s_axil_araddr,
-  input  wire  [2:0]  s_axil_arprot,
-  input  wire         s_axil_rready,
-  output logic        s_axil_rvalid,
-  output logic [31:0] s_axil_rdata,
-  output logic [1:0]  s_axil_rresp,
+  input  req_t        s_axil_req_i,   /// AXI4-Lite slave: the CSRs (12-bit block offset)
+  output rsp_t        s_axil_rsp_o,
   input  wire         dma_busy_i,     /// STATUS.DMA_BUSY
   // Compute engine.
   output logic        core_start_o,   /// CORE_CTRL.START (one cycle)
@@ -85,11 +72,7 @@ module npu_regs
 
   npu_csr u_csr (
     .clk(clk_i), .arst_n(rst_ni),
-    .s_axil_awready, .s_axil_awvalid, .s_axil_awaddr, .s_axil_awprot,
-    .s_axil_wready, .s_axil_wvalid, .s_axil_wdata, .s_axil_wstrb,
-    .s_axil_bready, .s_axil_bvalid, .s_axil_bresp,
-    .s_axil_arready, .s_axil_arvalid, .s_axil_araddr, .s_axil_arprot,
-    .s_axil_rready, .s_axil_rvalid, .s_axil_rdata, .s_axil_rresp,
+    `NPU_AXIL_CONNECT_FLAT(s_axil, s_axil_req_i, s_axil_rsp_o),
     .hwif_in(hwif_in), .hwif_out(hwif_out)
   );
 

@@ -106,6 +106,13 @@ def _load_network(path_text: str) -> Network:
 def _quantize(net: Network, args: argparse.Namespace) -> Network:
     from xrt.quant import calibrate, quantize_network
 
+    fed = [f"{op.describe()}: {', '.join(op.fed)}" for op in net.ops if op.fed]
+    if fed:
+        raise XrtError(
+            ErrorCode.OUT_OF_RANGE,
+            f"--quantize needs constant parameters; these are fed at run time: {fed[:3]} "
+            "(give them initializers in the model, or run without --quantize on the host)",
+        )
     if args.calib_dir is not None:
         samples = _calibration_dir(net, args.calib_dir)
     else:
@@ -419,9 +426,10 @@ class _Run:
 def _print_output(
     run: _Run, name: str, arr: np.ndarray, t: TensorType, n_values: int
 ) -> dict[str, Any]:
-    """Print one output (unless --json) and return its summary."""
-    info: dict[str, Any] = {"type": t.dtype.manual_name, "shape": list(t.shape)}
-    run.say(f"output {name!r}: {t.dtype.manual_name}{list(t.shape)}")
+    """Print one output (unless --json) and return its summary (the shape it has: a run-time
+    shape is known once computed)."""
+    info: dict[str, Any] = {"type": t.dtype.manual_name, "shape": list(arr.shape)}
+    run.say(f"output {name!r}: {t.dtype.manual_name}{list(arr.shape)}")
     flat = arr.reshape(-1)
     if flat.size == 0:
         run.say("  (empty)")

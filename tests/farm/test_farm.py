@@ -4,6 +4,7 @@ that reserve, acquire, open ``labgrid://+TOKEN``, use the device and give it bac
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -12,8 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import GRACE_S, Job
 
+from npuemu.farm.launch import FarmJob as Job
 from npuemu.farm.launch import LoopbackFarm, lg_client
 from xrt.farm import FarmClient
 
@@ -58,6 +59,27 @@ def test_two_jobs_get_two_devices_and_a_third_waits_for_a_release(farm, jobs) ->
     c.give_back()
 
 
+def test_farm_status_as_json(farm: LoopbackFarm) -> None:
+    """``npu-emu-farm status --json``: every place, its tags and its devices, for scripts."""
+    out = subprocess.run(
+        [sys.executable, "-m", "npuemu.farm.cli", "status", "-c", farm.coordinator, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **farm.env},
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["coordinator"].endswith(farm.coordinator.rsplit(":", 1)[1])
+    assert len(doc["places"]) == 2
+    for place in doc["places"]:
+        assert place["tags"]["target"] == "zg330"
+        (device,) = place["devices"]
+        assert device["url"].startswith("grpc://") and device["target"] == "zg330"
+        assert device["available"] is True
+
+
 def test_a_killed_job_frees_its_device_within_the_reapers_grace(farm, jobs, reaper) -> None:
     a, b = Job(farm), Job(farm)
     jobs += [a, b]
@@ -70,7 +92,8 @@ def test_a_killed_job_frees_its_device_within_the_reapers_grace(farm, jobs, reap
     ec = c.wait_event("opened", OPEN_S)
     assert ec["place"] == ea["place"]
     assert reaper.wait_output(rf"released {ea['place']} from", 30)
-    print(f"SIGKILL -> device handed out again: {ec['t'] - killed_at:.2f} s (grace {GRACE_S} s)")
+    grace = reaper.match.string.rsplit("grace", 1)[-1].strip()  # its first line says it
+    print(f"SIGKILL -> device handed out again: {ec['t'] - killed_at:.2f} s (grace {grace})")
     b.give_back()
     c.give_back()
 
@@ -251,3 +274,26 @@ def test_a_place_whose_exporter_is_gone_is_quarantined(farm: LoopbackFarm, reape
     assert reaper.wait_output(rf"quarantined {farm.places[host]}", 60)
     with FarmClient(farm.coordinator) as client:
         assert client.places[farm.places[host]].reservation is not None
+
+
+def test_a_job_whose_give_back_fails_is_reported_as_ended_not_as_hung() -> None:
+    """A give-back that fails (here: the coordinator is gone) ends the job with a traceback;
+    the report must say that it ended, with what status and why, at once. (It used to say
+    "sent no 'released' in 120 s", often without the traceback, and then ask py-spy for the
+    stacks of a process that no longer existed: a fast failure read as a 120 s hang.)"""
+    with LoopbackFarm.start(hosts=1, target="zg330", grace_s=None) as farm:
+        job = Job(farm)
+        try:
+            job.wait_event("opened", OPEN_S)
+            farm.coordinator_proc.stop()
+            with pytest.raises(AssertionError) as failed:
+                job.give_back()
+        finally:
+            job.stop()
+    report = str(failed.value)
+    assert f"job {job.proc.pid} exited with status 1" in report, report
+    assert "without sending 'released'" in report, report
+    assert "'giving_back'" in report, report  # the events it did send
+    assert "Traceback (most recent call last)" in report, report  # all of its stderr
+    assert "CancelReservation" in report, report  # the call that failed, from its traceback
+    assert "still running" not in report and "where job" not in report, report

@@ -1,5 +1,7 @@
 """ONNX's backend node conformance tests for every operator the importer supports, run
-through HostBackend (see onnx_node_cases.py for how the cases are generated and run).
+through HostBackend as shipped: weights, shapes, pads, scales and bounds that the cases
+feed as graph inputs are run-time parameters (see onnx_node_cases.py for how the cases are
+generated and run).
 
 Every case passes except those in EXPECTED_FAILURES, each with its reason; an expected
 failure that starts passing fails the test too, so the list stays exact.
@@ -17,7 +19,10 @@ U64 = "UINT64 data: xrt has no unsigned 64-bit element type"
 STR = "STRING data: xrt has numeric tensors only"
 VOLUMETRIC = "3-D (volumetric) operator: only 1-D and 2-D are supported"
 BN_TRAIN = "BatchNormalization training mode: inference only"
-DROPOUT_TRAIN = "Dropout with training_mode=True is refused: inference only"
+DROPOUT_TRAIN = (
+    "Dropout training: training_mode fed at run time (or a constant True) is refused, "
+    "inference only"
+)
 POOL_INDICES = "the Indices output of MaxPool is not supported"
 EMPTY = "zero-size (empty) tensors are not supported"
 ANTIALIAS = "Resize antialias is not supported"

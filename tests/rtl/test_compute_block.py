@@ -1,5 +1,8 @@
 """Block test of the compute engine (`npu_cmp_core`) against cocotbext-axi's AXI4 slave.
 
+The toplevel is `npu_cmp_core_flat`: the engine with its AXI4 master as flat `m_axi_*`
+signals, which cocotbext-axi finds by prefix (inside the NPU it is a request/response struct).
+
 The engine's AXI4 master talks to cocotbext-axi's `AxiSlave` over a bytearray, with random
 backpressure on every channel. Programs are encoded with `xrt.hw.isa`; their expected
 memory images are computed here with numpy, straight from docs/isa.md's semantics (the
@@ -97,7 +100,7 @@ PERF = [
 
 @pytest.mark.sim
 def test_compute_block(tmp_path):
-    model = build_model("npu_cmp_core", CONFIG, name="cmp-block")
+    model = build_model("npu_cmp_core_flat", CONFIG, name="cmp-block")
     seed = int(os.environ.get("NPU_TEST_SEED", random.randrange(1 << 30)))
     print(f"NPU_TEST_SEED={seed}")
     run_cocotb(

@@ -1,5 +1,9 @@
 """Block test of the DMA engine (`npu_dma`) against cocotbext-axi's AXI4 slave.
 
+The toplevel is `npu_dma_flat`: the engine with its AXI4 and AXI4-Lite ports as flat
+`m_axi_*` and `s_axil_*` signals, which cocotbext-axi finds by prefix (inside the NPU they
+are request/response structs).
+
 The memory on the DMA's AXI4 master port is cocotbext-axi's `AxiSlave` over a plain
 bytearray, with random backpressure and idle cycles on every channel. Each transfer is
 checked three ways: the memory image afterwards equals a Python model of the copy (and
@@ -49,7 +53,7 @@ CONFIGS = {
 def test_dma_block(config, tmp_path):
     bus_bytes, max_burst, max_out, fifo = CONFIGS[config]
     model = build_model(
-        "npu_dma",
+        "npu_dma_flat",
         {
             "BusBytes": bus_bytes,
             "MaxBurstBeats": max_burst,

@@ -172,6 +172,11 @@ class Txn:
     start: int = 0  # the cycle of its address handshake
 
 
+# Inside npu_sim a link is a request/response struct pair; its checker (npu_axil_checker)
+# names the signals, and rtl/sim/cocotb.vlt opens them to cocotb.
+LINK_CHECKERS = {"rbm": "u_check_regbus", "axil": "u_check_axil"}
+
+
 @dataclass
 class LinkMonitor:
     """Samples one AXI4-Lite link at every falling clock edge (signals settle after the
@@ -186,7 +191,7 @@ class LinkMonitor:
     errors: list[str] = field(default_factory=list)
 
     def _get(self, name: str) -> int:
-        return int(getattr(self.dut, f"{self.prefix}_{name}").value)
+        return int(getattr(getattr(self.dut, LINK_CHECKERS[self.prefix]), name).value)
 
     async def run(self) -> None:
         prev: dict[str, tuple] = {}

@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -274,7 +275,12 @@ class LoopbackFarm:
 
 
 class FarmJob:
-    """One `npuemu.farm.job` subprocess (a farm job); its JSON events are collected as they come."""
+    """One `npuemu.farm.job` subprocess (a farm job); its JSON events are collected as they come.
+
+    A job that ends without the event waited for is reported at once as having ended, with
+    its exit status and all it wrote to stderr (its traceback); only a job still running
+    when the wait runs out is reported as hanging, with its Python stacks.
+    """
 
     def __init__(self, farm: LoopbackFarm, tags: str = "target=zg330", wait_s: float = 300):
         self.proc = subprocess.Popen(
@@ -286,9 +292,10 @@ class FarmJob:
             env={**os.environ, **farm.env},
         )
         self.events: list[dict] = []
-        self.stderr = ""
+        self._err: list[str] = []
         self._cond = threading.Condition()
-        self._done = False
+        self._out_done = False  # its stdout ended
+        self._err_done = False  # its stderr ended
         threading.Thread(target=self._pump, daemon=True).start()
         threading.Thread(target=self._pump_err, daemon=True).start()
 
@@ -299,28 +306,66 @@ class FarmJob:
                 self.events.append(json.loads(line))
                 self._cond.notify_all()
         with self._cond:
-            self._done = True
+            self._out_done = True
             self._cond.notify_all()
 
     def _pump_err(self) -> None:
         assert self.proc.stderr is not None
-        self.stderr = self.proc.stderr.read()
+        for line in self.proc.stderr:
+            with self._cond:
+                self._err.append(line)
+        with self._cond:
+            self._err_done = True
+            self._cond.notify_all()
+
+    @property
+    def stderr(self) -> str:
+        """What the job wrote to stderr: all of it once the job has ended (the pump is
+        waited for, up to 30 s), else so far."""
+        if self.proc.poll() is not None:
+            with self._cond:
+                self._cond.wait_for(lambda: self._err_done, 30)
+        with self._cond:
+            return "".join(self._err)
+
+    def _ended(self, timeout_s: float) -> int | None:
+        """The exit status once the job has closed its output and exited (None: running)."""
+        with self._cond:
+            self._cond.wait_for(lambda: self._out_done and self._err_done, timeout_s)
+        try:
+            return self.proc.wait(timeout_s if self._out_done else 0)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def _report(self, what: str, waited_s: float) -> str:
+        """Why `what` did not happen: the job ended (status, stderr) or still runs (stacks)."""
+        code = self._ended(30 if self._out_done else 0)  # closed its output: exiting
+        with self._cond:
+            events = list(self.events)
+        if code is not None:
+            return (
+                f"job {self.proc.pid} exited with status {code} after {waited_s:.1f} s "
+                f"without {what}: {events}\n{self.stderr[-6000:]}"
+            )
+        return (
+            f"job {self.proc.pid} is still running after {waited_s:.1f} s without {what}: "
+            f"{events}\nits stderr so far:\n{self.stderr[-3000:]}\n"
+            f"where job {self.proc.pid} is:\n{self.stacks()}"
+        )
 
     def wait_event(self, name: str, timeout_s: float) -> dict:
-        """The first event `name`; fails with the job's output when it does not come."""
+        """The first event `name`; fails at once when the job ends without it, or after
+        `timeout_s`, saying which (with its stderr, or its stacks while it runs)."""
 
         def got() -> dict | None:
             return next((e for e in self.events if e["event"] == name), None)
 
+        t0 = time.monotonic()
         with self._cond:
-            self._cond.wait_for(lambda: got() is not None or self._done, timeout_s)
+            self._cond.wait_for(lambda: got() is not None or self._out_done, timeout_s)
             event = got()
         if event is None:
-            self.proc.wait(30) if self._done else None
-            raise AssertionError(
-                f"job {self.proc.pid} sent no {name!r} in {timeout_s} s "
-                f"(exit {self.proc.poll()}): {self.events}\n{self.stderr[-3000:]}"
-            )
+            raise AssertionError(self._report(f"sending {name!r}", time.monotonic() - t0))
         return event
 
     def has(self, name: str) -> bool:
@@ -328,15 +373,16 @@ class FarmJob:
             return any(e["event"] == name for e in self.events)
 
     def give_back(self, timeout_s: float = 120) -> dict:
+        """Tell the job to give its device back; its ``released`` event once it has exited
+        with status 0 (else AssertionError saying what happened)."""
         assert self.proc.stdin is not None
+        t0 = time.monotonic()
         self.proc.stdin.write("done\n")
         self.proc.stdin.flush()
-        try:
-            event = self.wait_event("released", timeout_s)
-            code = self.proc.wait(timeout_s)
-        except (AssertionError, subprocess.TimeoutExpired) as exc:
-            raise AssertionError(f"{exc}\nwhere job {self.proc.pid} is:\n{self.stacks()}") from None
-        assert code == 0, self.stderr
+        event = self.wait_event("released", timeout_s)
+        code = self._ended(max(0.0, timeout_s - (time.monotonic() - t0)))
+        if code != 0:
+            raise AssertionError(self._report("exiting with status 0", time.monotonic() - t0))
         return event
 
     def stacks(self) -> str:

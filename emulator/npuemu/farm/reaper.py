@@ -4,7 +4,8 @@ labgrid's lock is advisory: a job killed with SIGKILL keeps its place acquired (
 reservation) until someone releases it, which may be never. The emulator's lease is the
 real guard and ends with the job (its HoldLease stream closes). The reaper watches every
 acquired place holding ``NpuEmuDevice`` resources: once none of its devices has been leased
-for `grace` seconds (counted from the later of the acquisition and the last lease seen), it
+for `grace` seconds (counted from the later of the acquisition and the last lease seen; a
+holder is a user and a reservation, since CI jobs often share one user name), it
 cancels the place's reservation, then releases the place (in that order: the coordinator
 then hands the place to a waiting reservation at once), only if the same user still holds
 it.
@@ -46,7 +47,7 @@ def _leased(device: FarmDevice, client: FarmClient) -> bool:
 
 @dataclass
 class _Watch:
-    holder: str
+    holder: tuple[str, str]  # who holds the place: (user, reservation token)
     since: float  # monotonic time from which the place's devices count as unleased
 
 
@@ -108,9 +109,12 @@ class Reaper:
             if not place.acquired or not devices:
                 continue
             acquired.add(place.name)
+            # CI jobs often share one user name: the reservation tells two holders apart,
+            # so a job that takes a place over between two looks gets its own grace.
+            holder = (place.acquired, place.reservation or "")
             watch = self._watch.get(place.name)
-            if watch is None or watch.holder != place.acquired:
-                watch = self._watch[place.name] = _Watch(place.acquired, now)
+            if watch is None or watch.holder != holder:
+                watch = self._watch[place.name] = _Watch(holder, now)
             if any(_leased(d, self.client) for d in devices):
                 watch.since = now
                 continue
@@ -121,7 +125,10 @@ class Reaper:
                     self.client.cancel(place.reservation)
                 self.client.release(place.name, from_user=place.acquired)
             except XrtError as exc:
+                # The coordinator may have done it anyway: look again from scratch, so the
+                # next holder is never judged by this one's grace.
                 log.warning("could not give back %s: %s", place.name, exc)
+                del self._watch[place.name]
                 continue
             log.warning(
                 "gave back %s: held by %s, no lease on %s for %.1f s (reservation %s cancelled)",

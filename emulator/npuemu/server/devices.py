@@ -19,6 +19,7 @@ import grpc
 
 from npuemu.server.errors import ServiceError
 from npuemu.server.leases import UNCLAIMED_TTL_S, Lease, LeaseTable, check_transition
+from npuemu.server.register_ring import LeaseRing
 from npuemu.server.shm import DeviceMemory
 from npuemu.server.worker_process import (
     WorkerCancelledError,
@@ -104,6 +105,7 @@ class SimDevice:
         self._restart_task: asyncio.Task[None] | None = None
         self._stopping = False
         self._calls_stopped = False  # server shutdown: no more requests to the worker
+        self.ring: LeaseRing | None = None  # the holder's register ring, once asked for
         self._holder_calls = 0  # the holder's requests under way (queued or running)
         self._observer_calls = 0  # observers' requests under way (npuemu.server.observer)
 
@@ -262,6 +264,7 @@ class SimDevice:
                 if self._stopping:
                     return
                 old, self.worker = self.worker, None
+                await self._drop_ring(None)  # the new worker serves no ring: the holder asks again
                 if old is not None:
                     await old.kill()  # its engines stop with it
                 self.counters.worker_restarts += 1
@@ -294,6 +297,52 @@ class SimDevice:
                     self.on_fault(self)
                 return
 
+    async def open_ring(self, lease: Lease) -> LeaseRing:
+        """The register ring of `lease` (made, and attached to the worker, on first use).
+
+        Raises:
+            ServiceError: the lease is not this device's, or the device is not serving.
+        """
+        async with self.lock:
+            if self.lease is not lease or self.state != DeviceState.LEASED or self.worker is None:
+                raise ServiceError(
+                    grpc.StatusCode.FAILED_PRECONDITION,
+                    f"device {self.name} cannot serve a register ring now ({self.state.name})",
+                )
+            if self.register_trace is not None:  # a ring bypasses the server
+                raise ServiceError(
+                    grpc.StatusCode.FAILED_PRECONDITION,
+                    f"the server traces register accesses (--trace-registers): device "
+                    f"{self.name}'s registers are served through it, not a ring",
+                )
+            if self.ring is None:
+                ring = LeaseRing()
+                try:
+                    await self.worker.attach_ring(ring.fds, self.watchdog_s)
+                except BaseException:
+                    ring.close()
+                    raise
+                self.ring = ring
+            lease.claimed = True
+            lease.touch()
+            return self.ring
+
+    async def _drop_ring(self, worker: WorkerProcess | None) -> None:
+        """Revoke the holder's register ring (it wakes a waiting client) and have the
+        worker forget it (a dead worker has forgotten it already)."""
+        ring, self.ring = self.ring, None
+        if ring is None:
+            return
+        ring.revoke()
+        try:
+            if worker is not None and self.state not in (
+                DeviceState.RESTARTING,
+                DeviceState.STARTING,
+            ):
+                await worker.call(Op.RING_DETACH, self.watchdog_s)
+        finally:
+            ring.close()
+
     def _forget_all(self, fds: dict[str, int]) -> None:
         for fd in fds.values():
             self.memory.forget(fd)
@@ -309,12 +358,14 @@ class SimDevice:
             worker = self.worker
             try:
                 if worker is None or self.state in (DeviceState.RESTARTING, DeviceState.STARTING):
+                    await self._drop_ring(None)
                     if worker is not None:
                         await worker.kill()
                     self._forget_all(self.memory.renew())  # the next worker maps the new files
                     return  # the restart ends in FREE
                 self.state = DeviceState.RESETTING
                 worker.cancel_current()
+                await self._drop_ring(worker)  # before anything else: the next holder's device
                 if "NPU_EMU_WAVES_DIR" in self.worker_env:  # this lease's window is not the next's
                     await worker.call(Op.WAVES_FORGET, self.watchdog_s)
                 # The reset stops the engines and zeroes their buffers (CORE_STATUS.WIPING).
@@ -378,6 +429,7 @@ class SimDevice:
             self._restart_task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._restart_task
+        await self._drop_ring(None)
         if self.worker is not None:
             await self.worker.stop(quit_s)
         self.memory.close()

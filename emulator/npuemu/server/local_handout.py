@@ -4,6 +4,9 @@ Host-visible memory (``udma``) is a shared-memory file without a name
 (`npuemu.server.shm`). A client on the server's machine that asked for the fast path in
 ``OpenDevice`` connects to the Unix socket named in its ``LocalMapping``, sends its lease id
 and a newline, and gets the file's descriptor (SCM_RIGHTS) with the line ``udma SIZE``.
+Sending ``LEASE_ID ring`` instead gets the lease's register ring (`xrt.hw.ring`, made on
+first request: `npuemu.server.register_ring`): three descriptors (the ring file, the kick
+and done eventfds) with the line ``ring SIZE GENERATION``.
 Anything else (no such lease, a lease that ended, a malformed or overlong request, no
 request within `REQUEST_TIMEOUT_S`) gets one line saying why and no descriptor. At most
 `MAX_CLIENTS` connections are served at a time (more are closed at once), and the accept
@@ -24,6 +27,8 @@ from pathlib import Path
 
 from npuemu.server.devices import DeviceManager
 from npuemu.server.errors import ServiceError
+from npuemu.server.register_ring import LeaseRing
+from xrt.hw.ring import RING_BYTES
 
 __all__ = ["MAX_CLIENTS", "REQUEST_TIMEOUT_S", "LocalHandout", "handout_socket"]
 
@@ -109,8 +114,16 @@ class LocalHandout:
         with conn:
             conn.setblocking(False)
             try:
-                lease_id = await asyncio.wait_for(self._read_line(conn), REQUEST_TIMEOUT_S)
-                fd, size = self.memory_of(lease_id)
+                line = await asyncio.wait_for(self._read_line(conn), REQUEST_TIMEOUT_S)
+                lease_id, _, what = line.partition(" ")
+                if what == "ring":
+                    ring = await self.ring_of(lease_id)
+                    answer, fds = f"ring {RING_BYTES} {ring.generation}\n", ring.fds
+                elif what:
+                    raise ValueError("ask for LEASE_ID (its memory) or LEASE_ID ring")
+                else:
+                    fd, size = self.memory_of(lease_id)
+                    answer, fds = f"udma {size}\n", [fd]
             except TimeoutError:
                 return
             except (ServiceError, ValueError) as exc:
@@ -120,9 +133,14 @@ class LocalHandout:
                 return
             except OSError:
                 return  # the client went away
+            except Exception as exc:  # e.g. the worker could not attach a ring
+                log.warning("local.sock: refused a request: %s", exc)
+                with contextlib.suppress(OSError):
+                    await loop.sock_sendall(conn, f"refused: {exc}\n".encode())
+                return
             # One small message into an empty socket buffer: it does not block.
             with contextlib.suppress(OSError):
-                socket.send_fds(conn, [f"udma {size}\n".encode()], [fd])
+                socket.send_fds(conn, [answer.encode()], fds)
 
     @staticmethod
     async def _read_line(conn: socket.socket) -> str:
@@ -136,6 +154,16 @@ class LocalHandout:
             if len(data) > _MAX_REQUEST:
                 raise ValueError(f"request longer than {_MAX_REQUEST} bytes")
         return data.decode("ascii", errors="replace").strip()
+
+    async def ring_of(self, lease_id: str) -> LeaseRing:
+        """The register ring of the device `lease_id` holds (made on first request).
+
+        Raises:
+            ServiceError: no live lease with that id, or a device that cannot serve a ring
+        """
+        lease = self.manager.leases.get(lease_id)
+        self.manager.check_live(lease)
+        return await self.manager.devices[lease.device].open_ring(lease)
 
     def memory_of(self, lease_id: str) -> tuple[int, int]:
         """The descriptor and size of the udma file of the device `lease_id` holds.

@@ -31,7 +31,7 @@ from npuemu.server.limits import StreamBudget
 from npuemu.server.local_handout import handout_socket
 from npuemu.worker.protocol import Op
 from xrt.hw.config import TargetConfig
-from xrt.hw.regops import MASK32, MAX_POLL_CYCLES, RegKind
+from xrt.hw.regops import DEFAULT_POLL_CYCLES, MASK32, MAX_POLL_CYCLES, RegKind
 from xrt.hw.targets import CLOCK_PERIOD_PS, DMA, HW_VERSION
 from xrt.hw.wire import (
     MAX_BATCH_OPS,
@@ -51,7 +51,6 @@ log = logging.getLogger("npuemu.server")
 SERVER_VERSION = "0.1.0"
 HOLD_BEAT_S = 2.0
 DEFAULT_WAIT_MS = 10_000
-DEFAULT_POLL_CYCLES = 1_000_000
 MIN_SIM_SPEED = 100_000  # cycles/s assumed for watchdog budgets (measured: ~1,000,000)
 
 # Rows of a batch, in `xrt.hw.regops.RegRow`'s field order (plain tuples: see there).

@@ -11,6 +11,13 @@ the connecting process's pid (SO_PEERCRED) against the process it started and on
 sends the IPC socket and the memory files. A process of the same user that opens the
 worker's /proc/PID/fd while it starts finds nothing there; one that connects to the
 hand-out socket is refused.
+
+Register reads, writes and batches without polls go to the simulator through the server's
+own register ring (`npuemu.server.register_ring.ServerRing`) when the model serves one:
+no pickled frame and no Python in the simulator process. Everything else (polls and waits,
+which may run long and can be stopped; memory; waveforms; an observer's reads, which the
+worker checks) goes over the IPC socket. ``NPU_EMU_SERVER_RING=0`` in the server's
+environment sends everything over the socket (for comparisons).
 """
 
 from __future__ import annotations
@@ -28,9 +35,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from npuemu.server.register_ring import ServerRing
 from npuemu.sim.build import BuiltModel
 from npuemu.sim.cocotb_run import simulator_env
 from npuemu.worker.protocol import ChannelClosedError, FrameProtocol, Op, frame
+from xrt.hw.regops import RegKind
+from xrt.hw.ring import RingSlot
 
 __all__ = ["WorkerCancelledError", "WorkerError", "WorkerProcess", "WorkerUnavailableError"]
 
@@ -85,6 +95,7 @@ class WorkerProcess:
         self._current: int | None = None
         self._drain_task: asyncio.Task[None] | None = None
         self._channel_closed = False
+        self._ring: ServerRing | None = None  # the server's register ring into the simulator
         self.on_exit: Callable[[str], None] | None = None  # told when the worker goes away
         self.cycles = 0
 
@@ -162,7 +173,26 @@ class WorkerProcess:
             child.close()
             fd_child.close()
         self.cycles = int(hello.get("cycles", 0))
+        if os.environ.get("NPU_EMU_SERVER_RING", "1") != "0":
+            await self._attach_server_ring(timeout_s)
         log.info("worker %s ready (pid %d)", self.name, self.proc.pid)
+
+    async def _attach_server_ring(self, timeout_s: float) -> None:
+        """Have the simulator serve the server's own ring (a model without the ring service
+        refuses: everything then goes over the IPC socket)."""
+        assert self._fd_channel is not None
+        ring = ServerRing(asyncio.get_running_loop())
+        try:
+            socket.send_fds(self._fd_channel, [b"ring"], ring.ring.fds)
+            await self.call(Op.RING_ATTACH, timeout_s, slot=int(RingSlot.SERVER))
+        except WorkerError as exc:
+            ring.close()
+            log.info("worker %s: no register ring for the server (%s)", self.name, exc)
+            return
+        except BaseException:
+            ring.close()
+            raise
+        self._ring = ring
 
     async def call(
         self,
@@ -202,7 +232,9 @@ class WorkerProcess:
                 raise WorkerCancelledError(f"{op} on {self.name} was no longer wanted")
             req_id = next(self._ids)
             loop = asyncio.get_running_loop()
-            fut: asyncio.Future[dict[str, Any]] = loop.create_future()
+            ring = self._ring
+            rows = _ring_rows(op, args) if ring is not None else None
+            fut: asyncio.Future[Any] = loop.create_future() if rows is None else ring.submit(rows)
             self._pending[req_id] = fut
             self._current = req_id
             # The answer's future is awaited directly, its watchdog a timer on the loop: no
@@ -211,16 +243,25 @@ class WorkerProcess:
             try:
                 # One request at a time, at most a few hundred KiB (4096 ops): the transport
                 # sends it at once or buffers the rest; nothing to drain.
-                transport.write(frame({"id": req_id, "op": op, **args}))
-                reply = await fut
+                if rows is None:
+                    transport.write(frame({"id": req_id, "op": op, **args}))
+                    reply = await fut
+                else:
+                    await fut
+                    reply = _ring_reply(op, ring.results())  # type: ignore[union-attr]
             except asyncio.CancelledError:
                 if fut.done() and not fut.cancelled():
                     raise  # the answer is in: nothing left in the worker to stop
-                # The caller went away: stop the request in the worker; a task keeps the
-                # lock until its (dropped) answer is in, or kills a worker that never answers.
-                self._send_cancel(req_id)
+                # The caller went away: stop the request in the worker (a ring request, a
+                # few cycles per op, runs to its end); a task keeps the lock until its
+                # (dropped) answer is in, or kills a worker that never answers.
                 release = False
-                stale: asyncio.Future[dict[str, Any]] = loop.create_future()
+                stale: asyncio.Future[Any]
+                if rows is None:
+                    self._send_cancel(req_id)
+                    stale = loop.create_future()
+                else:
+                    stale = ring.rewait()  # type: ignore[union-attr]
                 self._pending[req_id] = stale
                 self._drain_task = loop.create_task(self._drain(stale, req_id, timeout_s))
                 raise
@@ -368,7 +409,18 @@ class WorkerProcess:
         st = os.fstat(old_fd)
         await self.call(Op.REMAP, timeout_s, old=(st.st_dev, st.st_ino))
 
+    async def attach_ring(self, fds: list[int], timeout_s: float) -> None:
+        """Have the worker serve a lease's register ring (`npuemu.server.register_ring`):
+        its file and eventfds go over the descriptor socket, as a memory file does."""
+        if self._fd_channel is None:
+            raise WorkerUnavailableError(f"simulation worker of {self.name} is not running")
+        socket.send_fds(self._fd_channel, [b"ring"], fds)
+        await self.call(Op.RING_ATTACH, timeout_s)
+
     def _close_channel(self) -> None:
+        ring, self._ring = self._ring, None
+        if ring is not None:
+            ring.close()
         fd_channel, self._fd_channel = self._fd_channel, None
         if fd_channel is not None:
             fd_channel.close()
@@ -397,3 +449,34 @@ def _expire(fut: asyncio.Future[dict[str, Any]]) -> None:
     """The watchdog of one request: its answer did not come in time."""
     if not fut.done():
         fut.set_exception(TimeoutError())
+
+
+_RING_OPS = frozenset({Op.READ_REG, Op.WRITE_REG, Op.BATCH})
+
+
+def _ring_rows(op: str, args: dict[str, Any]) -> list[tuple[int, int, int, int, int, int]] | None:
+    """The register operations of a request the server's ring can carry, or None (another
+    request, an observer's, or a batch with a poll: those go over the IPC socket)."""
+    if op not in _RING_OPS or args.get("read_only"):
+        return None
+    if op == Op.READ_REG:
+        return [(RegKind.READ, args["addr"], 0, 0, 0, 0)]
+    if op == Op.WRITE_REG:
+        return [(RegKind.WRITE, args["addr"], args["value"], 0, 0, 0)]
+    ops = args["ops"]
+    if not ops or any(row[0] == RegKind.POLL for row in ops):
+        return None  # (an empty batch: the worker answers it, the ring takes 1..4096 ops)
+    return ops
+
+
+def _ring_reply(op: str, answer: tuple[list[tuple[int, int, int]], int] | str) -> dict[str, Any]:
+    """The ring's answer in the shape of the worker's (`npuemu.worker.protocol`)."""
+    if isinstance(answer, str):
+        return {"ok": False, "error": answer}
+    results, cycles = answer
+    if op == Op.BATCH:
+        return {"ok": True, "cycles": cycles, "results": [(s, v) for s, v, _ in results]}
+    if len(results) != 1:
+        return {"ok": False, "error": f"the simulator answered {len(results)} results for one op"}
+    ((status, value, _),) = results
+    return {"ok": True, "cycles": cycles, "status": status, "value": value}

@@ -31,6 +31,8 @@ __all__ = [
     "ModelBuildError",
     "build_model",
     "build_npu_sim",
+    "rtl_headers",
+    "rtl_include_args",
     "rtl_sources",
     "verilator_env",
     "verilator_runner",
@@ -57,6 +59,11 @@ BUILD_ROOT = Path(
     )
 )
 DPI_SOURCES = (RTL_DIR / "mem" / "npu_mem_dpi.cpp", RTL_DIR / "sim" / "npu_regbus_dpi.cpp")
+# Headers the C++ includes: the register ring's layout (generated from xrt.hw.ring) and its
+# service in the harness's main loop (npu_sim builds: -DNPU_SIM_RING).
+CXX_HEADERS = (RTL_DIR / "generated" / "npu_ring_abi.h", RTL_DIR / "sim" / "npu_ring_service.h")
+# Headers the sources `include (the AXI struct macros); every Verilator run gets -I for it.
+RTL_INCLUDE_DIR = RTL_DIR / "include"
 LINT_CONFIG = RTL_DIR / "lint" / "npu.vlt"
 COCOTB_CONFIG = RTL_DIR / "sim" / "cocotb.vlt"
 # Compiled into traced models only: waveform windows on demand (npuemu.sim.waves).
@@ -90,6 +97,12 @@ COCOTB_ARGS = (
     "--no-public-flat-rw",
     "-LDFLAGS",
     "-Wl,--export-dynamic-symbol=npu_regbus_*",
+    "-LDFLAGS",
+    "-Wl,--export-dynamic-symbol=npu_worker_*",
+    "-CFLAGS",
+    f"-I{RTL_DIR / 'generated'}",
+    "-CFLAGS",
+    f"-I{RTL_DIR / 'sim'}",
 )
 TIMING_ARGS = ("--timing", "-CFLAGS", "-fcoroutines")
 VERILATOR_ARGS = (
@@ -107,8 +120,8 @@ OPT_FLAGS = "OPT_FAST=-O3 OPT_SLOW=-O0"
 
 
 def block_public_config(toplevel: str) -> str:
-    """Verilator config opening every signal of a block tested alone (npu_dma,
-    npu_cmp_core) to cocotb; empty for npu_sim (rtl/sim/cocotb.vlt).
+    """Verilator config opening every signal of a block tested alone (npu_dma_flat,
+    npu_cmp_core_flat) to cocotb; empty for npu_sim (rtl/sim/cocotb.vlt).
 
     Only when the block is the toplevel: inside npu_sim, read-write signals would make
     Verilator evaluate all logic reading them at every eval (see rtl/sim/cocotb.vlt).
@@ -128,6 +141,16 @@ def rtl_sources() -> list[Path]:
         )
     lines = files_f.read_text().splitlines()
     return [RTL_DIR / ln.strip() for ln in lines if ln.strip() and not ln.startswith("//")]
+
+
+def rtl_headers() -> list[Path]:
+    """The RTL's include files (`RTL_INCLUDE_DIR`), sorted: part of every model's hash."""
+    return sorted(RTL_INCLUDE_DIR.glob("*.svh"))
+
+
+def rtl_include_args() -> list[str]:
+    """Verilator's include-directory option for the RTL's headers."""
+    return [f"-I{RTL_INCLUDE_DIR}"]
 
 
 def verilator_env() -> dict[str, str]:
@@ -215,7 +238,16 @@ def model_digest(
     # sources share one cache key.
     traced = [TRACE_SOURCE, LZ4_SHIM / "lz4.h", LZ4_SHIM / "liblz4.so"] if waves else []
     mains = [main] if main is not None else []
-    for path in [*rtl_sources(), *DPI_SOURCES, LINT_CONFIG, COCOTB_CONFIG, *traced, *mains]:
+    for path in [
+        *rtl_sources(),
+        *rtl_headers(),
+        *DPI_SOURCES,
+        *CXX_HEADERS,
+        LINT_CONFIG,
+        COCOTB_CONFIG,
+        *traced,
+        *mains,
+    ]:
         h.update(f"rtl/{path.relative_to(RTL_DIR)}".encode())
         h.update(path.read_bytes())
     h.update(b"emulator/npuemu/sim/build.py")
@@ -285,6 +317,7 @@ def build_model(
             with progress(f"building the verilated model {name or toplevel} (log: {log_file})"):
                 verilator_runner(main).build(
                     sources=[*configs, *rtl_sources()],
+                    includes=[RTL_INCLUDE_DIR],
                     hdl_toplevel=toplevel,
                     parameters=parameters,
                     build_args=[
@@ -342,13 +375,27 @@ def build_npu_sim(target_name: str, *, waves: bool | None = None) -> BuiltModel:
     """The `npu_sim` model of a target ("buyi", "zg330") as the harness runs it: with our
     own main loop (`NPU_SIM_MAIN`), which drives the clock, so long waits cost no callback
     per clock edge and quiet time steps no VPI calls."""
-    from xrt.hw.targets import CLOCK_PERIOD_PS, target
+    from xrt.hw.targets import CLOCK_PERIOD_PS, POLL_MAX_INTERVAL, target
 
+    cfg = target(target_name)
     return build_model(
         "npu_sim",
-        {"Target": target(target_name).id},
+        {"Target": cfg.id},
         waves=waves,
-        extra_args=("-CFLAGS", f"-DNPU_SIM_CLOCK_PERIOD_PS={CLOCK_PERIOD_PS}"),
+        extra_args=(
+            "-CFLAGS",
+            f"-DNPU_SIM_CLOCK_PERIOD_PS={CLOCK_PERIOD_PS}",
+            "-CFLAGS",
+            "-DNPU_SIM_RING",
+            "-CFLAGS",
+            f"-DNPU_SIM_POLL_MAX_INTERVAL={POLL_MAX_INTERVAL}",
+            "-CFLAGS",
+            f"-DNPU_SIM_NPU_BASE={cfg.npu_base:#x}u",
+            "-CFLAGS",
+            f"-DNPU_SIM_DMA_BASE={cfg.dma_base:#x}u",
+            "-CFLAGS",
+            f"-DNPU_SIM_REG_BLOCK_SIZE={cfg.reg_block_size:#x}u",
+        ),
         name=target_name,
         main=NPU_SIM_MAIN,
     )

@@ -85,7 +85,7 @@ class IrqWait:
 
 class NpuHarness:
     """Drives one `npu_sim` instance (or a block with the same reset, `s_axil_*` and
-    `irq_o` ports, such as `npu_dma` in its block test).
+    `irq_o` ports, such as `npu_dma_flat` in the DMA block test).
 
     A toplevel with a `clk_o` port (`npu_sim`, whose clock the simulator's main loop
     drives: rtl/sim/npu_sim_main.cpp) has its clock running already; for any other, the

@@ -10,7 +10,7 @@ Two masters with one interface (`run(rows)`):
 - `CocotbextMaster`: cocotbext-axi's `AxiLiteMaster` on the toplevel's `s_axil_*` port,
   one Python coroutine per transaction. It is the independent reference the tests compare
   the RTL master against, and the only master of tops without `npu_regbus_master` (the
-  DMA block test's `npu_dma`).
+  DMA block test's `npu_dma_flat`).
 
 A row is an `xrt.hw.regops.RegRow` ``(kind, addr, value, mask, expected, max_cycles)``
 (or a plain tuple in its field order, as the worker gets it); a result is ``(status, value,
@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import ctypes
 import logging
-import struct
 from collections.abc import Sequence
 from typing import Any
 
@@ -42,6 +41,7 @@ from cocotb.utils import get_sim_time
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster
 
 from xrt.hw.regops import RegKind, RegRow
+from xrt.hw.ring import REGBUS_OP, REGBUS_RESULT, encode_ops
 from xrt.hw.targets import POLL_FIRST_INTERVAL, POLL_MAX_INTERVAL
 from xrt.hw.wire import RegisterStatus
 
@@ -58,12 +58,11 @@ __all__ = [
 Row = RegRow | tuple[int, int, int, int, int, int]
 Result = tuple[int, int, int]
 
-_KINDS = frozenset(int(k) for k in RegKind)
-
-# The layouts of RegbusOp and RegbusResult in rtl/sim/npu_regbus_dpi.cpp: kind, addr, value,
-# mask, expected, reserved (u32 each), max_cycles (u64); status, value (u32), cycles (u64).
-OP_LAYOUT = struct.Struct("<6IQ")
-RESULT_LAYOUT = struct.Struct("<2IQ")
+# The queue's records (npu_regbus_op, npu_regbus_result: xrt.hw.ring is their one source, the
+# C++ includes the header generated from it): kind, addr, value, mask, expected, reserved
+# (u32 each), max_cycles (u64); status, value (u32), cycles (u64).
+OP_LAYOUT = REGBUS_OP.format
+RESULT_LAYOUT = REGBUS_RESULT.format
 
 _M32 = 0xFFFF_FFFF
 _OK = RegisterStatus.OK
@@ -74,27 +73,13 @@ class RegbusError(RuntimeError):
 
 
 def encode_rows(rows: Sequence[Row]) -> bytes:
-    """Rows -> the queue's packed layout `OP_LAYOUT` (values and masks taken modulo 2**32).
-
-    Plain `struct`: for one row it costs a thirtieth of building a numpy record array, and
-    half for a thousand (measured; single reads are the path that must be cheap).
+    """Rows -> the queue's packed layout (`xrt.hw.ring.encode_ops`, which the register ring's
+    clients use too).
 
     Raises:
         ValueError: an unknown kind, an address outside 32 bits or a negative cycle limit.
     """
-    pack = OP_LAYOUT.pack
-    for row in rows:
-        if row[0] not in _KINDS:
-            raise ValueError(f"unknown register operation kind {row[0]!r}")
-    try:
-        try:  # rows from the server hold 32-bit values already: no masking (40% faster)
-            return b"".join([pack(k, a, v, m, e, 0, c) for k, a, v, m, e, c in rows])
-        except struct.error:  # a value, mask or expected value outside 0..2**32-1
-            return b"".join(
-                [pack(k, a, v & _M32, m & _M32, e & _M32, 0, c) for k, a, v, m, e, c in rows]
-            )
-    except struct.error as exc:
-        raise ValueError(f"register operation out of range: {exc}") from None
+    return encode_ops(rows)
 
 
 class RegbusMaster:
@@ -136,6 +121,12 @@ class RegbusMaster:
         self._collect.restype = ctypes.c_uint32
         self._cancel.argtypes = ()
         self._cancel.restype = None
+        # The harness's own main loop owns the kick input (the register ring kicks the
+        # master too): toggle it there. Other mains: toggle it here, through VPI.
+        self._start = getattr(lib, "npu_regbus_start", None)
+        if self._start is not None:
+            self._start.argtypes = (ctypes.c_ulonglong,)
+            self._start.restype = ctypes.c_int
 
     def reset(self) -> None:
         """Drive the kick input to its reset value (call while the NPU is in reset)."""
@@ -168,11 +159,15 @@ class RegbusMaster:
         for row in rows:
             if row[0] == RegKind.POLL:
                 bound += row[5] + POLL_MAX_INTERVAL
-        if bound != self._guard:
-            self._guard_h.value = Immediate(bound)
-            self._guard = bound
-        self._kick ^= 1
-        self._kick_h.value = Immediate(self._kick)
+        if self._start is not None:
+            if self._start(bound) != 0:
+                raise RegbusError("the simulator's main loop has no register ring service")
+        else:
+            if bound != self._guard:
+                self._guard_h.value = Immediate(bound)
+                self._guard = bound
+            self._kick ^= 1
+            self._kick_h.value = Immediate(self._kick)
         self._running = True
         try:
             await FallingEdge(self._wait_h)

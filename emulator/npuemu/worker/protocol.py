@@ -23,6 +23,10 @@ batch              ops: `xrt.hw.regops.RegRow` fields      results: (status, val
 wait_irq           max_cycles, wall_s                      outcome, waited
 remap              old: (device, inode) of the old file;   -
                    the new file comes over the fd channel
+ring_attach        slot (`xrt.hw.ring.RingSlot`; the ring     -
+                   file and its two eventfds come over
+                   the fd channel)
+ring_detach        slot                                    -
 waves_start        cycles                                  (waves_error)
 waves_stop         -                                       file: (path, first, last) | None
                                                            (observer: + state)
@@ -87,6 +91,8 @@ class Op(enum.StrEnum):
     BATCH = "batch"
     WAIT_IRQ = "wait_irq"
     REMAP = "remap"
+    RING_ATTACH = "ring_attach"
+    RING_DETACH = "ring_detach"
     WAVES_START = "waves_start"
     WAVES_STOP = "waves_stop"
     WAVES_FORGET = "waves_forget"

@@ -30,13 +30,14 @@ from pathlib import Path
 from typing import Any
 
 import cocotb
-from cocotb.triggers import FallingEdge, First, Timer
+from cocotb.triggers import Edge, FallingEdge, First, Timer
 
 from npuemu.sim.harness import NpuHarness
 from npuemu.sim.waves import HOLDER, OBSERVER, WaveRecorder, WavesUnavailableError
 from npuemu.worker.protocol import BlockingChannel, ChannelClosedError, Op, read_only_refusal
 from xrt.hw.regops import RegKind, RegRow
 from xrt.hw.regs import read_side_effects
+from xrt.hw.ring import RingSlot
 from xrt.hw.targets import CLOCK_PERIOD_PS, target
 
 log = logging.getLogger("npuemu.worker")
@@ -88,13 +89,35 @@ def remap_memory(old: tuple[int, int], fd: int) -> None:
             raise OSError(err, f"cannot map the new memory at {start:#x}: {os.strerror(err)}")
 
 
-def receive_memory_fd() -> int:
-    """The memory file the server sent over NPU_WORKER_FD_CHANNEL (SCM_RIGHTS)."""
+def receive_fds(count: int, what: str) -> list[int]:
+    """`count` descriptors the server sent over NPU_WORKER_FD_CHANNEL (SCM_RIGHTS)."""
     with socket.socket(fileno=os.dup(int(os.environ["NPU_WORKER_FD_CHANNEL"]))) as chan:
-        _, fds, _, _ = socket.recv_fds(chan, 16, 1)
-    if len(fds) != 1:
-        raise ValueError(f"expected one memory file from the server, got {len(fds)}")
-    return fds[0]
+        _, fds, _, _ = socket.recv_fds(chan, 16, count)
+    if len(fds) != count:
+        for fd in fds:
+            os.close(fd)
+        raise ValueError(f"expected {count} descriptor(s) ({what}) from the server, got {len(fds)}")
+    return fds
+
+
+class MainLoop:
+    """The harness main loop's own services (rtl/sim/npu_ring_service.h), when the model was
+    built with them (npu_sim: idle time and the register ring are the main loop's)."""
+
+    def __init__(self) -> None:
+        lib = ctypes.CDLL(None)  # the simulator executable itself
+        self.available = hasattr(lib, "npu_worker_idle_begin")
+        if not self.available:
+            return
+        self.idle_begin = lib.npu_worker_idle_begin
+        self.idle_begin.argtypes = (ctypes.c_int,)
+        self.idle_begin.restype = None
+        self.ring_attach = lib.npu_worker_ring_attach
+        self.ring_attach.argtypes = (ctypes.c_int,) * 4  # slot, file, kick, done
+        self.ring_attach.restype = ctypes.c_int
+        self.ring_detach = lib.npu_worker_ring_detach
+        self.ring_detach.argtypes = (ctypes.c_int,)  # slot
+        self.ring_detach.restype = None
 
 
 class Worker:
@@ -111,10 +134,12 @@ class Worker:
         self._waves: WaveRecorder | None = None
         self._server = int(os.environ.get("NPU_SERVER_PID", "0"))
         self._busy_h = dut.busy_o
+        self._wake_h = getattr(dut, "host_wake_i", None)
         self.engine_busy = _bit_reader(self._busy_h)
         cfg = target(os.environ.get("NPU_TARGET", "buyi"))
         # Registers an observer's read-only requests may not read (their read is an act).
         self.read_side_effects = read_side_effects(cfg.npu_base, cfg.dma_base)
+        self.main_loop = MainLoop()
 
     def waves(self) -> WaveRecorder:
         """The waveform recorder (a traced model and NPU_EMU_WAVES_DIR set by the server)."""
@@ -163,11 +188,33 @@ class Worker:
         if op == Op.BATCH:
             return {"results": await self.batch(req["ops"])}
         if op == Op.REMAP:
-            fd = receive_memory_fd()
+            (fd,) = receive_fds(1, "a memory file")
             try:
                 remap_memory(tuple(req["old"]), fd)
             finally:
                 os.close(fd)
+            return {}
+        if op == Op.RING_ATTACH:
+            fds = receive_fds(3, "the ring and its eventfds")
+            refusal = (
+                "this model's main loop serves no register ring"
+                if not self.main_loop.available
+                else "the register master is cocotbext-axi's (requests go through Python)"
+                if self.h.master_name != "regbus"
+                else ""
+            )
+            if refusal:
+                for fd in fds:
+                    os.close(fd)
+                raise ValueError(refusal)
+            slot = RingSlot(req.get("slot", RingSlot.LEASE))
+            got = self.main_loop.ring_attach(slot, *fds)  # takes the descriptors
+            if got != 0:
+                raise OSError(-got, f"cannot attach the register ring: {os.strerror(-got)}")
+            return {}
+        if op == Op.RING_DETACH:
+            if self.main_loop.available:
+                self.main_loop.ring_detach(RingSlot(req.get("slot", RingSlot.LEASE)))
             return {}
         if op.startswith("waves_"):
             try:
@@ -188,10 +235,20 @@ class Worker:
         return [(s, v) for s, v, _ in await self.h.run_rows(rows)]
 
     async def idle_or_busy(self, chan: BlockingChannel) -> None:
-        """Advance time while an engine is busy and nobody is asking; else return.
+        """Until a request is waiting: advance time while an engine is busy.
 
-        Runs after every request: the look at ``busy_o`` is the cheap one (`_bit_reader`).
+        With the harness's own main loop the idle time is the loop's (it runs busy engines,
+        serves the register ring, sleeps when there is nothing to do, and toggles
+        ``host_wake_i`` when the socket has a request). Otherwise: run busy engines here,
+        in slices, and return when the device is idle or a request waits (the caller then
+        blocks on the socket, simulated time standing still). The look at ``busy_o`` is the
+        cheap one (`_bit_reader`).
         """
+        if self.main_loop.available:
+            if not chan.pending():
+                self.main_loop.idle_begin(chan.sock.fileno())
+                await Edge(self._wake_h)
+            return
         while self.engine_busy() and not chan.pending():
             if _orphaned(self._server):  # the parent-death signal's backstop
                 log.error("the server is gone: stopping")

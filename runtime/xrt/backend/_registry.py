@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from xrt.errors import ErrorCode, XrtError
-from xrt.network import Network, NetworkView, Operator
+from xrt.network import Network, NetworkView, Operator, runtime_note
 from xrt.ops import get_op_def
 from xrt.tensor import Tensor
 
@@ -121,6 +121,10 @@ class OpRegistry:
 
     network_view: NetworkView | None
     _own_ops: ClassVar[dict[str, BackendOp]] = {}
+    runtime_params: ClassVar[bool] = False
+    """True when the backend takes operators with parameters fed at run time
+    (``Operator.fed``) and values whose shapes are known only at run time (the host);
+    others never get them bound (`runtime_refusal`)."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -226,6 +230,8 @@ class OpRegistry:
         entry = self.lookup(op.op_type)
         if entry is None:
             return False
+        if not self.runtime_params and self.runtime_refusal(op, ctx) is not None:
+            return False
         if entry.constraint is None:
             return True
         if ctx is None:
@@ -247,6 +253,19 @@ class OpRegistry:
             )
         return bool(ok)
 
+    def runtime_refusal(self, op: Operator, ctx: BindContext | None = None) -> str | None:
+        """Why this backend does not take `op` because of run-time parameters (a role
+        fed at run time, a shape known only at run time), or None; always None when the
+        backend has `runtime_params`."""
+        if self.runtime_params:
+            return None
+        graph = ctx.graph if ctx is not None else self.network_view
+        note = runtime_note(op, graph.values if graph is not None else None)
+        if note is None:
+            return None
+        need = "constants" if op.fed else "static shapes"
+        return f"{note}; {type(self).__name__} needs {need}"
+
     def refusal(self, op: Operator, ctx: BindContext | None = None) -> str | None:
         """None when this backend takes `op` (`is_op_supported`), else one sentence saying
         why not, for placement reports. Backends with richer reasons override it (the NPU
@@ -258,6 +277,9 @@ class OpRegistry:
         """
         if self.lookup(op.op_type) is None:
             return f"{type(self).__name__} has no {op.op_type} operator"
+        why = self.runtime_refusal(op, ctx)
+        if why is not None:
+            return why
         if self.is_op_supported(op, ctx):
             return None
         return f"{type(self).__name__}'s constraint for {op.op_type} refuses this operator"

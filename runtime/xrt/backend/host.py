@@ -9,6 +9,12 @@ holding one binds, but its init function refuses it: an NPU program cannot run o
 Operator state (`Backend.op_state`): the op's kernel and read-only views of its parameter
 arrays, resolved once by `apply` instead of at every forward. Host parameters are already
 host memory, so nothing is copied.
+
+Run-time parameters: the host takes operators whose parameters or attributes are fed at
+run time (``Operator.fed``, `runtime_params`). Their fed values are the operator's last
+inputs; at each forward the kernel gets them as parameters, or as attributes
+(`xrt.network.bind_fed`), and the data inputs as usual. Operators without fed roles run
+exactly as before.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from xrt.backend._base import Backend
 from xrt.backend._names import register_backend_type
 from xrt.device import Device, HostDevice
 from xrt.errors import ErrorCode, XrtError
-from xrt.network import Operator
+from xrt.network import Operator, bind_fed
 from xrt.ops import ForwardFn, get_op_def, op_types
 from xrt.tensor import Tensor
 
@@ -80,6 +86,10 @@ def host_forward(
         backend.add_time(memory=time.perf_counter() - t0)
     else:
         arrays = [read_array(t) for t in inputs]
+    if op.fed:  # run-time parameters: the last inputs are the fed arrays
+        n = len(arrays) - len(op.fed)
+        bound, params = bind_fed(op, dict(zip(op.fed, arrays[n:], strict=True)), state.params)
+        return state.kernel(bound, arrays[:n], params)
     return state.kernel(op, arrays, state.params)
 
 
@@ -96,6 +106,7 @@ class HostBackend(Backend):
     """
 
     is_host = True
+    runtime_params = True
 
     def default_device(self) -> Device:
         return HostDevice.default()

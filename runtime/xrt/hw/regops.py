@@ -30,6 +30,7 @@ from xrt.hw.targets import POLL_FIRST_INTERVAL, POLL_MAX_INTERVAL
 from xrt.hw.wire import RegisterStatus
 
 __all__ = [
+    "DEFAULT_POLL_CYCLES",
     "MASK32",
     "MAX_POLL_CYCLES",
     "POLL_CYCLES_PER_S",
@@ -49,6 +50,9 @@ MASK32 = 0xFFFF_FFFF
 POLL_CYCLES_PER_S = 1_000_000
 """Simulated cycles per second of a poll's `timeout_s` (see the module docstring)."""
 MAX_POLL_CYCLES = 1 << 40
+DEFAULT_POLL_CYCLES = 1_000_000
+"""A poll row's ``max_cycles`` of 0 means this many (the server's RegisterBatch and the
+register ring alike)."""
 """The longest poll a device accepts, in cycles."""
 
 

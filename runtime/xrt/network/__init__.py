@@ -6,14 +6,18 @@
 * `NetworkView`: a subset of a network's operators with derived inputs and outputs.
 * `NetworkBuilder`: builds a network op by op, inferring types.
 * `run_network_reference`: runs a network or view with the numpy host kernels.
+* Run-time parameters (``Operator.fed``): `FedResolver` resolves operators whose roles are
+  fed at run time, `bind_fed` sets fed data into an operator, `runtime_note` says why an
+  operator needs a backend that takes them, `needs_resolution` which ones resolve.
 * `is_quantized_op`, `is_float_op`: what arithmetic an operator does (placement reports).
 * `import_onnx` (= `Network.from_onnx`): ONNX models, opset >= 7 (upgraded to 11). The ``onnx``
   package is imported only when a model is imported.
 """
 
+from xrt.network._fed import FedResolver, bind_fed, needs_resolution, runtime_note
 from xrt.network._format import FORMAT_NAME, FORMAT_VERSION, load_network, save_network
 from xrt.network._graph import Network, NetworkBuilder, NetworkView, Operator
-from xrt.network._onnx_limits import ONNX_OP_LIMITS
+from xrt.network._onnx_limits import ONNX_FED_INPUTS, ONNX_OP_LIMITS
 from xrt.network.classify import is_float_op, is_quantized_op
 from xrt.network.onnx_import import MIN_OPSET, SUPPORTED_ONNX_OPS, import_onnx
 from xrt.network.reference import check_inputs, run_network_reference
@@ -22,17 +26,22 @@ __all__ = [
     "FORMAT_NAME",
     "FORMAT_VERSION",
     "MIN_OPSET",
+    "ONNX_FED_INPUTS",
     "ONNX_OP_LIMITS",
     "SUPPORTED_ONNX_OPS",
+    "FedResolver",
     "Network",
     "NetworkBuilder",
     "NetworkView",
     "Operator",
+    "bind_fed",
     "check_inputs",
     "import_onnx",
     "is_float_op",
     "is_quantized_op",
     "load_network",
+    "needs_resolution",
     "run_network_reference",
+    "runtime_note",
     "save_network",
 ]

@@ -26,8 +26,11 @@ __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "PARAM_ALIGNMENT", "load_network", "
 
 FORMAT_NAME = "xrt-network"
 """The ``format`` field of every network file."""
-FORMAT_VERSION = 1
-"""The version this code writes and the newest it reads."""
+FORMAT_VERSION = 2
+"""The newest version this code reads and writes. Version 2 adds run-time parameters (an
+op's ``fed`` roles, -1 dimensions); a network without them is still written as version 1,
+byte for byte as before, and version 1 files load as they always did."""
+_FED_VERSION = 2
 PARAM_ALIGNMENT = 64
 """Each parameter starts at a multiple of this many bytes in the raw file."""
 
@@ -98,9 +101,12 @@ def save_network(
             "crc32": zlib.crc32(data),
         }
         blob.extend(data)
+    runtime = any(op.fed for op in network.ops) or any(
+        not t.is_static for t in network.values.values()
+    )
     doc: dict[str, Any] = {
         "format": FORMAT_NAME,
-        "version": FORMAT_VERSION,
+        "version": _FED_VERSION if runtime else 1,
         "name": network.name,
         "raw": {"file": rpath.name, "nbytes": len(blob), "alignment": PARAM_ALIGNMENT},
         "inputs": list(network.inputs),
@@ -115,18 +121,7 @@ def save_network(
             for n, t in network.values.items()
         },
         "params": params,
-        "ops": [
-            {
-                "id": op.op_id,
-                "type": op.op_type,
-                "name": op.name,
-                "inputs": list(op.inputs),
-                "outputs": list(op.outputs),
-                "attrs": dict(op.attrs),
-                "params": dict(op.params),
-            }
-            for op in network.ops
-        ],
+        "ops": [_op_to_json(op) for op in network.ops],
     }
     doc["checksum"] = _checksum(doc)
     try:
@@ -137,6 +132,21 @@ def save_network(
         ) from exc
     _write_atomic(rpath, bytes(blob))
     _write_atomic(jpath, text.encode())
+
+
+def _op_to_json(op: Operator) -> dict[str, Any]:
+    out = {
+        "id": op.op_id,
+        "type": op.op_type,
+        "name": op.name,
+        "inputs": list(op.inputs),
+        "outputs": list(op.outputs),
+        "attrs": dict(op.attrs),
+        "params": dict(op.params),
+    }
+    if op.fed:
+        out["fed"] = dict(op.fed)
+    return out
 
 
 def _dump_readable(doc: Mapping[str, Any]) -> str:
@@ -276,7 +286,7 @@ def _parse_param(name: str, p: Any, raw: memoryview) -> np.ndarray:
         raise _BadError(f"{where}: shape {shape} cannot be held: {exc}") from None
 
 
-def _parse_op(i: int, o: Any) -> Operator:
+def _parse_op(i: int, o: Any, version: int) -> Operator:
     where = f"ops[{i}]"
     op_id = _get(o, "id", int, where)
     op_type = _get(o, "type", str, where)
@@ -291,7 +301,12 @@ def _parse_op(i: int, o: Any) -> Operator:
         raise _BadError(f"{where}.attrs must be an object")
     if not isinstance(params, dict) or not all(isinstance(v, str) for v in params.values()):
         raise _BadError(f"{where}.params must map roles to parameter names")
-    return Operator(op_id, op_type, tuple(inputs), tuple(outputs), attrs, params, name)
+    fed = o.get("fed", {})
+    if not isinstance(fed, dict) or not all(isinstance(v, str) for v in fed.values()):
+        raise _BadError(f"{where}.fed must map roles to value names")
+    if fed and version < _FED_VERSION:
+        raise _BadError(f"{where}.fed needs format version {_FED_VERSION}, the file is {version}")
+    return Operator(op_id, op_type, tuple(inputs), tuple(outputs), attrs, params, name, fed)
 
 
 def _read(path: Path, what: str) -> bytes:
@@ -390,7 +405,7 @@ def load_network(
         params_doc = _get(doc, "params", dict, "document")
         params = {n: _parse_param(n, p, raw) for n, p in params_doc.items()}
         ops_doc = _get(doc, "ops", list, "document")
-        ops = [_parse_op(i, o) for i, o in enumerate(ops_doc)]
+        ops = [_parse_op(i, o, version) for i, o in enumerate(ops_doc)]
         inputs = _str_list(doc, "inputs", "document")
         outputs = _str_list(doc, "outputs", "document")
         try:

@@ -5,6 +5,10 @@ id (strictly increasing along the list), an op type from `xrt.ops`, input and ou
 names, attributes and parameter references (role -> parameter name). Values are named
 tensors with a `TensorType`; parameters are named numpy arrays. Every value is produced
 exactly once (by an op, or as a network input), so names identify data unambiguously.
+
+A parameter role or attribute may instead be *fed at run time*: bound to a value (an input
+edge) whose data the operator reads at each forward (``Operator.fed``; see
+`xrt.network._fed`). Values whose shapes depend on such data have -1 dimensions.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import numpy as np
 
 from xrt.dtypes import DataType, TensorType
 from xrt.errors import ErrorCode, XrtError
+from xrt.network._fed import build_types, check_fed, is_dynamic_op
 from xrt.ops import OpDef, get_op_def
 
 if TYPE_CHECKING:
@@ -47,6 +52,9 @@ class Operator:
             Treat as read-only; use `replace` to change an operator.
         params: Parameter role (``"weight"``) -> parameter name in the network.
         name: Free-form name (the ONNX node name), "" when there is none.
+        fed: Role (a parameter role or attribute of `OpDef.fed_roles`) -> the value fed at
+            run time for it. These values are also the last ``len(fed)`` `inputs`, in this
+            order; `data_inputs` are the others.
     """
 
     op_id: int
@@ -56,12 +64,19 @@ class Operator:
     attrs: Mapping[str, Any] = field(default_factory=dict)
     params: Mapping[str, str] = field(default_factory=dict)
     name: str = ""
+    fed: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "inputs", tuple(self.inputs))
         object.__setattr__(self, "outputs", tuple(self.outputs))
         object.__setattr__(self, "attrs", dict(self.attrs))
         object.__setattr__(self, "params", dict(self.params))
+        object.__setattr__(self, "fed", dict(self.fed))
+
+    @property
+    def data_inputs(self) -> tuple[str, ...]:
+        """The inputs the kernel reads as data: all but the fed values at the end."""
+        return self.inputs[: len(self.inputs) - len(self.fed)] if self.fed else self.inputs
 
     def __hash__(self) -> int:
         # attrs and params are dicts; equal operators still hash equal.
@@ -87,21 +102,24 @@ class Operator:
             "attrs": self.attrs,
             "params": self.params,
             "name": self.name,
+            "fed": self.fed,
         }
         fields.update(changes)
         return Operator(**fields)
 
 
-def _check_value_type(name: str, t: object) -> TensorType:
+def _check_value_type(name: str, t: object, *, dynamic: bool = False) -> TensorType:
+    """`t` checked as the type of value `name`; -1 dimensions only when `dynamic`."""
     if not isinstance(t, TensorType):
         raise XrtError(
             ErrorCode.WRONG_TYPE, f"value {name!r}: type must be a TensorType, got {t!r}"
         )
-    if not t.is_static:
+    if not dynamic and not t.is_static:
         raise XrtError(
             ErrorCode.OUT_OF_RANGE, f"value {name!r}: shape {list(t.shape)} is not static"
         )
-    if any(d > MAX_DIM for d in t.shape) or prod(t.shape) > MAX_ELEMENTS:
+    known = t.shape if dynamic is False or -1 not in t.shape else [d for d in t.shape if d >= 0]
+    if any(d > MAX_DIM for d in t.shape) or prod(known) > MAX_ELEMENTS:
         raise XrtError(
             ErrorCode.OUT_OF_RANGE, f"value {name!r}: shape {list(t.shape)} is too large"
         )
@@ -147,6 +165,11 @@ class _Graph:
     def op_params(self, op: Operator) -> dict[str, np.ndarray]:
         """The parameter arrays of `op`, by role."""
         return {role: self.params[pname] for role, pname in op.params.items()}
+
+    def is_dynamic(self, op: Operator) -> bool:
+        """True when `op`'s output types are resolved at each forward (it feeds a shape
+        role, or reads or makes a value whose shape is known only at run time)."""
+        return is_dynamic_op(op, self.values)
 
     def __iter__(self) -> Iterator[Operator]:
         return iter(self.ops)
@@ -206,7 +229,9 @@ class Network(_Graph):
         if not isinstance(name, str):
             raise XrtError(ErrorCode.WRONG_TYPE, f"network name must be a string: {name!r}")
         self.name = name
-        self._values = {str(k): _check_value_type(k, v) for k, v in dict(values).items()}
+        self._values = {
+            str(k): _check_value_type(k, v, dynamic=True) for k, v in dict(values).items()
+        }
         self.values = MappingProxyType(self._values)
         self._params = {k: _check_param(k, v) for k, v in dict(params or {}).items()}
         self.params = MappingProxyType(self._params)
@@ -234,6 +259,7 @@ class Network(_Graph):
                 raise XrtError(
                     ErrorCode.OUT_OF_RANGE, f"network input {name!r} has no declared type"
                 )
+            _check_value_type(name, self._values[name])
             defined.add(name)
         checked: list[Operator] = []
         last_id = -1
@@ -264,8 +290,11 @@ class Network(_Graph):
             raise XrtError(ErrorCode.WRONG_TYPE, f"op {op.op_id}: name must be a string")
         op_def = get_op_def(op.op_type)
         what = op.describe()
-        op_def.check_arity(what, len(op.inputs), len(op.outputs), list(op.params))
-        attrs = op_def.normalize_attrs(what, op.attrs)
+        check_fed(what, op)
+        op_def.check_arity(
+            what, len(op.data_inputs), len(op.outputs), list(op.params), list(op.fed)
+        )
+        attrs = op_def.normalize_attrs(what, op.attrs, list(op.fed))
         for v in op.inputs:
             if not isinstance(v, str):
                 raise XrtError(ErrorCode.WRONG_TYPE, f"{what}: value names must be strings: {v!r}")
@@ -293,7 +322,13 @@ class Network(_Graph):
             if v not in self._values:
                 raise XrtError(ErrorCode.OUT_OF_RANGE, f"{what}: output {v!r} has no declared type")
         op = op.replace(attrs=attrs)
-        inferred = op_def.infer(op, [self._values[v] for v in op.inputs], self.op_params(op))
+        inferred = build_types(
+            op,
+            [self._values[v] for v in op.data_inputs],
+            self.op_params(op),
+            {role: self._values[v] for role, v in op.fed.items()},
+            [self._values[v] for v in op.outputs],
+        )
         for v, t in zip(op.outputs, inferred, strict=True):
             if not _same_type(self._values[v], t):
                 raise XrtError(
@@ -518,6 +553,8 @@ class NetworkBuilder:
         name: str = "",
         n_outputs: int | None = None,
         op_id: int | None = None,
+        fed: Mapping[str, str] | None = None,
+        types: Sequence[TensorType] | None = None,
     ) -> list[str]:
         """Append an operator, infer its output types and return its output names.
 
@@ -530,6 +567,11 @@ class NetworkBuilder:
             name: Operator name.
             n_outputs: Number of outputs when the op type allows several (HardOp).
             op_id: Id to use (must exceed the previous one); default: the next id.
+            fed: Role -> value fed at run time for it (`OpDef.fed_roles`); the values are
+                appended to `inputs`.
+            types: Output types of a dynamic operator (one feeding a shape role, or reading
+                a value with -1 dimensions), -1 for a dimension known only at run time;
+                ignored for others, whose types are inferred.
         """
         op_def = get_op_def(op_type)
         count = len(outputs) if outputs is not None else (n_outputs or op_def.num_outputs or 1)
@@ -537,12 +579,21 @@ class NetworkBuilder:
         if outputs is None:
             base = name or f"{op_type.lower()}{oid}"
             outputs = [self.unique(base if count == 1 else f"{base}:{k}") for k in range(count)]
+        fed = dict(fed or {})
         op = Operator(
-            oid, op_type, tuple(inputs), tuple(outputs), dict(attrs or {}), dict(params or {}), name
+            oid,
+            op_type,
+            (*inputs, *fed.values()),
+            tuple(outputs),
+            dict(attrs or {}),
+            dict(params or {}),
+            name,
+            fed,
         )
         what = op.describe()
-        op_def.check_arity(what, len(op.inputs), len(op.outputs), list(op.params))
-        op = op.replace(attrs=op_def.normalize_attrs(what, op.attrs))
+        check_fed(what, op)
+        op_def.check_arity(what, len(op.data_inputs), len(op.outputs), list(op.params), list(fed))
+        op = op.replace(attrs=op_def.normalize_attrs(what, op.attrs, list(fed)))
         for v in op.inputs:
             if v not in self.values:
                 raise XrtError(ErrorCode.OUT_OF_RANGE, f"{what}: input {v!r} does not exist yet")
@@ -555,16 +606,21 @@ class NetworkBuilder:
         for v in op.outputs:
             if v in self.values:
                 raise XrtError(ErrorCode.OUT_OF_RANGE, f"{what}: value {v!r} already exists")
-        types = op_def.infer(
-            op,
-            [self.values[v] for v in op.inputs],
-            {r: self.params[p] for r, p in op.params.items()},
-        )
+        types = self._types(op, types)
         for v, t in zip(op.outputs, types, strict=True):
-            self.values[v] = _check_value_type(v, t)
+            self.values[v] = _check_value_type(v, t, dynamic=True)
         self.ops.append(op)
         self._next_id = oid + 1
         return list(op.outputs)
+
+    def _types(self, op: Operator, declared: Sequence[TensorType] | None) -> list[TensorType]:
+        return build_types(
+            op,
+            [self.values[v] for v in op.data_inputs],
+            {r: self.params[p] for r, p in op.params.items()},
+            {r: self.values[v] for r, v in op.fed.items()},
+            declared,
+        )
 
     def producer(self, value: str) -> Operator | None:
         """The op added so far that produces `value` (None for inputs and unknown names)."""
@@ -576,8 +632,9 @@ class NetworkBuilder:
     def rewrite(self, op_id: int, **changes: Any) -> list[str]:
         """Replace fields of an op already added (its outputs must be unused so far).
 
-        Output types are inferred again. Used by graph rewrites such as folding a
-        BatchNormalization into the convolution before it. Returns the new output names.
+        Output types are inferred again (a dynamic op keeps its declared types). Used by
+        graph rewrites such as folding a BatchNormalization into the convolution before it.
+        Returns the new output names.
         """
         index = next((i for i, op in enumerate(self.ops) if op.op_id == op_id), None)
         if index is None:
@@ -589,14 +646,11 @@ class NetworkBuilder:
         new = old.replace(**changes)
         saved = {v: self.values.pop(v) for v in old.outputs}
         try:
-            op_def = new.op_def
-            op_def.check_arity(new.describe(), len(new.inputs), len(new.outputs), list(new.params))
-            new = new.replace(attrs=op_def.normalize_attrs(new.describe(), new.attrs))
-            types = op_def.infer(
-                new,
-                [self.values[v] for v in new.inputs],
-                {r: self.params[p] for r, p in new.params.items()},
-            )
+            op_def, what, fed = new.op_def, new.describe(), list(new.fed)
+            check_fed(what, new)
+            op_def.check_arity(what, len(new.data_inputs), len(new.outputs), list(new.params), fed)
+            new = new.replace(attrs=op_def.normalize_attrs(what, new.attrs, fed))
+            types = self._types(new, list(saved.values()))
             clash = [v for v in new.outputs if v in self.values]
             if clash:
                 raise XrtError(ErrorCode.OUT_OF_RANGE, f"value(s) {clash} already exist")
@@ -604,7 +658,7 @@ class NetworkBuilder:
             self.values.update(saved)
             raise
         for v, t in zip(new.outputs, types, strict=True):
-            self.values[v] = _check_value_type(v, t)
+            self.values[v] = _check_value_type(v, t, dynamic=True)
         self.ops[index] = new
         return list(new.outputs)
 

@@ -1,4 +1,10 @@
-"""State shared by the ONNX importer's node handlers (`xrt.network.onnx_import`)."""
+"""State shared by the ONNX importer's node handlers (`xrt.network.onnx_import`).
+
+Run-time parameters: a handler whose ONNX input is a weight, shape, pad, scale or bound
+takes it as a constant when it is one (`const`), else binds the op's role to the value
+fed at run time (`fed_param`, `fed_or_const`; see `xrt.network._fed`). Output types that
+depend on such data are declared from ONNX shape inference (`declared`, `dyn_type`).
+"""
 
 from __future__ import annotations
 
@@ -77,6 +83,10 @@ class Ctx:
         self.consumers: dict[str, list[Any]] = {}
         self.done: set[str] = set()
         """Outputs of nodes a handler already imported together with an earlier node."""
+        self.onnx_types: dict[str, TensorType] = {}
+        """ONNX shape inference's type of each tensor whose rank it knows (-1: unknown)."""
+        self.empty: dict[str, str] = {}
+        """Zero-size graph inputs (constant: they hold no data) -> why they cannot be data."""
         for node in model.graph.node:
             for v in node.input:
                 if v:
@@ -97,6 +107,8 @@ class Ctx:
         """The constant value of ONNX tensor `name`, or None when it is computed at run time."""
         if not name:
             return None
+        if name in self.empty:  # a zero-size input holds no data: its value is known
+            return np.zeros(self.b.values[name].shape, self.b.values[name].dtype.numpy)
         return self.consts.get(name)
 
     def need_const(self, name: str, what: str) -> np.ndarray:
@@ -116,6 +128,8 @@ class Ctx:
 
     def value(self, name: str) -> str:
         """Our value name for ONNX tensor `name`; a constant becomes a Constant op."""
+        if name in self.empty:
+            raise XrtError(ErrorCode.LOAD_FAILED, self.empty[name])
         if name in self.alias:
             return self.alias[name]
         if name in self.consts:
@@ -138,6 +152,67 @@ class Ctx:
     def type(self, name: str) -> TensorType:
         return self.b.values[self.value(name)]
 
+    def static_shape(self, value: str) -> tuple[int, ...]:
+        """The shape of our value `value`; XrtError naming it when it is known only at run
+        time (it depends on data fed at run time) and the handler needs it."""
+        t = self.b.values[value]
+        if not t.is_static:
+            raise self.fail(
+                f"input {value!r} has a shape known only at run time {list(t.shape)} (it "
+                "depends on data fed at run time); this operator needs it static"
+            )
+        return t.shape
+
+    # -- run-time parameters --------------------------------------------------------------
+
+    def fed_or_const(self, index: int) -> np.ndarray | str | None:
+        """Input `index`: its constant array, else our value fed at run time, else None."""
+        name = self.input(index)
+        if not name:
+            return None
+        arr = self.const(name)
+        return arr if arr is not None else self.value(name)
+
+    def fed_param(
+        self,
+        index: int,
+        role: str,
+        params: dict[str, np.ndarray],
+        fed: dict[str, str],
+        convert: Any = None,
+    ) -> None:
+        """Put input `index` in `params` (a constant, through `convert`) or `fed` (a value
+        fed at run time) under `role`; nothing when the input is absent."""
+        got = self.fed_or_const(index)
+        if isinstance(got, str):
+            fed[role] = got
+        elif got is not None:
+            params[role] = convert(got) if convert is not None else got
+
+    def fed_length(self, value: str, want: int | None = None, what: str = "") -> int:
+        """How many entries the fed 1-D list `value` (axes, a shape, pads) has: its static
+        length, which must be `want` when given."""
+        t = self.b.values[value]
+        if t.ndim != 1 or (want is not None and t.shape[0] != want):
+            need = f"shape [{want}]" if want is not None else "1-D"
+            raise self.fail(
+                f"{what or repr(value)} fed at run time must be {need}, got {list(t.shape)}"
+            )
+        return t.shape[0]
+
+    def declared(self, name: str) -> TensorType | None:
+        """ONNX shape inference's type of tensor `name` (-1 for unknown dims), or None."""
+        return self.onnx_types.get(name)
+
+    def dyn_type(self, name: str, dtype: Any, dims: Sequence[int]) -> TensorType:
+        """The declared type of output `name` of a dynamic op: `dims` (-1: known only at
+        run time), with the dimensions ONNX shape inference knows when it agrees on the
+        element type and rank."""
+        t = self.onnx_types.get(name)
+        if t is not None and t.dtype is dtype and t.ndim == len(dims):
+            dims = [o if o >= 0 else d for o, d in zip(t.shape, dims, strict=True)]
+        return TensorType(dtype, dims)
+
     def attrs(self) -> dict[str, Any]:
         out = {}
         for a in self.node.attribute:
@@ -156,8 +231,12 @@ class Ctx:
         *,
         output: str | None = None,
         outputs: Sequence[str] | None = None,
+        fed: Mapping[str, str] | None = None,
+        types: Sequence[TensorType] | None = None,
     ) -> str:
-        """Add one op; `params` are arrays (named after the node). Returns the output name."""
+        """Add one op; `params` are arrays (named after the node), `fed` roles bound to
+        values fed at run time. A dynamic op's output types are `types`, else ONNX's
+        (when it knows them all). Returns the output name."""
         refs = {}
         base = self.node.name or self.node.output[0]
         for role, arr in (params or {}).items():
@@ -166,7 +245,12 @@ class Ctx:
             outputs = [
                 output if output is not None else self.b.unique(f"{self.node.output[0]}:{op_type}")
             ]
-        res = self.b.add(op_type, inputs, attrs, refs, outputs=outputs, name=self.node.name)
+        if types is None:
+            known = [self.onnx_types.get(o) for o in outputs]
+            types = known if all(t is not None for t in known) else None  # type: ignore[assignment]
+        res = self.b.add(
+            op_type, inputs, attrs, refs, outputs=outputs, name=self.node.name, fed=fed, types=types
+        )
         return res[0]
 
     def const_value(self, arr: np.ndarray, role: str) -> str:

@@ -1,17 +1,19 @@
-"""What the importer does not take of each supported ONNX operator (one line each).
+"""What the importer does not take of each supported ONNX operator (one line each), and
+which of their parameter inputs may be fed at run time.
 
-Feeds the generated page docs/onnx-operators.md (tools/generate.py). Common to all: shapes
-are static, so operands that decide a shape (axes, starts/ends, split lengths, target
-shapes, repeats, pads, resize scales/sizes) must be constant; convolution and
-normalisation weights must be constant too.
+Feeds the generated page docs/onnx-operators.md (tools/generate.py). Inputs listed in
+`ONNX_FED_INPUTS` may be graph inputs without initializers: the host reads them at each
+forward (weights, shapes, axes, pads, scales, bounds; output shapes they decide are
+resolved then), while an initializer or a foldable constant stays a constant. The NPU
+backends take only operators whose parameters are constants.
 """
 
 from __future__ import annotations
 
-__all__ = ["ONNX_OP_LIMITS"]
+__all__ = ["ONNX_FED_INPUTS", "ONNX_OP_LIMITS"]
 
 _BINARY = "same element type on both sides (Pow: any exponent type)"
-_REDUCE = "axes constant; empty tensors not supported"
+_REDUCE = "empty tensors not supported"
 
 ONNX_OP_LIMITS: dict[str, str] = {
     "Abs": "",
@@ -20,22 +22,24 @@ ONNX_OP_LIMITS: dict[str, str] = {
     "ArgMax": "",
     "ArgMin": "",
     "AveragePool": "1-D and 2-D",
-    "BatchNormalization": "inference only (training_mode refused); folded into a preceding Conv",
+    "BatchNormalization": "inference only (training_mode refused); folded into a preceding "
+    "Conv when both have constant parameters",
     "Cast": "float -> int truncates; no FP64, UINT64, STRING, float8 targets",
     "Ceil": "float",
-    "Clip": "float or plain integer; bounds constant; min > max gives max",
+    "Clip": "float or plain integer; min > max gives max",
     "Concat": "",
-    "Conv": "1-D and 2-D; weight and bias constant",
-    "ConvTranspose": "1-D and 2-D; weight and bias constant",
+    "Conv": "1-D and 2-D",
+    "ConvTranspose": "1-D and 2-D",
     "Cos": "float",
     "DepthToSpace": "4-D input",
     "Div": _BINARY + "; integer division truncates, by zero is an error",
-    "Dropout": "inference only: training_mode=True refused; the mask is all True",
+    "Dropout": "inference only: training_mode True or fed at run time refused; the mask is all "
+    "True",
     "Elu": "float",
     "Equal": _BINARY,
     "Erf": "float",
     "Exp": "float",
-    "Expand": "shape constant",
+    "Expand": "",
     "Flatten": "",
     "Floor": "float",
     "Gather": "indices INT32/INT64, out of range is an error at run time",
@@ -48,9 +52,9 @@ ONNX_OP_LIMITS: dict[str, str] = {
     "HardSigmoid": "float",
     "HardSwish": "float",
     "Identity": "",
-    "InstanceNormalization": "scale and bias constant",
+    "InstanceNormalization": "",
     "LRN": "float",
-    "LayerNormalization": "scale and bias constant; stash_type float only",
+    "LayerNormalization": "stash_type float only",
     "LeakyRelu": "float",
     "Less": _BINARY,
     "LessOrEqual": _BINARY,
@@ -68,7 +72,7 @@ ONNX_OP_LIMITS: dict[str, str] = {
     "Not": "",
     "Or": "",
     "PRelu": "",
-    "Pad": "pads, value and axes constant; modes constant, reflect, edge (not wrap)",
+    "Pad": "modes constant, reflect, edge (not wrap); no negative pads",
     "Pow": _BINARY,
     "Reciprocal": "float",
     "ReduceL1": _REDUCE,
@@ -81,31 +85,64 @@ ONNX_OP_LIMITS: dict[str, str] = {
     "ReduceSum": _REDUCE,
     "ReduceSumSquare": _REDUCE,
     "Relu": "",
-    "Reshape": "shape constant; allowzero with a 0 in the shape refused",
+    "Reshape": "allowzero with a 0 in the shape refused (with a fed shape: allowzero refused)",
     "Resize": "nearest, linear, cubic; no antialias, tf_crop_and_resize or "
-    "keep_aspect_ratio_policy; scales/sizes constant",
+    "keep_aspect_ratio_policy",
     "Round": "float",
     "Selu": "float",
     "Sigmoid": "float",
     "Sign": "",
     "Sin": "float",
-    "Slice": "starts, ends, axes, steps constant",
+    "Slice": "",
     "Softmax": "float",
     "Softplus": "float",
     "Softsign": "float",
     "SpaceToDepth": "4-D input",
-    "Split": "split lengths constant",
+    "Split": "",
     "Sqrt": "float",
-    "Squeeze": "axes constant",
+    "Squeeze": "",
     "Sub": _BINARY,
     "Sum": "float sums become a chain of Add (QAdd when quantized)",
     "Tanh": "float",
     "ThresholdedRelu": "float",
-    "Tile": "repeats constant",
+    "Tile": "",
     "Transpose": "",
-    "Unsqueeze": "axes constant",
+    "Unsqueeze": "",
     "Upsample": "nearest and linear",
     "Where": "Bool condition",
     "Xor": "",
 }
 """ONNX op type -> limits of the importer (empty: the whole operator)."""
+
+_AXES = ("axes",)
+
+ONNX_FED_INPUTS: dict[str, tuple[str, ...]] = {
+    "BatchNormalization": ("scale", "B", "input_mean", "input_var"),
+    "Clip": ("min", "max"),
+    "Conv": ("W", "B"),
+    "ConvTranspose": ("W", "B"),
+    "Expand": ("shape",),
+    "InstanceNormalization": ("scale", "B"),
+    "LayerNormalization": ("Scale", "B"),
+    "Pad": ("pads", "constant_value", "axes"),
+    "ReduceL1": _AXES,
+    "ReduceL2": _AXES,
+    "ReduceLogSumExp": _AXES,
+    "ReduceMax": _AXES,
+    "ReduceMean": _AXES,
+    "ReduceMin": _AXES,
+    "ReduceProd": _AXES,
+    "ReduceSum": _AXES,
+    "ReduceSumSquare": _AXES,
+    "Reshape": ("shape",),
+    "Resize": ("scales", "sizes"),
+    "Slice": ("starts", "ends", "axes", "steps"),
+    "Split": ("split",),
+    "Squeeze": _AXES,
+    "Tile": ("repeats",),
+    "Unsqueeze": _AXES,
+    "Upsample": ("scales",),
+}
+"""ONNX op type -> its parameter inputs (ONNX schema names) that may be fed at run time:
+graph inputs without initializers, read by the host at each forward. Data inputs (a
+MatMul's operands, Gemm's B and C, a PRelu slope...) are values anyway."""

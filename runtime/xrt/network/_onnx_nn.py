@@ -3,6 +3,11 @@ layers, normalisations, softmax, resizing, padding and clipping.
 
 1-D convolutions and pools (audio, text) run as 2-D ones over a height of 1: a Reshape
 before and after, so one kernel serves both.
+
+Weights, biases, normalisation statistics, Clip bounds, Pad pads and values and Resize
+scales and sizes may be fed at run time (graph inputs without initializers): the op's
+role is bound to the value (`Ctx.fed_param`). Where ONNX gives such an input for some axes
+only (Resize and Pad ``axes``), a Gather spreads it over every axis first.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ def _spatial_pads(
 ) -> list[int]:
     auto = a.get("auto_pad", "NOTSET")
     nd = len(kernel)
+    if not all(d >= 0 for d in in_hw) and auto in ("SAME_UPPER", "SAME_LOWER"):
+        raise ctx.fail(f"auto_pad {auto} needs a static input shape, got {list(in_hw)}")
     if auto in ("NOTSET", ""):
         pads = list(a.get("pads", [0] * (2 * nd)))
         if len(pads) != 2 * nd:
@@ -60,6 +67,7 @@ def _lift_1d(ctx: Ctx, x: str) -> tuple[str, int]:
     """A 3-D (N, C, L) value as 4-D (N, C, 1, L); returns (value, spatial rank)."""
     t = ctx.b.values[x]
     if t.ndim == 3:
+        ctx.static_shape(x)
         want = (t.shape[0], t.shape[1], 1, t.shape[2])
         prod = ctx.b.producer(x)
         if prod is not None and prod.op_type == "Reshape":
@@ -96,21 +104,34 @@ def _lower_1d(ctx: Ctx, y: str, nd: int) -> None:
         ctx.finish(y)
 
 
+def _weight(ctx: Ctx, nd: int) -> tuple[dict[str, np.ndarray], dict[str, str], list[int]]:
+    """A convolution's weight and bias: (constant params, fed roles, kernel shape). A fed
+    1-D weight (O, I, k) is reshaped to (O, I, 1, k) on the way."""
+    params: dict[str, np.ndarray] = {}
+    fed: dict[str, str] = {}
+    ctx.fed_param(1, "weight", params, fed, lambda w: w.astype(np.float32))
+    shape = list(
+        params["weight"].shape if "weight" in params else ctx.b.values[fed["weight"]].shape
+    )
+    if len(shape) != nd + 2:
+        raise ctx.fail(f"weight shape {shape} does not fit a {nd}-D convolution")
+    if nd == 1 and "weight" in fed:
+        lifted = [shape[0], shape[1], 1, shape[2]]
+        fed["weight"] = ctx.emit("Reshape", [fed["weight"]], {"shape": lifted})
+    ctx.fed_param(2, "bias", params, fed, lambda b: b.astype(np.float32))
+    return params, fed, shape[2:]
+
+
 def _conv(ctx: Ctx) -> None:
     node, a = ctx.node, ctx.attrs()
     x, nd = _lift_1d(ctx, ctx.value(node.input[0]))
-    w = ctx.need_const(node.input[1], "the weight").astype(np.float32)
-    if w.ndim != nd + 2:
-        raise ctx.fail(f"weight shape {list(w.shape)} does not fit a {nd}-D convolution")
-    kernel = list(w.shape[2:])
+    params, fed, kernel = _weight(ctx, nd)
     strides = _spatial(ctx, a, "strides", nd, 1)
     dil = _spatial(ctx, a, "dilations", nd, 1)
     in_sizes = ctx.b.values[x].shape[4 - nd :]
     pads = _spatial_pads(ctx, a, in_sizes, kernel, strides, dil)
-    params = {"weight": w if nd == 2 else w[:, :, None, :]}
-    bias = ctx.const_input(2, "the bias")
-    if bias is not None:
-        params["bias"] = bias.astype(np.float32)
+    if nd == 1 and "weight" in params:
+        params["weight"] = params["weight"][:, :, None, :]
     attrs = {
         "strides": _to_2d(strides, nd, 1),
         "pads": _to_2d(pads, nd, 0),
@@ -118,11 +139,11 @@ def _conv(ctx: Ctx) -> None:
         "groups": int(a.get("group", 1)),
     }
     if nd == 2:
-        ctx.emit("Conv2d", [x], attrs, params, output=node.output[0])
+        ctx.emit("Conv2d", [x], attrs, params, output=node.output[0], fed=fed)
         return
-    bn = _foldable_bn_after(ctx, node.output[0])
+    bn = _foldable_bn_after(ctx, node.output[0]) if not fed else None
     if bn is None:
-        _lower_1d(ctx, ctx.emit("Conv2d", [x], attrs, params), nd)
+        _lower_1d(ctx, ctx.emit("Conv2d", [x], attrs, params, fed=fed), nd)
         return
     # A 1-D convolution runs as Conv2d + Reshape, so the usual fold (BatchNormalization
     # right after a Conv2d) cannot see it: fold the following BatchNormalization here.
@@ -164,19 +185,17 @@ def _foldable_bn_after(ctx: Ctx, value: str) -> tuple[Any, dict[str, np.ndarray]
 def _conv_transpose(ctx: Ctx) -> None:
     node, a = ctx.node, ctx.attrs()
     x, nd = _lift_1d(ctx, ctx.value(node.input[0]))
-    w = ctx.need_const(node.input[1], "the weight").astype(np.float32)
-    if w.ndim != nd + 2:
-        raise ctx.fail(f"weight shape {list(w.shape)} does not fit a {nd}-D convolution")
-    kernel = list(w.shape[2:])
+    params, fed, kernel = _weight(ctx, nd)
     strides = _spatial(ctx, a, "strides", nd, 1)
     dil = _spatial(ctx, a, "dilations", nd, 1)
     out_pad = _spatial(ctx, a, "output_padding", nd, 0)
-    sizes = ctx.b.values[x].shape[4 - nd :]
+    auto = a.get("auto_pad", "NOTSET")
+    needs_sizes = "output_shape" in a or auto in ("SAME_UPPER", "SAME_LOWER")
+    sizes = ctx.static_shape(x)[4 - nd :] if needs_sizes else ctx.b.values[x].shape[4 - nd :]
     full = [
         s * (n - 1) + op + d * (k - 1) + 1
         for n, k, s, d, op in zip(sizes, kernel, strides, dil, out_pad, strict=True)
     ]
-    auto = a.get("auto_pad", "NOTSET")
     if "output_shape" in a:
         want = list(a["output_shape"])[-nd:]
         total = [f - o for f, o in zip(full, want, strict=True)]
@@ -195,10 +214,8 @@ def _conv_transpose(ctx: Ctx) -> None:
         pads = list(a.get("pads", [0] * (2 * nd))) if auto != "VALID" else [0] * (2 * nd)
     else:
         raise ctx.fail(f"auto_pad {auto!r} is not supported")
-    params = {"weight": w if nd == 2 else w[:, :, None, :]}
-    bias = ctx.const_input(2, "the bias")
-    if bias is not None:
-        params["bias"] = bias.astype(np.float32)
+    if nd == 1 and "weight" in params:
+        params["weight"] = params["weight"][:, :, None, :]
     attrs = {
         "strides": _to_2d(strides, nd, 1),
         "pads": _to_2d(pads, nd, 0),
@@ -206,7 +223,7 @@ def _conv_transpose(ctx: Ctx) -> None:
         "output_padding": _to_2d(out_pad, nd, 0),
         "groups": int(a.get("group", 1)),
     }
-    _lower_1d(ctx, ctx.emit("ConvTranspose2d", [x], attrs, params), nd)
+    _lower_1d(ctx, ctx.emit("ConvTranspose2d", [x], attrs, params, fed=fed), nd)
 
 
 def _pool(ctx: Ctx) -> None:
@@ -255,13 +272,47 @@ def _clip(ctx: Ctx) -> None:
         attrs["min"] = float(a["min"])
     if "max" in a:
         attrs["max"] = float(a["max"])
+    fed: dict[str, str] = {}
     for i, key in ((1, "min"), (2, "max")):
-        bound = ctx.const_input(i, f"Clip {key}")
-        if bound is not None:
+        bound = ctx.fed_or_const(i)
+        if isinstance(bound, str):
+            fed[key] = bound
+        elif bound is not None:
             attrs[key] = float(bound.reshape(-1)[0])
     for key, default in (("min", -FLOAT32_MAX), ("max", FLOAT32_MAX)):
-        attrs[key] = min(max(attrs.get(key, default), -FLOAT32_MAX), FLOAT32_MAX)
-    ctx.emit("Clip", [ctx.value(node.input[0])], attrs, output=node.output[0])
+        if key not in fed:
+            attrs[key] = min(max(attrs.get(key, default), -FLOAT32_MAX), FLOAT32_MAX)
+    ctx.emit("Clip", [ctx.value(node.input[0])], attrs, output=node.output[0], fed=fed)
+
+
+def _spread(ctx: Ctx, value: str, positions: Sequence[int | None], fill: np.ndarray) -> str:
+    """A fed per-axis list `value` laid out over every axis: entry i is ``value[p]`` for
+    ``p = positions[i]``, or ``fill[i]`` where `positions` has None (an axis ONNX's
+    ``axes`` leaves out). A Concat and a Gather on the host; `value` itself when it
+    already covers every axis in order."""
+    if list(positions) == list(range(len(positions))):
+        return value
+    dtype = ctx.b.values[value].dtype.numpy
+    base = ctx.const_value(fill.astype(dtype), "fill")
+    cat = ctx.emit("Concat", [base, value], {"axis": 0})
+    index = [i if p is None else len(fill) + p for i, p in enumerate(positions)]
+    return ctx.emit("Gather", [cat, ctx.const_value(np.array(index, np.int64), "index")])
+
+
+def _scatter_pads(ctx: Ctx, pads: str, axes: str, nd: int) -> str:
+    """ONNX Pad's ``pads`` over ``axes`` fed at run time, as pads over all `nd` axes: a
+    one-hot (k, nd) of the axes (negative ones counted from the end) weights the begin and
+    end halves, summed over the k listed axes (host ops on int64)."""
+    k = ctx.fed_length(axes)
+    i64 = ctx.b.values[axes].dtype
+    norm = ctx.emit("Mod", [axes, ctx.const_value(np.array(nd, i64.numpy), "rank")])
+    col = ctx.emit("Reshape", [norm], {"shape": [k, 1]})
+    grid = ctx.const_value(np.arange(nd, dtype=i64.numpy).reshape(1, nd), "axes_grid")
+    hot = ctx.emit("Cast", [ctx.emit("Equal", [col, grid])], {"to": "SInt64"})
+    halves = ctx.emit("Reshape", [pads], {"shape": [2, k, 1]})
+    spread = ctx.emit("Mul", [halves, hot])
+    per_axis = ctx.emit("ReduceSum", [spread], {"axes": [1], "keepdims": False})
+    return ctx.emit("Reshape", [per_axis], {"shape": [2 * nd]})
 
 
 def _gemm(ctx: Ctx) -> None:
@@ -333,17 +384,19 @@ def _batchnorm(ctx: Ctx) -> None:
     if any(o for o in node.output[1:]):
         raise ctx.fail("BatchNormalization's running-statistics outputs are not supported")
     roles = ("scale", "bias", "mean", "var")
-    params = {
-        r: ctx.need_const(node.input[i + 1], f"BatchNormalization {r}").astype(np.float32)
-        for i, r in enumerate(roles)
-    }
+    params: dict[str, np.ndarray] = {}
+    fed: dict[str, str] = {}
+    for i, r in enumerate(roles):
+        ctx.fed_param(i + 1, r, params, fed, lambda arr: arr.astype(np.float32))
     eps = float(a.get("epsilon", 1e-5))
     x = ctx.value(node.input[0])
     prod = ctx.b.producer(x)
     if (
         ctx.fold_bn
+        and not fed
         and prod is not None
         and prod.op_type == "Conv2d"
+        and not prod.fed
         and ctx.uses.get(node.input[0], 0) == 1
         and node.input[0] not in ctx.alias
     ):
@@ -369,7 +422,7 @@ def _batchnorm(ctx: Ctx) -> None:
             prod.op_id, outputs=(node.output[0],), params={"weight": w_name, "bias": b_name}
         )
         return
-    ctx.emit("BatchNorm", [x], {"epsilon": eps}, params, output=node.output[0])
+    ctx.emit("BatchNorm", [x], {"epsilon": eps}, params, output=node.output[0], fed=fed)
 
 
 def _softmax(ctx: Ctx) -> None:
@@ -385,6 +438,7 @@ def _softmax(ctx: Ctx) -> None:
         ctx.emit(kind, [x], {"axis": axis}, output=node.output[0])
         return
     # Opset < 13: softmax over the flattened trailing axes [axis:].
+    ctx.static_shape(x)
     flat = ctx.emit("Reshape", [x], {"shape": [math.prod(t.shape[:axis]), -1]})
     sm = ctx.emit(kind, [flat], {"axis": 1})
     ctx.emit("Reshape", [sm], {"shape": list(t.shape)}, output=node.output[0])
@@ -403,11 +457,31 @@ def _resize(ctx: Ctx) -> None:
     if ctm == "tf_crop_and_resize":
         raise ctx.fail("Resize coordinate_transformation_mode tf_crop_and_resize is not supported")
     x = ctx.value(node.input[0])
-    shape = ctx.b.values[x].shape
+    shape = ctx.static_shape(x)
     nd = len(shape)
     axes = [int(v) % nd for v in a.get("axes", range(nd))]
-    scales_in = ctx.const_input(2, "Resize scales")
-    sizes_in = ctx.const_input(3, "Resize sizes")
+    scales_in, sizes_in = ctx.fed_or_const(2), ctx.fed_or_const(3)
+    attrs = {
+        "coordinate_transformation_mode": ctm,
+        "nearest_mode": a.get("nearest_mode", "round_prefer_floor"),
+        "mode": mode,
+        "cubic_coeff_a": float(a.get("cubic_coeff_a", -0.75)),
+        "exclude_outside": bool(a.get("exclude_outside", 0)),
+    }
+    fed_sizes = isinstance(sizes_in, str)
+    if fed_sizes or (isinstance(scales_in, str) and (sizes_in is None or not sizes_in.size)):
+        # Run-time scales or sizes: the other is derived at each forward (xrt.ops.resize).
+        kind, value = ("sizes", sizes_in) if fed_sizes else ("scales", scales_in)
+        assert isinstance(value, str)
+        ctx.fed_length(value, len(axes), f"Resize {kind}")
+        fill = np.array(shape, np.int64) if fed_sizes else np.ones(nd, np.float32)
+        where = [axes.index(i) if i in axes else None for i in range(nd)]
+        attrs["sizes" if not fed_sizes else "scales"] = []
+        dims = [-1 if i in axes else d for i, d in enumerate(shape)]
+        out_t = ctx.dyn_type(node.output[0], ctx.b.values[x].dtype, dims)
+        fed = {kind: _spread(ctx, value, where, fill)}
+        ctx.emit("Resize", [x], attrs, output=node.output[0], fed=fed, types=[out_t])
+        return
     sizes, scales = list(shape), [1.0] * nd
     if sizes_in is not None and sizes_in.size:
         for ax, s in zip(axes, sizes_in.reshape(-1), strict=True):
@@ -419,15 +493,7 @@ def _resize(ctx: Ctx) -> None:
             sizes[ax] = math.floor(shape[ax] * float(r))
     else:
         raise ctx.fail("Resize needs scales or sizes")
-    attrs = {
-        "sizes": sizes,
-        "scales": scales,
-        "coordinate_transformation_mode": ctm,
-        "nearest_mode": a.get("nearest_mode", "round_prefer_floor"),
-        "mode": mode,
-        "cubic_coeff_a": float(a.get("cubic_coeff_a", -0.75)),
-        "exclude_outside": bool(a.get("exclude_outside", 0)),
-    }
+    attrs = {"sizes": sizes, "scales": scales, **attrs}
     ctx.emit("Resize", [x], attrs, output=node.output[0])
 
 
@@ -437,16 +503,22 @@ def _upsample(ctx: Ctx) -> None:
     if mode not in ("nearest", "linear", "bilinear"):
         raise ctx.fail(f"Upsample mode {mode!r} is not supported")
     x = ctx.value(node.input[0])
-    shape = ctx.b.values[x].shape
-    scales = [float(r) for r in ctx.need_const(node.input[1], "Upsample scales").reshape(-1)]
-    sizes = [math.floor(d * r) for d, r in zip(shape, scales, strict=True)]
-    attrs = {
-        "sizes": sizes,
-        "scales": scales,
+    shape = ctx.static_shape(x)
+    attrs: dict[str, Any] = {
         "coordinate_transformation_mode": "asymmetric",
         "nearest_mode": "floor",
         "mode": "nearest" if mode == "nearest" else "linear",
     }
+    got = ctx.fed_or_const(1)
+    if isinstance(got, str):  # scales fed at run time: sizes derived at each forward
+        ctx.fed_length(got, len(shape), "Upsample scales")
+        out_t = ctx.dyn_type(node.output[0], ctx.b.values[x].dtype, [-1] * len(shape))
+        attrs["sizes"] = []
+        ctx.emit("Resize", [x], attrs, output=node.output[0], fed={"scales": got}, types=[out_t])
+        return
+    scales = [float(r) for r in ctx.need_const(node.input[1], "Upsample scales").reshape(-1)]
+    sizes = [math.floor(d * r) for d, r in zip(shape, scales, strict=True)]
+    attrs = {"sizes": sizes, "scales": scales, **attrs}
     ctx.emit("Resize", [x], attrs, output=node.output[0])
 
 
@@ -456,23 +528,49 @@ def _pad(ctx: Ctx) -> None:
     if mode not in ("constant", "reflect", "edge"):
         raise ctx.fail(f"Pad mode {mode!r} is not supported")
     x = ctx.value(node.input[0])
-    nd = ctx.b.values[x].ndim
-    raw = [int(p) for p in ctx.need_const(node.input[1], "Pad pads").reshape(-1)]
+    xt = ctx.b.values[x]
+    nd = xt.ndim
     axes = list(range(nd))
-    axes_in = ctx.const_input(3, "Pad axes")
-    if axes_in is not None:
+    axes_in = ctx.fed_or_const(3)
+    if axes_in is not None and not isinstance(axes_in, str):
         axes = [int(v) % nd for v in axes_in.reshape(-1)]
+    attrs: dict[str, Any] = {"mode": mode}
+    fed: dict[str, str] = {}
+    const = ctx.fed_or_const(2)
+    if isinstance(const, str):
+        fed["value"] = const
+    else:
+        attrs["value"] = float(const.reshape(-1)[0]) if const is not None and const.size else 0.0
+    got = ctx.fed_or_const(1)
+    if isinstance(axes_in, str):  # axes fed at run time: pads spread over them then
+        pads_v = got if isinstance(got, str) else ctx.const_value(got.astype(np.int64), "pads")
+        ctx.fed_length(pads_v, 2 * ctx.fed_length(axes_in), "Pad pads")
+        fed["pads"] = _scatter_pads(ctx, pads_v, axes_in, nd)
+        dims = [-1] * nd
+        out_t = ctx.dyn_type(node.output[0], xt.dtype, dims)
+        ctx.emit("Pad", [x], attrs, output=node.output[0], fed=fed, types=[out_t])
+        return
+    if isinstance(got, str):  # pads fed at run time: the output shape follows them
+        n = len(axes)
+        ctx.fed_length(got, 2 * n, "Pad pads")
+        where = [axes.index(i) if i in axes else None for i in range(nd)]
+        where += [None if p is None else p + n for p in where]
+        fed["pads"] = _spread(ctx, got, where, np.zeros(2 * nd, np.int64))
+        dims = [-1 if i in axes else d for i, d in enumerate(xt.shape)]
+        out_t = ctx.dyn_type(node.output[0], xt.dtype, dims)
+        ctx.emit("Pad", [x], attrs, output=node.output[0], fed=fed, types=[out_t])
+        return
+    if got is None:
+        raise ctx.fail("Pad needs pads")
+    raw = [int(p) for p in got.reshape(-1)]
     if len(raw) != 2 * len(axes):
         raise ctx.fail(f"pads {raw} need two entries per padded axis")
     pads = [0] * (2 * nd)
     for i, ax in enumerate(axes):
         pads[ax] = raw[i]
         pads[ax + nd] = raw[i + len(axes)]
-    value = 0.0
-    const = ctx.const_input(2, "Pad constant_value")
-    if const is not None and const.size:
-        value = float(const.reshape(-1)[0])
-    ctx.emit("Pad", [x], {"pads": pads, "mode": mode, "value": value}, output=node.output[0])
+    attrs["pads"] = pads
+    ctx.emit("Pad", [x], attrs, output=node.output[0], fed=fed)
 
 
 def _lrn(ctx: Ctx) -> None:
@@ -488,14 +586,14 @@ def _layernorm(ctx: Ctx) -> None:
     node, a = ctx.node, ctx.attrs()
     if int(a.get("stash_type", 1)) != 1:
         raise ctx.fail("LayerNormalization stash_type other than float is not supported")
-    params = {"scale": ctx.need_const(node.input[1], "LayerNormalization scale")}
-    bias = ctx.const_input(2, "LayerNormalization bias")
-    if bias is not None:
-        params["bias"] = bias
+    params: dict[str, np.ndarray] = {}
+    fed: dict[str, str] = {}
+    ctx.fed_param(1, "scale", params, fed)
+    ctx.fed_param(2, "bias", params, fed)
     eps = float(a.get("epsilon", 1e-5))
     attrs = {"axis": int(a.get("axis", -1)), "epsilon": eps}
     x = ctx.value(node.input[0])
-    ctx.emit("LayerNorm", [x], attrs, params, output=node.output[0])
+    ctx.emit("LayerNorm", [x], attrs, params, output=node.output[0], fed=fed)
     outs = [*list(node.output), "", ""]
     if not (outs[1] or outs[2]):
         return
@@ -514,12 +612,13 @@ def _layernorm(ctx: Ctx) -> None:
 
 def _instnorm(ctx: Ctx) -> None:
     node, a = ctx.node, ctx.attrs()
-    params = {
-        "scale": ctx.need_const(node.input[1], "InstanceNormalization scale"),
-        "bias": ctx.need_const(node.input[2], "InstanceNormalization bias"),
-    }
+    params: dict[str, np.ndarray] = {}
+    fed: dict[str, str] = {}
+    ctx.fed_param(1, "scale", params, fed)
+    ctx.fed_param(2, "bias", params, fed)
     attrs = {"epsilon": float(a.get("epsilon", 1e-5))}
-    ctx.emit("InstanceNorm", [ctx.value(node.input[0])], attrs, params, output=node.output[0])
+    x = ctx.value(node.input[0])
+    ctx.emit("InstanceNorm", [x], attrs, params, output=node.output[0], fed=fed)
 
 
 NN_HANDLERS: dict[str, Callable[[Ctx], None]] = {

@@ -1,13 +1,16 @@
 """ONNX importer handlers for elementwise math, shapes, indexing, reductions and casts.
 
 Operands that ONNX passes as inputs but xrt keeps as attributes (axes, starts/ends,
-split lengths, target shapes, repeats) must be constant: initializers, graph inputs with
-an initializer, or anything the importer folds (shapes are static).
+split lengths, target shapes, repeats) are attributes when they are constant
+(initializers, graph inputs with an initializer, or anything the importer folds); a graph
+input without an initializer is fed at run time instead: the attribute is bound to it
+(``Operator.fed``) and the output shapes it decides are resolved at each forward.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -34,15 +37,19 @@ def passthrough(ctx: Ctx) -> None:
     """Identity and inference-mode Dropout: the output is the input."""
     node = ctx.node
     if node.op_type == "Dropout":
-        flag = ctx.const_input(2, "Dropout training_mode")
+        flag = ctx.fed_or_const(2)
+        if isinstance(flag, str):
+            raise ctx.fail(
+                "Dropout training_mode fed at run time is not supported: inference only "
+                "(training_mode must be a constant False)"
+            )
         if flag is not None and bool(np.asarray(flag).reshape(-1)[0]):
             raise ctx.fail("Dropout with training_mode=True is not supported (inference only)")
     x = ctx.value(node.input[0])
     ctx.alias[node.output[0]] = x
     if node.op_type == "Dropout" and len(node.output) > 1 and node.output[1]:
         # Inference: nothing is dropped, the mask is all True.
-        t = ctx.b.values[x]
-        mask = ctx.const_value(np.ones(t.shape, np.bool_), "mask")
+        mask = ctx.const_value(np.ones(ctx.static_shape(x), np.bool_), "mask")
         ctx.alias[node.output[1]] = mask
 
 
@@ -76,21 +83,43 @@ def _cast(ctx: Ctx) -> None:
     ctx.emit("Cast", [x], attrs, output=node.output[0])
 
 
-def _int_list(ctx: Ctx, index: int, attr: str, what: str) -> list[int] | None:
-    """An int list from the node's attribute `attr` or its constant input `index`."""
+def _int_list(ctx: Ctx, index: int, attr: str) -> list[int] | str | None:
+    """An int list from the node's attribute `attr` or its constant input `index`; the
+    value fed at run time when that input is a graph input without an initializer."""
     a = ctx.attrs()
     if attr in a:
         return [int(v) for v in a[attr]]
-    arr = ctx.const_input(index, what)
-    return None if arr is None else [int(v) for v in arr.reshape(-1)]
+    got = ctx.fed_or_const(index)
+    return got if got is None or isinstance(got, str) else [int(v) for v in got.reshape(-1)]
+
+
+def _emit_fed(
+    ctx: Ctx,
+    op_type: str,
+    x: str,
+    attrs: dict[str, Any],
+    fed: dict[str, str],
+    dims: list[int],
+) -> None:
+    """Emit `op_type` on `x` with `fed` roles; its output is declared with `dims` (-1 where
+    they depend on the fed data), refined by ONNX shape inference."""
+    out_t = ctx.dyn_type(ctx.node.output[0], ctx.b.values[x].dtype, dims)
+    ctx.emit(op_type, [x], attrs, output=ctx.node.output[0], fed=fed, types=[out_t])
 
 
 def _reshape(ctx: Ctx) -> None:
     node, a = ctx.node, ctx.attrs()
+    x = ctx.value(node.input[0])
+    got = ctx.fed_or_const(1)
+    if isinstance(got, str):
+        if a.get("allowzero", 0):
+            raise ctx.fail("Reshape with allowzero=1 and a shape fed at run time is not supported")
+        _emit_fed(ctx, "Reshape", x, {}, {"shape": got}, [-1] * ctx.fed_length(got))
+        return
     shape = [int(d) for d in ctx.need_const(node.input[1], "the target shape").reshape(-1)]
     if a.get("allowzero", 0) and 0 in shape:
         raise ctx.fail("Reshape with allowzero=1 and a 0 in the shape is not supported")
-    ctx.emit("Reshape", [ctx.value(node.input[0])], {"shape": shape}, output=node.output[0])
+    ctx.emit("Reshape", [x], {"shape": shape}, output=node.output[0])
 
 
 def _squeeze(ctx: Ctx) -> None:
@@ -98,7 +127,16 @@ def _squeeze(ctx: Ctx) -> None:
     x = ctx.value(node.input[0])
     shape = list(ctx.b.values[x].shape)
     nd = len(shape)
-    axes = _int_list(ctx, 1, "axes", "Squeeze axes")
+    axes = _int_list(ctx, 1, "axes")
+    if isinstance(axes, str) or (axes is not None and not ctx.b.values[x].is_static):
+        # Axes fed at run time (or an input shape known only then): Squeeze / Unsqueeze ops.
+        n = ctx.fed_length(axes) if isinstance(axes, str) else len(axes)
+        rank = nd - n if node.op_type == "Squeeze" else nd + n
+        fed = {"axes": axes} if isinstance(axes, str) else {}
+        attrs = {} if fed else {"axes": axes}
+        _emit_fed(ctx, node.op_type, x, attrs, fed, [-1] * rank)
+        return
+    ctx.static_shape(x)
     if node.op_type == "Squeeze":
         if axes is None:
             axes = [i for i, d in enumerate(shape) if d == 1]
@@ -142,33 +180,44 @@ def _transpose(ctx: Ctx) -> None:
 
 def _slice(ctx: Ctx) -> None:
     node = ctx.node
-    starts = _int_list(ctx, 1, "starts", "Slice starts")
-    ends = _int_list(ctx, 2, "ends", "Slice ends")
-    if starts is None or ends is None:
-        raise ctx.fail("Slice needs starts and ends")
+    x = ctx.value(node.input[0])
     clamp = np.iinfo(np.int64)
     big = 2**62  # INT64_MAX / INT64_MIN mean "to the end"; keep them JSON-friendly
-    starts = [max(min(v, big), -big) if v in (clamp.max, clamp.min) else v for v in starts]
-    ends = [max(min(v, big), -big) if v in (clamp.max, clamp.min) else v for v in ends]
-    attrs = {
-        "starts": starts,
-        "ends": ends,
-        "axes": _int_list(ctx, 3, "axes", "Slice axes") or [],
-        "steps": _int_list(ctx, 4, "steps", "Slice steps") or [],
-    }
-    ctx.emit("Slice", [ctx.value(node.input[0])], attrs, output=node.output[0])
+    attrs: dict[str, Any] = {}
+    fed: dict[str, str] = {}
+    for index, key in enumerate(("starts", "ends", "axes", "steps"), 1):
+        got = _int_list(ctx, index, key)
+        if isinstance(got, str):
+            fed[key] = got
+        elif got is not None:
+            attrs[key] = [max(min(v, big), -big) if v in (clamp.max, clamp.min) else v for v in got]
+        elif key in ("starts", "ends"):
+            raise ctx.fail("Slice needs starts and ends")
+    if fed:
+        _emit_fed(ctx, "Slice", x, attrs, fed, [-1] * ctx.b.values[x].ndim)
+        return
+    ctx.emit("Slice", [x], attrs, output=node.output[0])
 
 
 def _split(ctx: Ctx) -> None:
     node, a = ctx.node, ctx.attrs()
-    split = _int_list(ctx, 1, "split", "Split lengths") or []
+    split = _int_list(ctx, 1, "split")
     outs = list(node.output)
     if any(not o for o in outs):
         raise ctx.fail("Split with an unnamed output is not supported")
     x = ctx.value(node.input[0])
     if "num_outputs" in a and int(a["num_outputs"]) != len(outs):
         raise ctx.fail(f"num_outputs {a['num_outputs']} but {len(outs)} outputs")
-    ctx.emit("Split", [x], {"axis": int(a.get("axis", 0)), "split": split}, outputs=outs)
+    attrs: dict[str, Any] = {"axis": int(a.get("axis", 0))}
+    if isinstance(split, str):  # lengths fed at run time: the split axis is resolved then
+        t = ctx.b.values[x]
+        axis = attrs["axis"] % t.ndim if -t.ndim <= attrs["axis"] < t.ndim else 0
+        dims = [-1 if i == axis else d for i, d in enumerate(t.shape)]
+        types = [ctx.dyn_type(o, t.dtype, dims) for o in outs]
+        ctx.emit("Split", [x], attrs, outputs=outs, fed={"split": split}, types=types)
+        return
+    attrs["split"] = split or []
+    ctx.emit("Split", [x], attrs, outputs=outs)
 
 
 def _gather(ctx: Ctx) -> None:
@@ -179,25 +228,42 @@ def _gather(ctx: Ctx) -> None:
 
 def _expand(ctx: Ctx) -> None:
     node = ctx.node
+    x = ctx.value(node.input[0])
+    got = ctx.fed_or_const(1)
+    if isinstance(got, str):
+        rank = max(ctx.fed_length(got), ctx.b.values[x].ndim)
+        _emit_fed(ctx, "Expand", x, {}, {"shape": got}, [-1] * rank)
+        return
     shape = [int(v) for v in ctx.need_const(node.input[1], "Expand shape").reshape(-1)]
-    ctx.emit("Expand", [ctx.value(node.input[0])], {"shape": shape}, output=node.output[0])
+    ctx.emit("Expand", [x], {"shape": shape}, output=node.output[0])
 
 
 def _tile(ctx: Ctx) -> None:
     node = ctx.node
+    x = ctx.value(node.input[0])
+    got = ctx.fed_or_const(1)
+    if isinstance(got, str):
+        _emit_fed(ctx, "Tile", x, {}, {"repeats": got}, [-1] * ctx.b.values[x].ndim)
+        return
     reps = [int(v) for v in ctx.need_const(node.input[1], "Tile repeats").reshape(-1)]
-    ctx.emit("Tile", [ctx.value(node.input[0])], {"repeats": reps}, output=node.output[0])
+    ctx.emit("Tile", [x], {"repeats": reps}, output=node.output[0])
 
 
 def _reduce(ctx: Ctx) -> None:
     node, a = ctx.node, ctx.attrs()
-    axes = _int_list(ctx, 1, "axes", f"{node.op_type} axes") or []
-    attrs = {
-        "axes": axes,
+    axes = _int_list(ctx, 1, "axes")
+    x = ctx.value(node.input[0])
+    attrs: dict[str, Any] = {
         "keepdims": bool(a.get("keepdims", 1)),
         "noop_with_empty_axes": bool(a.get("noop_with_empty_axes", 0)),
     }
-    ctx.emit(node.op_type, [ctx.value(node.input[0])], attrs, output=node.output[0])
+    if isinstance(axes, str):  # axes fed at run time (a non-empty list: the value has data)
+        nd = ctx.b.values[x].ndim
+        rank = nd if attrs["keepdims"] else nd - ctx.fed_length(axes)
+        _emit_fed(ctx, node.op_type, x, attrs, {"axes": axes}, [-1] * max(rank, 0))
+        return
+    attrs["axes"] = axes or []
+    ctx.emit(node.op_type, [x], attrs, output=node.output[0])
 
 
 def _prelu(ctx: Ctx) -> None:

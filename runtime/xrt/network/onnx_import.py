@@ -13,6 +13,13 @@ form of old exporters), removes Identity and inference-mode Dropout, and folds
 BatchNormalization into the preceding convolution when that convolution's output feeds
 nothing else.
 
+A weight, shape, pad, scale, size or bound that is a graph input without an initializer
+is a run-time parameter: the operator's role is bound to that input and the host reads
+it at each forward (`xrt.network._fed`; `ONNX_FED_INPUTS` lists which ONNX inputs may be
+fed). Output shapes that depend on such data are declared from ONNX shape inference
+(-1 where it does not know them) and resolved at each forward. A zero-size graph input
+holds no data, so it is a constant (an empty axes list, say); it cannot be a data input.
+
 Node handlers live in `_onnx_nn` (layers) and `_onnx_tensor` (math, shapes, indexing);
 `SUPPORTED_ONNX_OPS` lists what they map, and docs/onnx-operators.md (generated) their
 opset ranges and limits. Anything else is XrtError 11011 naming the operator and its node.
@@ -33,7 +40,7 @@ import numpy as np
 from xrt.dtypes import TensorType
 from xrt.errors import ErrorCode, XrtError
 from xrt.network._graph import Network
-from xrt.network._onnx_ctx import Ctx, onnx_dtype, require_onnx
+from xrt.network._onnx_ctx import ONNX_DTYPES, Ctx, onnx_dtype, require_onnx
 from xrt.network._onnx_nn import NN_HANDLERS
 from xrt.network._onnx_tensor import TENSOR_HANDLERS
 
@@ -189,7 +196,10 @@ def _upgrade(onnx: Any, proto: Any, opset: int) -> Any:
 
 
 def _fix_inputs(
-    onnx: Any, model: Any, input_shapes: Mapping[str, Sequence[int]] | None
+    onnx: Any,
+    model: Any,
+    input_shapes: Mapping[str, Sequence[int]] | None,
+    empty: dict[str, str],
 ) -> list[tuple[str, TensorType]]:
     inits = {i.name for i in model.graph.initializer}
     wanted = dict(input_shapes or {})
@@ -201,6 +211,7 @@ def _fix_inputs(
             f"input_shapes names unknown input(s) {unknown} (inputs: {sorted(real)})",
         )
     found = []
+    wanted_names = set(wanted)
     for inp in model.graph.input:
         if inp.name in inits:
             continue
@@ -226,11 +237,19 @@ def _fix_inputs(
             for axis, d in enumerate(ttype.shape.dim):
                 if d.HasField("dim_value") and d.dim_value > 0:
                     shape.append(int(d.dim_value))
+                elif d.HasField("dim_value") and d.dim_value == 0:
+                    # No data: a constant (e.g. empty axes); as data it is refused.
+                    empty.setdefault(
+                        inp.name,
+                        f"ONNX input {inp.name!r} has a zero-size dimension at axis {axis} "
+                        f"(dim_value 0); empty tensors are not supported",
+                    )
+                    shape.append(0)
                 elif d.HasField("dim_value"):
                     raise XrtError(
                         ErrorCode.LOAD_FAILED,
-                        f"ONNX input {inp.name!r} has a zero-size dimension at axis {axis} "
-                        f"(dim_value {d.dim_value}); empty tensors are not supported",
+                        f"ONNX input {inp.name!r} has a negative dimension at axis {axis} "
+                        f"(dim_value {d.dim_value})",
                     )
                 elif axis == 0:
                     shape.append(1)  # symbolic batch
@@ -241,7 +260,7 @@ def _fix_inputs(
                         f"{d.dim_param or '?'} at axis {axis}; "
                         "pass input_shapes",
                     )
-        if any(d <= 0 for d in shape):
+        if any(d < 0 for d in shape) or (inp.name in wanted_names and 0 in shape):
             raise XrtError(
                 ErrorCode.OUT_OF_RANGE,
                 f"input {inp.name!r} shape {shape} must be positive (zero-size dimensions "
@@ -267,12 +286,19 @@ def _fold(ctx: Ctx, node: Any) -> bool:
         if name not in ctx.b.values:
             return False
         shape = np.array(ctx.b.values[name].shape, dtype=np.int64)
+        if node.op_type != "Size":
+            a = ctx.attrs()
+            shape = shape[a.get("start", 0) : a.get("end", len(shape))]
+        if np.any(shape < 0):
+            raise ctx.fail(
+                f"{node.input[0]!r} has a shape known only at run time "
+                f"{list(ctx.b.values[name].shape)} (it depends on data fed at run time): "
+                f"{node.op_type} of it is not supported"
+            )
         if node.op_type == "Size":
             ctx.consts[node.output[0]] = np.array(int(np.prod(shape)), dtype=np.int64)
             return True
-        a = ctx.attrs()
-        start, end = a.get("start", 0), a.get("end", len(shape))
-        ctx.consts[node.output[0]] = shape[start:end]
+        ctx.consts[node.output[0]] = shape
         return True
     if node.op_type in ("Identity", "Dropout") or node.domain not in ("", "ai.onnx"):
         return False
@@ -329,9 +355,10 @@ def import_onnx(
             nothing else (else BatchNorm stays a standalone op).
         input_values: Values for graph inputs, fixed at import: such an input becomes a
             constant (replacing its default initializer, if it has one) and is folded into
-            whatever reads it. For models that take weights, shapes, pads or bounds as
-            inputs. A graph input with an initializer and no value here keeps the
-            initializer as its constant value.
+            whatever reads it. Without it, a weight, shape, pad, scale or bound that is a
+            graph input is fed at run time (host only, see `ONNX_FED_INPUTS`); fixing it
+            makes it a constant (static shapes, NPU-capable). A graph input with an
+            initializer and no value here keeps the initializer as its constant value.
 
     Returns:
         The validated `Network`; network input and output names are the ONNX ones.
@@ -375,18 +402,23 @@ def _import(
     if opset < MIN_OPSET:
         proto = _upgrade(onnx, proto, opset)
         opset = MIN_OPSET
-    inputs = _fix_inputs(onnx, proto, input_shapes)
+    empty: dict[str, str] = {}
+    inputs = _fix_inputs(onnx, proto, input_shapes, empty)
     try:
         inferred = onnx.shape_inference.infer_shapes(proto, strict_mode=True)
     except Exception as exc:  # onnx raises InferenceError and others
         raise XrtError(ErrorCode.LOAD_FAILED, f"ONNX shape inference failed: {exc}") from None
     known: dict[str, tuple[int, ...]] = {}
+    ctx = Ctx(onnx, inferred, opset, name or inferred.graph.name or "network", fold_batchnorm)
     for vi in list(inferred.graph.value_info) + list(inferred.graph.output):
         tt = vi.type.tensor_type
         if tt.HasField("shape") and all(d.HasField("dim_value") for d in tt.shape.dim):
             known[vi.name] = tuple(int(d.dim_value) for d in tt.shape.dim)
-
-    ctx = Ctx(onnx, inferred, opset, name or inferred.graph.name or "network", fold_batchnorm)
+        dtype = ONNX_DTYPES.get(int(tt.elem_type))
+        if tt.HasField("shape") and dtype is not None:
+            dims = [int(d.dim_value) if d.HasField("dim_value") else -1 for d in tt.shape.dim]
+            ctx.onnx_types[vi.name] = TensorType(dtype, dims)
+    ctx.empty = empty  # zero-size inputs: constants as parameters (Ctx.const), not as data
     for init in inferred.graph.initializer:
         arr = weights.get(init.name)
         ctx.consts[init.name] = arr if arr is not None else _initializer_array(onnx, init)
@@ -419,7 +451,12 @@ def _import(
             raise ctx.fail(f"{type(exc).__name__}: {exc}") from None
         for out in node.output:
             mine = ctx.alias.get(out, out)
-            if out in known and mine in ctx.b.values and ctx.b.values[mine].shape != known[out]:
+            if (
+                out in known
+                and mine in ctx.b.values
+                and ctx.b.values[mine].is_static
+                and ctx.b.values[mine].shape != known[out]
+            ):
                 if node.op_type in ("MaxPool", "AveragePool") and ctx.attrs().get("ceil_mode", 0):
                     # ONNX shape inference keeps a ceil-mode window that starts in the end
                     # padding; onnxruntime (and xrt) drop it. Shapes after this point differ

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from xrt.errors import ErrorCode, XrtError
+from xrt.network._fed import FedResolver, bind_fed, concrete, needs_resolution
 from xrt.network._graph import Network, NetworkView, Operator
 
 __all__ = ["check_inputs", "run_network_reference"]
@@ -106,11 +107,26 @@ def run_network_reference(
                 last_use[v] = i
         for v in graph.outputs:
             last_use[v] = len(graph.ops)
+    resolver = FedResolver(graph.values, graph.params, graph.ops)
+    runtime = {op.op_id for op in graph.ops if op.fed or graph.is_dynamic(op)}
     for i, op in enumerate(graph.ops):
         op_def = op.op_def
-        args = [env[v] for v in op.inputs]
+        args = [env[v] for v in op.data_inputs]
+        params = graph.op_params(op)
+        declared = [graph.values[v] for v in op.outputs]
+        kernel_op = op
+        if op.op_id in runtime:
+            # Run-time parameters: bind the fed arrays, resolve the output types.
+            arrays = {role: env[v] for role, v in op.fed.items()}
+            if needs_resolution(op, graph.values):
+                types = [
+                    concrete(graph.values[v], a.shape)
+                    for v, a in zip(op.data_inputs, args, strict=True)
+                ]
+                kernel_op, declared = resolver.resolve(op, types, arrays)
+            _, params = bind_fed(op, arrays, params)
         try:
-            outs = op_def.forward(op, args, graph.op_params(op))
+            outs = op_def.forward(kernel_op, args, params)
         except XrtError:
             raise
         except (ValueError, TypeError, IndexError, FloatingPointError, MemoryError) as exc:
@@ -122,8 +138,7 @@ def run_network_reference(
                 ErrorCode.BACKEND_INTERNAL, f"{op.describe()}: kernel returned {len(outs)} outputs"
             )
         outs = [np.asarray(a) if isinstance(a, np.generic) else a for a in outs]
-        for v, arr in zip(op.outputs, outs, strict=True):
-            want = graph.values[v]
+        for v, arr, want in zip(op.outputs, outs, declared, strict=True):
             if arr.dtype != want.dtype.numpy or arr.shape != want.shape:
                 raise XrtError(
                     ErrorCode.BACKEND_INTERNAL,

@@ -15,7 +15,7 @@ mathops             unary math (Sqrt, Exp, Erf, Gelu...), Sub, Div, Pow, compari
                     Max, Min, Mean, Where
 reduce              ReduceMean, ReduceSum, ReduceMax... ArgMax, ArgMin
 index               Slice, Split, Gather, Expand, Tile, DepthToSpace, SpaceToDepth
-shape               Reshape, Flatten, Transpose, Identity, Constant
+shape               Reshape, Squeeze, Unsqueeze, Flatten, Transpose, Identity, Constant
 gemm                Gemm, MatMul, QGemm
 norm                BatchNorm, LRN, LayerNorm, InstanceNorm
 softmax             Softmax

@@ -126,6 +126,46 @@ class AttrSpec:
             return out_list
         return _check_json(op_desc, key, value)
 
+    def from_array(self, op_desc: str, key: str, array: np.ndarray) -> Any:
+        """The attribute value an array fed at run time stands for (then `normalize`d):
+        a list for ``ints``/``floats``, the single element for ``int``/``float``/``bool``.
+
+        Raises:
+            XrtError: 11003 naming the attribute for a scalar kind fed more or less than one
+                element, or a kind that cannot be fed (``str``, ``json``); 11010 for
+                elements of the wrong kind (a float fed for an int).
+        """
+        arr = np.asarray(array)
+        flat = arr.reshape(-1)
+        kind = self.kind
+        if kind in ("ints", "int") and flat.dtype.kind not in "iub":
+            raise XrtError(
+                ErrorCode.WRONG_TYPE,
+                f"{op_desc}: {key!r} fed at run time must hold integers, got {arr.dtype}",
+            )
+        if kind in ("ints", "floats"):
+            items: Any = [int(v) for v in flat] if kind == "ints" else [float(v) for v in flat]
+            if kind == "ints":  # INT64_MAX / INT64_MIN mean "to the end": keep them in range
+                items = [max(min(v, _BIG), -_BIG) for v in items]
+        elif kind in ("int", "float", "bool"):
+            if flat.size != 1:
+                raise XrtError(
+                    ErrorCode.OUT_OF_RANGE,
+                    f"{op_desc}: {key!r} fed at run time must hold one value, got shape "
+                    f"{list(arr.shape)}",
+                )
+            v = flat[0]
+            items = int(v) if kind == "int" else bool(v) if kind == "bool" else float(v)
+        else:
+            raise XrtError(
+                ErrorCode.OUT_OF_RANGE, f"{op_desc}: attribute {key!r} ({kind}) cannot be fed"
+            )
+        return self.normalize(op_desc, key, items)
+
+
+_BIG = 2**62
+"""Fed ``ints`` are clamped to +-2**62 (ONNX's INT64 extremes mean "to the end")."""
+
 
 def _check_json(op_desc: str, key: str, value: Any, depth: int = 0) -> Any:
     if depth > 32:
@@ -166,6 +206,12 @@ class OpDef:
         forward: Host kernel.
         quantized: True for the integer-only kernels of `xrt.quant` (``QConv2d``...).
         doc: One paragraph saying what the op computes.
+        fed_roles: Parameter roles and attribute names that an operator may bind to a value
+            fed at run time instead of a constant (``Operator.fed``); the kernel receives
+            the array as the parameter, or the attribute converted by
+            `AttrSpec.from_array`, either way.
+        shape_roles: Those of `fed_roles` whose data decides output shapes (a Reshape's
+            ``shape``): an operator feeding one has outputs resolved at each forward.
     """
 
     op_type: str
@@ -178,9 +224,38 @@ class OpDef:
     optional_params: tuple[str, ...] = ()
     quantized: bool = False
     doc: str = ""
+    fed_roles: tuple[str, ...] = ()
+    shape_roles: tuple[str, ...] = ()
 
-    def normalize_attrs(self, op_desc: str, attrs: Mapping[str, Any]) -> dict[str, Any]:
+    def __post_init__(self) -> None:
+        roles = (*self.params, *self.optional_params)
+        for role in self.fed_roles:
+            spec = self.attrs.get(role)
+            if role not in roles and (spec is None or spec.kind in ("str", "json")):
+                raise ValueError(f"{self.op_type}: fed role {role!r} is no parameter or attribute")
+            if (
+                spec is not None
+                and role not in self.shape_roles
+                and spec.kind in ("int", "float", "bool")
+                and spec.default is REQUIRED
+            ):
+                raise ValueError(f"{self.op_type}: fed attribute {role!r} needs a default")
+        if not set(self.shape_roles) <= set(self.fed_roles):
+            raise ValueError(f"{self.op_type}: shape_roles must be fed_roles")
+
+    def fed_attr(self, role: str) -> AttrSpec | None:
+        """The attribute spec when fed role `role` is an attribute, None for a parameter."""
+        if role in self.params or role in self.optional_params:
+            return None
+        return self.attrs.get(role)
+
+    def normalize_attrs(
+        self, op_desc: str, attrs: Mapping[str, Any], fed: Sequence[str] = ()
+    ) -> dict[str, Any]:
         """Return `attrs` checked against the schema, with defaults filled in.
+
+        Attributes named in `fed` (bound to values fed at run time) are left out: they
+        must not be given, and get no default.
 
         Raises:
             XrtError: 11010 for an unknown attribute or a value of the wrong kind, 11003 for a
@@ -194,8 +269,16 @@ class OpDef:
                 ErrorCode.WRONG_TYPE,
                 f"{op_desc}: unknown attribute(s) {unknown} (known: {sorted(self.attrs)})",
             )
+        given = sorted(set(attrs) & set(fed)) if fed else None
+        if given:
+            raise XrtError(
+                ErrorCode.OUT_OF_RANGE,
+                f"{op_desc}: attribute(s) {given} are fed at run time and also given",
+            )
         out: dict[str, Any] = {}
         for key, spec in self.attrs.items():
+            if key in fed:
+                continue
             if key in attrs:
                 out[key] = spec.normalize(op_desc, key, attrs[key])
             elif spec.default is REQUIRED:
@@ -205,9 +288,27 @@ class OpDef:
         return out
 
     def check_arity(
-        self, op_desc: str, n_inputs: int, n_outputs: int, param_roles: Sequence[str]
+        self,
+        op_desc: str,
+        n_inputs: int,
+        n_outputs: int,
+        param_roles: Sequence[str],
+        fed_roles: Sequence[str] = (),
     ) -> None:
-        """Check input/output counts and parameter roles; XrtError 11003 when they do not fit."""
+        """Check input/output counts, parameter roles and fed roles (`n_inputs` counts the
+        data inputs, not the fed values); XrtError 11003 when they do not fit."""
+        bad = [r for r in fed_roles if r not in self.fed_roles] if fed_roles else None
+        if bad:
+            can = f" (it can: {list(self.fed_roles)})" if self.fed_roles else ""
+            raise XrtError(
+                ErrorCode.OUT_OF_RANGE,
+                f"{op_desc}: {self.op_type} cannot take {bad} fed at run time{can}",
+            )
+        both = [r for r in fed_roles if r in param_roles] if fed_roles else None
+        if both:
+            raise XrtError(
+                ErrorCode.OUT_OF_RANGE, f"{op_desc}: role(s) {both} are both a parameter and fed"
+            )
         lo, hi = self.num_inputs
         if n_inputs < lo or (hi is not None and n_inputs > hi):
             want = f"{lo}" if hi == lo else f"{lo}..{'' if hi is None else hi}"
@@ -221,7 +322,7 @@ class OpDef:
                 ErrorCode.OUT_OF_RANGE,
                 f"{op_desc}: produces {self.num_outputs or 'one or more'} outputs, got {n_outputs}",
             )
-        missing = [r for r in self.params if r not in param_roles]
+        missing = [r for r in self.params if r not in param_roles and r not in fed_roles]
         if missing:
             raise XrtError(ErrorCode.OUT_OF_RANGE, f"{op_desc}: missing parameter(s) {missing}")
         extra = [r for r in param_roles if r not in self.params and r not in self.optional_params]

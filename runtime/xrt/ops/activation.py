@@ -196,6 +196,7 @@ register_op(
         },
         _infer_clip,
         clip_forward,
+        fed_roles=("min", "max"),
         doc="min(max(x, min), max); ReLU6 is Clip(0, 6)",
     )
 )

@@ -124,6 +124,7 @@ register_op(
         optional_params=("bias",),
         infer=_infer_conv,
         forward=conv2d_forward,
+        fed_roles=("weight", "bias"),
         doc="2-D convolution (NCHW, OIHW weight), optional bias; BatchNormalization folds in.",
     )
 )

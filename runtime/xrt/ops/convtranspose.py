@@ -116,6 +116,7 @@ register_op(
         optional_params=("bias",),
         infer=_infer,
         forward=convtranspose2d_forward,
+        fed_roles=("weight", "bias"),
         doc="2-D transposed convolution (NCHW, weight (C_in, C_out/g, kh, kw)), optional bias",
     )
 )

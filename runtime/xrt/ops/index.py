@@ -239,6 +239,8 @@ register_op(
         },
         _infer_slice,
         _slice_forward,
+        fed_roles=("starts", "ends", "axes", "steps"),
+        shape_roles=("starts", "ends", "axes", "steps"),
         doc="x[starts:ends:steps] along axes (ONNX clamping)",
     )
 )
@@ -250,6 +252,8 @@ register_op(
         {"axis": AttrSpec("int", 0), "split": AttrSpec("ints", [], None, "lengths; empty: equal")},
         _infer_split,
         _split_forward,
+        fed_roles=("split",),
+        shape_roles=("split",),
         doc="cut into parts along axis",
     )
 )
@@ -272,6 +276,8 @@ register_op(
         {"shape": AttrSpec("ints")},
         _infer_expand,
         _expand_forward,
+        fed_roles=("shape",),
+        shape_roles=("shape",),
         doc="broadcast to shape",
     )
 )
@@ -283,6 +289,8 @@ register_op(
         {"repeats": AttrSpec("ints")},
         _infer_tile,
         _tile_forward,
+        fed_roles=("repeats",),
+        shape_roles=("repeats",),
         doc="repeat along each axis",
     )
 )

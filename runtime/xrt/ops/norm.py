@@ -73,6 +73,7 @@ register_op(
         _infer,
         batchnorm_forward,
         params=_ROLES,
+        fed_roles=_ROLES,
         doc="batch normalisation with running statistics (ONNX BatchNormalization, inference)",
     )
 )
@@ -209,6 +210,7 @@ register_op(
         layernorm_forward,
         params=("scale",),
         optional_params=("bias",),
+        fed_roles=("scale", "bias"),
         doc="layer normalisation over the axes from axis on (ONNX LayerNormalization)",
     )
 )
@@ -221,6 +223,7 @@ register_op(
         _infer_instnorm,
         instnorm_forward,
         params=("scale", "bias"),
+        fed_roles=("scale", "bias"),
         doc="instance normalisation per sample and channel",
     )
 )

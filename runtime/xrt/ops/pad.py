@@ -76,6 +76,8 @@ register_op(
         },
         _infer,
         pad_forward,
+        fed_roles=("pads", "value"),
+        shape_roles=("pads",),
         doc="pad (ONNX Pad, modes constant/reflect/edge)",
     )
 )

@@ -174,7 +174,15 @@ def qreduce_mean_forward(
 for _name, (_fn, _doc) in REDUCE_OPS.items():
     register_op(
         OpDef(
-            _name, (1, 1), 1, _REDUCE_ATTRS, _infer_reduce, _reduce_forward, doc=f"{_doc} over axes"
+            _name,
+            (1, 1),
+            1,
+            _REDUCE_ATTRS,
+            _infer_reduce,
+            _reduce_forward,
+            doc=f"{_doc} over axes",
+            fed_roles=("axes",),
+            shape_roles=("axes",),
         )
     )
 for _name in ("ArgMax", "ArgMin"):

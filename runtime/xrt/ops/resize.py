@@ -5,6 +5,10 @@ are separable: one pass per resized axis gathering 2 (linear) or 4 (cubic) sourc
 positions and blending them with per-position weights (float64, rounded once per pass).
 The source coordinate of output position ``o`` along an axis of input length ``n`` and
 scale ``r`` follows the ONNX coordinate transformation (and nearest rounding) modes.
+
+``sizes`` and ``scales`` are both given by the importer for constant ones; when one of them
+is fed at run time, the other is empty and derived as ONNX does: ``floor(n * r)`` from a
+scale, ``size / n`` from a size (`resize_plan`).
 """
 
 from __future__ import annotations
@@ -18,7 +22,14 @@ from xrt.dtypes import TensorType
 from xrt.ops._common import fail
 from xrt.ops._registry import AttrSpec, OpDef, OpLike, register_op
 
-__all__ = ["COORD_MODES", "MODES", "NEAREST_MODES", "nearest_indices", "resize_forward"]
+__all__ = [
+    "COORD_MODES",
+    "MODES",
+    "NEAREST_MODES",
+    "nearest_indices",
+    "resize_forward",
+    "resize_plan",
+]
 
 COORD_MODES = (
     "half_pixel",
@@ -76,9 +87,22 @@ def nearest_indices(
     return np.clip(idx, 0, n_in - 1).astype(np.int64)
 
 
+def resize_plan(op: OpLike, shape: tuple[int, ...]) -> tuple[list[int], list[float]]:
+    """The output sizes and the scales of `op` on an input of `shape`: the attributes, an
+    empty one derived from the other (``floor(n * scale)``, ``size / n``)."""
+    sizes, scales = list(op.attrs["sizes"]), [float(r) for r in op.attrs["scales"]]
+    if not sizes and len(scales) == len(shape):
+        sizes = [
+            math.floor(n * r) if math.isfinite(r) else 0 for n, r in zip(shape, scales, strict=True)
+        ]
+    elif not scales and len(sizes) == len(shape):
+        scales = [s / n if n else 0.0 for s, n in zip(sizes, shape, strict=True)]
+    return sizes, scales
+
+
 def _check(op: OpLike, x: TensorType) -> tuple[int, ...]:
     a = op.attrs
-    sizes, scales = a["sizes"], a["scales"]
+    sizes, scales = resize_plan(op, x.shape)
     if len(sizes) != x.ndim or len(scales) != x.ndim:
         raise fail(op, f"sizes {sizes} and scales {scales} need one entry per axis ({x.ndim})")
     if any(s <= 0 for s in sizes) or any(not (r > 0 and math.isfinite(r)) for r in scales):
@@ -136,7 +160,8 @@ def resize_forward(
     a = op.attrs
     x = inputs[0]
     dtype = x.dtype
-    for axis, (n_out, r) in enumerate(zip(a["sizes"], a["scales"], strict=True)):
+    sizes, scales = resize_plan(op, x.shape)
+    for axis, (n_out, r) in enumerate(zip(sizes, scales, strict=True)):
         n_in = x.shape[axis]
         if n_out == n_in and r == 1.0:
             continue
@@ -162,8 +187,10 @@ register_op(
         (1, 1),
         1,
         {
-            "sizes": AttrSpec("ints", doc="output shape"),
-            "scales": AttrSpec("floats", doc="scale per axis used by the coordinate transform"),
+            "sizes": AttrSpec("ints", doc="output shape; empty: floor(input * scales)"),
+            "scales": AttrSpec(
+                "floats", doc="scale per axis of the coordinate transform; empty: sizes / input"
+            ),
             "coordinate_transformation_mode": AttrSpec("str", "half_pixel"),
             "nearest_mode": AttrSpec("str", "round_prefer_floor"),
             "mode": AttrSpec("str", "nearest", None, "nearest, linear or cubic"),
@@ -172,6 +199,8 @@ register_op(
         },
         _infer,
         resize_forward,
+        fed_roles=("sizes", "scales"),
+        shape_roles=("sizes", "scales"),
         doc="resize, nearest / (bi)linear / (bi)cubic (ONNX Resize, Upsample)",
     )
 )

@@ -1,7 +1,9 @@
-"""Layout ops: ``Reshape``, ``Flatten``, ``Transpose``, ``Identity`` and ``Constant``.
+"""Layout ops: ``Reshape``, ``Squeeze``, ``Unsqueeze``, ``Flatten``, ``Transpose``,
+``Identity`` and ``Constant``.
 
 All are dtype-generic and keep a quantized input's scale, so quantized networks use them
-unchanged.
+unchanged. The importer writes ONNX Squeeze and Unsqueeze with constant axes as a
+``Reshape``; ``Squeeze`` and ``Unsqueeze`` are for axes fed at run time.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ __all__ = [
     "identity_forward",
     "reshape_forward",
     "resolve_reshape",
+    "squeeze_shape",
     "transpose_forward",
 ]
 
@@ -63,6 +66,38 @@ def reshape_forward(
     """Reshape to the resolved ``shape`` attribute (a view when possible)."""
     x = inputs[0]
     return [x.reshape(resolve_reshape(op, x.shape, op.attrs["shape"]))]
+
+
+def squeeze_shape(op: OpLike, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The output shape of ``Squeeze`` (drop the length-1 ``axes``) or ``Unsqueeze``
+    (insert length-1 ``axes`` of the output) on an input of `shape`."""
+    axes = op.attrs["axes"]
+    rank = len(shape) + (len(axes) if op.op_type == "Unsqueeze" else 0)
+    norm = [norm_axis(op, a, rank) for a in axes]
+    if len(set(norm)) != len(norm):
+        raise fail(op, f"axes {axes} repeat an axis")
+    if op.op_type == "Squeeze":
+        bad = [a for a in norm if shape[a] != 1]
+        if bad:
+            raise fail(op, f"cannot squeeze axes {bad} of shape {list(shape)}: not of length 1")
+        return tuple(d for i, d in enumerate(shape) if i not in norm)
+    dims = iter(shape)
+    return tuple(1 if i in norm else next(dims) for i in range(rank))
+
+
+def _infer_squeeze(
+    op: OpLike, ins: list[TensorType], params: Mapping[str, np.ndarray]
+) -> list[TensorType]:
+    x = ins[0]
+    return [TensorType(x.dtype, squeeze_shape(op, x.shape), "*", x.quant)]
+
+
+def _squeeze_forward(
+    op: OpLike, inputs: list[np.ndarray], params: Mapping[str, np.ndarray]
+) -> list[np.ndarray]:
+    """Drop (Squeeze) or insert (Unsqueeze) length-1 axes (a view)."""
+    x = inputs[0]
+    return [x.reshape(squeeze_shape(op, x.shape))]
 
 
 def _infer_flatten(
@@ -154,9 +189,32 @@ register_op(
         {"shape": AttrSpec("ints", doc="target shape; 0 copies a dimension, one -1 is inferred")},
         _infer_reshape,
         reshape_forward,
+        fed_roles=("shape",),
+        shape_roles=("shape",),
         doc="reshape (ONNX semantics, allowzero=0)",
     )
 )
+for _name, _doc in (
+    ("Squeeze", "drop length-1 axes (ONNX Squeeze with axes fed at run time)"),
+    ("Unsqueeze", "insert length-1 axes (ONNX Unsqueeze with axes fed at run time)"),
+):
+    register_op(
+        OpDef(
+            _name,
+            (1, 1),
+            1,
+            {
+                "axes": AttrSpec(
+                    "ints", doc="axes (of the output for Unsqueeze); negative from the end"
+                )
+            },
+            _infer_squeeze,
+            _squeeze_forward,
+            fed_roles=("axes",),
+            shape_roles=("axes",),
+            doc=_doc,
+        )
+    )
 register_op(
     OpDef(
         "Flatten",

@@ -2,10 +2,11 @@
 
 The executor walks an `ExecutionPlan` unit by unit: it copies the inputs into their arena
 slots, hands each unit its input tensors and a tensor for each output (its slot, a tensor
-the caller placed, or a temporary), calls the backend, and around the call does what the
-session's options ask (callbacks, logs, time profile, trace, dumps). `step_to` stops inside
-the walk and continues from there later. The session checks its state and holds its lock
-around every call into the executor.
+the caller placed, or a temporary; a value whose shape is known only at run time gets a
+tensor of the shape `FedResolver` resolves for it at this forward), calls the backend, and
+around the call does what the session's options ask (callbacks, logs, time profile, trace,
+dumps). `step_to` stops inside the walk and continues from there later. The session checks
+its state and holds its lock around every call into the executor.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from xrt.backend import Backend, Subgraph, read_array, write_array
+from xrt.dtypes import TensorType
 from xrt.errors import ErrorCode, XrtError
-from xrt.network import Operator
+from xrt.network import FedResolver, Operator
 from xrt.session._io_checks import InputLike, check_inputs
 from xrt.session._options import Callback, DumpTarget, SessionOptions
 from xrt.session._units import BackendCall, ExecutionPlan, Position, ValueFlow
@@ -117,6 +119,10 @@ class Executor:
         self.plan: ExecutionPlan | None = None
         self._run: _Run | None = None
         self.record = RunRecord()
+        network = flow.view.network
+        self._resolver = (
+            FedResolver(network.values, network.params, network.ops) if flow.resolve else None
+        )
 
     def end_run(self) -> None:
         """Forget the run in progress: the next `step_to` starts a new one."""
@@ -277,7 +283,17 @@ class Executor:
                 run.offset = last + 1
         return captured
 
-    def _tensor_for(self, value: str, run: _Run, backend: Backend) -> Tensor:
+    def _tensor_for(
+        self, value: str, run: _Run, backend: Backend, resolved: TensorType | None = None
+    ) -> Tensor:
+        if value in self._flow.dynamic:
+            if resolved is None:
+                raise XrtError(
+                    ErrorCode.BACKEND_INTERNAL,
+                    f"value {value!r} has a shape known only at run time and no resolution",
+                )
+            # Allocated per forward at the resolved shape; dropped after its last reader.
+            return Tensor(resolved).malloc_on(self._plan().host_region)
         placed = run.placed.get(value)
         if placed is not None and getattr(backend, "DIRECT_OUTPUTS", False):
             return placed  # the backend may have its engine store straight into it
@@ -295,7 +311,18 @@ class Executor:
         else:
             in_names, out_names = call.ops[0].inputs, call.ops[0].outputs
         ins = [run.env[v] for v in in_names]
-        outs = [self._tensor_for(v, run, call.backend) for v in out_names]
+        if (
+            self._resolver is not None
+            and not call.merged
+            and call.ops[0].op_id in self._flow.resolve
+        ):  # run-time parameters: outputs at the shapes resolved for this forward
+            types = self._resolve(call.ops[0], run)
+            outs = [
+                self._tensor_for(v, run, call.backend, t)
+                for v, t in zip(out_names, types, strict=True)
+            ]
+        else:
+            outs = [self._tensor_for(v, run, call.backend) for v in out_names]
         options = self._options
         if options.pre is not None:
             self._callback(options.pre, "pre", call, ins)
@@ -323,6 +350,13 @@ class Executor:
             self._dump(options.dump, call, produced)
         if options.post is not None:
             self._callback(options.post, "post", call, outs)
+
+    def _resolve(self, op: Operator, run: _Run) -> list[TensorType]:
+        """The output types of `op` at this forward (run-time parameters, dynamic shapes)."""
+        assert self._resolver is not None
+        data = [run.env[v].tensor_type for v in op.data_inputs]
+        arrays = {role: read_array(run.env[v]) for role, v in op.fed.items()}
+        return self._resolver.resolve(op, data, arrays)[1]
 
     def _call_backend(
         self,

@@ -107,6 +107,12 @@ def check_outputs(
         )
     for name, t in zip(output_names, outputs, strict=True):
         want = values[name]
+        if not want.is_static:
+            raise XrtError(
+                ErrorCode.WRONG_ORDER,
+                f"output {name!r} has a shape known only at run time {list(want.shape)}: "
+                "call forward(inputs), which allocates it",
+            )
         if not isinstance(t, Tensor):
             raise XrtError(
                 ErrorCode.WRONG_TYPE, f"output {name!r}: not a Tensor: {type(t).__name__}"

@@ -6,6 +6,11 @@ is a unit of its own. Every value the session materialises (its inputs, the valu
 hand over) gets a slot in one host arena, placed by the liveness plan of
 `xrt.session.planner`. `ValueFlow` says who produces and reads each value of the session's
 view; `ExecutionPlan` is what the executor (`xrt.session._executor`) runs.
+
+A value whose shape is known only at run time (it depends on data fed at run time, see
+`xrt.network.FedResolver`) has no slot: the executor allocates it at each forward, with
+the shape resolved then, and drops it after its last reader (`ExecutionPlan.dies_at`).
+Networks without such values plan everything, as before.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from xrt.backend import Backend, Subgraph
 from xrt.dtypes import TensorType
 from xrt.errors import ErrorCode, XrtError
 from xrt.memory import MemChunk, MemRegion
-from xrt.network import NetworkView, Operator
+from xrt.network import NetworkView, Operator, needs_resolution
 from xrt.session.planner import DEFAULT_ALIGNMENT, Lifetime, MemoryPlan, plan_memory
 from xrt.tensor import Tensor
 
@@ -87,6 +92,8 @@ class ValueFlow:
         values: Every value's type (unused network inputs too).
         producer: Value -> the operator of the view producing it.
         readers: Value -> ids of the operators of the view reading it.
+        dynamic: Values whose shape is known only at run time (allocated per forward).
+        resolve: Ids of the operators resolved at each forward (`FedResolver`).
     """
 
     def __init__(self, view: NetworkView) -> None:
@@ -101,6 +108,10 @@ class ValueFlow:
             for v in dict.fromkeys(op.inputs):
                 self.readers.setdefault(v, []).append(op.op_id)
         self._returned = frozenset(self.outputs)
+        self.dynamic = frozenset(v for v, t in self.values.items() if not t.is_static)
+        self.resolve = frozenset(
+            op.op_id for op in view.ops if needs_resolution(op, view.network.values)
+        )
 
     def boundary(self, ops: Sequence[Operator]) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """The values crossing the boundary of `ops` run together: (inputs, outputs)."""
@@ -219,7 +230,8 @@ def prepare(
         return Lifetime(value, flow.values[value].bytes(), first, last)
 
     lifetimes = [lifetime(v, 0) for v in flow.inputs]
-    lifetimes += [lifetime(v, u.step) for u in units for v in u.outputs]
+    produced = [(v, u.step) for u in units for v in u.outputs]
+    lifetimes += [lifetime(v, step) for v, step in produced if v not in flow.dynamic]
     memory = plan_memory(lifetimes, DEFAULT_ALIGNMENT)
     arena = host_region.malloc(memory.peak_bytes, True, DEFAULT_ALIGNMENT)
     slots = {
@@ -228,4 +240,7 @@ def prepare(
     dies_at: dict[int, list[str]] = {}
     for p in memory.placements.values():
         dies_at.setdefault(p.last, []).append(p.name)
+    for v, step in produced:
+        if v in flow.dynamic:  # allocated per forward: dropped after its last reader
+            dies_at.setdefault(flow.last_use(v, step, step_of_op, end), []).append(v)
     return ExecutionPlan(units, position, memory, arena, slots, dies_at, host_region)

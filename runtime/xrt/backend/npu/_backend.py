@@ -560,6 +560,8 @@ class NpuBackend(Backend):
             ctx = BindContext(self.network_view, {})
         if self.is_op_supported(op, ctx):
             return None
+        if (why := self.runtime_refusal(op, ctx)) is not None:
+            return why  # a parameter fed at run time, or a shape known only then
         name, values = type(self).__name__, ctx.graph.values
         if op.op_type in NPU_OP_TYPES:
             why = refusal(op, values, ctx.graph.op_params(op), self.config)

@@ -28,7 +28,7 @@ __all__ = [
     "tls_credentials",
 ]
 
-URL_PARAMS = ("token", "local", "client", "ttl", "wait", "retry", "ca", "cert", "key")
+URL_PARAMS = ("token", "local", "ring", "client", "ttl", "wait", "retry", "ca", "cert", "key")
 """Query parameters of ``grpc://`` URLs that the transport reads."""
 
 
@@ -84,6 +84,7 @@ class GrpcURL:
     device: str
     token: str | None
     local: bool
+    ring: bool
     client: str | None
     lease_ttl_s: float | None
     tls: grpc.ChannelCredentials | None
@@ -110,9 +111,12 @@ def parse_url(url: DeviceURL | str) -> GrpcURL:
     if "/" in name:
         raise XrtError(ErrorCode.OUT_OF_RANGE, f"device URL {u.raw!r}: the path is one device name")
     raw = dict(parse_qsl(urlsplit(u.raw.strip()).query, keep_blank_values=True))
-    local = u.get_int("local", 1)
-    if local not in (0, 1):
-        raise XrtError(ErrorCode.WRONG_TYPE, f"device URL {u.raw!r}: local={local} must be 0 or 1")
+    local, ring = u.get_int("local", 1), u.get_int("ring", 1)
+    for key, value in (("local", local), ("ring", ring)):
+        if value not in (0, 1):
+            raise XrtError(
+                ErrorCode.WRONG_TYPE, f"device URL {u.raw!r}: {key}={value} must be 0 or 1"
+            )
     ttl_text = u.params.get("ttl")
     ttl: float | None = None
     if ttl_text is not None:
@@ -145,6 +149,7 @@ def parse_url(url: DeviceURL | str) -> GrpcURL:
         device=name,
         token=raw.get("token") or None,  # the raw text: tokens may look like numbers
         local=bool(local),
+        ring=bool(ring),
         client=raw.get("client") or None,
         lease_ttl_s=ttl,
         tls=tls,

@@ -18,9 +18,34 @@ from collections.abc import Callable, Sequence
 from xrt.hw.wire import pb
 from xrt.transport import MemoryInfo
 
-__all__ = ["MappedMemory", "map_memory_file", "receive_memory_file"]
+__all__ = ["MappedMemory", "handout", "map_memory_file", "receive_memory_file"]
 
 HANDOUT_TIMEOUT_S = 10.0
+
+
+def handout(path: str, request: str, count: int) -> tuple[str, list[int]]:
+    """Ask the server's hand-out socket at `path` for `request` (``LEASE_ID`` or
+    ``LEASE_ID ring``); return its answer line and the `count` descriptors it sent (the
+    caller closes them).
+
+    Raises:
+        OSError: the socket cannot be reached
+        ValueError: the server refused (its reason in the message) or sent another number
+            of descriptors
+    """
+    if not path:
+        raise ValueError("the server named no socket")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(HANDOUT_TIMEOUT_S)
+        sock.connect(path)
+        sock.sendall(request.encode("ascii") + b"\n")
+        msg, fds, _, _ = socket.recv_fds(sock, 256, count)
+    text = msg.decode("utf-8", errors="replace").strip()
+    if len(fds) != count:
+        for fd in fds:
+            os.close(fd)
+        raise ValueError(text or f"the server closed the socket without {count} descriptor(s)")
+    return text, fds
 
 
 def receive_memory_file(path: str, lease_id: str, size: int) -> int:
@@ -30,27 +55,15 @@ def receive_memory_file(path: str, lease_id: str, size: int) -> int:
         OSError: the socket cannot be reached
         ValueError: the server refused (its reason in the message) or sent something else
     """
-    if not path:
-        raise ValueError("the server named no socket")
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(HANDOUT_TIMEOUT_S)
-        sock.connect(path)
-        sock.sendall(lease_id.encode("ascii") + b"\n")
-        msg, fds, _, _ = socket.recv_fds(sock, 256, 1)
-    text = msg.decode("utf-8", errors="replace").strip()
+    text, fds = handout(path, lease_id, 1)
     try:
-        if not fds:
-            raise ValueError(text or "the server closed the socket without a memory file")
         if text != f"udma {size}":
             raise ValueError(f"unexpected answer {text[:80]!r} (expected 'udma {size}')")
         if os.fstat(fds[0]).st_size < size:
             raise ValueError(f"memory file of {os.fstat(fds[0]).st_size} B for {size} B")
     except ValueError:
-        for fd in fds:
-            os.close(fd)
+        os.close(fds[0])
         raise
-    for fd in fds[1:]:
-        os.close(fd)
     return fds[0]
 
 

@@ -5,7 +5,11 @@ A region reaches its transport only through `RegionCalls`, methods that each che
 transport is open and make one call with its retries and error mapping. A single register
 read or write is one ``ReadRegister``/``WriteRegister``; `RegRegion.execute` is one
 ``RegisterBatch`` per 4096 ops (the server's limit), with server-side read-modify-write and
-poll-until. A `RegPoll` gets the ``max_cycles`` of `xrt.hw.regops`'s `poll_max_cycles`: the
+poll-until. With the lease's register ring (a client on the server's machine:
+`xrt.transport.grpc.register_ring`), each of these is one ring request to the device's
+simulator instead, with the same results and errors; a ring that is revoked under it (the
+lease ended, the worker restarted) is dropped, and the call goes to the server, whose answer
+says which. A `RegPoll` gets the ``max_cycles`` of `xrt.hw.regops`'s `poll_max_cycles`: the
 server counts simulated cycles, a deterministic limit a loaded machine cannot turn into a
 spurious timeout.
 """
@@ -17,12 +21,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from xrt.errors import ErrorCode, XrtError
 from xrt.hw.regmap import RegisterBlockInfo
-from xrt.hw.regops import poll_max_cycles
+from xrt.hw.regops import RegKind, RegRow, poll_max_cycles, to_row
+from xrt.hw.ring import RingStatus
 from xrt.hw.wire import MAX_BATCH_OPS, RegisterStatus, pb
 from xrt.registers import RegMaskedWrite, RegOp, RegPoll, RegRead, RegRegion, RegWrite
 from xrt.transport import HostRegion
 from xrt.transport.grpc.calls import RPC_SLACK_S
 from xrt.transport.grpc.errors import register_status_error
+from xrt.transport.grpc.register_ring import RingError, RingRevokedError
 
 if TYPE_CHECKING:
     from xrt.transport.grpc.transport import GrpcTransport
@@ -74,7 +80,32 @@ class GrpcRegRegion(RegRegion):
     def transport(self) -> GrpcTransport:
         return self._transport
 
+    def _on_ring(self, rows: list[RegRow], what: str, timeout_s: float) -> list | None:
+        """Run `rows` on the register ring; None when there is no ring (any more)."""
+        ring = self._transport.ring
+        if ring is None:
+            return None
+        try:
+            results = ring.batch(rows, timeout_s)
+        except RingRevokedError as exc:
+            self._transport.drop_ring(str(exc))
+            return None
+        except RingError as exc:  # a request the simulator refuses, as the server would
+            code = ErrorCode.OUT_OF_RANGE if exc.status == RingStatus.BAD_REQUEST else None
+            raise XrtError(code or ErrorCode.DEVICE_INTERNAL, f"{what}: {exc}") from None
+        self._transport.note_cycles(ring.cycles)
+        return results
+
     def _read32(self, addr: int) -> int:
+        what = f"read of register {addr:#x} in region {self.name!r}"
+        done = self._on_ring([RegRow(RegKind.READ, addr)], what, RPC_SLACK_S)
+        if done is not None:
+            ((status, value, _),) = done
+            if status != RegisterStatus.OK:
+                raise register_status_error(
+                    status, index=None, op="read", address=addr, value=value, region=self.name
+                )
+            return int(value)
         calls = self._calls
         resp = calls.call(
             "ReadRegister",
@@ -89,6 +120,15 @@ class GrpcRegRegion(RegRegion):
         return int(resp.value)
 
     def _write32(self, addr: int, value: int) -> None:
+        what = f"write of register {addr:#x} in region {self.name!r}"
+        done = self._on_ring([RegRow(RegKind.WRITE, addr, value)], what, RPC_SLACK_S)
+        if done is not None:
+            ((status, _, _),) = done
+            if status != RegisterStatus.OK:
+                raise register_status_error(
+                    status, index=None, op="write", address=addr, value=value, region=self.name
+                )
+            return
         calls = self._calls
         resp = calls.call(
             "WriteRegister",
@@ -110,6 +150,15 @@ class GrpcRegRegion(RegRegion):
         return results
 
     def _run(self, ops: Sequence[RegOp], first_index: int) -> list[int | None]:
+        if self._transport.ring is not None:
+            rows = [to_row(op) for op in ops]
+            poll_cycles = sum(row[5] for row in rows if row[0] == RegKind.POLL)
+            what = f"batch of {len(ops)} register ops in region {self.name!r}"
+            timeout = RPC_SLACK_S + poll_cycles / SIM_MIN_CYCLES_PER_S
+            done = self._on_ring(rows, what, timeout)
+            if done is not None:
+                limits = {i: row[5] for i, row in enumerate(rows) if row[0] == RegKind.POLL}
+                return self._results(ops, [(s, v) for s, v, _ in done], first_index, limits)
         calls = self._calls
         request = pb.RegisterBatchRequest(lease_id=calls.lease_id)
         # Fields set on added messages: a fifth of the cost of building each op with
@@ -147,9 +196,20 @@ class GrpcRegRegion(RegRegion):
             f"batch of {len(ops)} register ops in region {self.name!r}",
             timeout=RPC_SLACK_S + poll_cycles / SIM_MIN_CYCLES_PER_S,
         )
+        return self._results(ops, [(r.status, r.value) for r in resp.results], first_index, limits)
+
+    def _results(
+        self,
+        ops: Sequence[RegOp],
+        results: Sequence[tuple[int, int]],
+        first_index: int,
+        limits: dict[int, int],
+    ) -> list[int | None]:
+        """The values of a batch's reads and polls; the first failure raises (with the
+        poll's limit in its message)."""
         out: list[int | None] = []
-        for i, (op, res) in enumerate(zip(ops, resp.results, strict=False)):
-            if res.status != RegisterStatus.OK:
+        for i, (op, (status, value)) in enumerate(zip(ops, results, strict=False)):
+            if status != RegisterStatus.OK:
                 kind = type(op)
                 name = {RegRead: "read", RegPoll: "poll"}.get(kind, "write")
                 extra = ""
@@ -160,19 +220,19 @@ class GrpcRegRegion(RegRegion):
                         f"{op.expected:#x}"
                     )
                 raise register_status_error(
-                    res.status,
+                    status,
                     index=first_index + i,
                     op=name,
                     address=op.addr,
-                    value=res.value,
+                    value=value,
                     region=self.name,
                     extra=extra,
                 )
-            out.append(int(res.value) if type(op) in (RegRead, RegPoll) else None)
+            out.append(int(value) if type(op) in (RegRead, RegPoll) else None)
         if len(out) != len(ops):
             raise XrtError(
                 ErrorCode.DEVICE_INTERNAL,
-                f"batch in region {self.name!r}: the server answered {len(resp.results)} "
+                f"batch in region {self.name!r}: the device answered {len(results)} "
                 f"results for {len(ops)} ops",
             )
         return out

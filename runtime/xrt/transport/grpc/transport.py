@@ -23,6 +23,7 @@ from xrt._checks import as_seconds
 from xrt.device import DeviceURL
 from xrt.errors import ErrorCode, XrtError
 from xrt.hw.regmap import RegisterBlockInfo
+from xrt.hw.ring import MAX_CYCLES
 from xrt.hw.wire import MAX_WAIT_MS, WaitOutcome, pb
 from xrt.transport import NpuTransport
 from xrt.transport.grpc.calls import RPC_SLACK_S, DeviceClient
@@ -30,6 +31,7 @@ from xrt.transport.grpc.channel import parse_url
 from xrt.transport.grpc.lease import Lease, default_client, device_info, release
 from xrt.transport.grpc.local_memory import MappedMemory, map_memory_file
 from xrt.transport.grpc.regions import GrpcMemRegion, GrpcRegRegion
+from xrt.transport.grpc.register_ring import RegisterRing, RingError, RingRevokedError
 from xrt.transport.grpc.retry import DEFAULT_RETRY_S
 
 __all__ = ["GrpcTransport", "WaveFile"]
@@ -53,6 +55,9 @@ class GrpcTransport(NpuTransport):
         device: Device name (``"npu0"``); empty: the first free device.
         token: Bearer token (default: ``$NPU_EMU_TOKEN``, if set).
         local: Ask for the local fast path (mapping host-visible memory directly).
+        ring: On the local fast path, take the lease's register ring too: register accesses
+            and interrupt waits go straight to the device's simulator
+            (`xrt.transport.grpc.register_ring`).
         client: Who is asking, shown to others as the lease holder.
         lease_ttl_s: Lease time-to-live asked for (None: the server's default). The
             HoldLease stream keeps the lease alive anyway; the TTL matters only when the
@@ -76,6 +81,7 @@ class GrpcTransport(NpuTransport):
         device: str = "",
         token: str | None = None,
         local: bool = True,
+        ring: bool = True,
         client: str | None = None,
         lease_ttl_s: float | None = None,
         connect_timeout_s: float = 10.0,
@@ -87,14 +93,19 @@ class GrpcTransport(NpuTransport):
         self.address = address
         self._wait_s = wait_s
         self._local: MappedMemory | None = None
+        self.ring: RegisterRing | None = None
+        self.local_socket = ""  # the server's hand-out socket, when it is on this machine
         self.local_note = "not asked for (local=0)" if not local else ""
+        self.ring_note = "not asked for (local=0 or ring=0)" if not (local and ring) else ""
         self._client = DeviceClient(address, tls=tls, token=token, retry_s=retry_s)
         # The raw stub, for measurements without the runtime's layers (bench/).
         self._stub = self._client.stub
         self._lease = Lease(self._client)
         self._finalizer = weakref.finalize(self, release, self._client.channel, self._lease.hold)
         try:
-            self._open(device, local, client or default_client(), lease_ttl_s, connect_timeout_s)
+            self._open(
+                device, local, ring, client or default_client(), lease_ttl_s, connect_timeout_s
+            )
         except BaseException:
             self._closed = True
             self._close()  # gives back a lease already taken
@@ -115,6 +126,7 @@ class GrpcTransport(NpuTransport):
             device=u.device,
             token=u.token,
             local=u.local,
+            ring=u.ring,
             client=u.client,
             lease_ttl_s=u.lease_ttl_s,
             tls=u.tls,
@@ -123,7 +135,13 @@ class GrpcTransport(NpuTransport):
         )
 
     def _open(
-        self, device: str, local: bool, client: str, ttl_s: float | None, connect_s: float
+        self,
+        device: str,
+        local: bool,
+        ring: bool,
+        client: str,
+        ttl_s: float | None,
+        connect_s: float,
     ) -> None:
         resp = self._lease.open(
             self.address,
@@ -145,6 +163,29 @@ class GrpcTransport(NpuTransport):
                 self.read_memory,
                 self.write_memory,
             )
+            if ring:
+                self._take_ring(resp.local_mappings)
+
+    def _take_ring(self, mappings: Any) -> None:
+        """The lease's register ring, when the server is on this machine and serves one."""
+        sock = next((m.socket for m in mappings if m.region == "udma"), "")
+        self.local_socket = sock
+        if not sock:
+            self.ring_note = "the server did not offer the local path (another machine)"
+            return
+        try:
+            self.ring = RegisterRing.receive(sock, self._lease.id)
+        except (OSError, ValueError, RingError) as exc:
+            self.ring_note = f"no register ring from {sock}: {exc}"
+            return
+        self.ring_note = f"register ring from {sock}"
+
+    def drop_ring(self, why: str) -> None:
+        """Stop using the register ring (the regions fall back to the server's calls)."""
+        ring, self.ring = self.ring, None
+        if ring is not None:
+            ring.close()
+            self.ring_note = f"dropped: {why}"
 
     # -- what it is ------------------------------------------------------------------------
 
@@ -161,6 +202,11 @@ class GrpcTransport(NpuTransport):
     @property
     def cycles(self) -> int | None:
         return self._client.cycles
+
+    def note_cycles(self, cycles: int) -> None:
+        """The device's cycle count a response that did not come through the server
+        reported (the register ring's)."""
+        self._client.cycles = cycles
 
     @property
     def retry_s(self) -> float:
@@ -259,6 +305,19 @@ class GrpcTransport(NpuTransport):
             )
         self._check_open()
         cycles_left = 1 if t == 0 and max_cycles is None else max_cycles
+        ring = self.ring
+        if ring is not None:
+            try:
+                outcome, _ = ring.wait_irq(cycles_left or MAX_CYCLES, max(t, 0.001))
+            except RingRevokedError as exc:
+                self.drop_ring(str(exc))  # the server's call below says what happened
+            except RingError as exc:
+                raise XrtError(
+                    ErrorCode.DEVICE_INTERNAL, f"wait for the interrupt of {self.info.name}: {exc}"
+                ) from None
+            else:
+                self.note_cycles(ring.cycles)
+                return outcome == WaitOutcome.INTERRUPT
         deadline = time.monotonic() + t
         while True:
             remaining = deadline - time.monotonic()
@@ -356,3 +415,4 @@ class GrpcTransport(NpuTransport):
             local, self._local = self._local, None
             if local is not None:
                 local.close()
+            self.drop_ring("closed")

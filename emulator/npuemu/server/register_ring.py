@@ -1,0 +1,168 @@
+"""A lease's register ring, on the server's side: made on the holder's first request over
+``local.sock``, handed to the device's simulator and to the holder, revoked at the lease end.
+
+The ring (layout and protocol: `xrt.hw.ring`) is a sealed memfd (no one holding it can
+shrink or grow it under the simulator's mapping) and two eventfds: *kick* (the client wakes
+the simulator) and *done* (the simulator wakes the client). The server keeps its own
+descriptors and mapping only to revoke: at the lease end it sets the ring's state to
+REVOKED and signals *done*, so a client waiting on it wakes and learns that the ring is
+gone, then tells the simulator to forget it (`Op.RING_DETACH`). A new lease gets a new
+ring, with a new generation; a descriptor a former holder kept reaches a ring nobody
+serves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import fcntl
+import mmap
+import os
+import secrets
+from collections.abc import Sequence
+
+from xrt.hw.ring import (
+    HEADER,
+    MESSAGE_BYTES,
+    MESSAGE_OFFSET,
+    OPS_OFFSET,
+    REGBUS_RESULT,
+    REQUEST,
+    REQUEST_OFFSET,
+    RESPONSE,
+    RESPONSE_OFFSET,
+    RESULTS_OFFSET,
+    RING_BYTES,
+    RING_MAGIC,
+    RING_MAX_OPS,
+    RING_VERSION,
+    RingKind,
+    RingState,
+    RingStatus,
+    encode_ops,
+)
+
+__all__ = ["LeaseRing", "ServerRing"]
+
+Row = tuple[int, int, int, int, int, int]  # `xrt.hw.regops.RegRow`'s fields
+
+_SEALS = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
+
+
+class LeaseRing:
+    """One lease's ring: the sealed file, its eventfds, its generation (see the module doc)."""
+
+    def __init__(self) -> None:
+        self.generation = secrets.randbits(63) | 1
+        self.mem_fd = os.memfd_create("npu-register-ring", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        try:
+            os.ftruncate(self.mem_fd, RING_BYTES)
+            fcntl.fcntl(self.mem_fd, fcntl.F_ADD_SEALS, _SEALS)
+            self.kick_fd = os.eventfd(0, os.EFD_CLOEXEC)
+            self.done_fd = os.eventfd(0, os.EFD_CLOEXEC)
+            self.map = mmap.mmap(self.mem_fd, RING_BYTES)
+        except BaseException:
+            os.close(self.mem_fd)
+            raise
+        HEADER.format.pack_into(
+            self.map, 0, RING_MAGIC, RING_VERSION, RING_MAX_OPS, RingState.LIVE,
+            self.generation, 0, 0, 0, 0, 0,
+        )  # fmt: skip
+        self.revoked = False
+
+    @property
+    def fds(self) -> list[int]:
+        """The descriptors to hand out, in the order ``mem, kick, done``."""
+        return [self.mem_fd, self.kick_fd, self.done_fd]
+
+    def revoke(self) -> None:
+        """The lease ended: nothing is served any more; a waiting client wakes and sees it."""
+        if self.revoked:
+            return
+        self.revoked = True
+        state = HEADER.offsets["state"]
+        self.map[state : state + 4] = int(RingState.REVOKED).to_bytes(4, "little")
+        os.eventfd_write(self.done_fd, 1)
+
+    def close(self) -> None:
+        """Revoke (if not yet) and let go of the server's descriptors and mapping."""
+        self.revoke()
+        self.map.close()
+        for fd in self.fds:
+            os.close(fd)
+
+
+class ServerRing:
+    """The server's own ring into one worker's simulator (`Op.RING_ATTACH` with
+    ``slot=SERVER_SLOT``): the register reads, writes and batches of a holder that reaches the
+    device through gRPC go through it to the simulator's main loop, not through the worker's
+    Python request loop (no pickled frame, no Python in the simulator process).
+
+    One request at a time (`WorkerProcess.call` holds its lock). `submit` writes and kicks;
+    the event loop's reader on *done* resolves the future it returned. The simulator does
+    not trust this ring more than a holder's: it checks every request the same way.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.ring = LeaseRing()
+        self._loop = loop
+        at = HEADER.offsets
+        view = self.ring.map
+        self._req_seq = ctypes.c_uint64.from_buffer(view, at["req_seq"])
+        self._resp_seq = ctypes.c_uint64.from_buffer(view, at["resp_seq"])
+        self._seq = 0
+        self._waiter: asyncio.Future[None] | None = None
+        os.set_blocking(self.ring.done_fd, False)
+        loop.add_reader(self.ring.done_fd, self._on_done)
+        self.closed = False
+
+    def submit(self, rows: Sequence[Row]) -> asyncio.Future[None]:
+        """Start a batch of register operations (at most `RING_MAX_OPS`, no polls: a poll
+        may run long and only the worker's path can stop it). The future resolves when the
+        response is in (`results`)."""
+        ops = encode_ops(rows)
+        view = self.ring.map
+        view[OPS_OFFSET : OPS_OFFSET + len(ops)] = ops
+        REQUEST.format.pack_into(view, REQUEST_OFFSET, RingKind.BATCH, len(rows), 0, 0, 0)
+        self._seq += 1
+        self._req_seq.value = self._seq
+        self._waiter = self._loop.create_future()
+        os.eventfd_write(self.ring.kick_fd, 1)
+        return self._waiter
+
+    def rewait(self) -> asyncio.Future[None]:
+        """A new future for the request in flight (its first waiter was cancelled)."""
+        self._waiter = self._loop.create_future()
+        if self._resp_seq.value == self._seq:
+            self._waiter.set_result(None)
+        return self._waiter
+
+    def results(self) -> tuple[list[tuple[int, int, int]], int] | str:
+        """The response in: ``(results, cycles)``, or the simulator's reason for refusing."""
+        view = self.ring.map
+        status, n, cycles, *_ = RESPONSE.format.unpack_from(view, RESPONSE_OFFSET)
+        if status != RingStatus.OK:
+            raw = bytes(view[MESSAGE_OFFSET : MESSAGE_OFFSET + MESSAGE_BYTES])
+            text = raw.split(b"\0", 1)[0].decode("ascii", errors="replace")
+            return f"the simulator refused the request (ring status {status}): {text}"
+        n = min(n, RING_MAX_OPS)
+        data = view[RESULTS_OFFSET : RESULTS_OFFSET + n * REGBUS_RESULT.size]
+        return list(REGBUS_RESULT.format.iter_unpack(data)), cycles
+
+    def _on_done(self) -> None:
+        try:
+            os.eventfd_read(self.ring.done_fd)
+        except BlockingIOError:
+            return
+        waiter = self._waiter
+        if waiter is not None and not waiter.done() and self._resp_seq.value == self._seq:
+            waiter.set_result(None)
+
+    def close(self) -> None:
+        """Stop listening and let go of the ring (the worker is gone or going)."""
+        if self.closed:
+            return
+        self.closed = True
+        self._loop.remove_reader(self.ring.done_fd)
+        del self._req_seq, self._resp_seq  # the ctypes views hold the mapping open
+        self.ring.close()

@@ -1,0 +1,438 @@
+// The register ring's server inside the simulator (npu_sim builds only: NPU_SIM_RING).
+//
+// A lease holder on the server's machine reaches the device's registers through a ring: a
+// shared-memory file and two eventfds (layout: npu_ring_abi.h, generated from
+// runtime/xrt/hw/ring.py; the protocol in that module's docstring). The worker's Python
+// attaches it for the lease (npu_worker_ring_attach) and forgets it at the lease end
+// (npu_worker_ring_detach); the main loop serves it here, between time steps, with no
+// Python in the way.
+//
+// The server has a ring of its own (RingSlot.SERVER, attached when the worker starts): the
+// register reads, writes and batches of holders that reach the device through gRPC come
+// through it in the same way, one request at a time across both rings.
+//
+// Idle time belongs to this loop. When the Python request loop has nothing to do it calls
+// npu_worker_idle_begin(ipc_fd) and waits for an edge of `host_wake_i`. From then on, after
+// each time step's evaluation and before time moves on:
+//
+// - a ring request (kick eventfd) is validated and run: a batch through the register bus
+//   master's queue (the one Python uses, npu_regbus_dpi.cpp), a wait by running the clock
+//   until the interrupt line rises; the response goes back through the ring;
+// - an engine that is busy (`busy_o`) keeps the clock running; the IPC socket and the ring
+//   are looked at every kBusySliceSteps steps;
+// - an idle device with nothing asked blocks in poll(): simulated time stands still and the
+//   process sleeps;
+// - a message on the IPC socket toggles `host_wake_i`, which resumes Python (a value-change
+//   callback) to serve it. Python and the ring never use the register bus at once: a ring
+//   request runs only while Python is idle, and Python is woken only between ring requests.
+//
+// Nothing in the ring is trusted: the client (another process) may write anything there at
+// any time. The request is copied out once and checked field by field; a bad one gets
+// BAD_REQUEST and a message, and nothing runs.
+#ifndef NPU_RING_SERVICE_H
+#define NPU_RING_SERVICE_H
+
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "npu_ring_abi.h"
+
+#if !defined(NPU_SIM_POLL_MAX_INTERVAL) || !defined(NPU_SIM_NPU_BASE) \
+    || !defined(NPU_SIM_DMA_BASE) || !defined(NPU_SIM_REG_BLOCK_SIZE)
+#error "build with -DNPU_SIM_POLL_MAX_INTERVAL, _NPU_BASE, _DMA_BASE, _REG_BLOCK_SIZE (npuemu.sim.build)"
+#endif
+
+extern "C" int npu_regbus_submit(const npu_regbus_op* ops, uint32_t n);
+extern "C" uint32_t npu_regbus_collect(npu_regbus_result* out, uint32_t cap);
+extern "C" void npu_regbus_cancel();
+
+namespace npu_ring {
+
+constexpr uint32_t kBusySliceSteps = 2 * 2048;       // half periods between looks while busy
+constexpr uint32_t kClockLookSteps = 2 * 1024;       // a wait looks at the wall clock this often
+constexpr int kOrphanCheckMs = 1000;                 // an idle worker checks on its server
+constexpr auto kSpinBeforeSleep = std::chrono::microseconds(100);  // after a request: look
+constexpr uint32_t kWaitOutcomeInterrupt = 1;        // the wire's WaitOutcome
+constexpr uint32_t kWaitOutcomeCycleLimit = 2;
+constexpr uint32_t kWaitOutcomeDeadline = 3;
+
+// A ring attached: the current lease's (kLeaseSlot), or the server's own (kServerSlot: the
+// register requests of holders that come through gRPC).
+struct Slot {
+    uint8_t* ring = nullptr;
+    int kick_fd = -1;
+    int done_fd = -1;
+    uint64_t seq = 0;  // the last request sequence number taken (per ring: a new one starts at 0)
+
+    npu_ring_header* header() const { return reinterpret_cast<npu_ring_header*>(ring); }
+    template <class T>
+    T* at(uint32_t offset) const {
+        return reinterpret_cast<T*>(ring + offset);
+    }
+};
+
+constexpr int kLeaseSlot = NPU_RING_SLOT_LEASE;
+constexpr int kServerSlot = NPU_RING_SLOT_SERVER;
+constexpr int kSlots = 2;
+static_assert(kLeaseSlot < kSlots && kServerSlot < kSlots, "RingSlot in xrt.hw.ring");
+
+// What the worker's Python set up: the rings, and whether it is idle.
+struct Shared {
+    Slot slots[kSlots];
+    bool idle = false;  // Python waits for host_wake_i: idle time is ours
+    int ipc_fd = -1;
+    pid_t server = 0;
+};
+
+inline Shared& shared() {
+    static Shared s;
+    return s;
+}
+
+inline uint64_t load_acquire(const uint64_t* p) {
+    return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+inline void store_release(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+
+inline void signal(int fd) {
+    const uint64_t one = 1;
+    // A full eventfd (2**64 - 2 unread signals) cannot happen with one request at a time;
+    // a client that closed its end changes nothing here.
+    [[maybe_unused]] ssize_t n = write(fd, &one, sizeof(one));
+}
+
+// Serves the ring from the main loop of a model `Top` (npu_sim: busy_o, irq_o, rbm_*,
+// host_wake_i).
+template <class Top>
+class Service {
+  public:
+    Service(Top* top, uint64_t period_ps) : m_top(top), m_period_ps(period_ps) {
+        const char* server = std::getenv("NPU_SERVER_PID");
+        shared().server = server ? static_cast<pid_t>(std::strtol(server, nullptr, 10)) : 0;
+    }
+
+    // Called after the evaluation of every time step at `now_ps`, before time moves on;
+    // returns once time may move on (after blocking, when the device is idle and nothing is
+    // asked of it), or true when it woke Python: the caller then evaluates this same time
+    // step again (Python's Edge trigger fires there), so a request Python serves starts at
+    // the time its previous one ended and an idle device's time stands still.
+    bool after_evaluate(uint64_t now_ps) {
+        Shared& s = shared();
+        if (!s.idle) return false;  // Python serves a request: the device is its own
+        m_now_ps = now_ps;
+        m_woke = false;
+        if (m_inflight != Inflight::kNone) {
+            finish_if_done();
+            if (m_inflight != Inflight::kNone) return false;  // still running: take the step
+        }
+        if (m_top->busy_o) {  // an engine runs: keep the clock going, look now and then
+            if (++m_busy_steps < kBusySliceSteps) return false;
+            m_busy_steps = 0;
+            look(0);
+            return m_woke;
+        }
+        // A driver's next request usually follows its last response within microseconds:
+        // look without sleeping for a while first (waking a process that slept in poll()
+        // costs tens of microseconds on an idle machine), then sleep.
+        const auto spin_until = std::chrono::steady_clock::now() + kSpinBeforeSleep;
+        while (s.idle && m_inflight == Inflight::kNone && !look(0)) {
+            if (std::chrono::steady_clock::now() >= spin_until) break;
+        }
+        while (s.idle && m_inflight == Inflight::kNone && !m_top->busy_o) {
+            if (!look(kOrphanCheckMs)) check_orphaned();
+        }
+        return m_woke;
+    }
+
+    // The register bus master's kick, for Python's batches too (one owner of the input).
+    void kick(uint64_t guard) {
+        m_top->rbm_guard_i = guard;
+        m_top->rbm_kick_i = !m_top->rbm_kick_i;
+    }
+
+  private:
+    enum class Inflight { kNone, kAwaitMaster, kBatch, kWait };
+
+    uint64_t cycles() const { return m_now_ps / m_period_ps; }
+
+    void check_orphaned() const {
+        if (shared().server != 0 && getppid() != shared().server) {
+            std::fprintf(stderr, "npu_sim: the server is gone: stopping\n");
+            std::_Exit(0);
+        }
+    }
+
+    // Look at the IPC socket and the ring for `timeout_ms`; true if something was started
+    // (a ring request) or handed over (Python woken).
+    bool look(int timeout_ms) {
+        Shared& s = shared();
+        pollfd fds[1 + kSlots] = {{s.ipc_fd, POLLIN, 0}};
+        int slot_of[1 + kSlots] = {-1};
+        nfds_t n = 1;
+        for (int i = 0; i < kSlots; ++i) {
+            if (s.slots[i].ring == nullptr) continue;
+            fds[n] = {s.slots[i].kick_fd, POLLIN, 0};
+            slot_of[n++] = i;
+        }
+        const int got = poll(fds, n, timeout_ms);
+        if (got <= 0) return false;
+        for (nfds_t k = 1; k < n; ++k) {
+            if (!(fds[k].revents & POLLIN)) continue;
+            uint64_t count;
+            [[maybe_unused]] ssize_t r = read(fds[k].fd, &count, sizeof(count));
+            if (start_request(slot_of[k])) return true;  // another ring's kick stays readable
+        }
+        if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+            s.idle = false;
+            m_top->host_wake_i = !m_top->host_wake_i;  // Python's Edge trigger fires
+            m_woke = true;
+            return true;
+        }
+        return false;
+    }
+
+    void respond(uint32_t status, uint32_t n_results, const char* message) {
+        const Slot& slot = shared().slots[m_slot];
+        npu_ring_response resp{};
+        resp.status = status;
+        resp.n_results = n_results;
+        resp.cycles = cycles();
+        resp.outcome = m_outcome;
+        resp.waited = m_waited;
+        std::memcpy(slot.at<npu_ring_response>(NPU_RING_RESPONSE_OFFSET), &resp, sizeof(resp));
+        char* text = slot.at<char>(NPU_RING_MESSAGE_OFFSET);
+        std::snprintf(text, NPU_RING_MESSAGE_BYTES, "%s", message ? message : "");
+        slot.header()->cycles = cycles();
+        store_release(&slot.header()->resp_seq, slot.seq);
+        signal(slot.done_fd);
+        m_inflight = Inflight::kNone;
+        m_outcome = 0;
+        m_waited = 0;
+    }
+
+    void refuse(const char* fmt, unsigned long long a = 0, unsigned long long b = 0) {
+        char message[NPU_RING_MESSAGE_BYTES];
+        std::snprintf(message, sizeof(message), fmt, a, b);
+        respond(NPU_RING_STATUS_BAD_REQUEST, 0, message);
+    }
+
+    // A new request in the ring of slot `index`: check it and start it. False when there
+    // is none.
+    bool start_request(int index) {
+        Slot& slot = shared().slots[index];
+        npu_ring_header* h = slot.header();
+        if (__atomic_load_n(&h->state, __ATOMIC_ACQUIRE) != NPU_RING_STATE_LIVE) return false;
+        const uint64_t seq = load_acquire(&h->req_seq);
+        if (seq == slot.seq) return false;  // a kick without a request (or a repeated one)
+        slot.seq = seq;
+        m_slot = index;
+        npu_ring_request req;
+        std::memcpy(&req, slot.at<npu_ring_request>(NPU_RING_REQUEST_OFFSET), sizeof(req));
+        if (req.kind == NPU_RING_KIND_WAIT_IRQ) {
+            if (req.max_cycles == 0 || req.max_cycles > NPU_RING_MAX_CYCLES) {
+                refuse("max_cycles %llu is not within 1..2**40", req.max_cycles);
+                return true;
+            }
+            if (req.wall_ms == 0 || req.wall_ms > NPU_RING_MAX_WALL_MS) {
+                refuse("wall_ms %llu is not within 1..%llu", req.wall_ms, NPU_RING_MAX_WALL_MS);
+                return true;
+            }
+            m_wait_start = cycles();
+            m_wait_max = req.max_cycles;
+            m_wait_deadline = std::chrono::steady_clock::now()
+                              + std::chrono::milliseconds(req.wall_ms);
+            m_clock_steps = 0;
+            m_inflight = Inflight::kWait;
+            finish_if_done();  // the line may be high already
+            return true;
+        }
+        if (req.kind != NPU_RING_KIND_BATCH) {
+            refuse("unknown request kind %llu", req.kind);
+            return true;
+        }
+        if (req.n_ops == 0 || req.n_ops > NPU_RING_MAX_OPS) {
+            refuse("n_ops %llu is not within 1..%llu", req.n_ops, NPU_RING_MAX_OPS);
+            return true;
+        }
+        m_ops.resize(req.n_ops);
+        std::memcpy(m_ops.data(), slot.at<npu_regbus_op>(NPU_RING_OPS_OFFSET),
+                    req.n_ops * sizeof(npu_regbus_op));
+        // A bound no correct batch reaches (as the Python harness computes it).
+        uint64_t guard = 256ull * req.n_ops + 4096;
+        for (uint32_t i = 0; i < req.n_ops; ++i) {
+            npu_regbus_op& op = m_ops[i];
+            if (op.kind > 3) {
+                refuse("op %llu: unknown kind %llu", i, op.kind);
+                return true;
+            }
+            // The server's rules (npuemu.server.errors.check_register): a register of the
+            // npu or dma block, 4-byte aligned.
+            const bool in_npu = op.addr >= NPU_SIM_NPU_BASE
+                                && op.addr - NPU_SIM_NPU_BASE < NPU_SIM_REG_BLOCK_SIZE;
+            const bool in_dma = op.addr >= NPU_SIM_DMA_BASE
+                                && op.addr - NPU_SIM_DMA_BASE < NPU_SIM_REG_BLOCK_SIZE;
+            if ((op.addr & 3) != 0 || !(in_npu || in_dma)) {
+                refuse("op %llu: register address %#llx is not an aligned register of the "
+                       "npu or dma block", i, op.addr);
+                return true;
+            }
+            if (op.kind == 3) {
+                if (op.max_cycles == 0) op.max_cycles = NPU_RING_DEFAULT_POLL_CYCLES;
+                if (op.max_cycles > NPU_RING_MAX_CYCLES) {
+                    refuse("op %llu: poll max_cycles %llu is over 2**40", i, op.max_cycles);
+                    return true;
+                }
+                guard += op.max_cycles + NPU_SIM_POLL_MAX_INTERVAL;
+            }
+        }
+        m_n_ops = req.n_ops;
+        m_guard = guard;
+        // A batch Python's path cancelled (its caller went away) ends at the master's next
+        // op boundary: this one starts after it.
+        m_inflight = Inflight::kAwaitMaster;
+        finish_if_done();
+        return true;
+    }
+
+    void submit_batch() {
+        if (npu_regbus_submit(m_ops.data(), m_n_ops) != 0) {
+            respond(NPU_RING_STATUS_MASTER_HUNG, 0, "the register bus master is still busy");
+            return;
+        }
+        m_seen_busy = false;
+        kick(m_guard);
+        m_inflight = Inflight::kBatch;
+    }
+
+    void finish_if_done() {
+        if (m_inflight == Inflight::kAwaitMaster) {
+            if (!m_top->rbm_busy_o) submit_batch();
+            return;
+        }
+        if (m_inflight == Inflight::kWait) {
+            const uint64_t waited = cycles() - m_wait_start;
+            uint32_t outcome = 0;
+            if (m_top->irq_o) {
+                outcome = kWaitOutcomeInterrupt;
+            } else if (waited >= m_wait_max) {
+                outcome = kWaitOutcomeCycleLimit;
+            } else if (++m_clock_steps >= kClockLookSteps) {
+                m_clock_steps = 0;
+                if (std::chrono::steady_clock::now() >= m_wait_deadline)
+                    outcome = kWaitOutcomeDeadline;
+            }
+            if (outcome != 0) {
+                m_outcome = outcome;
+                m_waited = waited;
+                respond(NPU_RING_STATUS_OK, 0, nullptr);
+            }
+            return;
+        }
+        // kBatch: the master is busy from the edge after the kick until the batch ends;
+        // rbm_wait_o falls with it, or earlier when the batch overran its guard.
+        if (m_top->rbm_busy_o) m_seen_busy = true;
+        if (!m_seen_busy || m_top->rbm_wait_o) return;
+        if (m_top->rbm_busy_o) {  // the guard ended the wait: the master hangs
+            npu_regbus_cancel();
+            respond(NPU_RING_STATUS_MASTER_HUNG, 0, "the register bus master overran its guard");
+            return;
+        }
+        const uint32_t n = npu_regbus_collect(
+            shared().slots[m_slot].at<npu_regbus_result>(NPU_RING_RESULTS_OFFSET), m_n_ops);
+        respond(NPU_RING_STATUS_OK, n < m_n_ops ? n : m_n_ops, nullptr);
+    }
+
+    Top* m_top;
+    uint64_t m_period_ps;
+    uint64_t m_now_ps = 0;
+    uint32_t m_busy_steps = 0;
+    bool m_woke = false;  // this look resumed Python
+    Inflight m_inflight = Inflight::kNone;
+    int m_slot = kLeaseSlot;  // the ring of the request in flight
+    std::vector<npu_regbus_op> m_ops;
+    uint32_t m_n_ops = 0;
+    uint64_t m_guard = 0;
+    bool m_seen_busy = false;
+    uint64_t m_wait_start = 0;
+    uint64_t m_wait_max = 0;
+    std::chrono::steady_clock::time_point m_wait_deadline{};
+    uint32_t m_clock_steps = 0;
+    uint32_t m_outcome = 0;
+    uint64_t m_waited = 0;
+};
+
+}  // namespace npu_ring
+
+// ---------------------------------------------------------------- Python's entry points
+// (ctypes from the worker, through the executable's dynamic symbols: npu_worker_*)
+
+// Serve the ring in shared-memory file `mem_fd` with its eventfds in slot `slot`
+// (npu_ring::kLeaseSlot: the current lease's; kServerSlot: the server's own). Takes the
+// three descriptors (closes them at detach, or at once on failure). Returns 0, or -errno.
+extern "C" __attribute__((visibility("default"))) int npu_worker_ring_attach(int slot,
+                                                                             int mem_fd,
+                                                                             int kick_fd,
+                                                                             int done_fd) {
+    int error = 0;
+    void* p = MAP_FAILED;
+    if (slot < 0 || slot >= npu_ring::kSlots) {
+        error = EINVAL;
+    } else if (npu_ring::shared().slots[slot].ring != nullptr) {
+        error = EBUSY;
+    } else {
+        p = mmap(nullptr, NPU_RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, mem_fd, 0);
+        if (p == MAP_FAILED) {
+            error = errno;
+        } else {
+            const auto* h = static_cast<const npu_ring_header*>(p);
+            if (h->magic != NPU_RING_MAGIC || h->version != NPU_RING_VERSION) {
+                munmap(p, NPU_RING_BYTES);
+                error = EPROTO;
+            }
+        }
+    }
+    close(mem_fd);
+    if (error != 0) {
+        close(kick_fd);
+        close(done_fd);
+        return -error;
+    }
+    npu_ring::Slot& s = npu_ring::shared().slots[slot];
+    s.ring = static_cast<uint8_t*>(p);
+    s.kick_fd = kick_fd;
+    s.done_fd = done_fd;
+    s.seq = 0;
+    return 0;
+}
+
+// Forget the ring of slot `slot` (for the lease's: the lease ended, the server revoked it).
+extern "C" __attribute__((visibility("default"))) void npu_worker_ring_detach(int slot) {
+    if (slot < 0 || slot >= npu_ring::kSlots) return;
+    npu_ring::Slot& s = npu_ring::shared().slots[slot];
+    if (s.ring == nullptr) return;
+    munmap(s.ring, NPU_RING_BYTES);
+    close(s.kick_fd);
+    close(s.done_fd);
+    s = npu_ring::Slot{};
+}
+
+// Python's request loop has nothing to do: it waits for an edge of host_wake_i, which
+// toggles when the IPC socket `ipc_fd` has something to read.
+extern "C" __attribute__((visibility("default"))) void npu_worker_idle_begin(int ipc_fd) {
+    npu_ring::shared().idle = true;
+    npu_ring::shared().ipc_fd = ipc_fd;
+}
+
+#endif  // NPU_RING_SERVICE_H
