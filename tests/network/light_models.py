@@ -136,13 +136,14 @@ def reduced(model: onnx.ModelProto, hw: int) -> onnx.ModelProto:
                     onnx.helper.make_node("GlobalAveragePool", [src], list(node.output), node.name)
                 )
                 changed = True
-            elif node.op_type == "Reshape" and node.input[1] in inits and old != new:
-                shape = numpy_helper.to_array(inits[node.input[1]]).astype(np.int64)
-                if len(shape) == 2 and len(old) == 4:  # a flatten
+            elif node.op_type == "Reshape" and node.input[1] in inits:
+                was = numpy_helper.to_array(inits[node.input[1]]).astype(np.int64)
+                shape = was.copy()
+                if len(shape) == 2 and len(new) == 4:  # a flatten (of the current shape)
                     shape = np.array([new[0], int(np.prod(new[1:]))], np.int64)
-                elif tuple(shape[-2:]) == old[-2:]:
+                elif old != new and tuple(shape[-2:]) == old[-2:]:
                     shape[-2:] = new[-2:]
-                else:
+                if np.array_equal(shape, was):
                     continue
                 inits[node.input[1]].CopyFrom(numpy_helper.from_array(shape, node.input[1]))
                 changed = True

@@ -17,6 +17,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "network"))
 
+from light_models import reduced, with_random_weights
 from netutil import random_feeds
 from onnx_zoo import COMPOSITES, resnet18_model, squeezenet11_model
 
@@ -54,3 +55,17 @@ def test_squeezenet11_shaped_bit_exact() -> None:
 def test_resnet18_shaped_bit_exact() -> None:
     _, runs = _check(resnet18_model(hw=32, classes=20), seeds=2)
     assert len(runs) == 1
+
+
+@pytest.mark.parametrize(
+    "name", ["shufflenet", "squeezenet", "densenet121", "inception_v2", "resnet50"]
+)
+def test_light_network_is_one_program(name: str) -> None:
+    # The onnx wheel's light networks (random weights, 32x32 inputs): one NPU program each,
+    # bit-exact; only the edge casts, Softmax and a lone relabelling reshape stay on the host.
+    model = reduced(with_random_weights(name, seed=1), 32)
+    qnet, runs = _check(model, seeds=1)
+    assert len(runs) == 1
+    on_npu = set(runs[0].program.op_ids)
+    host = {op.op_type for op in qnet.ops if op.op_id not in on_npu}
+    assert host <= {"Cast", "Softmax", "Reshape"}, host
