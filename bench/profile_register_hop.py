@@ -74,7 +74,7 @@ def main() -> None:
         # py-spy attaches with ptrace: the server and its worker must stay debuggable.
         srv = ServerProcess.start(target="buyi", devices=1, env={"NPU_EMU_DEBUGGABLE": "1"})
         try:
-            t = GrpcTransport(srv.address)
+            t = GrpcTransport(srv.address, ring=False)  # the server path, not the ring
             npu = t.reg_region("npu", NPU)
             addr = npu.base + NPU.register("SCRATCH").offset
             npu.read(addr)
