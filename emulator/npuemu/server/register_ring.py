@@ -23,8 +23,6 @@ from collections.abc import Sequence
 
 from xrt.hw.ring import (
     HEADER,
-    MESSAGE_BYTES,
-    MESSAGE_OFFSET,
     OPS_OFFSET,
     REGBUS_RESULT,
     REQUEST,
@@ -40,6 +38,7 @@ from xrt.hw.ring import (
     RingState,
     RingStatus,
     encode_ops,
+    refusal,
 )
 
 __all__ = ["LeaseRing", "ServerRing"]
@@ -142,9 +141,7 @@ class ServerRing:
         view = self.ring.map
         status, n, cycles, *_ = RESPONSE.format.unpack_from(view, RESPONSE_OFFSET)
         if status != RingStatus.OK:
-            raw = bytes(view[MESSAGE_OFFSET : MESSAGE_OFFSET + MESSAGE_BYTES])
-            text = raw.split(b"\0", 1)[0].decode("ascii", errors="replace")
-            return f"the simulator refused the request (ring status {status}): {text}"
+            return refusal(view)
         n = min(n, RING_MAX_OPS)
         data = view[RESULTS_OFFSET : RESULTS_OFFSET + n * REGBUS_RESULT.size]
         return list(REGBUS_RESULT.format.iter_unpack(data)), cycles

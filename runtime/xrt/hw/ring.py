@@ -54,6 +54,7 @@ __all__ = [
     "Struct",
     "c_header",
     "encode_ops",
+    "refusal",
 ]
 
 RING_MAGIC = 0x4E50_5252  # "NPRR"
@@ -215,6 +216,16 @@ def encode_ops(rows: Sequence[tuple[int, int, int, int, int, int]]) -> bytes:
 assert HEADER.size <= REQUEST_OFFSET and REQUEST_OFFSET + REQUEST.size <= RESPONSE_OFFSET
 assert RESPONSE_OFFSET + RESPONSE.size <= MESSAGE_OFFSET
 assert MESSAGE_OFFSET + MESSAGE_BYTES <= OPS_OFFSET
+
+
+def refusal(ring: bytes | bytearray | memoryview | object) -> str:
+    """The simulator's reason for a response that is not OK, from a ring's mapping: its
+    status name and the NUL-terminated message at `MESSAGE_OFFSET`."""
+    status = RESPONSE.format.unpack_from(ring, RESPONSE_OFFSET)[0]  # type: ignore[arg-type]
+    raw = bytes(ring[MESSAGE_OFFSET : MESSAGE_OFFSET + MESSAGE_BYTES])  # type: ignore[index]
+    text = raw.split(b"\0", 1)[0].decode("ascii", errors="replace")
+    name = RingStatus(status).name if status in RingStatus._value2member_map_ else status
+    return f"the device's simulator refused the request ({name}): {text}"
 
 
 def c_header() -> str:

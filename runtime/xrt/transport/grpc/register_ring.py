@@ -24,8 +24,6 @@ from collections.abc import Sequence
 from xrt.hw.ring import (
     HEADER,
     MAX_WALL_MS,
-    MESSAGE_BYTES,
-    MESSAGE_OFFSET,
     OPS_OFFSET,
     REGBUS_RESULT,
     REQUEST,
@@ -41,6 +39,7 @@ from xrt.hw.ring import (
     RingState,
     RingStatus,
     encode_ops,
+    refusal,
 )
 from xrt.transport.grpc.local_memory import handout
 
@@ -180,13 +179,7 @@ class RegisterRing:
                 raise RingRevokedError("the register ring was revoked")
         response = RESPONSE.format.unpack_from(self._map, RESPONSE_OFFSET)
         if response[0] != RingStatus.OK:
-            raw = self._map[MESSAGE_OFFSET : MESSAGE_OFFSET + MESSAGE_BYTES]
-            text = raw.split(b"\0", 1)[0].decode("ascii", errors="replace")
-            known = response[0] in RingStatus._value2member_map_
-            status = RingStatus(response[0]).name if known else response[0]
-            raise RingError(
-                f"the device's simulator refused the request ({status}): {text}", response[0]
-            )
+            raise RingError(refusal(self._map), response[0])
         return response
 
     def close(self) -> None:
