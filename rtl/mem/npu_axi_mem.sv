@@ -57,7 +57,7 @@ module npu_axi_mem #(
   wire                 w_last = s_req_i.w.last;
 
   // ---------------------------------------------------------------- storage
-  chandle dpi_mem;
+  int unsigned dpi_mem;  // npu_mem_open's handle
   // The array shrinks to two unused words when the storage is DPI.
   localparam int unsigned Words = UseDpi ? 2 : int'(Size >> OffWidth);
   localparam int unsigned WordBits = $clog2(Words);

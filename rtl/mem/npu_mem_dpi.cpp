@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <string>
+#include <vector>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -32,9 +33,15 @@ struct NpuMem {
     std::exit(3);
 }
 
+// The open memories, by handle (the index npu_mem_open returns).
+std::vector<NpuMem*>& open_memories() {
+    static std::vector<NpuMem*> memories;
+    return memories;
+}
+
 }  // namespace
 
-extern "C" void* npu_mem_open(const char* name, const char* path, unsigned long long size) {
+extern "C" unsigned npu_mem_open(const char* name, const char* path, unsigned long long size) {
     auto* m = new NpuMem{name ? name : "?", path ? path : "", nullptr, size};
     void* addr = MAP_FAILED;
     if (m->path.empty()) {
@@ -54,20 +61,21 @@ extern "C" void* npu_mem_open(const char* name, const char* path, unsigned long 
         close(fd);  // the mapping keeps the file
     }
     m->base = static_cast<uint8_t*>(addr);
-    return m;
+    open_memories().push_back(m);
+    return static_cast<unsigned>(open_memories().size() - 1);
 }
 
-extern "C" void npu_mem_read(void* handle, unsigned long long offset, unsigned nbytes,
+extern "C" void npu_mem_read(unsigned handle, unsigned long long offset, unsigned nbytes,
                              svBitVecVal* data) {
-    const auto* m = static_cast<const NpuMem*>(handle);
+    const NpuMem* m = open_memories()[handle];
     std::memset(data, 0, 128);
     if (offset + nbytes > m->size) return;  // the model answers SLVERR; never read outside
     std::memcpy(data, m->base + offset, nbytes);  // little-endian host: lane i = byte i
 }
 
-extern "C" void npu_mem_write(void* handle, unsigned long long offset, unsigned nbytes,
-                              const svBitVecVal* data, const svBitVecVal* strb) {
-    auto* m = static_cast<NpuMem*>(handle);
+extern "C" void npu_mem_write(unsigned handle, unsigned long long offset, unsigned nbytes,
+                               const svBitVecVal* data, const svBitVecVal* strb) {
+    NpuMem* m = open_memories()[handle];
     if (offset + nbytes > m->size) return;
     const auto* src = reinterpret_cast<const uint8_t*>(data);
     uint8_t* dst = m->base + offset;

@@ -228,6 +228,11 @@ module npu_sim
       .fault_resp_i(fault_resp_q), .s_req_i(mem_req), .s_rsp_o(mem_rsp)
     );
   end
+  // Checkpoints (--savable): serialisation of the unpacked structs Verilator leaves out.
+  // (npu_sim is Verilator's alone: the simulation top of the harness.)
+`systemc_header
+#include "npu_savable_structs.h"
+`verilog
 endmodule
 
 `default_nettype wire

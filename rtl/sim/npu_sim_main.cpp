@@ -70,6 +70,9 @@ static_assert(NPU_SIM_CLOCK_PERIOD_PS % 2 == 0, "the clock period must be an eve
 #ifdef NPU_SIM_RING
 #include "npu_ring_service.h"  // the register ring, served between time steps (npu_sim)
 #endif
+#ifdef NPU_SIM_SAVABLE
+#include "verilated_save.h"  // device checkpoints (the model is built with --savable)
+#endif
 
 extern "C" void vlog_startup_routines_bootstrap(void);  // cocotb's VPI library
 
@@ -301,6 +304,43 @@ class Loop {
 
 }  // namespace
 
+#ifdef NPU_SIM_SAVABLE
+namespace {
+Vtop* g_top = nullptr;
+}  // namespace
+
+// Device checkpoints (npuemu.server.checkpoint): the model's whole state, every flop and
+// SRAM (registers, the engines, their buffers, the ZG330 OCM), into or from the file at
+// `path`. The memories behind DPI (udma, plddr) are files the server saves itself; the
+// model holds only their handles, which are the same in every process of one model.
+// Python calls these between time steps, engines idle, at a falling clock edge (clk_i 0
+// in the saved state and now, so no edge is made or lost). The file is the server's, checked
+// before a restore: Verilator's reader ends the process on a file it cannot read.
+extern "C" __attribute__((visibility("default"))) int npu_worker_model_save(const char* path) {
+    if (g_top == nullptr) return -ENODEV;
+    if (g_top->clk_i != 0) return -EAGAIN;
+    VerilatedSave os;
+    os.open(path);
+    if (!os.isOpen()) return errno != 0 ? -errno : -EIO;
+    os << *g_top;
+    os.close();
+    return 0;
+}
+
+extern "C" __attribute__((visibility("default"))) int npu_worker_model_restore(const char* path) {
+    if (g_top == nullptr) return -ENODEV;
+    if (g_top->clk_i != 0) return -EAGAIN;
+    const CData wake = g_top->host_wake_i;  // the main loop's line to Python, not device state
+    VerilatedRestore os;
+    os.open(path);
+    if (!os.isOpen()) return errno != 0 ? -errno : -EIO;
+    os >> *g_top;
+    os.close();
+    g_top->host_wake_i = wake;
+    return 0;
+}
+#endif
+
 #ifdef NPU_SIM_RING
 // The register bus master's kick (Python's batches): the ring service owns that input, so
 // both of its users toggle it through one place.
@@ -358,6 +398,9 @@ int main(int argc, char** argv) {
     }
 #endif
 
+#ifdef NPU_SIM_SAVABLE
+    g_top = top.get();
+#endif
 #ifdef NPU_SIM_RING
     npu_ring::Service<Vtop> ring_service(top.get(), NPU_SIM_CLOCK_PERIOD_PS);
     g_ring_service = &ring_service;

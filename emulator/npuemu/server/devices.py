@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,6 +44,9 @@ from xrt.regtrace import RegisterTraceLog
 __all__ = ["DeviceManager", "SimDevice"]
 
 log = logging.getLogger("npuemu.server")
+
+# The worker's refusal of a checkpoint while an engine runs (npuemu.worker.sim_main).
+_BUSY_ERROR = "DeviceBusyError:"
 
 DEFAULT_CALL_TIMEOUT_S = 30.0  # watchdog on any worker request
 RESTART_BACKOFF_S = (0.5, 1.0, 2.0, 5.0, 15.0, 30.0)  # then every 30 s, for ever
@@ -195,6 +198,9 @@ class SimDevice:
             self.schedule_restart(str(exc))
             raise ServiceError(grpc.StatusCode.UNAVAILABLE, str(exc)) from exc
         except WorkerError as exc:
+            if _BUSY_ERROR in str(exc):  # a checkpoint while an engine runs: the caller's to fix
+                message = str(exc).split(_BUSY_ERROR, 1)[1].strip()
+                raise ServiceError(grpc.StatusCode.FAILED_PRECONDITION, message) from None
             raise ServiceError(grpc.StatusCode.INTERNAL, str(exc)) from exc
         finally:
             self._holder_calls -= 1
@@ -202,6 +208,14 @@ class SimDevice:
         if self.register_trace is not None:
             trace_request(self.register_trace, self.name, op, args, reply)
         return reply
+
+    def bind(self, lease: Lease, extra_s: float = 0.0) -> Callable[..., Awaitable[dict]]:
+        """`call` on behalf of `lease`, as one function of the op and its arguments."""
+
+        async def call(op: str, **args: Any) -> dict:
+            return await self.call(op, lease, extra_s, **args)
+
+        return call
 
     async def observe(self, op: str, lease: Lease | None, **args: Any) -> dict:
         """One read-only request of an observer (`npuemu.server.observer`): the same worker

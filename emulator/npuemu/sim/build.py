@@ -61,7 +61,11 @@ BUILD_ROOT = Path(
 DPI_SOURCES = (RTL_DIR / "mem" / "npu_mem_dpi.cpp", RTL_DIR / "sim" / "npu_regbus_dpi.cpp")
 # Headers the C++ includes: the register ring's layout (generated from xrt.hw.ring) and its
 # service in the harness's main loop (npu_sim builds: -DNPU_SIM_RING).
-CXX_HEADERS = (RTL_DIR / "generated" / "npu_ring_abi.h", RTL_DIR / "sim" / "npu_ring_service.h")
+CXX_HEADERS = (
+    RTL_DIR / "generated" / "npu_ring_abi.h",
+    RTL_DIR / "sim" / "npu_ring_service.h",
+    RTL_DIR / "sim" / "npu_savable_structs.h",
+)
 # Headers the sources `include (the AXI struct macros); every Verilator run gets -I for it.
 RTL_INCLUDE_DIR = RTL_DIR / "include"
 LINT_CONFIG = RTL_DIR / "lint" / "npu.vlt"
@@ -387,6 +391,10 @@ def build_npu_sim(target_name: str, *, waves: bool | None = None) -> BuiltModel:
             f"-DNPU_SIM_CLOCK_PERIOD_PS={CLOCK_PERIOD_PS}",
             "-CFLAGS",
             "-DNPU_SIM_RING",
+            # Checkpoints: the model can save and restore its state (npu_worker_model_save).
+            "--savable",
+            "-CFLAGS",
+            "-DNPU_SIM_SAVABLE",
             "-CFLAGS",
             f"-DNPU_SIM_POLL_MAX_INTERVAL={POLL_MAX_INTERVAL}",
             "-CFLAGS",

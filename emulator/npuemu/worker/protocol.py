@@ -27,6 +27,10 @@ ring_attach        slot (`xrt.hw.ring.RingSlot`; the ring     -
                    file and its two eventfds come over
                    the fd channel)
 ring_detach        slot                                    -
+model_save         path (a file in the server's folder),   cycle (the model was saved at)
+                   max_cycles (to wait for idle engines)
+model_restore      path (a file the server checked),       -
+                   max_cycles
 waves_start        cycles                                  (waves_error)
 waves_stop         -                                       file: (path, first, last) | None
                                                            (observer: + state)
@@ -93,6 +97,8 @@ class Op(enum.StrEnum):
     REMAP = "remap"
     RING_ATTACH = "ring_attach"
     RING_DETACH = "ring_detach"
+    MODEL_SAVE = "model_save"
+    MODEL_RESTORE = "model_restore"
     WAVES_START = "waves_start"
     WAVES_STOP = "waves_stop"
     WAVES_FORGET = "waves_forget"

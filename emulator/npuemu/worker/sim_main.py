@@ -44,7 +44,7 @@ log = logging.getLogger("npuemu.worker")
 
 BUSY_SLICE_CYCLES = 2048  # while an engine runs: cycles between looks at the socket
 WATCH_SLICE_CYCLES = 4096  # while a request runs: cycles between looks for a cancel
-WATCHED_OPS = (Op.BATCH, Op.WAIT_IRQ)  # requests that may run long: cancellable
+WATCHED_OPS = (Op.BATCH, Op.WAIT_IRQ, Op.MODEL_SAVE, Op.MODEL_RESTORE)  # requests that may run long: cancellable
 _MAP_FIXED = 0x10
 
 
@@ -118,6 +118,17 @@ class MainLoop:
         self.ring_detach = lib.npu_worker_ring_detach
         self.ring_detach.argtypes = (ctypes.c_int,)  # slot
         self.ring_detach.restype = None
+        self.savable = hasattr(lib, "npu_worker_model_save")  # built with --savable
+        if self.savable:
+            self.model_save = lib.npu_worker_model_save
+            self.model_restore = lib.npu_worker_model_restore
+            for fn in (self.model_save, self.model_restore):
+                fn.argtypes = (ctypes.c_char_p,)
+                fn.restype = ctypes.c_int
+
+
+class DeviceBusyError(RuntimeError):
+    """A checkpoint asked for while an engine runs (the state would be half a transfer)."""
 
 
 class Worker:
@@ -216,6 +227,8 @@ class Worker:
             if self.main_loop.available:
                 self.main_loop.ring_detach(RingSlot(req.get("slot", RingSlot.LEASE)))
             return {}
+        if op in (Op.MODEL_SAVE, Op.MODEL_RESTORE):
+            return await self.model_state(op, req["path"], req.get("max_cycles", 0))
         if op.startswith("waves_"):
             try:
                 return self.handle_waves(op, req)
@@ -225,6 +238,28 @@ class Worker:
             w = await h.wait_irq(req["max_cycles"], req["wall_s"])
             return {"outcome": int(w.outcome), "waited": w.cycles}
         raise ValueError(f"unknown worker request {op!r}")
+
+    async def model_state(self, op: str, path: str, max_cycles: int) -> dict[str, Any]:
+        """Save the model's state into `path`, or restore it from there (a checkpoint,
+        `npuemu.server.checkpoint`), at a quiescent point: engines idle (waiting up to
+        `max_cycles` for them), at a falling clock edge (no edge is made or lost)."""
+        loop = self.main_loop
+        if not (loop.available and loop.savable):
+            raise ValueError("this model cannot save its state (built without --savable)")
+        if self.engine_busy() and max_cycles > 0:
+            await First(FallingEdge(self._busy_h), Timer(max_cycles * CLOCK_PERIOD_PS, unit="ps"))
+        if self.engine_busy():
+            raise DeviceBusyError(
+                "an engine is running (STATUS.DMA_BUSY or COMPUTE_BUSY): a checkpoint is taken "
+                "or restored with the engines idle; wait for the transfer or program to end"
+                + (f" (waited {max_cycles} cycles)" if max_cycles else "")
+            )
+        await FallingEdge(self.h.clock)
+        fn = loop.model_save if op == Op.MODEL_SAVE else loop.model_restore
+        got = fn(os.fsencode(path))
+        if got != 0:
+            raise OSError(-got, f"{op} {path}: {os.strerror(-got)}")
+        return {"cycle": self.h.cycles}
 
     async def batch(self, rows: list[tuple]) -> list[tuple[int, int]]:
         """Run rows (`xrt.hw.regops.RegRow`'s fields); stop at the first failure. One

@@ -24,6 +24,7 @@ board through ``/dev/mem``) build the same ones (`xrt.npu_device.open_device`).
 
 from __future__ import annotations
 
+import os
 from typing import ClassVar
 
 from xrt._checks import as_seconds
@@ -207,6 +208,35 @@ class NpuDevice(Device):
         their contents (as DDR does). Raises 11012 where the transport cannot (``axi://``)."""
         self._check_open()
         self._transport.reset()
+
+    # -- checkpoints (the emulator's devices) ----------------------------------------------
+
+    def checkpoint(self, path: str | os.PathLike[str], *, wait_cycles: int = 0) -> int:
+        """Save the device's whole state into the file `path`: every register, the engines
+        and their buffers, the OCM, every byte of memory, the cycle counter. Taken with the
+        engines idle (waits up to `wait_cycles` simulated cycles for them, else refuses).
+        A later `restore`, on this device or another of the same target, hardware version
+        and model build, puts all of it back.
+
+        Returns:
+            The cycle the state was saved at.
+
+        Raises:
+            XrtError: 11012 when an engine runs, or on a device that is not the emulator's.
+        """
+        self._check_open()
+        return self._transport.checkpoint(path, wait_cycles)
+
+    def restore(self, path: str | os.PathLike[str]) -> int:
+        """Put the state saved by `checkpoint` into the device. The whole file is checked
+        first (checksum, target, hardware version, model build): a corrupt or foreign file
+        is refused with the reason and changes nothing.
+
+        Returns:
+            The cycle the checkpoint was taken at.
+        """
+        self._check_open()
+        return self._transport.restore(path)
 
     def _close(self) -> None:
         self._transport.close()

@@ -20,6 +20,7 @@ driver on the board does.
 
 from __future__ import annotations
 
+import os
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
@@ -241,6 +242,20 @@ class NpuTransport(ABC):
     def cycles(self) -> int | None:
         """Simulated clock cycles at the last response (None on real hardware)."""
         return None
+
+    def checkpoint(self, path: str | os.PathLike[str], wait_cycles: int = 0) -> int:
+        """Save the device's whole state into `path` (the emulator's devices only)."""
+        raise XrtError(
+            ErrorCode.WRONG_ORDER,
+            f"checkpoints are a feature of the emulator's devices (grpc://), not of {self.info.name}",
+        )
+
+    def restore(self, path: str | os.PathLike[str]) -> int:
+        """Put a checkpoint's state into the device (the emulator's devices only)."""
+        raise XrtError(
+            ErrorCode.WRONG_ORDER,
+            f"checkpoints are a feature of the emulator's devices (grpc://), not of {self.info.name}",
+        )
 
     # -- closing ---------------------------------------------------------------------------
 

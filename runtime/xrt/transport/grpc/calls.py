@@ -35,6 +35,9 @@ RPC_SLACK_S = 120.0  # added to every deadline: longer than the server's own wat
 STREAM_MIN_BYTES_PER_S = 8 << 20  # deadline of memory streams: this slow is broken
 
 
+CHECKPOINT_TIMEOUT_S = 600.0  # a checkpoint moves up to ~600 MiB and waits for idle engines
+
+
 def stream_timeout(nbytes: int) -> float:
     """Deadline of a memory stream of `nbytes` bytes."""
     return RPC_SLACK_S + nbytes / STREAM_MIN_BYTES_PER_S
@@ -179,3 +182,52 @@ class DeviceClient:
             raise XrtError(
                 ErrorCode.DEVICE_INTERNAL, f"{what}: the server wrote {resp.bytes_written} B"
             )
+
+    def save_checkpoint(self, lease_id: str, wait_cycles: int, what: str) -> tuple[bytes, int]:
+        """The device's checkpoint file (one SaveCheckpoint stream) and the cycle it was
+        taken at.
+
+        Raises:
+            XrtError: the call's mapped status (an engine runs: 11012); 11014 when the
+                stream's length is not the one announced.
+        """
+        request = pb.SaveCheckpointRequest(lease_id=lease_id, wait_cycles=wait_cycles)
+        parts: list[bytes] = []
+        total = cycle = received = 0
+        try:
+            stream = self.stub.SaveCheckpoint(
+                request, timeout=CHECKPOINT_TIMEOUT_S, metadata=self.metadata
+            )
+            for i, msg in enumerate(stream):
+                if i == 0:
+                    total, cycle = msg.total_bytes, msg.cycles
+                parts.append(msg.data)
+                received += len(msg.data)
+        except grpc.RpcError as exc:
+            raise rpc_error(exc, what) from None
+        if received != total:
+            raise XrtError(
+                ErrorCode.DEVICE_INTERNAL, f"{what}: {received} B of the {total} B announced"
+            )
+        return b"".join(parts), cycle
+
+    def restore_checkpoint(self, lease_id: str, data: bytes, what: str) -> tuple[int, int]:
+        """Send a checkpoint file (one RestoreCheckpoint stream); the cycle the device was
+        restored at and the cycle the checkpoint was taken at."""
+        view = memoryview(data)
+        n = len(view)
+
+        def messages() -> Iterator[pb.RestoreCheckpointRequest]:
+            yield pb.RestoreCheckpointRequest(
+                lease_id=lease_id, total_bytes=n, data=view[:MAX_CHUNK].tobytes()
+            )
+            for off in range(MAX_CHUNK, n, MAX_CHUNK):
+                yield pb.RestoreCheckpointRequest(data=view[off : off + MAX_CHUNK].tobytes())
+
+        try:
+            resp = self.stub.RestoreCheckpoint(
+                messages(), timeout=CHECKPOINT_TIMEOUT_S, metadata=self.metadata
+            )
+        except grpc.RpcError as exc:
+            raise rpc_error(exc, what) from None
+        return int(resp.cycles), int(resp.saved_cycle)

@@ -12,9 +12,11 @@ counters and waveform windows are calls of the transport itself.
 from __future__ import annotations
 
 import math
+import os
 import time
 import weakref
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -364,6 +366,47 @@ class GrpcTransport(NpuTransport):
             f"counters of {self.info.name}",
             timeout=RPC_SLACK_S,
         )
+
+    # -- checkpoints ---------------------------------------------------------------------
+
+    def checkpoint(self, path: str | os.PathLike[str], wait_cycles: int = 0) -> int:
+        """Save the device's whole state into the file `path` (on this machine): every
+        register, the engines and their buffers, the OCM, every byte of memory. Taken with
+        the engines idle: waits up to `wait_cycles` simulated cycles for them, else refuses.
+
+        Returns:
+            The cycle the state was saved at.
+
+        Raises:
+            XrtError: 11012 when an engine runs (or the model cannot save its state).
+        """
+        self._check_open()
+        data, cycle = self._client.save_checkpoint(
+            self._lease.id, wait_cycles, f"checkpoint of {self.info.name}"
+        )
+        tmp = Path(f"{os.fspath(path)}.partial")
+        tmp.write_bytes(data)
+        tmp.replace(path)  # a reader never sees half a file
+        return cycle
+
+    def restore(self, path: str | os.PathLike[str]) -> int:
+        """Put the state saved in the checkpoint file `path` into the device. The server
+        checks the whole file first (checksum, target, hardware version, model build): a
+        refused file changes nothing.
+
+        Returns:
+            The cycle the checkpoint was taken at.
+
+        Raises:
+            XrtError: 11012 when the file is refused (the reason in the message), or an
+                engine runs.
+        """
+        self._check_open()
+        data = Path(path).read_bytes()
+        _, saved = self._client.restore_checkpoint(
+            self._lease.id, data, f"restore of {os.fspath(path)} into {self.info.name}"
+        )
+        return saved
 
     # -- waveforms (a server started with --waves) -----------------------------------------
 

@@ -379,6 +379,42 @@ class ResetDeviceResponse(_message.Message):
     cycles: int
     def __init__(self, cycles: _Optional[int] = ...) -> None: ...
 
+class SaveCheckpointRequest(_message.Message):
+    __slots__ = ("lease_id", "wait_cycles")
+    LEASE_ID_FIELD_NUMBER: _ClassVar[int]
+    WAIT_CYCLES_FIELD_NUMBER: _ClassVar[int]
+    lease_id: str
+    wait_cycles: int
+    def __init__(self, lease_id: _Optional[str] = ..., wait_cycles: _Optional[int] = ...) -> None: ...
+
+class SaveCheckpointResponse(_message.Message):
+    __slots__ = ("data", "total_bytes", "cycles")
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_BYTES_FIELD_NUMBER: _ClassVar[int]
+    CYCLES_FIELD_NUMBER: _ClassVar[int]
+    data: bytes
+    total_bytes: int
+    cycles: int
+    def __init__(self, data: _Optional[bytes] = ..., total_bytes: _Optional[int] = ..., cycles: _Optional[int] = ...) -> None: ...
+
+class RestoreCheckpointRequest(_message.Message):
+    __slots__ = ("lease_id", "total_bytes", "data")
+    LEASE_ID_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_BYTES_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    lease_id: str
+    total_bytes: int
+    data: bytes
+    def __init__(self, lease_id: _Optional[str] = ..., total_bytes: _Optional[int] = ..., data: _Optional[bytes] = ...) -> None: ...
+
+class RestoreCheckpointResponse(_message.Message):
+    __slots__ = ("cycles", "saved_cycle")
+    CYCLES_FIELD_NUMBER: _ClassVar[int]
+    SAVED_CYCLE_FIELD_NUMBER: _ClassVar[int]
+    cycles: int
+    saved_cycle: int
+    def __init__(self, cycles: _Optional[int] = ..., saved_cycle: _Optional[int] = ...) -> None: ...
+
 class GetCountersRequest(_message.Message):
     __slots__ = ("device",)
     DEVICE_FIELD_NUMBER: _ClassVar[int]

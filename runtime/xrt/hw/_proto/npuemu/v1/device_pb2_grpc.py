@@ -95,6 +95,16 @@ class DeviceServiceStub:
                 request_serializer=npuemu_dot_v1_dot_device__pb2.ResetDeviceRequest.SerializeToString,
                 response_deserializer=npuemu_dot_v1_dot_device__pb2.ResetDeviceResponse.FromString,
                 _registered_method=True)
+        self.SaveCheckpoint = channel.unary_stream(
+                '/npuemu.v1.DeviceService/SaveCheckpoint',
+                request_serializer=npuemu_dot_v1_dot_device__pb2.SaveCheckpointRequest.SerializeToString,
+                response_deserializer=npuemu_dot_v1_dot_device__pb2.SaveCheckpointResponse.FromString,
+                _registered_method=True)
+        self.RestoreCheckpoint = channel.stream_unary(
+                '/npuemu.v1.DeviceService/RestoreCheckpoint',
+                request_serializer=npuemu_dot_v1_dot_device__pb2.RestoreCheckpointRequest.SerializeToString,
+                response_deserializer=npuemu_dot_v1_dot_device__pb2.RestoreCheckpointResponse.FromString,
+                _registered_method=True)
         self.GetCounters = channel.unary_unary(
                 '/npuemu.v1.DeviceService/GetCounters',
                 request_serializer=npuemu_dot_v1_dot_device__pb2.GetCountersRequest.SerializeToString,
@@ -225,6 +235,24 @@ class DeviceServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SaveCheckpoint(self, request, context):
+        """Checkpoints: the whole state software can observe (every register, the engines and
+        their buffers, the OCM, every byte of udma and plddr, the cycle counter), taken with
+        the engines idle. SaveCheckpoint streams the checkpoint file (chunks of at most 1 MiB;
+        the first message carries its total size); RestoreCheckpoint takes one (the first
+        message names the lease and total size) and applies it only if all of it checks out
+        (checksum, target, hardware version, model build): a refused file changes nothing.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RestoreCheckpoint(self, request_iterator, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetCounters(self, request, context):
         """What the device has done. Needs no lease.
         """
@@ -349,6 +377,16 @@ def add_DeviceServiceServicer_to_server(servicer, server):
                     servicer.ResetDevice,
                     request_deserializer=npuemu_dot_v1_dot_device__pb2.ResetDeviceRequest.FromString,
                     response_serializer=npuemu_dot_v1_dot_device__pb2.ResetDeviceResponse.SerializeToString,
+            ),
+            'SaveCheckpoint': grpc.unary_stream_rpc_method_handler(
+                    servicer.SaveCheckpoint,
+                    request_deserializer=npuemu_dot_v1_dot_device__pb2.SaveCheckpointRequest.FromString,
+                    response_serializer=npuemu_dot_v1_dot_device__pb2.SaveCheckpointResponse.SerializeToString,
+            ),
+            'RestoreCheckpoint': grpc.stream_unary_rpc_method_handler(
+                    servicer.RestoreCheckpoint,
+                    request_deserializer=npuemu_dot_v1_dot_device__pb2.RestoreCheckpointRequest.FromString,
+                    response_serializer=npuemu_dot_v1_dot_device__pb2.RestoreCheckpointResponse.SerializeToString,
             ),
             'GetCounters': grpc.unary_unary_rpc_method_handler(
                     servicer.GetCounters,
@@ -716,6 +754,60 @@ class DeviceService:
             '/npuemu.v1.DeviceService/ResetDevice',
             npuemu_dot_v1_dot_device__pb2.ResetDeviceRequest.SerializeToString,
             npuemu_dot_v1_dot_device__pb2.ResetDeviceResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SaveCheckpoint(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/npuemu.v1.DeviceService/SaveCheckpoint',
+            npuemu_dot_v1_dot_device__pb2.SaveCheckpointRequest.SerializeToString,
+            npuemu_dot_v1_dot_device__pb2.SaveCheckpointResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RestoreCheckpoint(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_unary(
+            request_iterator,
+            target,
+            '/npuemu.v1.DeviceService/RestoreCheckpoint',
+            npuemu_dot_v1_dot_device__pb2.RestoreCheckpointRequest.SerializeToString,
+            npuemu_dot_v1_dot_device__pb2.RestoreCheckpointResponse.FromString,
             options,
             channel_credentials,
             insecure,
