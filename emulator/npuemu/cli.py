@@ -8,8 +8,9 @@ npu-emu serve [--host 127.0.0.1] [--port 50051] [--target buyi|zg330] [--devices
               (token: $NPU_EMU_TOKEN or --token-file; --token on argv is readable by all users)
               [--admin-token-file PATH]   (observers; or $NPU_EMU_ADMIN_TOKEN_FILE)
               [--memory-dir DIR] [--log-dir DIR] [--log-level LEVEL]
-              [--waves DIR] [--trace-registers FILE]
+              [--waves DIR] [--trace-registers FILE] [--warm CHECKPOINT]
 npu-emu build [--target buyi|zg330] [--waves]
+npu-emu checkpoint save|restore DEVICE FILE | info FILE   (npuemu.device_cli)
 npu-emu attach URL -- PROGRAM [ARGS...]   (a C driver against a leased device: npuemu.attach)
 npu-emu devices | regs | mem | waves | health ...   (npuemu.device_cli)
 npu-emu --version
@@ -207,6 +208,14 @@ def _add_storage_and_debug_options(s: argparse.ArgumentParser) -> None:
         "as FST files into DIR (WAVES=1: build/waves)",
     )
     debug.add_argument(
+        "--warm",
+        type=Path,
+        metavar="CHECKPOINT",
+        default=None,
+        help="start every lease from this checkpoint's state instead of reset's "
+        "(npu-emu checkpoint save; Device.checkpoint): a test suite boots the device once",
+    )
+    debug.add_argument(
         "--trace-registers",
         type=Path,
         metavar="FILE",
@@ -294,6 +303,7 @@ def _main(args: argparse.Namespace) -> int:
             log_level=args.log_level,
             waves_dir=args.waves,
             register_trace=args.trace_registers,
+            warm=args.warm,
             admin_token=sec.admin_token,
             drain_s=args.drain,
             grace_s=args.shutdown_grace,

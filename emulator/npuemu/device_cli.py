@@ -11,6 +11,9 @@
     npu-emu mem write  npu0 udma:0x100 --hex 'de ad be ef' | --in FILE
     npu-emu waves      npu0 --cycles 20000           # record a waveform window (--waves)
     npu-emu health                                   # exit 0 when the server is SERVING
+    npu-emu checkpoint save    npu0 state.npuckpt    # the device's whole state, to a file
+    npu-emu checkpoint restore npu0 state.npuckpt
+    npu-emu checkpoint info    state.npuckpt         # what a file holds (no server needed)
 
     npu-emu regs read  npu0 npu.SCRATCH --observe    # a device someone else holds
     npu-emu regs dump  npu0 --observe
@@ -151,6 +154,29 @@ def add_device_commands(sub: argparse._SubParsersAction, formatter: type) -> Non
         "with what it holds",
     )
     common(wv)
+
+    ck = sub.add_parser(
+        "checkpoint",
+        help="save a device's whole state to a file, restore it, or describe a file",
+        formatter_class=formatter,
+    )
+    csub = ck.add_subparsers(dest="action", required=True)
+    cs = csub.add_parser("save", help="save the device's state into FILE", formatter_class=formatter)
+    cs.add_argument("device")
+    cs.add_argument("file", type=Path)
+    cs.add_argument(
+        "--wait-cycles",
+        type=_int,
+        default=0,
+        help="simulated cycles to wait for running engines to finish (0: refuse at once)",
+    )
+    common(cs)
+    cr = csub.add_parser("restore", help="put FILE's state into the device", formatter_class=formatter)
+    cr.add_argument("device")
+    cr.add_argument("file", type=Path)
+    common(cr)
+    ci = csub.add_parser("info", help="what a checkpoint file holds", formatter_class=formatter)
+    ci.add_argument("file", type=Path)
 
 
 @contextmanager
@@ -470,6 +496,36 @@ def _waves(args: argparse.Namespace) -> int:
     return 0
 
 
+def _checkpoint(args: argparse.Namespace) -> int:
+    """Save, restore or describe a checkpoint. Save and restore hold the device's lease for
+    the command, as every device command does (the lease's end resets the device: keep a
+    restored state by restoring from the program that uses it, `Device.restore`)."""
+    if args.action == "info":
+        from npuemu.server.checkpoint import Checkpoint, CheckpointError
+
+        try:
+            ckpt = Checkpoint.parse(args.file.read_bytes())
+        except OSError as exc:
+            raise CliError(f"cannot read {args.file}: {exc.strerror}") from None
+        except CheckpointError as exc:
+            raise CliError(f"{args.file}: {exc}") from None
+        print(json.dumps(ckpt.summary(), indent=2))
+        return 0
+    with _device(args.server, args.device) as dev:
+        if args.action == "save":
+            start = time.monotonic()
+            cycle = dev.checkpoint(args.file, wait_cycles=args.wait_cycles)
+            size = args.file.stat().st_size
+            took = time.monotonic() - start
+            print(f"{args.file}: {size} B, the state of {dev.name} at cycle {cycle} ({took:.2f} s)")
+        else:
+            if not args.file.is_file():
+                raise CliError(f"no checkpoint file {args.file}")
+            cycle = dev.restore(args.file)
+            print(f"{dev.name} now holds the state of {args.file} (taken at cycle {cycle})")
+    return 0
+
+
 def run_device_command(args: argparse.Namespace) -> int | None:
     """Run a device command; None when `args.command` is not one."""
     handlers = {
@@ -478,6 +534,7 @@ def run_device_command(args: argparse.Namespace) -> int | None:
         "regs": _regs,
         "mem": _mem,
         "waves": _waves,
+        "checkpoint": _checkpoint,
     }
     handler = handlers.get(args.command)
     if handler is None:

@@ -29,6 +29,7 @@ from grpc_reflection.v1alpha import reflection
 
 from npuemu.process_guard import make_non_dumpable
 from npuemu.server.auth import TokenAuthInterceptor
+from npuemu.server.checkpoint import Checkpoint, CheckpointError
 from npuemu.server.devices import DeviceManager, SimDevice
 from npuemu.server.handlers import add_to_server
 from npuemu.server.limits import HANDSHAKE_TIMEOUT_S, plan_descriptors
@@ -38,6 +39,7 @@ from npuemu.server.security import TlsFiles
 from npuemu.server.shm import new_server_dir, remove_stale_dirs
 from npuemu.server.storage import LogFolder, StartupError, choose_memory_dir
 from npuemu.sim.build import ModelBuildError, build_npu_sim
+from xrt.hw.config import TargetConfig
 from xrt.hw.targets import target
 from xrt.hw.wire import pb as device_pb2
 from xrt.progress import progress
@@ -74,11 +76,23 @@ class ServeOptions:
     log_level: str = "INFO"
     waves_dir: Path | None = None
     register_trace: Path | None = None
+    warm: Path | None = None  # a checkpoint every lease starts from (npuemu.server.checkpoint)
     # Observers of held devices (npuemu.server.observer); None: observing is off.
     admin_token: str | None = None
     # Shutdown (see the module docstring).
     drain_s: float = DRAIN_S
     grace_s: float = GRACE_S
+
+
+def load_warm(path: Path, cfg: TargetConfig, model_digest: str) -> Checkpoint:
+    """The checkpoint of ``serve --warm``, checked against this server's devices."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise CheckpointError(f"cannot read it: {exc.strerror}") from None
+    warm = Checkpoint.parse(data)
+    warm.check_fits(cfg, model_digest)
+    return warm
 
 
 async def serve(opts: ServeOptions) -> int:
@@ -130,6 +144,15 @@ async def serve(opts: ServeOptions) -> int:
         log_dir=logs.path,
         worker_env=worker_env,
     )
+    if opts.warm is not None:
+        try:
+            warm = await asyncio.to_thread(load_warm, opts.warm, cfg, model.digest)
+        except CheckpointError as exc:
+            log.error("--warm %s: %s", opts.warm, exc)
+            return 2
+        for device in manager.devices.values():
+            device.warm = warm
+        log.info("every lease starts from the state of %s (cycle %d)", opts.warm, warm.cycle)
     if opts.register_trace is not None:
         trace = RegisterTraceLog(opts.register_trace, RegisterNamer.for_target(cfg.name))
         for device in manager.devices.values():

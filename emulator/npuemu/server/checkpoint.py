@@ -35,7 +35,7 @@ import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -43,8 +43,23 @@ from npuemu.worker.protocol import Op
 from xrt.hw.config import TargetConfig
 from xrt.hw.targets import HW_VERSION
 
-if TYPE_CHECKING:
-    from npuemu.server.devices import SimDevice
+
+class _Memory(Protocol):
+    fds: dict[str, int]
+
+
+class _Model(Protocol):
+    digest: str
+
+
+class SimDevice(Protocol):
+    """What a checkpoint needs of a device (`npuemu.server.devices.SimDevice`)."""
+
+    name: str
+    target: TargetConfig
+    model: _Model
+    memory: _Memory
+    folder: Path
 
 __all__ = [
     "FORMAT",

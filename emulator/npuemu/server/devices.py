@@ -17,6 +17,8 @@ from typing import Any
 
 import grpc
 
+from npuemu.server import checkpoint
+from npuemu.server.checkpoint import Checkpoint
 from npuemu.server.errors import ServiceError
 from npuemu.server.leases import UNCLAIMED_TTL_S, Lease, LeaseTable, check_transition
 from npuemu.server.register_ring import LeaseRing
@@ -111,6 +113,7 @@ class SimDevice:
         self.ring: LeaseRing | None = None  # the holder's register ring, once asked for
         self._holder_calls = 0  # the holder's requests under way (queued or running)
         self._observer_calls = 0  # observers' requests under way (npuemu.server.observer)
+        self.warm: Checkpoint | None = None  # serve --warm: every lease starts from it
 
     @property
     def state(self) -> DeviceState:
@@ -132,7 +135,19 @@ class SimDevice:
     async def start(self) -> None:
         self.worker = self._new_worker()
         await self.worker.start()
+        await self._warm_up(self.worker)
         self.state = DeviceState.FREE
+
+    async def _warm_up(self, worker: WorkerProcess) -> None:
+        """Give the next lease the server's warm state (serve --warm) instead of reset's:
+        the checkpoint's registers, engines and memories."""
+        if self.warm is None:
+            return
+
+        async def call(op: str, **args: Any) -> dict:
+            return await worker.call(op, self.watchdog_s, **args)
+
+        await checkpoint.apply(self, self.warm, call)
 
     @property
     def in_call(self) -> bool:
@@ -287,6 +302,8 @@ class SimDevice:
                         self._forget_all(self.memory.renew())
                     worker = self._new_worker()
                     await worker.start()
+                    if self.lease is None:
+                        await self._warm_up(worker)
                 except Exception as exc:  # any failure: report it and try again later
                     self.failed_restarts += 1
                     self.fault = str(exc).splitlines()[0][:300] if str(exc) else repr(exc)
@@ -393,6 +410,7 @@ class SimDevice:
                 finally:
                     self._forget_all(old)
                 await self._wipe_on_chip(worker)
+                await self._warm_up(worker)
                 self.state = DeviceState.FREE
             except Exception as exc:
                 log.error(
