@@ -48,13 +48,18 @@ def _median(xs: list[float]) -> float:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--target", default="buyi")
     p.add_argument("--repeat", type=int, default=5)
     args = p.parse_args()
     cfg = target(args.target)
     print(f"load average before: {os.getloadavg()[0]:.2f}")
-    with tempfile.TemporaryDirectory() as tmp, ServerProcess.start(target=cfg.name, devices=1) as srv:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        ServerProcess.start(target=cfg.name, devices=1) as srv,
+    ):
         folder = Path(tmp)
         for random in (True, False):
             kind = "random" if random else "compressible"

@@ -161,7 +161,9 @@ def add_device_commands(sub: argparse._SubParsersAction, formatter: type) -> Non
         formatter_class=formatter,
     )
     csub = ck.add_subparsers(dest="action", required=True)
-    cs = csub.add_parser("save", help="save the device's state into FILE", formatter_class=formatter)
+    cs = csub.add_parser(
+        "save", help="save the device's state into FILE", formatter_class=formatter
+    )
     cs.add_argument("device")
     cs.add_argument("file", type=Path)
     cs.add_argument(
@@ -171,7 +173,9 @@ def add_device_commands(sub: argparse._SubParsersAction, formatter: type) -> Non
         help="simulated cycles to wait for running engines to finish (0: refuse at once)",
     )
     common(cs)
-    cr = csub.add_parser("restore", help="put FILE's state into the device", formatter_class=formatter)
+    cr = csub.add_parser(
+        "restore", help="put FILE's state into the device", formatter_class=formatter
+    )
     cr.add_argument("device")
     cr.add_argument("file", type=Path)
     common(cr)

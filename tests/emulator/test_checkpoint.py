@@ -113,7 +113,10 @@ def test_restored_device_runs_the_same(server: ServerProcess, tname: str, tmp_pa
         npu = dev.get_reg_region("npu")
         cycles_lo = npu.regmap.register("CYCLES_LO").offset  # type: ignore[union-attr]
         before = npu.read(cycles_lo, relative=True)
-        for src, dst in ((udma.base, plddr.base + 0x10000), (plddr.base + 0x10000, udma.base + (8 << 20))):
+        for src, dst in (
+            (udma.base, plddr.base + 0x10000),
+            (plddr.base + 0x10000, udma.base + (8 << 20)),
+        ):
             # Start and wait in one batch: between two requests a busy engine runs for as
             # long as the client takes (wall clock), which no two runs repeat.
             ops = dma.program_ops(cfg.dma_base, dma.DmaTransfer(src, dst, len(data)))
@@ -184,7 +187,9 @@ def test_bad_files_are_refused_and_change_nothing(server: ServerProcess, tmp_pat
             assert _snapshot(dev, contents) == expected, f"{name}: the refusal changed the device"
 
 
-def test_busy_engine_is_refused_or_waited_for(server: ServerProcess, tname: str, tmp_path: Path) -> None:
+def test_busy_engine_is_refused_or_waited_for(
+    server: ServerProcess, tname: str, tmp_path: Path
+) -> None:
     cfg = target(tname)
     udma, plddr = cfg.memory("udma"), cfg.memory("plddr")
     big = 32 << 20  # a transfer of many thousands of cycles
@@ -235,7 +240,11 @@ def test_file_format(server: ServerProcess, tname: str, tmp_path: Path) -> None:
     assert len(raw) < 1 << 20, "zero pages must cost nothing"
     info = subprocess.run(
         [sys.executable, "-m", "npuemu", "checkpoint", "info", str(path)],
-        capture_output=True, text=True, timeout=120, env=os.environ.copy(), check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=os.environ.copy(),
+        check=True,
     )
     assert json.loads(info.stdout)["memories"]["udma"]["touched"] == 8192
     with pytest.raises(CheckpointError, match="sha256"):
@@ -258,6 +267,8 @@ def test_warm_start(server: ServerProcess, tname: str, tmp_path: Path) -> None:
                 assert _snapshot(dev, contents) == expected
                 _fill(dev, np.random.default_rng(1))  # the next lease must not see this
     other = "zg330" if tname == "buyi" else "buyi"
-    with pytest.raises(RuntimeError, match="device is"):
-        with ServerProcess.start(target=other, devices=1, extra_args=("--warm", str(path))):
-            pass
+    with (
+        pytest.raises(RuntimeError, match="device is"),
+        ServerProcess.start(target=other, devices=1, extra_args=("--warm", str(path))),
+    ):
+        pass

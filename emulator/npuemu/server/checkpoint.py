@@ -61,17 +61,18 @@ class SimDevice(Protocol):
     memory: _Memory
     folder: Path
 
+
 __all__ = [
     "FORMAT",
     "MAGIC",
     "PAGE",
-    "apply",
-    "max_file_bytes",
-    "take",
     "Checkpoint",
     "CheckpointError",
     "MemoryImage",
+    "apply",
+    "max_file_bytes",
     "memory_image",
+    "take",
     "write_memory_image",
 ]
 
@@ -188,7 +189,9 @@ class Checkpoint:
         payloads: list[bytes] = []
         for name, raw, extra in self._raw_sections():
             codec, stored = _encode(raw)
-            sections.append({"name": name, "codec": codec, "stored": len(stored), "size": len(raw), **extra})
+            sections.append(
+                {"name": name, "codec": codec, "stored": len(stored), "size": len(raw), **extra}
+            )
             payloads.append(stored)
         header = json.dumps(
             {
@@ -226,7 +229,8 @@ class Checkpoint:
             raise CheckpointError("not a device checkpoint (no NPUCKPT1 magic at its start)")
         if hashlib.sha256(data[:-_DIGEST]).digest() != bytes(data[-_DIGEST:]):
             raise CheckpointError(
-                f"the checkpoint is corrupt or truncated: its sha256 does not match ({len(data)} bytes)"
+                "the checkpoint is corrupt or truncated: its sha256 does not match "
+                f"({len(data)} bytes)"
             )
         (hlen,) = _LEN.unpack_from(data, len(MAGIC))
         start = len(MAGIC) + _LEN.size
@@ -312,7 +316,9 @@ class Checkpoint:
             "cycle": self.cycle,
             "created": self.created,
             "model_state_bytes": len(self.model_state),
-            "memories": {m.name: {"size": m.size, "touched": m.touched_bytes()} for m in self.memories},
+            "memories": {
+                m.name: {"size": m.size, "touched": m.touched_bytes()} for m in self.memories
+            },
         }
 
 

@@ -446,7 +446,10 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
             await context.abort(grpc.StatusCode.INTERNAL, f"{type(exc).__name__}: {exc}")
         log.info(
             "%s saved a checkpoint of %s (%d bytes, cycle %d)",
-            lease.holder, d.name, len(data), taken.cycle,
+            lease.holder,
+            d.name,
+            len(data),
+            taken.cycle,
         )
         view = memoryview(data)
         for pos in range(0, len(data), MAX_CHUNK):

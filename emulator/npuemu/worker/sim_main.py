@@ -45,7 +45,12 @@ log = logging.getLogger("npuemu.worker")
 
 BUSY_SLICE_CYCLES = 2048  # while an engine runs: cycles between looks at the socket
 WATCH_SLICE_CYCLES = 4096  # while a request runs: cycles between looks for a cancel
-WATCHED_OPS = (Op.BATCH, Op.WAIT_IRQ, Op.MODEL_SAVE, Op.MODEL_RESTORE)  # requests that may run long: cancellable
+WATCHED_OPS = (
+    Op.BATCH,
+    Op.WAIT_IRQ,
+    Op.MODEL_SAVE,
+    Op.MODEL_RESTORE,
+)  # requests that may run long: cancellable
 _MAP_FIXED = 0x10
 
 

@@ -247,14 +247,16 @@ class NpuTransport(ABC):
         """Save the device's whole state into `path` (the emulator's devices only)."""
         raise XrtError(
             ErrorCode.WRONG_ORDER,
-            f"checkpoints are a feature of the emulator's devices (grpc://), not of {self.info.name}",
+            "checkpoints are a feature of the emulator's devices (grpc://), "
+            f"not of {self.info.name}",
         )
 
     def restore(self, path: str | os.PathLike[str]) -> int:
         """Put a checkpoint's state into the device (the emulator's devices only)."""
         raise XrtError(
             ErrorCode.WRONG_ORDER,
-            f"checkpoints are a feature of the emulator's devices (grpc://), not of {self.info.name}",
+            "checkpoints are a feature of the emulator's devices (grpc://), "
+            f"not of {self.info.name}",
         )
 
     # -- closing ---------------------------------------------------------------------------
