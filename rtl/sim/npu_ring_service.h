@@ -93,9 +93,6 @@ struct Shared {
     bool idle = false;  // Python waits for host_wake_i: idle time is ours
     int ipc_fd = -1;
     pid_t server = 0;
-    // A replay's request that began at this time in the recorded run (npu_worker_idle_until):
-    // run the clock to it, serving nothing, then wake Python. 0: none.
-    uint64_t until_ps = 0;
 };
 
 inline Shared& shared() {
@@ -134,13 +131,6 @@ class Service {
     bool after_evaluate(uint64_t now_ps) {
         Shared& s = shared();
         if (!s.idle) return false;  // Python serves a request: the device is its own
-        if (s.until_ps != 0) {  // a replay: the request starts where it started when recorded
-            if (now_ps < s.until_ps) return false;
-            s.until_ps = 0;
-            s.idle = false;
-            m_top->host_wake_i = !m_top->host_wake_i;
-            return true;
-        }
         m_now_ps = now_ps;
         m_woke = false;
         if (m_inflight != Inflight::kNone) {
@@ -443,15 +433,6 @@ extern "C" __attribute__((visibility("default"))) void npu_worker_ring_detach(in
 extern "C" __attribute__((visibility("default"))) void npu_worker_idle_begin(int ipc_fd) {
     npu_ring::shared().idle = true;
     npu_ring::shared().ipc_fd = ipc_fd;
-}
-
-// A replay (npuemu.replay): Python holds a request that began at `time_ps` in the recorded
-// run. Run the clock until then (busy engines go on as they did while the recorded client
-// was away), serving neither ring nor socket, then toggle host_wake_i at that time step, as
-// the recorded run's wake did: the request starts in the same state at the same time.
-extern "C" __attribute__((visibility("default"))) void npu_worker_idle_until(uint64_t time_ps) {
-    npu_ring::shared().until_ps = time_ps;
-    npu_ring::shared().idle = true;
 }
 
 #endif  // NPU_RING_SERVICE_H

@@ -41,11 +41,6 @@ cancel             id of the request to stop               (none: that request a
 quit               -                                       -
 =================  ======================================  ==============================
 
-Every reply also carries ``began_ps``: the simulated time (ps) at which the worker began the
-request (while an engine runs, time moves between requests: a recording keeps it). A request
-may carry ``not_before_ps`` (a replay's): the worker first lets the clock run to that time,
-as it ran while the recorded client was away, then begins it (`npuemu.replay`).
-
 Statuses and outcomes are `xrt.hw.wire.RegisterStatus` and `WaitOutcome` numbers. The
 worker's first message is its hello: ``{"event": "ready", "cycles": N}``.
 

@@ -31,7 +31,6 @@ from typing import Any
 
 import cocotb
 from cocotb.triggers import Edge, FallingEdge, First, Timer
-from cocotb.utils import get_sim_time
 
 from npuemu.sim.harness import NpuHarness
 from npuemu.sim.waves import HOLDER, OBSERVER, WaveRecorder, WavesUnavailableError
@@ -124,9 +123,6 @@ class MainLoop:
         self.ring_detach = lib.npu_worker_ring_detach
         self.ring_detach.argtypes = (ctypes.c_int,)  # slot
         self.ring_detach.restype = None
-        self.idle_until = lib.npu_worker_idle_until
-        self.idle_until.argtypes = (ctypes.c_uint64,)
-        self.idle_until.restype = None
         self.savable = hasattr(lib, "npu_worker_model_save")  # built with --savable
         if self.savable:
             self.model_save = lib.npu_worker_model_save
@@ -278,21 +274,6 @@ class Worker:
         """
         return [(s, v) for s, v, _ in await self.h.run_rows(rows)]
 
-    @staticmethod
-    def time_ps() -> int:
-        """Simulated time (ps): where a request began, for recordings (npuemu.replay)."""
-        return int(get_sim_time("ps"))
-
-    async def wait_until(self, time_ps: int) -> None:
-        """A replayed request that began at `time_ps` when it was recorded: let the clock
-        run to then (the engines the recorded client left running go on meanwhile), and
-        start the request from the main loop's wake, as the recorded one did. Nothing when
-        that time has passed (a replay with no recorded gaps) or without the main loop."""
-        if time_ps <= self.time_ps() or not self.main_loop.available:
-            return
-        self.main_loop.idle_until(time_ps)
-        await Edge(self._wake_h)
-
     async def idle_or_busy(self, chan: BlockingChannel) -> None:
         """Until a request is waiting: advance time while an engine is busy.
 
@@ -403,9 +384,6 @@ async def serve(dut) -> None:
             return
         if req["op"] == Op.CANCEL:
             continue  # its request was already answered
-        if req.get("not_before_ps"):  # a replay: start where the recorded request started
-            await worker.wait_until(int(req["not_before_ps"]))
-        began_ps = worker.time_ps()
         if req["op"] == Op.QUIT:
             if worker._waves is not None:
                 worker._waves.close_all()  # name a window left open
@@ -423,7 +401,7 @@ async def serve(dut) -> None:
                 result = await run_request(worker, chan, req, server)
             else:  # a few cycles per op at most: no task, no watch (the register round trip)
                 result = {"ok": True, **(await worker.handle(req))}
-            reply = {"id": req["id"], "cycles": worker.h.cycles, "began_ps": began_ps, **result}
+            reply = {"id": req["id"], "cycles": worker.h.cycles, **result}
         except Exception as exc:
             log.exception("request %s failed", req.get("op"))
             reply = {
