@@ -40,8 +40,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgpack
+
 from npuemu.server.devices import SimDevice
-from npuemu.server.recording import Kind, Record, Recording, RecordingError, read_recording
+from npuemu.server.recording import (
+    REPLY_FIELDS,
+    Kind,
+    Record,
+    Recording,
+    RecordingError,
+    read_recording,
+)
 from npuemu.server.shm import new_server_dir
 from npuemu.server.worker_process import WorkerError, WorkerProcess, WorkerUnavailableError
 from npuemu.sim.build import BuiltModel, ModelBuildError, build_npu_sim
@@ -120,15 +129,17 @@ class ReplayReport:
     lease_s: float | None = None  # how long the recorded lease lasted
     notes: list[str] = field(default_factory=list)
     divergence: Divergence | None = None
+    complete: bool = False  # replayed to the end record
+    responses: str = ""  # SHA-256 of every replayed response (equal replays: equal digests)
 
     def lines(self) -> list[str]:
         """The summary ``npu-emu replay`` prints."""
         out = [
             f"replayed {self.path.name} on {self.target} (model {self.model}): "
-            f"{self.requests:,} of {self.total:,} request(s) ({self.register_requests:,} "
-            f"register, {self.memory_requests:,} memory)",
+            f"{self.requests:,} of {self.total:,} request(s) ({self.register_requests:,} to "
+            f"the device, {self.memory_requests:,} of memory)",
             f"  simulated cycles {self.cycles:,} (recorded {self.recorded_cycles:,}); "
-            f"replay {self.wall_s:.2f} s wall"
+            f"responses sha256 {self.responses[:16]}; replay {self.wall_s:.2f} s wall"
             + (f", the recorded lease {self.lease_s:.2f} s" if self.lease_s is not None else ""),
         ]
         out += [f"note: {n}" for n in self.notes]
@@ -137,7 +148,7 @@ class ReplayReport:
         if self.divergence is not None:
             out.append(f"DIVERGED at {self.divergence.describe()}")
         else:
-            cut = " (up to where the recording stops)" if self.requests < self.total else ""
+            cut = "" if self.complete else " (up to where the recording stops)"
             out.append(
                 f"bit-exact: {self.requests:,} request(s) compared{cut}: every response, "
                 "start instant and cycle count as recorded"
@@ -166,6 +177,7 @@ class Replayer:
         self.device: SimDevice | None = None
         self.base_ps = 0  # the instant the replayed lease's first request starts at
         self._last_t = 0
+        self._responses = hashlib.sha256()
         self._folder: Path | None = None
         self._logs: Path | None = None
         self.handlers: dict[str, Callable[[int, Record], Awaitable[Divergence | None]]] = {
@@ -234,6 +246,7 @@ class Replayer:
         try:
             for rec in records:
                 if rec.kind == Kind.END:
+                    r.complete = True
                     break
                 handler = self.handlers.get(rec.kind)
                 if handler is None:
@@ -261,6 +274,7 @@ class Replayer:
                 + ": replayed what it holds"
             )
         r.wall_s = time.monotonic() - t0
+        r.responses = self._responses.hexdigest()
         return r
 
     def before_request(self, index: int, rec: Record) -> None:
@@ -319,12 +333,14 @@ class Replayer:
             return Divergence(index, rec, op, "the request", "a response", f"refused: {exc}")
         c = int(reply["cycles"]) - self.base_ps // self.period_ps
         self.report.cycles = c
+        start = int(reply["start_ps"]) - self.base_ps
+        fields = [reply[name] for name in REPLY_FIELDS[op]]
+        self._responses.update(msgpack.packb([op, start, c, fields]))
         if not self.check:
             return None
         what = self._compare(op, b["args"], recorded, reply)
         if what is not None:
             return Divergence(index, rec, op, *what)
-        start = int(reply["start_ps"]) - self.base_ps
         if t is not None and start != int(t):
             return Divergence(
                 index,
@@ -414,10 +430,11 @@ class Replayer:
         offset = self._udma_offset(address, n)
         if offset is None:
             return self._outside(index, rec, "memory_read", address, n)
-        if not self.check:
-            return None
         assert self.device is not None
         got = bytes(self.device.memory.udma_view[offset : offset + n])
+        self._responses.update(hashlib.sha256(got).digest())
+        if not self.check:
+            return None
         if "data" in b:
             want = bytes(b["data"])
             if want != got:

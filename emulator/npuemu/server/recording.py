@@ -84,6 +84,8 @@ __all__ = [
     "FORMAT",
     "INLINE_READ_BYTES",
     "MAGIC",
+    "RECORDED_OPS",
+    "REPLY_FIELDS",
     "SUFFIX",
     "VERSION",
     "Kind",
