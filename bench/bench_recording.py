@@ -69,11 +69,24 @@ def run_lease(url: str, backend: type, qnet: Network, feeds: dict, want: list, r
     }
 
 
+def register_reads(url: str, n: int) -> float:
+    """Median seconds of one register read through the server (no ring), `n` reads."""
+    with xrt.Device.open(url) as dev:
+        region = dev.get_reg_region("npu")
+        times = []
+        for _ in range(n):
+            t = time.perf_counter()
+            region.read(0x40, relative=True)
+            times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--target", default="buyi", choices=("buyi", "zg330"))
     ap.add_argument("--hw", type=int, default=224, help="input height and width")
     ap.add_argument("--runs", type=int, default=3, help="timed forwards per lease (median)")
+    ap.add_argument("--reads", type=int, default=1000, help="single register reads timed")
     args = ap.parse_args()
     load_before = _load()
     backend = BuyiBackend if args.target == "buyi" else ZG330Backend
@@ -89,12 +102,16 @@ def main() -> int:
         results["plain, local=0"] = run_lease(
             srv.url + "?local=0", backend, qnet, feeds, want, args.runs
         )
+        read_plain = register_reads(srv.url + "?local=0", args.reads)
     with tempfile.TemporaryDirectory(prefix="npu-rec-bench-") as tmp:
         folder = Path(tmp)
         with ServerProcess.start(target=args.target, extra_args=("--record", tmp)) as srv:
             results["--record"] = run_lease(srv.url, backend, qnet, feeds, want, args.runs)
+            read_recorded = register_reads(srv.url, args.reads)
         log = srv.log
         (path,) = folder.glob(f"*-{lease_digest(results['--record']['lease'])[:8]}.npurec")
+        (path_reads,) = set(folder.glob("*.npurec")) - {path}
+        reads_size = path_reads.stat().st_size
         rec = read_recording(path)
         writing = re.search(r"MiB, ([\d.]+) ms spent writing \(slowest record ([\d.]+) ms\)", log)
         t = time.perf_counter()
@@ -124,6 +141,11 @@ def main() -> int:
         f"\nforward with --record / plain: {recorded / plain:.2f}x "
         f"(/ plain with local=0: {recorded / remote:.2f}x)"
     )
+    print(
+        f"one register read through the server, median of {args.reads}: plain (server ring) "
+        f"{read_plain * 1e6:.0f} us, recorded {read_recorded * 1e6:.0f} us: "
+        f"{read_recorded / read_plain:.2f}x"
+    )
     kinds: dict[str, int] = {}
     for r in rec.records:
         kinds[r.kind] = kinds.get(r.kind, 0) + 1
@@ -131,14 +153,16 @@ def main() -> int:
         f"recording: {size / (1 << 20):.1f} MiB, {len(rec.records)} records "
         f"({', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))})"
     )
+    print(f"recording of {args.reads} reads: {reads_size / args.reads:.0f} bytes per read")
     if writing:
         print(f"server time spent writing it: {writing.group(1)} ms (slowest record "
               f"{writing.group(2)} ms)")  # fmt: skip
     verdict = "bit-exact" if done.returncode == 0 and "bit-exact" in done.stdout else "FAILED"
+    inner = re.search(r"replay ([\d.]+) s wall", done.stdout)
     print(
-        f"replay --check: {replay_s:.2f} s (process start, model check, worker start "
-        f"included) against the recorded lease's {results['--record']['lease_s']:.2f} s: "
-        f"{verdict}"
+        f"replay --check: {replay_s:.2f} s as a command ({inner.group(1) if inner else '?'} s "
+        f"replaying, the rest process and worker start), against the recorded lease's "
+        f"{results['--record']['lease_s']:.2f} s (apply and {args.runs + 1} forwards): {verdict}"
     )
     if verdict != "bit-exact":
         print(done.stdout + done.stderr)
