@@ -9,6 +9,8 @@ npu-emu serve [--host 127.0.0.1] [--port 50051] [--target buyi|zg330] [--devices
               [--admin-token-file PATH]   (observers; or $NPU_EMU_ADMIN_TOKEN_FILE)
               [--memory-dir DIR] [--log-dir DIR] [--log-level LEVEL]
               [--waves DIR] [--trace-registers FILE] [--warm CHECKPOINT]
+              [--record DIR [--record-max-mib MIB] [--record-keep-mib MIB]]
+npu-emu replay REC [--target buyi|zg330] [--check]   (a recorded lease again: npuemu.replay)
 npu-emu build [--target buyi|zg330] [--waves]
 npu-emu checkpoint save|restore DEVICE FILE | info FILE   (npuemu.device_cli)
 npu-emu attach URL -- PROGRAM [ARGS...]   (a C driver against a leased device: npuemu.attach)
@@ -25,6 +27,7 @@ from pathlib import Path
 
 from npuemu import __version__
 from npuemu.device_cli import add_device_commands, run_device_command
+from npuemu.server.recording import DEFAULT_KEEP_MIB, DEFAULT_MAX_MIB
 from xrt import exitcodes
 from xrt.hw.targets import TARGETS
 
@@ -170,6 +173,25 @@ def _parser() -> argparse.ArgumentParser:
     )
     a.add_argument("url", help="the device: grpc://HOST:PORT[/DEVICE][?token=...]")
     a.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM [ARGS...]")
+    r = sub.add_parser(
+        "replay",
+        help="run a recorded lease (serve --record) again on a fresh simulated device",
+        formatter_class=fmt,
+    )
+    r.add_argument("recording", type=Path, help="the recording file")
+    r.add_argument(
+        "--target",
+        choices=sorted(TARGETS),
+        default=None,
+        help="replay on this target even when the recording was made for another one or "
+        "with another model (default: the recording's; divergence is then reported)",
+    )
+    r.add_argument(
+        "--check",
+        action="store_true",
+        help="compare every response with the recorded one: exit 0 and 'bit-exact', or 4 "
+        "naming the first diverging request",
+    )
     return p
 
 
@@ -223,6 +245,27 @@ def _add_storage_and_debug_options(s: argparse.ArgumentParser) -> None:
         help="log every register access (cycle, device, address, name, value) to FILE "
         "('-': stderr)",
     )
+    debug.add_argument(
+        "--record",
+        type=Path,
+        metavar="DIR",
+        default=None,
+        help="record every lease (each request, its data and response) into a file in DIR, "
+        "for `npu-emu replay` (local clients then go through the server: no register ring, "
+        "no mapped memory)",
+    )
+    debug.add_argument(
+        "--record-max-mib",
+        type=_positive(int, "--record-max-mib"),
+        default=DEFAULT_MAX_MIB,
+        help="cap of one recording: past it the recording is cut (a 'truncated' record)",
+    )
+    debug.add_argument(
+        "--record-keep-mib",
+        type=_positive(int, "--record-keep-mib"),
+        default=DEFAULT_KEEP_MIB,
+        help="budget of the --record folder: past it the oldest finished recordings are deleted",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -243,10 +286,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(args: argparse.Namespace) -> int:
-    if getattr(args, "target", "buyi") not in TARGETS:  # a bad $NPU_EMU_TARGET default
+    if getattr(args, "target", None) not in (None, *TARGETS):  # a bad $NPU_EMU_TARGET default
         known = ", ".join(sorted(TARGETS))
         print(f"npu-emu: NPU_EMU_TARGET={args.target!r} names no target ({known})", file=sys.stderr)
         return exitcodes.BAD_INPUT
+    if args.command == "replay":
+        from npuemu.replay import main as replay_main
+
+        return replay_main(args.recording, args.target, check=args.check)
     if args.command == "attach":
         from npuemu.attach import main as attach_main
 
@@ -304,6 +351,9 @@ def _main(args: argparse.Namespace) -> int:
             waves_dir=args.waves,
             register_trace=args.trace_registers,
             warm=args.warm,
+            record_dir=args.record,
+            record_max_bytes=args.record_max_mib << 20,
+            record_keep_bytes=args.record_keep_mib << 20,
             admin_token=sec.admin_token,
             drain_s=args.drain,
             grace_s=args.shutdown_grace,

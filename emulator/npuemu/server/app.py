@@ -35,6 +35,7 @@ from npuemu.server.handlers import add_to_server
 from npuemu.server.limits import HANDSHAKE_TIMEOUT_S, plan_descriptors
 from npuemu.server.local_handout import MAX_CLIENTS, LocalHandout
 from npuemu.server.observer import ObserverDeviceService
+from npuemu.server.recording import DEFAULT_KEEP_MIB, DEFAULT_MAX_MIB, RecordingFolder
 from npuemu.server.security import TlsFiles
 from npuemu.server.shm import new_server_dir, remove_stale_dirs
 from npuemu.server.storage import LogFolder, StartupError, choose_memory_dir
@@ -77,6 +78,10 @@ class ServeOptions:
     waves_dir: Path | None = None
     register_trace: Path | None = None
     warm: Path | None = None  # a checkpoint every lease starts from (npuemu.server.checkpoint)
+    # Recordings of leases (npuemu.server.recording); None: nothing is recorded.
+    record_dir: Path | None = None
+    record_max_bytes: int = DEFAULT_MAX_MIB << 20
+    record_keep_bytes: int = DEFAULT_KEEP_MIB << 20
     # Observers of held devices (npuemu.server.observer); None: observing is off.
     admin_token: str | None = None
     # Shutdown (see the module docstring).
@@ -133,6 +138,19 @@ async def serve(opts: ServeOptions) -> int:
         opts.waves_dir.mkdir(parents=True, exist_ok=True)
         worker_env["NPU_EMU_WAVES_DIR"] = str(opts.waves_dir.resolve())
         print(f"npu-emu: waveform windows go to {opts.waves_dir.resolve()}", flush=True)
+    recordings = None
+    if opts.record_dir is not None:
+        try:
+            recordings = RecordingFolder(
+                opts.record_dir.resolve(), opts.record_max_bytes, opts.record_keep_bytes
+            )
+        except OSError as exc:
+            log.error("cannot record into %s: %s", opts.record_dir, exc)
+            logs.finish(crashed=False)
+            return 2
+        # Every request of a recorded lease must say when it started: over the IPC socket.
+        worker_env["NPU_EMU_SERVER_RING"] = "0"
+        print(f"npu-emu: recording every lease into {recordings.folder}", flush=True)
     folder = new_server_dir(memory_root)
     manager = DeviceManager(
         cfg,
@@ -153,6 +171,7 @@ async def serve(opts: ServeOptions) -> int:
         for device in manager.devices.values():
             device.warm = warm
         log.info("every lease starts from the state of %s (cycle %d)", opts.warm, warm.cycle)
+    manager.recordings = recordings
     if opts.register_trace is not None:
         trace = RegisterTraceLog(opts.register_trace, RegisterNamer.for_target(cfg.name))
         for device in manager.devices.values():
@@ -244,6 +263,8 @@ async def serve(opts: ServeOptions) -> int:
     await stop.wait()
     await _shut_down(server, manager, health_servicer, stop, opts)  # workers stopped too
     await handout.stop()
+    if recordings is not None:
+        recordings.close_all("the server shut down")
     shutil.rmtree(folder, ignore_errors=True)
     crashed = any(d.counters.worker_restarts for d in manager.devices.values())
     if logs.finish(crashed):

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 
@@ -42,6 +42,9 @@ from xrt.hw.wire import (
     RegisterStatus,
 )
 from xrt.regtrace import RegisterTraceLog
+
+if TYPE_CHECKING:
+    from npuemu.server.recording import RecordingFolder, RecordingWriter
 
 __all__ = ["DeviceManager", "SimDevice"]
 
@@ -107,6 +110,7 @@ class SimDevice:
         self.failed_restarts = 0
         self.on_fault: Callable[[SimDevice], None] | None = None
         self.register_trace: RegisterTraceLog | None = None  # --trace-registers
+        self.recording: RecordingWriter | None = None  # --record: the current lease's
         self._restart_task: asyncio.Task[None] | None = None
         self._stopping = False
         self._calls_stopped = False  # server shutdown: no more requests to the worker
@@ -196,6 +200,7 @@ class SimDevice:
         if self.worker is None or self.state in (DeviceState.STARTING, DeviceState.RESTARTING):
             raise self.restarting_error()
         self._holder_calls += 1
+        reply = None
         try:
             reply = await self.worker.call(
                 op, timeout_s, guard=lambda: self.lease is lease and not self._calls_stopped, **args
@@ -219,6 +224,8 @@ class SimDevice:
             raise ServiceError(grpc.StatusCode.INTERNAL, str(exc)) from exc
         finally:
             self._holder_calls -= 1
+            if self.recording is not None:  # (None reply: it did not finish)
+                self.recording.request(op, args, reply)
         self.counters.cycles = int(reply["cycles"])
         if self.register_trace is not None:
             trace_request(self.register_trace, self.name, op, args, reply)
@@ -275,12 +282,16 @@ class SimDevice:
         self.counters.cycles = int(reply["cycles"])
         if self.register_trace is not None:
             trace_request(self.register_trace, self.name, op, {**args, "read_only": True}, reply)
+        if self.recording is not None:  # its reads take bus cycles of the holder's time
+            self.recording.request(op, {**args, "read_only": True}, reply)
         return reply
 
     def schedule_restart(self, reason: str) -> None:
         if self._stopping or (self._restart_task and not self._restart_task.done()):
             return
         log.error("device %s: %s", self.name, reason)
+        if self.recording is not None:
+            self.recording.worker_restarted(reason)
         self.state = DeviceState.RESTARTING
         self._restart_task = asyncio.get_running_loop().create_task(self._restart())
 
@@ -345,6 +356,12 @@ class SimDevice:
                     grpc.StatusCode.FAILED_PRECONDITION,
                     f"the server traces register accesses (--trace-registers): device "
                     f"{self.name}'s registers are served through it, not a ring",
+                )
+            if self.recording is not None:  # a ring bypasses the recording too
+                raise ServiceError(
+                    grpc.StatusCode.FAILED_PRECONDITION,
+                    f"the server records this lease (--record): device {self.name}'s "
+                    "registers are served through it, not a ring",
                 )
             if self.ring is None:
                 ring = LeaseRing()
@@ -501,6 +518,7 @@ class DeviceManager:
         self.closing = asyncio.Event()  # set when the server starts shutting down
         self._expiry_task: asyncio.Task[None] | None = None
         self._transitions: set[asyncio.Task[None]] = set()
+        self.recordings: RecordingFolder | None = None  # --record (npuemu.server.recording)
 
     async def start(self) -> None:
         """Start every worker (in parallel) and the lease expiry loop."""
@@ -562,6 +580,8 @@ class DeviceManager:
         self.leases.add(lease)
         device.lease = lease
         device.state = DeviceState.LEASED
+        if self.recordings is not None:
+            device.recording = self.recordings.begin(device, lease)
         # Lease ids are bearer credentials: never logged.
         log.info("%s opened %s (ttl %.0f s)", holder, device.name, lease.ttl_s)
         return lease, device
@@ -602,6 +622,9 @@ class DeviceManager:
         device = self.devices[lease.device]
         if device.lease is lease:
             device.lease = None
+            if device.recording is not None and self.recordings is not None:
+                self.recordings.finish(device.recording, reason)
+                device.recording = None
         log.info("%s released %s (%s)", lease.holder, device.name, reason)
         await asyncio.shield(self.spawn(device.clear_after_lease()))
 

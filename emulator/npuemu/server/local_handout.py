@@ -8,7 +8,8 @@ Sending ``LEASE_ID ring`` instead gets the lease's register ring (`xrt.hw.ring`,
 first request: `npuemu.server.register_ring`): three descriptors (the ring file, the kick
 and done eventfds) with the line ``ring SIZE GENERATION``.
 Anything else (no such lease, a lease that ended, a malformed or overlong request, no
-request within `REQUEST_TIMEOUT_S`) gets one line saying why and no descriptor. At most
+request within `REQUEST_TIMEOUT_S`, a lease the server records: `npuemu.server.recording`)
+gets one line saying why and no descriptor. At most
 `MAX_CLIENTS` connections are served at a time (more are closed at once), and the accept
 loop outlives any error (a descriptor shortage waits a moment and goes on). The
 descriptor is that of the lease's own file: at the lease end the server puts a new file
@@ -24,6 +25,8 @@ import logging
 import os
 import socket
 from pathlib import Path
+
+import grpc
 
 from npuemu.server.devices import DeviceManager
 from npuemu.server.errors import ServiceError
@@ -174,4 +177,10 @@ class LocalHandout:
         lease = self.manager.leases.get(lease_id)
         self.manager.check_live(lease)
         device = self.manager.devices[lease.device]
+        if device.recording is not None:  # a mapping's accesses would bypass the recording
+            raise ServiceError(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                f"the server records this lease (--record): device {device.name}'s memory "
+                "is served through it, not mapped",
+            )
         return device.memory.fds["udma"], device.memory.udma.size

@@ -377,6 +377,8 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
         self.m.check_live(lease)  # no await from here to the copy: the lease cannot end
         d.memory.udma_view[offset : offset + total] = staged
         d.counters.memory_bytes_written += total
+        if d.recording is not None:
+            d.recording.memory_write(first.address, staged)
         return pb.WriteMemoryResponse(bytes_written=total)
 
     async def ReadMemory(self, request, context) -> AsyncIterator[pb.ReadMemoryResponse]:
@@ -405,6 +407,8 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
                 )
             piece = bytes(d.memory.udma_view[pos : min(pos + chunk, end)])
             d.counters.memory_bytes_read += len(piece)
+            if d.recording is not None:
+                d.recording.memory_read(request.address + pos - offset, piece)
             lease.touch()
             yield pb.ReadMemoryResponse(data=piece)
 

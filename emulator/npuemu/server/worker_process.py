@@ -17,7 +17,8 @@ own register ring (`npuemu.server.register_ring.ServerRing`) when the model serv
 no pickled frame and no Python in the simulator process. Everything else (polls and waits,
 which may run long and can be stopped; memory; waveforms; an observer's reads, which the
 worker checks) goes over the IPC socket. ``NPU_EMU_SERVER_RING=0`` in the server's
-environment sends everything over the socket (for comparisons).
+environment (or in a worker's `extra_env`: a recording server, `npuemu.server.recording`)
+sends everything over the socket.
 """
 
 from __future__ import annotations
@@ -173,7 +174,9 @@ class WorkerProcess:
             child.close()
             fd_child.close()
         self.cycles = int(hello.get("cycles", 0))
-        if os.environ.get("NPU_EMU_SERVER_RING", "1") != "0":
+        # (A recording server sets it per worker: its replies must say when each started.)
+        ring = self.extra_env.get("NPU_EMU_SERVER_RING", os.environ.get("NPU_EMU_SERVER_RING"))
+        if ring != "0":
             await self._attach_server_ring(timeout_s)
         log.info("worker %s ready (pid %d)", self.name, self.proc.pid)
 

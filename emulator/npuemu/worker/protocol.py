@@ -11,7 +11,9 @@ waits); the server side is an asyncio protocol (`FrameProtocol`): frames are par
 event loop's reader callback and handed on at once, with no reader task to wake per message.
 
 The messages (`Op` names the requests; every request carries ``id`` and ``op``, every reply
-``id``, ``ok``, ``cycles`` and, when not ok, ``error``):
+``id``, ``ok``, ``cycles``, ``start_ps`` (the simulated time the request started at, in
+picoseconds: a recording pins each request there, `npuemu.server.recording`) and, when
+not ok, ``error``):
 
 =================  ======================================  ==============================
 op                 request fields                          reply fields
@@ -36,6 +38,8 @@ waves_stop         -                                       file: (path, first, l
                                                            (observer: + state)
 waves_status       - (read-only requests only)             state, first
 waves_forget       -                                       -
+advance            to_ps: an instant (ps) or None          - (replay only: time runs to
+                                                           it, `npuemu.replay`)
 cancel             id of the request to stop               (none: that request answers
                                                            with cancelled)
 quit               -                                       -
@@ -103,6 +107,7 @@ class Op(enum.StrEnum):
     WAVES_STOP = "waves_stop"
     WAVES_FORGET = "waves_forget"
     WAVES_STATUS = "waves_status"
+    ADVANCE = "advance"
     CANCEL = "cancel"
     QUIT = "quit"
 

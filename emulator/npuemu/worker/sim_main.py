@@ -30,7 +30,16 @@ from pathlib import Path
 from typing import Any
 
 import cocotb
-from cocotb.triggers import Edge, FallingEdge, First, Timer
+from cocotb.triggers import (
+    Edge,
+    FallingEdge,
+    First,
+    NextTimeStep,
+    ReadWrite,
+    Timer,
+    current_gpi_trigger,
+)
+from cocotb.utils import get_sim_time
 
 from npuemu.sim.harness import NpuHarness
 from npuemu.sim.waves import HOLDER, OBSERVER, WaveRecorder, WavesUnavailableError
@@ -156,6 +165,21 @@ class Worker:
         # Registers an observer's read-only requests may not read (their read is an act).
         self.read_side_effects = read_side_effects(cfg.npu_base, cfg.dma_base)
         self.main_loop = MainLoop()
+        # Replay (npuemu.replay): time runs only when a request asks (Op.ADVANCE), never
+        # while the worker waits for one, so every request starts where the replay says.
+        self.frozen_idle = os.environ.get("NPU_EMU_FROZEN_IDLE", "0") == "1"
+
+    async def advance_to(self, to_ps: int | None) -> None:
+        """Replay: run the clock to the instant `to_ps` (None: stay there), and end after
+        that instant's evaluation, where a request woken from idle starts (the main loop
+        wakes Python after evaluating the time step), so the next request starts exactly
+        where the recorded one did. A timer fires before its instant's evaluation: then
+        wait for that evaluation (ReadWrite, the same instant)."""
+        now = int(get_sim_time("ps"))
+        if to_ps is not None and to_ps > now:
+            await Timer(to_ps - now, unit="ps")
+        if isinstance(current_gpi_trigger(), (Timer, NextTimeStep)):
+            await ReadWrite()
 
     def waves(self) -> WaveRecorder:
         """The waveform recorder (a traced model and NPU_EMU_WAVES_DIR set by the server)."""
@@ -242,6 +266,9 @@ class Worker:
         if op == Op.WAIT_IRQ:
             w = await h.wait_irq(req["max_cycles"], req["wall_s"])
             return {"outcome": int(w.outcome), "waited": w.cycles}
+        if op == Op.ADVANCE:
+            await self.advance_to(req.get("to_ps"))
+            return {}
         raise ValueError(f"unknown worker request {op!r}")
 
     async def model_state(self, op: str, path: str, max_cycles: int) -> dict[str, Any]:
@@ -376,12 +403,14 @@ async def serve(dut) -> None:
     chan = BlockingChannel(socket.socket(fileno=int(os.environ["NPU_WORKER_FD"])))
     chan.send({"event": "ready", "cycles": worker.h.cycles})
     while True:
-        await worker.idle_or_busy(chan)
+        if not worker.frozen_idle:
+            await worker.idle_or_busy(chan)
         try:
             req = chan.recv()  # blocks with the simulation frozen
         except ChannelClosedError:
             log.info("server closed the channel: stopping")
             return
+        started = int(get_sim_time("ps"))  # where a recording pins the request
         if req["op"] == Op.CANCEL:
             continue  # its request was already answered
         if req["op"] == Op.QUIT:
@@ -401,7 +430,7 @@ async def serve(dut) -> None:
                 result = await run_request(worker, chan, req, server)
             else:  # a few cycles per op at most: no task, no watch (the register round trip)
                 result = {"ok": True, **(await worker.handle(req))}
-            reply = {"id": req["id"], "cycles": worker.h.cycles, **result}
+            reply = {"id": req["id"], "cycles": worker.h.cycles, "start_ps": started, **result}
         except Exception as exc:
             log.exception("request %s failed", req.get("op"))
             reply = {
@@ -409,6 +438,7 @@ async def serve(dut) -> None:
                 "ok": False,
                 "error": f"{type(exc).__name__}: {exc}",
                 "cycles": worker.h.cycles,
+                "start_ps": started,
             }
         chan.send(reply)
 

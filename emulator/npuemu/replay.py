@@ -1,0 +1,577 @@
+"""``npu-emu replay REC [--target T] [--check]``: run a recorded lease again, in-process.
+
+A recording (``npu-emu serve --record DIR``; the format: `npuemu.server.recording`) holds
+every request a lease holder made and the device's responses. The replay starts a fresh
+simulated device the way the server does (a `SimDevice`: its memory files and its worker
+process, no gRPC server), resets it as at a lease start, and issues the recorded requests
+in order: memory writes into host-visible memory, register requests, waits and resets
+through the worker, memory reads from host-visible memory.
+
+**Time.** A server's worker runs busy engines on while it waits for the next request, so
+a request starts when its client happened to send it. The replay's worker does not
+(``NPU_EMU_FROZEN_IDLE``): simulated time moves only when asked. Before each request the
+replay runs the clock to the instant the recording says it started
+(`npuemu.worker.protocol.Op.ADVANCE`), so the request meets the device exactly as it did.
+A wait that ended on its wall-clock deadline is replayed as a wait of the cycles it waited
+(no wall clock in a replay); its outcome matches a cycle limit.
+
+**Checking.** With ``check``, every response is compared: register values and statuses,
+wait outcomes and waited cycles, the instant each request started and its cycle count
+relative to the lease's first request, memory read back. The first difference stops the
+replay and is reported with its request index, op, expected and actual value.
+
+**Extending.** `Replayer` dispatches on each record's kind (`Replayer.handlers`); a new
+record kind (a checkpoint, say) is one more handler, and anything that must happen around
+a request (a waveform window over a range of requests) belongs in `Replayer.before_request`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgpack
+
+from npuemu.server.devices import SimDevice
+from npuemu.server.recording import (
+    REPLY_FIELDS,
+    Kind,
+    Record,
+    Recording,
+    RecordingError,
+    read_recording,
+)
+from npuemu.server.shm import new_server_dir
+from npuemu.server.worker_process import WorkerError, WorkerProcess, WorkerUnavailableError
+from npuemu.sim.build import BuiltModel, ModelBuildError, build_npu_sim
+from npuemu.worker.protocol import Op
+from xrt import exitcodes
+from xrt.hw.config import TargetConfig
+from xrt.hw.regops import RegKind
+from xrt.hw.targets import TARGETS, target
+from xrt.hw.wire import RegisterStatus, WaitOutcome
+from xrt.progress import HEARTBEAT_S, step_progress
+from xrt.regtrace import RegisterNamer
+
+__all__ = [
+    "REQUEST_KINDS",
+    "Divergence",
+    "ReplayError",
+    "ReplayReport",
+    "Replayer",
+    "choose_model",
+    "main",
+    "replay",
+]
+
+REQUEST_KINDS = frozenset({Kind.REQUEST, Kind.MEMORY_WRITE, Kind.MEMORY_READ})
+"""The records a replay counts as requests (its request indices count these)."""
+WATCHDOG_S = 60.0  # per worker request, beyond the time the request itself may take
+MIN_SIM_SPEED = 100_000  # cycles/s assumed for those budgets (as the server does)
+REPLAY_ENV = {"NPU_EMU_SERVER_RING": "0", "NPU_EMU_FROZEN_IDLE": "1"}
+
+
+class ReplayError(Exception):
+    """The replay cannot run (another target or model, a device that failed)."""
+
+    def __init__(self, message: str, status: int = exitcodes.FAILED) -> None:
+        self.status = status
+        super().__init__(message)
+
+
+class _StopError(Exception):
+    """The recording goes no further (truncated, a worker restart, an unfinished request)."""
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """The first response of a replay that differs from the recorded one."""
+
+    index: int  # the request's index (records of `REQUEST_KINDS`, from 0)
+    record: Record
+    op: str
+    what: str
+    expected: str
+    actual: str
+
+    def describe(self) -> str:
+        return (
+            f"request #{self.index} ({self.op}; record {self.record.index} at byte offset "
+            f"{self.record.offset}): {self.what}: expected {self.expected}, actual {self.actual}"
+        )
+
+
+@dataclass
+class ReplayReport:
+    """What a replay did."""
+
+    path: Path
+    target: str
+    model: str
+    check: bool
+    requests: int = 0  # replayed (and, with check, compared)
+    register_requests: int = 0
+    memory_requests: int = 0
+    total: int = 0  # requests in the recording
+    cycles: int = 0  # the last worker request's cycle count, relative to the lease's first
+    recorded_cycles: int = 0
+    wall_s: float = 0.0
+    lease_s: float | None = None  # how long the recorded lease lasted
+    notes: list[str] = field(default_factory=list)
+    divergence: Divergence | None = None
+    complete: bool = False  # replayed to the end record
+    responses: str = ""  # SHA-256 of every replayed response (equal replays: equal digests)
+
+    def lines(self) -> list[str]:
+        """The summary ``npu-emu replay`` prints."""
+        out = [
+            f"replayed {self.path.name} on {self.target} (model {self.model}): "
+            f"{self.requests:,} of {self.total:,} request(s) ({self.register_requests:,} to "
+            f"the device, {self.memory_requests:,} of memory)",
+            f"  simulated cycles {self.cycles:,} (recorded {self.recorded_cycles:,}); "
+            f"responses sha256 {self.responses[:16]}; replay {self.wall_s:.2f} s wall"
+            + (f", the recorded lease {self.lease_s:.2f} s" if self.lease_s is not None else ""),
+        ]
+        out += [f"note: {n}" for n in self.notes]
+        if not self.check:
+            return out
+        if self.divergence is not None:
+            out.append(f"DIVERGED at {self.divergence.describe()}")
+        else:
+            cut = "" if self.complete else " (up to where the recording stops)"
+            out.append(
+                f"bit-exact: {self.requests:,} request(s) compared{cut}: every response, "
+                "start instant and cycle count as recorded"
+            )
+        return out
+
+
+class Replayer:
+    """Replays one recording on one fresh device (`start`, `run`, `stop`).
+
+    Args:
+        rec: The recording.
+        cfg: The target to replay on.
+        model: Its verilated model.
+        check: Compare every response (else only run the requests).
+    """
+
+    def __init__(self, rec: Recording, cfg: TargetConfig, model: BuiltModel, *, check: bool):
+        self.rec = rec
+        self.cfg = cfg
+        self.model = model
+        self.check = check
+        self.period_ps = int(rec.header.get("period_ps", 1))
+        self.namer = RegisterNamer.for_target(cfg.name)
+        self.report = ReplayReport(rec.path, cfg.name, model.digest, check)
+        self.device: SimDevice | None = None
+        self.base_ps = 0  # the instant the replayed lease's first request starts at
+        self._last_t = 0
+        self._responses = hashlib.sha256()
+        self._folder: Path | None = None
+        self._logs: Path | None = None
+        self.handlers: dict[str, Callable[[int, Record], Awaitable[Divergence | None]]] = {
+            Kind.REQUEST: self._request,
+            Kind.MEMORY_WRITE: self._memory_write,
+            Kind.MEMORY_READ: self._memory_read,
+        }
+
+    @property
+    def worker(self) -> WorkerProcess:
+        assert self.device is not None and self.device.worker is not None
+        return self.device.worker
+
+    # ---------------------------------------------------------------- the device
+    async def start(self) -> None:
+        """Start the device as the server does, and reset it as at a lease start."""
+        self._folder = new_server_dir()
+        self._logs = Path(tempfile.mkdtemp(prefix="npu-emu-replay-"))
+        name = str(self.rec.header.get("device") or "npu0")
+        self.device = SimDevice(
+            name,
+            self.cfg,
+            self.model,
+            self._folder,
+            WATCHDOG_S,
+            log_dir=self._logs,
+            worker_env=REPLAY_ENV,
+        )
+        try:
+            await self.device.start()
+        except WorkerUnavailableError as exc:
+            raise ReplayError(f"the simulation worker did not start: {exc}") from None
+        self.worker.on_exit = None  # no restarts: a worker that dies ends the replay
+        await self._call(Op.RESET, 0.0)  # as the server does at every lease end
+        self.base_ps = int((await self._call(Op.ADVANCE, 0.0, to_ps=None))["start_ps"])
+
+    async def stop(self) -> None:
+        if self.device is not None:
+            with contextlib.suppress(Exception):
+                await self.device.stop()
+        for folder in (self._folder, self._logs):
+            if folder is not None:
+                shutil.rmtree(folder, ignore_errors=True)
+
+    async def _call(self, op: str, extra_s: float, **args: Any) -> dict[str, Any]:
+        try:
+            return await self.worker.call(op, WATCHDOG_S + extra_s, **args)
+        except WorkerUnavailableError as exc:
+            raise ReplayError(f"{exc}\n{self.worker.log_tail()}") from None
+
+    # ---------------------------------------------------------------- the loop
+    async def run(self, progress: Callable[[int], None] | None = None) -> ReplayReport:
+        """Replay every record; stop at the first divergence (with check), at a cut, or
+        at a record this replay cannot follow."""
+        r = self.report
+        records = self.rec.records
+        r.total = sum(rec.kind in REQUEST_KINDS for rec in records)
+        r.recorded_cycles = max(
+            (rec.body.get("c", 0) for rec in records if rec.kind == Kind.REQUEST), default=0
+        )
+        end = self.rec.end
+        if end is not None and "ended" in end and "started" in self.rec.header:
+            r.lease_s = float(end["ended"]) - float(self.rec.header["started"])
+        t0 = time.monotonic()
+        index = 0
+        try:
+            for rec in records:
+                if rec.kind == Kind.END:
+                    r.complete = True
+                    break
+                handler = self.handlers.get(rec.kind)
+                if handler is None:
+                    self._control(rec)
+                    continue
+                self.before_request(index, rec)
+                divergence = await handler(index, rec)
+                r.requests += 1
+                if rec.kind == Kind.REQUEST:
+                    r.register_requests += 1
+                else:
+                    r.memory_requests += 1
+                index += 1
+                if progress is not None:
+                    progress(index)
+                if divergence is not None and self.check:
+                    r.divergence = divergence
+                    break
+        except _StopError as stop:
+            r.notes.append(str(stop))
+        if end is None and not r.notes:
+            r.notes.append(
+                "the recording has no end record (the server stopped while recording?)"
+                + (f"; {self.rec.cut}" if self.rec.cut else "")
+                + ": replayed what it holds"
+            )
+        r.wall_s = time.monotonic() - t0
+        r.responses = self._responses.hexdigest()
+        return r
+
+    def before_request(self, index: int, rec: Record) -> None:
+        """Called before each request is replayed (the place for per-range actions)."""
+
+    def _control(self, rec: Record) -> None:
+        b = rec.body
+        if rec.kind == Kind.TRUNCATED:
+            mib = int(b.get("limit", 0)) / (1 << 20)
+            raise _StopError(
+                f"the recording was truncated at its cap of {mib:.0f} MiB after "
+                f"{b.get('requests', '?')} request(s): replayed up to the cut"
+            )
+        if rec.kind == Kind.WORKER_RESTART:
+            raise _StopError(
+                f"the recorded device's worker restarted here ({b.get('why', '')}): "
+                "replayed up to the restart"
+            )
+        raise ReplayError(
+            f"{self.rec.path}: record {rec.index} at byte offset {rec.offset} is of kind "
+            f"{rec.kind!r}, which this replay does not know (written by a newer npu-emu?)",
+            exitcodes.BAD_INPUT,
+        )
+
+    # ---------------------------------------------------------------- requests
+    async def _request(self, index: int, rec: Record) -> Divergence | None:
+        b = rec.body
+        op = str(b["op"])
+        if b.get("unfinished"):
+            raise _StopError(
+                f"request #{index} ({op}) did not finish in the recording (its caller went "
+                "away or the worker failed): replayed up to it"
+            )
+        args = dict(b["args"])
+        recorded = b["reply"]
+        extra_s = 0.0
+        if op == Op.BATCH:
+            rows = [tuple(row) for row in args["ops"]]
+            args["ops"] = rows
+            polls = sum(row[5] for row in rows if row[0] == RegKind.POLL)
+            extra_s = len(rows) * 0.01 + polls / MIN_SIM_SPEED
+        elif op == Op.WAIT_IRQ:
+            args["max_cycles"] = _wait_budget(int(args["max_cycles"]), recorded)
+            extra_s = args["max_cycles"] / MIN_SIM_SPEED
+            args["wall_s"] = extra_s + WATCHDOG_S  # the cycles decide, not the wall clock
+        if b.get("observer"):
+            args["read_only"] = True
+        t = b.get("t")
+        if t is not None:
+            gap_s = max(0, int(t) - self._last_t) / self.period_ps / MIN_SIM_SPEED
+            await self._call(Op.ADVANCE, gap_s, to_ps=self.base_ps + int(t))
+            self._last_t = int(t)
+        try:
+            reply = await self._call(op, extra_s, **args)
+        except WorkerError as exc:
+            return Divergence(index, rec, op, "the request", "a response", f"refused: {exc}")
+        c = int(reply["cycles"]) - self.base_ps // self.period_ps
+        self.report.cycles = c
+        start = int(reply["start_ps"]) - self.base_ps
+        fields = [reply[name] for name in REPLY_FIELDS[op]]
+        self._responses.update(msgpack.packb([op, start, c, fields]))
+        if not self.check:
+            return None
+        what = self._compare(op, b["args"], recorded, reply)
+        if what is not None:
+            return Divergence(index, rec, op, *what)
+        if t is not None and start != int(t):
+            return Divergence(
+                index,
+                rec,
+                op,
+                "start instant (ps after the lease's first)",
+                f"{int(t):,}",
+                f"{start:,}",
+            )
+        if c != int(b["c"]):
+            return Divergence(
+                index,
+                rec,
+                op,
+                "cycle count (relative to the lease's first)",
+                f"{int(b['c']):,}",
+                f"{c:,}",
+            )
+        return None
+
+    def _compare(
+        self, op: str, args: dict[str, Any], recorded: dict[str, Any], reply: dict[str, Any]
+    ) -> tuple[str, str, str] | None:
+        """(what, expected, actual) of the first difference, or None."""
+        if op == Op.READ_REG:
+            exp, got = (recorded["status"], recorded["value"]), (reply["status"], reply["value"])
+            if exp != got:
+                return f"read {self._reg(args['addr'])}", _result(*exp), _result(*got)
+        elif op == Op.WRITE_REG:
+            if recorded["status"] != reply["status"]:
+                what = f"write {self._reg(args['addr'])}"
+                return what, _status(recorded["status"]), _status(reply["status"])
+        elif op == Op.BATCH:
+            exp_rows = [tuple(x) for x in recorded["results"]]
+            got_rows = [tuple(x) for x in reply["results"]]
+            rows = args["ops"]
+            for i, (e, g) in enumerate(zip(exp_rows, got_rows, strict=False)):
+                if e != g:
+                    kind, addr = rows[i][0], rows[i][1]
+                    what = f"op {i} of {len(rows)}, {_kind(kind)} {self._reg(addr)}"
+                    return what, _result(*e), _result(*g)
+            if len(exp_rows) != len(got_rows):
+                return "ops run", f"{len(exp_rows)}", f"{len(got_rows)}"
+        elif op == Op.WAIT_IRQ:
+            exp_out, got_out = int(recorded["outcome"]), int(reply["outcome"])
+            if exp_out == WaitOutcome.DEADLINE:
+                exp_out = WaitOutcome.CYCLE_LIMIT  # replayed as a wait of the cycles it took
+            if exp_out != got_out:
+                return "outcome", _outcome(recorded["outcome"]), _outcome(got_out)
+            if int(recorded["waited"]) != int(reply["waited"]):
+                return "waited cycles", f"{recorded['waited']:,}", f"{reply['waited']:,}"
+        return None
+
+    def _reg(self, addr: int) -> str:
+        return f"{self.namer.name(addr)} @ {addr:#010x}"
+
+    # ---------------------------------------------------------------- memory
+    def _udma_offset(self, address: int, n: int) -> int | None:
+        udma = self.cfg.memory("udma")
+        offset = address - udma.base
+        return offset if offset >= 0 and offset + n <= udma.size else None
+
+    def _outside(self, index: int, rec: Record, op: str, address: int, n: int) -> Divergence:
+        udma = self.cfg.memory("udma")
+        where = f"[{udma.base:#x}, {udma.base + udma.size:#x})"
+        return Divergence(
+            index,
+            rec,
+            op,
+            f"{n} bytes at {address:#x}",
+            "host-visible memory",
+            f"outside this target's udma {where}",
+        )
+
+    async def _memory_write(self, index: int, rec: Record) -> Divergence | None:
+        address, data = int(rec.body["address"]), rec.body["data"]
+        offset = self._udma_offset(address, len(data))
+        if offset is None:
+            return self._outside(index, rec, "memory_write", address, len(data))
+        assert self.device is not None
+        self.device.memory.udma_view[offset : offset + len(data)] = data
+        return None
+
+    async def _memory_read(self, index: int, rec: Record) -> Divergence | None:
+        b = rec.body
+        address, n = int(b["address"]), int(b["n"])
+        offset = self._udma_offset(address, n)
+        if offset is None:
+            return self._outside(index, rec, "memory_read", address, n)
+        assert self.device is not None
+        got = bytes(self.device.memory.udma_view[offset : offset + n])
+        self._responses.update(hashlib.sha256(got).digest())
+        if not self.check:
+            return None
+        if "data" in b:
+            want = bytes(b["data"])
+            if want != got:
+                i = next(i for i in range(n) if want[i] != got[i])
+                what = f"byte {i} of {n} read at {address:#x} (address {address + i:#x})"
+                return Divergence(
+                    index, rec, "memory_read", what, f"{want[i]:#04x}", f"{got[i]:#04x}"
+                )
+        else:
+            digest = hashlib.sha256(got).hexdigest()
+            if digest != b["sha256"]:
+                what = f"sha256 of {n} bytes read at {address:#x}"
+                return Divergence(index, rec, "memory_read", what, b["sha256"], digest)
+        return None
+
+
+def _wait_budget(max_cycles: int, recorded: dict[str, Any]) -> int:
+    """The cycle budget of a replayed wait: a wait that saw the interrupt after W cycles
+    gets W + 1 (a replay that diverges does not wait for ever), one that ended on its wall
+    deadline gets exactly the cycles it waited."""
+    waited = int(recorded["waited"])
+    outcome = int(recorded["outcome"])
+    if outcome == WaitOutcome.DEADLINE:
+        return max(waited, 1)
+    if outcome == WaitOutcome.INTERRUPT:
+        return max(1, min(max_cycles, waited + 1))
+    return max_cycles
+
+
+def _status(s: int) -> str:
+    return RegisterStatus(s).name if s in RegisterStatus._value2member_map_ else str(s)
+
+
+def _result(status: int, value: int) -> str:
+    return f"{_status(status)} {int(value):#010x}"
+
+
+def _outcome(o: int) -> str:
+    return WaitOutcome(o).name if o in WaitOutcome._value2member_map_ else str(o)
+
+
+def _kind(kind: int) -> str:
+    return RegKind(kind).name.lower() if kind in RegKind._value2member_map_ else str(kind)
+
+
+def choose_model(rec: Recording, target_name: str | None) -> tuple[TargetConfig, BuiltModel]:
+    """The target and model to replay `rec` on: the recording's own, which must be the
+    model this checkout builds, unless `target_name` says which (then anything goes, and
+    a divergence is reported as such).
+
+    Raises:
+        ReplayError: another model or an unknown target, without `target_name`; a build
+            that failed.
+    """
+    h = rec.header
+    recorded = str(h.get("target", ""))
+    name = target_name or recorded
+    if name not in TARGETS:
+        raise ReplayError(
+            f"{rec.path} was recorded on target {recorded!r}, which this npu-emu does not "
+            f"know ({', '.join(sorted(TARGETS))}): pass --target",
+            exitcodes.BAD_INPUT,
+        )
+    try:
+        model = build_npu_sim(name, waves=bool(h.get("waves")) and target_name is None)
+    except ModelBuildError as exc:
+        raise ReplayError(str(exc)) from None
+    if target_name is None and model.digest != h.get("model"):
+        raise ReplayError(
+            f"{rec.path} was recorded with the {recorded} model {h.get('model')}, and this "
+            f"checkout builds {model.digest} (the RTL or its build changed): pass --target "
+            f"{recorded} to replay it on this model anyway (differences are then reported)",
+            exitcodes.BAD_INPUT,
+        )
+    return target(name), model
+
+
+async def replay(
+    rec: Recording,
+    cfg: TargetConfig,
+    model: BuiltModel,
+    *,
+    check: bool,
+    progress: Callable[[int], None] | None = None,
+) -> ReplayReport:
+    """Replay `rec` on a fresh device of `cfg`; the report (its divergence, with check)."""
+    replayer = Replayer(rec, cfg, model, check=check)
+    try:
+        await replayer.start()
+        return await replayer.run(progress)
+    finally:
+        await replayer.stop()
+
+
+def _progress_printer(total: int, name: str) -> tuple[Callable[[int], None], Callable[[], None]]:
+    """(update, close): a counting bar on a terminal, else a line every few seconds."""
+    if os.environ.get("XRT_PROGRESS", "").strip().lower() in ("0", "off", "no", "false"):
+        return (lambda done: None), (lambda: None)
+    if sys.stderr.isatty():
+        bar = step_progress(total, f"replaying {name}")
+        return (lambda done: bar.update(done - bar.n)), bar.close
+    last = [time.monotonic()]
+
+    def update(done: int) -> None:
+        now = time.monotonic()
+        if now - last[0] >= HEARTBEAT_S:
+            last[0] = now
+            pct = 100 * done / total if total else 100
+            print(f"replaying {name}: {done:,}/{total:,} requests ({pct:.0f}%)", file=sys.stderr)
+
+    return update, (lambda: None)
+
+
+def main(path: Path, target_name: str | None, *, check: bool) -> int:
+    """``npu-emu replay``: the exit status (0; 4 for a divergence; 2 for a recording that
+    cannot be read or replayed here; 1 when the device fails)."""
+    try:
+        rec = read_recording(path)
+        cfg, model = choose_model(rec, target_name)
+    except (RecordingError, OSError) as exc:
+        print(f"npu-emu replay: {exc}", file=sys.stderr)
+        return exitcodes.BAD_INPUT
+    except ReplayError as exc:
+        print(f"npu-emu replay: {exc}", file=sys.stderr)
+        return exc.status
+    recorded = rec.header.get("target")
+    if target_name is not None and target_name != recorded:
+        print(f"npu-emu replay: replaying a {recorded} recording on {target_name}", file=sys.stderr)
+    total = sum(r.kind in REQUEST_KINDS for r in rec.records)
+    update, close = _progress_printer(total, path.name)
+    try:
+        report = asyncio.run(replay(rec, cfg, model, check=check, progress=update))
+    except ReplayError as exc:
+        print(f"npu-emu replay: {exc}", file=sys.stderr)
+        return exc.status
+    finally:
+        close()
+    for line in report.lines():
+        print(line)
+    return exitcodes.MISMATCH if report.divergence is not None else exitcodes.OK
