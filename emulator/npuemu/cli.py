@@ -10,7 +10,8 @@ npu-emu serve [--host 127.0.0.1] [--port 50051] [--target buyi|zg330] [--devices
               [--memory-dir DIR] [--log-dir DIR] [--log-level LEVEL]
               [--waves DIR] [--trace-registers FILE] [--warm CHECKPOINT]
               [--record DIR [--record-max-mib MIB] [--record-keep-mib MIB]]
-npu-emu replay REC [--target buyi|zg330] [--check]   (a recorded lease again: npuemu.replay)
+npu-emu replay REC [--target buyi|zg330] [--check] [--waves START:END [--out F.fst]] [--list]
+              (a recorded lease again, in-process: npuemu.replay, npuemu.replay_waves)
 npu-emu build [--target buyi|zg330] [--waves]
 npu-emu checkpoint save|restore DEVICE FILE | info FILE   (npuemu.device_cli)
 npu-emu attach URL -- PROGRAM [ARGS...]   (a C driver against a leased device: npuemu.attach)
@@ -192,6 +193,26 @@ def _parser() -> argparse.ArgumentParser:
         help="compare every response with the recorded one: exit 0 and 'bit-exact', or 4 "
         "naming the first diverging request",
     )
+    r.add_argument(
+        "--waves",
+        metavar="START:END",
+        default=None,
+        help="write an FST of that window of cycles (counted from the lease's first request, "
+        "as the replay prints them), starting from the recording's nearest checkpoint "
+        "before START when it has one",
+    )
+    r.add_argument(
+        "--list",
+        action="store_true",
+        help="print the recorded requests (index, cycles they started and ended at, what "
+        "they asked) and exit: where to point --waves",
+    )
+    r.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="the FST file of --waves (default: the recording's name with .fst, here)",
+    )
     return p
 
 
@@ -291,9 +312,16 @@ def _main(args: argparse.Namespace) -> int:
         print(f"npu-emu: NPU_EMU_TARGET={args.target!r} names no target ({known})", file=sys.stderr)
         return exitcodes.BAD_INPUT
     if args.command == "replay":
-        from npuemu.replay import main as replay_main
+        from npuemu.replay_cli import main as replay_main
 
-        return replay_main(args.recording, args.target, check=args.check)
+        return replay_main(
+            args.recording,
+            args.target,
+            check=args.check,
+            waves=args.waves,
+            out=args.out,
+            listing=args.list,
+        )
     if args.command == "attach":
         from npuemu.attach import main as attach_main
 

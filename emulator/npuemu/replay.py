@@ -27,12 +27,9 @@ a request (a waveform window over a range of requests) belongs in `Replayer.befo
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import hashlib
-import os
 import shutil
-import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -42,14 +39,14 @@ from typing import Any
 
 import msgpack
 
+from npuemu.server import checkpoint
+from npuemu.server.checkpoint import Checkpoint, CheckpointError
 from npuemu.server.devices import SimDevice
 from npuemu.server.recording import (
     REPLY_FIELDS,
     Kind,
     Record,
     Recording,
-    RecordingError,
-    read_recording,
 )
 from npuemu.server.shm import new_server_dir
 from npuemu.server.worker_process import WorkerError, WorkerProcess, WorkerUnavailableError
@@ -60,7 +57,6 @@ from xrt.hw.config import TargetConfig
 from xrt.hw.regops import RegKind
 from xrt.hw.targets import TARGETS, target
 from xrt.hw.wire import RegisterStatus, WaitOutcome
-from xrt.progress import HEARTBEAT_S, step_progress
 from xrt.regtrace import RegisterNamer
 
 __all__ = [
@@ -70,11 +66,19 @@ __all__ = [
     "ReplayReport",
     "Replayer",
     "choose_model",
-    "main",
     "replay",
+    "run_replayer",
 ]
 
-REQUEST_KINDS = frozenset({Kind.REQUEST, Kind.MEMORY_WRITE, Kind.MEMORY_READ})
+REQUEST_KINDS = frozenset(
+    {
+        Kind.REQUEST,
+        Kind.MEMORY_WRITE,
+        Kind.MEMORY_READ,
+        Kind.CHECKPOINT_SAVE,
+        Kind.CHECKPOINT_RESTORE,
+    }
+)
 """The records a replay counts as requests (its request indices count these)."""
 WATCHDOG_S = 60.0  # per worker request, beyond the time the request itself may take
 MIN_SIM_SPEED = 100_000  # cycles/s assumed for those budgets (as the server does)
@@ -176,6 +180,8 @@ class Replayer:
         self.report = ReplayReport(rec.path, cfg.name, model.digest, check)
         self.device: SimDevice | None = None
         self.base_ps = 0  # the instant the replayed lease's first request starts at
+        self.worker_env = dict(REPLAY_ENV)
+        self.skip_through = 0  # records up to this index are not replayed (a later start)
         self._last_t = 0
         self._responses = hashlib.sha256()
         self._folder: Path | None = None
@@ -184,6 +190,8 @@ class Replayer:
             Kind.REQUEST: self._request,
             Kind.MEMORY_WRITE: self._memory_write,
             Kind.MEMORY_READ: self._memory_read,
+            Kind.CHECKPOINT_SAVE: self._checkpoint,
+            Kind.CHECKPOINT_RESTORE: self._checkpoint,
         }
 
     @property
@@ -204,7 +212,7 @@ class Replayer:
             self._folder,
             WATCHDOG_S,
             log_dir=self._logs,
-            worker_env=REPLAY_ENV,
+            worker_env=self.worker_env,
         )
         try:
             await self.device.start()
@@ -245,6 +253,9 @@ class Replayer:
         index = 0
         try:
             for rec in records:
+                if rec.index <= self.skip_through and rec.kind != Kind.END:
+                    index += rec.kind in REQUEST_KINDS  # a later start: not run
+                    continue
                 if rec.kind == Kind.END:
                     r.complete = True
                     break
@@ -252,10 +263,11 @@ class Replayer:
                 if handler is None:
                     self._control(rec)
                     continue
-                self.before_request(index, rec)
+                if await self.before_request(index, rec):
+                    break
                 divergence = await handler(index, rec)
                 r.requests += 1
-                if rec.kind == Kind.REQUEST:
+                if rec.kind not in (Kind.MEMORY_WRITE, Kind.MEMORY_READ):
                     r.register_requests += 1
                 else:
                     r.memory_requests += 1
@@ -277,8 +289,10 @@ class Replayer:
         r.responses = self._responses.hexdigest()
         return r
 
-    def before_request(self, index: int, rec: Record) -> None:
-        """Called before each request is replayed (the place for per-range actions)."""
+    async def before_request(self, index: int, rec: Record) -> bool:
+        """Called before each request is replayed (the place for per-range actions, such
+        as a waveform window: `npuemu.replay_waves`); True ends the replay there."""
+        return False
 
     def _control(self, rec: Record) -> None:
         b = rec.body
@@ -324,9 +338,7 @@ class Replayer:
             args["read_only"] = True
         t = b.get("t")
         if t is not None:
-            gap_s = max(0, int(t) - self._last_t) / self.period_ps / MIN_SIM_SPEED
-            await self._call(Op.ADVANCE, gap_s, to_ps=self.base_ps + int(t))
-            self._last_t = int(t)
+            await self.advance_to(t)
         try:
             reply = await self._call(op, extra_s, **args)
         except WorkerError as exc:
@@ -341,6 +353,22 @@ class Replayer:
         what = self._compare(op, b["args"], recorded, reply)
         if what is not None:
             return Divergence(index, rec, op, *what)
+        return self._timing(index, rec, op, start, c)
+
+    async def advance_to(self, t: int | None) -> dict[str, Any]:
+        """Run the clock to the instant `t` (ps after the lease's first request; None:
+        stay), as the recorded device ran between requests; the worker's reply."""
+        if t is None:
+            return await self._call(Op.ADVANCE, 0.0, to_ps=None)
+        gap_s = max(0, int(t) - self._last_t) / self.period_ps / MIN_SIM_SPEED
+        reply = await self._call(Op.ADVANCE, gap_s, to_ps=self.base_ps + int(t))
+        self._last_t = int(t)
+        return reply
+
+    def _timing(self, index: int, rec: Record, op: str, start: int, c: int) -> Divergence | None:
+        """A request that started at another instant or ended at another cycle count."""
+        b = rec.body
+        t = b.get("t")
         if t is not None and start != int(t):
             return Divergence(
                 index,
@@ -360,6 +388,47 @@ class Replayer:
                 f"{c:,}",
             )
         return None
+
+    async def _checkpoint(self, index: int, rec: Record) -> Divergence | None:
+        """A checkpoint the holder took (taken again here; with check, its state must be
+        the recorded one) or restored (the recorded file is put in)."""
+        b = rec.body
+        saved = rec.kind == Kind.CHECKPOINT_SAVE
+        op = str(rec.kind)
+        try:
+            recorded = Checkpoint.parse(b["file"])
+        except CheckpointError as exc:
+            raise ReplayError(
+                f"{self.rec.path}: record {rec.index} (byte offset {rec.offset}): its "
+                f"checkpoint file cannot be read: {exc}",
+                exitcodes.BAD_INPUT,
+            ) from None
+        if b.get("t") is not None:
+            await self.advance_to(b["t"])
+        assert self.device is not None
+
+        async def call(worker_op: str, **args: Any) -> dict[str, Any]:
+            return await self._call(worker_op, 0.0, **args)
+
+        try:
+            if saved:
+                taken, reply = await checkpoint.take(self.device, call)
+            else:
+                reply = await checkpoint.apply(self.device, recorded, call)
+        except (CheckpointError, WorkerError) as exc:
+            return Divergence(index, rec, op, "the checkpoint", "as recorded", f"refused: {exc}")
+        c = int(reply["cycles"]) - self.base_ps // self.period_ps
+        start = int(reply["start_ps"]) - self.base_ps
+        self.report.cycles = c
+        self._responses.update(msgpack.packb([op, start, c, hashlib.sha256(b["file"]).digest()]))
+        if not self.check:
+            return None
+        if saved:
+            differs = recorded.same_state(taken)
+            if differs is not None:
+                what = f"{differs} differs"
+                return Divergence(index, rec, op, "the state taken", "as recorded", what)
+        return self._timing(index, rec, op, start, c)
 
     def _compare(
         self, op: str, args: dict[str, Any], recorded: dict[str, Any], reply: dict[str, Any]
@@ -480,7 +549,9 @@ def _kind(kind: int) -> str:
     return RegKind(kind).name.lower() if kind in RegKind._value2member_map_ else str(kind)
 
 
-def choose_model(rec: Recording, target_name: str | None) -> tuple[TargetConfig, BuiltModel]:
+def choose_model(
+    rec: Recording, target_name: str | None, *, waves: bool = False
+) -> tuple[TargetConfig, BuiltModel]:
     """The target and model to replay `rec` on: the recording's own, which must be the
     model this checkout builds, unless `target_name` says which (then anything goes, and
     a divergence is reported as such).
@@ -499,7 +570,8 @@ def choose_model(rec: Recording, target_name: str | None) -> tuple[TargetConfig,
             exitcodes.BAD_INPUT,
         )
     try:
-        model = build_npu_sim(name, waves=bool(h.get("waves")) and target_name is None)
+        traced = waves or (bool(h.get("waves")) and target_name is None)
+        model = build_npu_sim(name, waves=traced)
     except ModelBuildError as exc:
         raise ReplayError(str(exc)) from None
     if target_name is None and model.digest != h.get("model"):
@@ -521,57 +593,15 @@ async def replay(
     progress: Callable[[int], None] | None = None,
 ) -> ReplayReport:
     """Replay `rec` on a fresh device of `cfg`; the report (its divergence, with check)."""
-    replayer = Replayer(rec, cfg, model, check=check)
+    return await run_replayer(Replayer(rec, cfg, model, check=check), progress)
+
+
+async def run_replayer(
+    replayer: Replayer, progress: Callable[[int], None] | None = None
+) -> ReplayReport:
+    """Start `replayer`'s device, replay, stop the device; the report."""
     try:
         await replayer.start()
         return await replayer.run(progress)
     finally:
         await replayer.stop()
-
-
-def _progress_printer(total: int, name: str) -> tuple[Callable[[int], None], Callable[[], None]]:
-    """(update, close): a counting bar on a terminal, else a line every few seconds."""
-    if os.environ.get("XRT_PROGRESS", "").strip().lower() in ("0", "off", "no", "false"):
-        return (lambda done: None), (lambda: None)
-    if sys.stderr.isatty():
-        bar = step_progress(total, f"replaying {name}")
-        return (lambda done: bar.update(done - bar.n)), bar.close
-    last = [time.monotonic()]
-
-    def update(done: int) -> None:
-        now = time.monotonic()
-        if now - last[0] >= HEARTBEAT_S:
-            last[0] = now
-            pct = 100 * done / total if total else 100
-            print(f"replaying {name}: {done:,}/{total:,} requests ({pct:.0f}%)", file=sys.stderr)
-
-    return update, (lambda: None)
-
-
-def main(path: Path, target_name: str | None, *, check: bool) -> int:
-    """``npu-emu replay``: the exit status (0; 4 for a divergence; 2 for a recording that
-    cannot be read or replayed here; 1 when the device fails)."""
-    try:
-        rec = read_recording(path)
-        cfg, model = choose_model(rec, target_name)
-    except (RecordingError, OSError) as exc:
-        print(f"npu-emu replay: {exc}", file=sys.stderr)
-        return exitcodes.BAD_INPUT
-    except ReplayError as exc:
-        print(f"npu-emu replay: {exc}", file=sys.stderr)
-        return exc.status
-    recorded = rec.header.get("target")
-    if target_name is not None and target_name != recorded:
-        print(f"npu-emu replay: replaying a {recorded} recording on {target_name}", file=sys.stderr)
-    total = sum(r.kind in REQUEST_KINDS for r in rec.records)
-    update, close = _progress_printer(total, path.name)
-    try:
-        report = asyncio.run(replay(rec, cfg, model, check=check, progress=update))
-    except ReplayError as exc:
-        print(f"npu-emu replay: {exc}", file=sys.stderr)
-        return exc.status
-    finally:
-        close()
-    for line in report.lines():
-        print(line)
-    return exitcodes.MISMATCH if report.divergence is not None else exitcodes.OK

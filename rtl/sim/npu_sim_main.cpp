@@ -307,6 +307,32 @@ class Loop {
 #ifdef NPU_SIM_SAVABLE
 namespace {
 Vtop* g_top = nullptr;
+
+// What the model's serialisation holds besides the device: the simulation context (time,
+// error counts, flags: Verilator writes it first) and the main loop's wake line to Python.
+// Neither is device state: a save writes them in a fixed form (equal states give equal
+// bytes, whatever the simulation's time) and a restore keeps the live ones (time runs on).
+class HarnessState {
+  public:
+    explicit HarnessState(Vtop* top)
+        : m_top(top), m_ctx(Verilated::threadContextp()), m_wake(top->host_wake_i) {
+        std::memcpy(m_saved, m_ctx->serialized1Ptr(), sizeof(m_saved));
+    }
+    void canonical() {
+        std::memset(m_ctx->serialized1Ptr(), 0, sizeof(m_saved));
+        m_top->host_wake_i = 0;
+    }
+    ~HarnessState() {
+        std::memcpy(m_ctx->serialized1Ptr(), m_saved, sizeof(m_saved));
+        m_top->host_wake_i = m_wake;
+    }
+
+  private:
+    Vtop* m_top;
+    VerilatedContext* m_ctx;
+    CData m_wake;
+    alignas(8) unsigned char m_saved[VerilatedContext::serialized1Size()];
+};
 }  // namespace
 
 // Device checkpoints (npuemu.server.checkpoint): the model's whole state, every flop and
@@ -319,6 +345,8 @@ Vtop* g_top = nullptr;
 extern "C" __attribute__((visibility("default"))) int npu_worker_model_save(const char* path) {
     if (g_top == nullptr) return -ENODEV;
     if (g_top->clk_i != 0) return -EAGAIN;
+    HarnessState harness(g_top);
+    harness.canonical();
     VerilatedSave os;
     os.open(path);
     if (!os.isOpen()) return errno != 0 ? -errno : -EIO;
@@ -330,13 +358,12 @@ extern "C" __attribute__((visibility("default"))) int npu_worker_model_save(cons
 extern "C" __attribute__((visibility("default"))) int npu_worker_model_restore(const char* path) {
     if (g_top == nullptr) return -ENODEV;
     if (g_top->clk_i != 0) return -EAGAIN;
-    const CData wake = g_top->host_wake_i;  // the main loop's line to Python, not device state
+    HarnessState harness(g_top);  // put back when this returns
     VerilatedRestore os;
     os.open(path);
     if (!os.isOpen()) return errno != 0 ? -errno : -EIO;
     os >> *g_top;
     os.close();
-    g_top->host_wake_i = wake;
     return 0;
 }
 #endif

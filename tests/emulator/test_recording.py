@@ -430,13 +430,26 @@ def test_a_network_on_the_npu_replays_bit_exact(target: str, tmp_path: Path) -> 
         with Session.create([backend, HostBackend], qnet, [dev, None]).apply() as sess:
             assert any(b.is_type(backend) for b in sess.backend_bindings().values())
             got = [t.numpy() for t in sess.forward(feeds)]
+            dev.checkpoint(tmp_path / "mid.npuckpt")  # the recording keeps it
+            again = [t.numpy() for t in sess.forward(feeds)]
         dev.close()
-    for g, w in zip(got, want, strict=True):
+    for g, a, w in zip(got, again, want, strict=True):
         np.testing.assert_array_equal(g, w)
+        np.testing.assert_array_equal(a, w)
     path = recording_of(folder, lease)
     rec = read_recording(path)
     waits = [r for r in rec.records if r.body.get("op") == "wait_irq"]
     assert waits, "the NPU was never launched"
+    (saved,) = [r for r in rec.records if r.kind == Kind.CHECKPOINT_SAVE]
     done = replay_cli(path, "--check")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "bit-exact" in done.stdout, done.stdout
+    # A window after the checkpoint: the replay starts from it, not from the lease's start.
+    last_wait = waits[-1].body
+    start = int(last_wait["c"]) - 2_000  # the second forward's last launch
+    out = tmp_path / "late.fst"
+    done = replay_cli(path, "--waves", f"{start}:{start + 1_000}", "--out", str(out))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"started from the checkpoint of record {saved.index}" in done.stdout, done.stdout
+    assert "waveform window: cycles" in done.stdout, done.stdout
+    assert out.stat().st_size > 1_000

@@ -116,9 +116,13 @@ async def serve(opts: ServeOptions) -> int:
         log.info("removed %s (left by a server that is gone)", stale)
 
     waves = opts.waves_dir is not None
+    # A recording server runs the traced model (no cost while no window is open,
+    # docs/performance.md): its recordings' checkpoints then fit the model a replay with
+    # --waves needs, so a late window starts from the nearest one (npuemu.replay_waves).
+    traced = waves or opts.record_dir is not None
     log.info("verilated model for %s: building or reusing the cached one ...", cfg.name)
     try:
-        model = await asyncio.to_thread(build_npu_sim, cfg.name, waves=waves)
+        model = await asyncio.to_thread(build_npu_sim, cfg.name, waves=traced)
     except ModelBuildError as exc:
         log.error("%s", exc)
         return 1

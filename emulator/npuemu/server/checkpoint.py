@@ -306,6 +306,22 @@ class Checkpoint:
                     f"the checkpoint's memory {m.name} is {m.size} bytes; this device's is {size}"
                 )
 
+    def same_state(self, other: Checkpoint) -> str | None:
+        """None when `other` holds the same device state (model state and every memory's
+        pages; names, times and cycles aside), else what differs first."""
+        if self.model_state != other.model_state:
+            a, b = self.model_state, other.model_state
+            at = next((i for i in range(min(len(a), len(b))) if a[i] != b[i]), min(len(a), len(b)))
+            return f"the model's state (byte {at} of {len(a)})"
+        mine = {m.name: m for m in self.memories}
+        for m in other.memories:
+            own = mine.pop(m.name, None)
+            if own is None or not np.array_equal(own.pages, m.pages) or own.data != m.data:
+                return f"memory {m.name}"
+        if mine:
+            return f"memory {next(iter(mine))}"
+        return None
+
     def summary(self) -> dict[str, Any]:
         """What `npu-emu checkpoint info` prints."""
         return {
@@ -371,10 +387,13 @@ def _decode(codec: str, stored: memoryview, size: int, name: str) -> bytes:
 WorkerCall = Callable[..., Awaitable[dict[str, Any]]]
 
 
-async def take(device: SimDevice, call: WorkerCall, wait_cycles: int = 0) -> Checkpoint:
+async def take(
+    device: SimDevice, call: WorkerCall, wait_cycles: int = 0
+) -> tuple[Checkpoint, dict[str, Any]]:
     """Take `device`'s checkpoint: the worker saves the model's state (engines idle, or it
     waits up to `wait_cycles` for them), then the memories are read here. `call` is how
-    worker requests go (the lease holder's `SimDevice.call`, bound to its lease)."""
+    worker requests go (the lease holder's `SimDevice.call`, bound to its lease). Returns
+    the checkpoint and the worker's reply (its cycle and instant: a recording keeps them)."""
     path = _state_path(device)
     try:
         reply = await call(Op.MODEL_SAVE, path=str(path), max_cycles=wait_cycles)
@@ -387,7 +406,7 @@ async def take(device: SimDevice, call: WorkerCall, wait_cycles: int = 0) -> Che
     def read() -> list[MemoryImage]:
         return [memory_image(name, fd, sizes[name]) for name, fd in fds.items()]
 
-    return Checkpoint(
+    taken = Checkpoint(
         target=device.target.name,
         model_digest=device.model.digest,
         cycle=int(reply["cycle"]),
@@ -395,13 +414,14 @@ async def take(device: SimDevice, call: WorkerCall, wait_cycles: int = 0) -> Che
         memories=await asyncio.to_thread(read),
         device=device.name,
     )
+    return taken, reply
 
 
-async def apply(device: SimDevice, checkpoint: Checkpoint, call: WorkerCall) -> int:
+async def apply(device: SimDevice, checkpoint: Checkpoint, call: WorkerCall) -> dict[str, Any]:
     """Put `checkpoint` into `device`: the worker restores the model's state, then every
     memory file is made to hold the checkpoint's pages (memories it lacks are zeroed).
-    Returns the cycle the worker restored at. Checks that the checkpoint fits first: a
-    refused one changes nothing."""
+    Returns the worker's reply (the cycle and instant it restored at). Checks that the
+    checkpoint fits first: a refused one changes nothing."""
     checkpoint.check_fits(device.target, device.model.digest)
     path = _state_path(device)
     try:
@@ -419,7 +439,7 @@ async def apply(device: SimDevice, checkpoint: Checkpoint, call: WorkerCall) -> 
             write_memory_image(fd, images.get(name, empty))
 
     await asyncio.to_thread(write)
-    return int(reply["cycle"])
+    return reply
 
 
 def _state_path(device: SimDevice) -> Path:

@@ -91,7 +91,8 @@ class ServerProcess:
         if prebuild and command is None and cwd is None and not own_build:
             from npuemu.sim.build import build_npu_sim
 
-            build_npu_sim(target, waves="--waves" in extra_args)  # as app.py decides
+            traced = "--waves" in extra_args or "--record" in extra_args  # as app.py decides
+            build_npu_sim(target, waves=traced)
         args = [
             *(command or (sys.executable, "-m", "npuemu.cli")),
             "serve",

@@ -10,30 +10,35 @@ fresh simulated device and compares every response, bit for bit.
 records, each framed as a 4-byte big-endian payload length, the payload's CRC-32 (4 bytes,
 big-endian) and the payload: one msgpack map of plain data whose ``k`` names its `Kind`:
 
-==============  =================================================================
-kind            fields
-==============  =================================================================
-header          format, version, target, target_id, hw_version, model (the verilated
-                model's digest), waves, device, lease (a digest of the lease id: the
-                id itself is a credential), holder, started (Unix time), period_ps,
-                max_bytes, inline_read_bytes
-request         op (`npuemu.worker.protocol.Op`: reset, read_reg, write_reg, batch,
-                wait_irq), args (the worker request's fields: a batch's rows are
-                `xrt.hw.regops.RegRow` fields), reply (read_reg: status, value;
-                write_reg: status; batch: results; wait_irq: outcome, waited), t (the
-                simulated time the request started at, ps after the lease's first
-                request started), c (the reply's cycle count minus the lease's first),
-                observer (an observer's read: true); or, for a request that did not
-                finish (its caller went away, the worker failed), unfinished: true
-memory_write    address, data (the bytes written to host-visible memory)
-memory_read     address, n, and data (the bytes read) when n <= inline_read_bytes,
-                else sha256 (hex digest of the bytes read)
-truncated       requests, bytes, limit: the recording reached its cap; nothing after
-                it is recorded but the end record
-worker_restart  why: the device's worker died or hung; the device restarted from reset
-end             reason (why the lease ended), requests, dropped (after a cut),
-                bytes, ended (Unix time)
-==============  =================================================================
+==================  =============================================================
+kind                fields
+==================  =============================================================
+header              format, version, target, target_id, hw_version, model (the verilated
+                    model's digest), waves, device, lease (a digest of the lease id: the
+                    id itself is a credential), holder, started (Unix time), period_ps,
+                    max_bytes, inline_read_bytes
+request             op (`npuemu.worker.protocol.Op`: reset, read_reg, write_reg, batch,
+                    wait_irq), args (the worker request's fields: a batch's rows are
+                    `xrt.hw.regops.RegRow` fields), reply (read_reg: status, value;
+                    write_reg: status; batch: results; wait_irq: outcome, waited), t (the
+                    simulated time the request started at, ps after the lease's first
+                    request started), c (the reply's cycle count minus the lease's first),
+                    observer (an observer's read: true); or, for a request that did not
+                    finish (its caller went away, the worker failed), unfinished: true
+memory_write        address, data (the bytes written to host-visible memory)
+memory_read         address, n, and data (the bytes read) when n <= inline_read_bytes,
+                    else sha256 (hex digest of the bytes read)
+checkpoint_save     file (the checkpoint file's bytes, `npuemu.server.checkpoint`),
+                    t, c (as for requests), state_t (the instant the state was
+                    taken, ps after the lease's first request started)
+checkpoint_restore  file (the file the holder restored), t, c, state_t (the instant
+                    it was put in)
+truncated           requests, bytes, limit: the recording reached its cap; nothing after
+                    it is recorded but the end record
+worker_restart      why: the device's worker died or hung; the device restarted from reset
+end                 reason (why the lease ended), requests, dropped (after a cut),
+                    bytes, ended (Unix time)
+==================  =============================================================
 
 Each record is written with one ``write()`` as it happens, so a server that crashes
 leaves a file readable up to its last whole record (the reader reports a cut last one).
@@ -130,6 +135,8 @@ class Kind(enum.StrEnum):
     REQUEST = "request"
     MEMORY_WRITE = "memory_write"
     MEMORY_READ = "memory_read"
+    CHECKPOINT_SAVE = "checkpoint_save"
+    CHECKPOINT_RESTORE = "checkpoint_restore"
     TRUNCATED = "truncated"
     WORKER_RESTART = "worker_restart"
     END = "end"
@@ -232,6 +239,24 @@ class RecordingWriter:
             body["data"] = bytes(data)
         else:
             body["sha256"] = hashlib.sha256(data).hexdigest()
+        self._emit(body)
+
+    def checkpoint(self, *, saved: bool, reply: Mapping[str, Any], data: bytes) -> None:
+        """A checkpoint the holder took (`saved`) or restored: the file's bytes, when it
+        started and ended (as for requests) and the instant the state was taken or put in
+        (``state_t``: a replay's waveform window starts from the nearest one)."""
+        if self.closed:
+            return
+        self.stats.requests += 1
+        start = reply.get("start_ps")
+        if self.base_ps is None and start is not None:
+            self.base_ps = int(start)
+        base = self.base_ps or 0
+        kind = Kind.CHECKPOINT_SAVE if saved else Kind.CHECKPOINT_RESTORE
+        body: dict[str, Any] = {"k": kind, "file": bytes(data)}
+        body["t"] = None if start is None else int(start) - base
+        body["c"] = int(reply["cycles"]) - base // self.period_ps
+        body["state_t"] = int(reply["time_ps"]) - base
         self._emit(body)
 
     def worker_restarted(self, why: str) -> None:

@@ -438,10 +438,12 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
         try:
             refuse_undecodable(request)
             lease, d = self.m.use(request.lease_id)
-            taken = await checkpoint.take(
+            taken, reply = await checkpoint.take(
                 d, d.bind(lease, request.wait_cycles / MIN_SIM_SPEED), request.wait_cycles
             )
             data = await asyncio.to_thread(taken.to_bytes)
+            if d.recording is not None:
+                d.recording.checkpoint(saved=True, reply=reply, data=data)
         except ServiceError as exc:
             log.warning("SaveCheckpoint from %s: %s %s", context.peer(), exc.code.name, exc.message)
             await context.abort(exc.code, exc.message, exc.trailing_metadata())
@@ -485,12 +487,14 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
                     f"checkpoint refused, nothing changed: {exc}",
                 ) from None
             self.m.check_live(lease)
-            cycle = await checkpoint.apply(d, ckpt, d.bind(lease))
+            reply = await checkpoint.apply(d, ckpt, d.bind(lease))
+            if d.recording is not None:
+                d.recording.checkpoint(saved=False, reply=reply, data=bytes(data))
         finally:
             for lease_id, nbytes in admitted:
                 self.streams.release(lease_id, nbytes)
         log.info("%s restored a checkpoint into %s (cycle %d)", lease.holder, d.name, ckpt.cycle)
-        return pb.RestoreCheckpointResponse(cycles=cycle, saved_cycle=ckpt.cycle)
+        return pb.RestoreCheckpointResponse(cycles=int(reply["cycle"]), saved_cycle=ckpt.cycle)
 
     async def _receive_checkpoint(
         self,
