@@ -272,3 +272,25 @@ def test_warm_start(server: ServerProcess, tname: str, tmp_path: Path) -> None:
         ServerProcess.start(target=other, devices=1, extra_args=("--warm", str(path))),
     ):
         pass
+
+
+def test_same_state_names_what_differs(server: ServerProcess, tmp_path: Path) -> None:
+    """What a replay compares: equal states of two saves of one device compare equal (the
+    simulation's time and context are not part of the state), a byte of memory or of the
+    model's state is named."""
+    first, second = tmp_path / "a.npuckpt", tmp_path / "b.npuckpt"
+    with _open(server, "npu0") as dev:
+        _fill(dev, np.random.default_rng(2))
+        dev.checkpoint(first)
+        dev.checkpoint(second)  # later in simulated time, the same device state
+    a, b = Checkpoint.parse(first.read_bytes()), Checkpoint.parse(second.read_bytes())
+    assert a.same_state(b) is None
+    changed = bytearray(b.memories[0].data)
+    changed[100] ^= 1
+    b.memories[0].data = bytes(changed)
+    assert a.same_state(b) == f"memory {b.memories[0].name}"
+    state = bytearray(a.model_state)
+    state[-40] ^= 1
+    b = Checkpoint.parse(second.read_bytes())
+    b.model_state = bytes(state)
+    assert (a.same_state(b) or "").startswith("the model's state")

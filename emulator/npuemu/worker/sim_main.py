@@ -271,10 +271,14 @@ class Worker:
             return {}
         raise ValueError(f"unknown worker request {op!r}")
 
+    def _clock_high(self) -> bool:
+        return bool(self.h.clock.value)
+
     async def model_state(self, op: str, path: str, max_cycles: int) -> dict[str, Any]:
         """Save the model's state into `path`, or restore it from there (a checkpoint,
         `npuemu.server.checkpoint`), at a quiescent point: engines idle (waiting up to
-        `max_cycles` for them), at a falling clock edge (no edge is made or lost)."""
+        `max_cycles` for them), in the low half of a clock cycle (no edge is made or lost;
+        the state is the one the last rising edge left)."""
         loop = self.main_loop
         if not (loop.available and loop.savable):
             raise ValueError("this model cannot save its state (built without --savable)")
@@ -286,7 +290,8 @@ class Worker:
                 "or restored with the engines idle; wait for the transfer or program to end"
                 + (f" (waited {max_cycles} cycles)" if max_cycles else "")
             )
-        await FallingEdge(self.h.clock)
+        if self._clock_high():  # the low half of a cycle: nothing changes until it rises
+            await FallingEdge(self.h.clock)
         fn = loop.model_save if op == Op.MODEL_SAVE else loop.model_restore
         got = fn(os.fsencode(path))
         if got != 0:
