@@ -72,6 +72,7 @@ static_assert(NPU_SIM_CLOCK_PERIOD_PS % 2 == 0, "the clock period must be an eve
 #endif
 #ifdef NPU_SIM_SAVABLE
 #include "verilated_save.h"  // device checkpoints (the model is built with --savable)
+#include "verilated_syms.h"  // VerilatedVar: the wake line's copy inside npu_sim
 #endif
 
 extern "C" void vlog_startup_routines_bootstrap(void);  // cocotb's VPI library
@@ -315,22 +316,34 @@ Vtop* g_top = nullptr;
 class HarnessState {
   public:
     explicit HarnessState(Vtop* top)
-        : m_top(top), m_ctx(Verilated::threadContextp()), m_wake(top->host_wake_i) {
+        : m_top(top), m_ctx(Verilated::threadContextp()), m_inner(inner_wake()),
+          m_wake(top->host_wake_i), m_inner_wake(m_inner ? *m_inner : 0) {
         std::memcpy(m_saved, m_ctx->serialized1Ptr(), sizeof(m_saved));
     }
     void canonical() {
         std::memset(m_ctx->serialized1Ptr(), 0, sizeof(m_saved));
         m_top->host_wake_i = 0;
+        if (m_inner) *m_inner = 0;
     }
     ~HarnessState() {
         std::memcpy(m_ctx->serialized1Ptr(), m_saved, sizeof(m_saved));
         m_top->host_wake_i = m_wake;
+        if (m_inner) *m_inner = m_inner_wake;
     }
 
   private:
+    // npu_sim's own copy of the wake line (its ports are public for cocotb: rtl/sim/cocotb.vlt).
+    static CData* inner_wake() {
+        const VerilatedScope* scope = Verilated::threadContextp()->scopeFind("npu_sim");
+        VerilatedVar* var = scope ? scope->varFind("host_wake_i") : nullptr;
+        return var ? static_cast<CData*>(var->datap()) : nullptr;
+    }
+
     Vtop* m_top;
     VerilatedContext* m_ctx;
+    CData* m_inner;
     CData m_wake;
+    CData m_inner_wake;
     alignas(8) unsigned char m_saved[VerilatedContext::serialized1Size()];
 };
 }  // namespace
@@ -339,8 +352,8 @@ class HarnessState {
 // SRAM (registers, the engines, their buffers, the ZG330 OCM), into or from the file at
 // `path`. The memories behind DPI (udma, plddr) are files the server saves itself; the
 // model holds only their handles, which are the same in every process of one model.
-// Python calls these between time steps, engines idle, at a falling clock edge (clk_i 0
-// in the saved state and now, so no edge is made or lost). The file is the server's, checked
+// Python calls these between time steps, engines idle, in the low half of a clock cycle
+// (clk_i 0 in the saved state and now, so no edge is made or lost). The file is the server's, checked
 // before a restore: Verilator's reader ends the process on a file it cannot read.
 extern "C" __attribute__((visibility("default"))) int npu_worker_model_save(const char* path) {
     if (g_top == nullptr) return -ENODEV;
