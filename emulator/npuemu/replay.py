@@ -253,7 +253,14 @@ class Replayer:
                     self._control(rec)
                     continue
                 self.before_request(index, rec)
-                divergence = await handler(index, rec)
+                try:
+                    divergence = await handler(index, rec)
+                except (KeyError, TypeError, ValueError) as exc:  # a well-framed bad record
+                    raise ReplayError(
+                        f"{self.rec.path}: record {rec.index} at byte offset {rec.offset} is "
+                        f"malformed ({type(exc).__name__}: {exc})",
+                        exitcodes.BAD_INPUT,
+                    ) from None
                 r.requests += 1
                 if rec.kind == Kind.REQUEST:
                     r.register_requests += 1
@@ -303,6 +310,8 @@ class Replayer:
     async def _request(self, index: int, rec: Record) -> Divergence | None:
         b = rec.body
         op = str(b["op"])
+        if op not in REPLY_FIELDS:
+            raise ValueError(f"no such request {op!r}")
         if b.get("unfinished"):
             raise _StopError(
                 f"request #{index} ({op}) did not finish in the recording (its caller went "
@@ -323,11 +332,11 @@ class Replayer:
         if b.get("observer"):
             args["read_only"] = True
         t = b.get("t")
-        if t is not None:
-            gap_s = max(0, int(t) - self._last_t) / self.period_ps / MIN_SIM_SPEED
-            await self._call(Op.ADVANCE, gap_s, to_ps=self.base_ps + int(t))
-            self._last_t = int(t)
         try:
+            if t is not None:
+                gap_s = max(0, int(t) - self._last_t) / self.period_ps / MIN_SIM_SPEED
+                await self._call(Op.ADVANCE, gap_s, to_ps=self.base_ps + int(t))
+                self._last_t = int(t)
             reply = await self._call(op, extra_s, **args)
         except WorkerError as exc:
             return Divergence(index, rec, op, "the request", "a response", f"refused: {exc}")

@@ -299,6 +299,12 @@ def test_a_corrupt_recording_names_the_record_and_offset(
     done = replay_cli(bad, "--check")
     assert done.returncode == 2, done.stdout + done.stderr
     assert f"record {victim.index} at byte offset {victim.offset} is corrupt" in done.stderr
+    bodies = [r.body for r in rec.records]
+    del bodies[victim.index - 1]["op"]  # well framed (its CRC is right), but no request
+    write_recording(tmp_path / "malformed.npurec", rec.header, bodies)
+    done = replay_cli(tmp_path / "malformed.npurec", "--check")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"record {victim.index} at byte offset {victim.offset} is malformed" in done.stderr
     (tmp_path / "junk.npurec").write_bytes(b"hello world")
     done = replay_cli(tmp_path / "junk.npurec")
     assert done.returncode == 2 and "not an npu-emu recording" in done.stderr
