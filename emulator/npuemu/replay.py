@@ -265,7 +265,14 @@ class Replayer:
                     continue
                 if await self.before_request(index, rec):
                     break
-                divergence = await handler(index, rec)
+                try:
+                    divergence = await handler(index, rec)
+                except (KeyError, TypeError, ValueError) as exc:  # a well-framed bad record
+                    raise ReplayError(
+                        f"{self.rec.path}: record {rec.index} at byte offset {rec.offset} is "
+                        f"malformed ({type(exc).__name__}: {exc})",
+                        exitcodes.BAD_INPUT,
+                    ) from None
                 r.requests += 1
                 if rec.kind not in (Kind.MEMORY_WRITE, Kind.MEMORY_READ):
                     r.register_requests += 1
@@ -317,6 +324,8 @@ class Replayer:
     async def _request(self, index: int, rec: Record) -> Divergence | None:
         b = rec.body
         op = str(b["op"])
+        if op not in REPLY_FIELDS:
+            raise ValueError(f"no such request {op!r}")
         if b.get("unfinished"):
             raise _StopError(
                 f"request #{index} ({op}) did not finish in the recording (its caller went "
@@ -337,9 +346,9 @@ class Replayer:
         if b.get("observer"):
             args["read_only"] = True
         t = b.get("t")
-        if t is not None:
-            await self.advance_to(t)
         try:
+            if t is not None:
+                await self.advance_to(t)
             reply = await self._call(op, extra_s, **args)
         except WorkerError as exc:
             return Divergence(index, rec, op, "the request", "a response", f"refused: {exc}")

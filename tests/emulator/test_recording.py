@@ -299,6 +299,12 @@ def test_a_corrupt_recording_names_the_record_and_offset(
     done = replay_cli(bad, "--check")
     assert done.returncode == 2, done.stdout + done.stderr
     assert f"record {victim.index} at byte offset {victim.offset} is corrupt" in done.stderr
+    bodies = [r.body for r in rec.records]
+    del bodies[victim.index - 1]["op"]  # well framed (its CRC is right), but no request
+    write_recording(tmp_path / "malformed.npurec", rec.header, bodies)
+    done = replay_cli(tmp_path / "malformed.npurec", "--check")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"record {victim.index} at byte offset {victim.offset} is malformed" in done.stderr
     (tmp_path / "junk.npurec").write_bytes(b"hello world")
     done = replay_cli(tmp_path / "junk.npurec")
     assert done.returncode == 2 and "not an npu-emu recording" in done.stderr
@@ -453,3 +459,38 @@ def test_a_network_on_the_npu_replays_bit_exact(target: str, tmp_path: Path) -> 
     assert f"started from the checkpoint of record {saved.index}" in done.stdout, done.stdout
     assert "waveform window: cycles" in done.stdout, done.stdout
     assert out.stat().st_size > 1_000
+
+
+def test_an_observers_reads_are_recorded_and_replayed(tmp_path: Path) -> None:
+    """An observer's read takes bus cycles of the holder's time: it is recorded, in order,
+    and the replay runs it too (still bit-exact)."""
+    from xrt.hw.wire import ADMIN_KEY
+
+    admin = "adm1n-t0ken-for-recording-tests"
+    token_file = tmp_path / "admin"
+    token_file.write_text(admin + "\n")
+    token_file.chmod(0o600)
+    folder = tmp_path / "recs"
+    args = ("--record", str(folder), "--admin-token-file", str(token_file))
+    with ServerProcess.start(devices=1, extra_args=args) as srv:
+        c = connect(srv)
+        try:
+            c.open()
+            c.batch(*dma_ops(UDMA_BASE, PLDDR_BASE, 200_000))  # a copy the observer watches
+            for _ in range(3):
+                c.stub.ObserveReadRegister(
+                    pb.ObserveReadRegisterRequest(device="npu0", address=DMA_STATUS),
+                    metadata=((ADMIN_KEY, admin),),
+                )
+            assert c.wait(timeout_ms=60_000).outcome == pb.WAIT_OUTCOME_INTERRUPT
+            lease = c.lease
+            c.close()
+        finally:
+            c.channel.close()
+    path = recording_of(folder, lease)
+    rec = read_recording(path)
+    observed = [r.body for r in rec.records if r.body.get("observer")]
+    assert [b["op"] for b in observed] == ["read_reg"] * 3
+    done = replay_cli(path, "--check")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "bit-exact: 5 request(s) compared" in done.stdout, done.stdout
