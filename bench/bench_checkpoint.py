@@ -76,8 +76,8 @@ def main() -> int:
                     restores.append(time.perf_counter() - t0)
             size = path.stat().st_size
             print(
-                f"{cfg.name} {kind:12s} 64 MiB plddr + 32 MiB udma touched: save {_median(saves):.3f} s, "
-                f"restore {_median(restores):.3f} s, file {size / MIB:.1f} MiB"
+                f"{cfg.name} {kind:12s} 64 MiB plddr + 32 MiB udma touched: "
+                f"save {_median(saves):.3f} s, restore {_median(restores):.3f} s, file {size / MIB:.1f} MiB"
             )
         warm = folder / "random.npuckpt"
         cold_open, warm_open, warm_turn, cold_turn = [], [], [], []
