@@ -77,7 +77,8 @@ def main() -> int:
             size = path.stat().st_size
             print(
                 f"{cfg.name} {kind:12s} 64 MiB plddr + 32 MiB udma touched: "
-                f"save {_median(saves):.3f} s, restore {_median(restores):.3f} s, file {size / MIB:.1f} MiB"
+                f"save {_median(saves):.3f} s, restore {_median(restores):.3f} s, "
+                f"file {size / MIB:.1f} MiB"
             )
         warm = folder / "random.npuckpt"
         cold_open, warm_open, warm_turn, cold_turn = [], [], [], []
