@@ -371,5 +371,21 @@ int main(int argc, char** argv) {
 
     top->final();
     wrap_up();
+#if VM_COVERAGE
+    // Coverage builds (make coverage; npuemu.sim.coverage): a file of this process's own in
+    // the folder NPU_EMU_COVERAGE names (a server's workers get no plusargs), else where
+    // +verilator+coverage+file+ says. A worker told to QUIT gets here; one killed does not.
+    // A pid is reused over a long run: the first free number after it names the file.
+    const char* cov_dir = std::getenv("NPU_EMU_COVERAGE");
+    if (cov_dir != nullptr && *cov_dir != '\0') {
+        const std::string stem = std::string(cov_dir) + "/npu_sim-" + std::to_string(getpid());
+        std::string path;
+        for (int n = 0; path.empty() || access(path.c_str(), F_OK) == 0; ++n)
+            path = stem + "-" + std::to_string(n) + ".dat";
+        VerilatedCov::write(path);
+    } else {
+        VerilatedCov::write();
+    }
+#endif
     return Verilated::threadContextp()->errorCount() > 0 ? 1 : 0;
 }
