@@ -21,11 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from tools.coverage.data import merge_files, write_dat
-from tools.coverage.functional import FunctionalBins
-from tools.coverage.report import Coverage, write_all
-from tools.coverage.summary import tally_files
-from tools.coverage.waivers import load_waivers
+from tools.coverage.report import build_report
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "build" / "coverage"
@@ -41,19 +37,10 @@ DEFAULT_TESTS = (
 )
 
 
-def report(dat_files: list[Path], out: Path, meta: dict[str, object]) -> dict[str, object]:
-    """Merge `dat_files` into ``out/merged.dat`` and write every report product."""
-    points = merge_files(dat_files, ROOT)
-    write_dat(points.values(), out / "merged.dat", ROOT)
-    waivers = load_waivers(WAIVERS)
-    files, used = tally_files(points.values(), waivers)
-    meta = {**meta, "runs": len(dat_files), "waiver_file": str(WAIVERS.relative_to(ROOT))}
-    cov = Coverage(ROOT, files, waivers, used, FunctionalBins.from_points(points.values()), meta)
-    return write_all(cov, out)
-
-
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m tools.coverage", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m tools.coverage", description=__doc__.split("\n")[0]
+    )
     ap.add_argument("--tests", nargs="+", default=list(DEFAULT_TESTS), help="pytest paths")
     ap.add_argument("--all", action="store_true", help="run the whole suite")
     ap.add_argument("--report-only", action="store_true", help="merge the .dat files already there")
@@ -89,11 +76,12 @@ def main(argv: list[str] | None = None) -> int:
     if not dat_files:
         print(f"no coverage data in {dat}", file=sys.stderr)
         return rc or 1
-    summary = report(dat_files, out, meta)
+    summary = build_report(dat_files, out, ROOT, WAIVERS, meta)
     print(f"coverage report: {out / 'report.md'}; summary: {out / 'summary.json'}")
     for folder, figs in summary.items():
         if folder.startswith("rtl/") or folder == "total":
-            print(f"  {folder:<16} line {figs['line']}  branch {figs['branch']}  toggle {figs['toggle']}")
+            kinds = "  ".join(f"{k} {figs[k]}" for k in ("line", "branch", "toggle"))
+            print(f"  {folder:<16} {kinds}")
     fn = summary["functional"]
     print(f"  functional bins: {fn['hit']} of {fn['bins']} hit")
     return rc

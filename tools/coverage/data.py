@@ -24,7 +24,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["KINDS", "Point", "PointKey", "merge_files", "parse_dat", "write_dat"]
+__all__ = [
+    "KINDS",
+    "Point",
+    "PointKey",
+    "TruncatedDataError",
+    "merge_files",
+    "parse_dat",
+    "write_dat",
+]
 
 KINDS = ("line", "branch", "toggle")
 _PAIR = re.compile("\x01([^\x02]*)\x02([^\x01]*)")
@@ -121,6 +129,11 @@ def parse_dat(path: Path, root: Path) -> Iterable[tuple[PointKey, str, tuple[int
             if not row.startswith("C '"):
                 continue
             payload, _, count = row.rstrip("\n").rpartition("' ")
+            if not row.endswith("\n") or not count.isdigit():
+                # the last line of a file whose writer was killed mid-write (a device
+                # server kills a worker that has not quit in time): the points before it
+                # are whole, this one is lost
+                raise TruncatedDataError(f"{path} ends in a partial line")
             kv = dict(_PAIR.findall(payload[3:]))
             line = int(kv.get("l", "0"))
             key = PointKey(
@@ -130,20 +143,37 @@ def parse_dat(path: Path, root: Path) -> Iterable[tuple[PointKey, str, tuple[int
                 kv.get("t", "") or kv.get("page", "v_?/").partition("/")[0][2:],
                 kv.get("o", ""),
             )
-            yield key, module_of(kv.get("page", "")), _span(kv.get("S", ""), line), int(count), kv.get("h", "")
+            yield (
+                key,
+                module_of(kv.get("page", "")),
+                _span(kv.get("S", ""), line),
+                int(count),
+                kv.get("h", ""),
+            )
 
 
-def merge_files(paths: Iterable[Path], root: Path) -> dict[PointKey, Point]:
-    """Merged points of all `paths` (counts added)."""
+class TruncatedDataError(ValueError):
+    """A coverage file ends in a partial line: its writer was killed while writing."""
+
+
+def merge_files(
+    paths: Iterable[Path], root: Path, truncated: list[Path] | None = None
+) -> dict[PointKey, Point]:
+    """Merged points of all `paths` (counts added). A file cut short by a killed writer
+    gives the points it holds; its path is appended to `truncated` (when given)."""
     points: dict[PointKey, Point] = {}
     for path in paths:
-        for key, module, lines, count, hier in parse_dat(path, root):
-            point = points.get(key)
-            if point is None:
-                point = points[key] = Point(key, module, lines)
-            point.count += count
-            if hier and len(point.hier) < 8:  # enough to say where; not every instance
-                point.hier.add(hier)
+        try:
+            for key, module, lines, count, hier in parse_dat(path, root):
+                point = points.get(key)
+                if point is None:
+                    point = points[key] = Point(key, module, lines)
+                point.count += count
+                if hier and len(point.hier) < 8:  # enough to say where; not every instance
+                    point.hier.add(hier)
+        except TruncatedDataError:
+            if truncated is not None:
+                truncated.append(path)
     return points
 
 

@@ -17,10 +17,11 @@ __all__ = ["FunctionalBins", "bin_name"]
 
 
 def bin_name(comment: str) -> tuple[str, str]:
-    """(group, bin) of a cover label (``dma_end___05FOK`` -> ``("dma_end", "OK")``)."""
+    """(group, bin) of a cover label: ``dma_end___05FOK`` -> ``("dma_end", "OK")``,
+    ``isa__LOAD_buffer__WGT`` -> ``("isa.LOAD_buffer", "WGT")``."""
     label = comment.replace("__05F", "_").rpartition(".")[2]
-    group, sep, name = label.partition("__")
-    return (group, name) if sep else ("other", label)
+    group, sep, name = label.rpartition("__")
+    return (group.replace("__", "."), name) if sep else ("other", label)
 
 
 @dataclass

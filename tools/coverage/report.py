@@ -29,13 +29,22 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tools.coverage.data import KINDS, Point
+from tools.coverage.data import KINDS, Point, merge_files, write_dat
 from tools.coverage.functional import FunctionalBins
-from tools.coverage.summary import FileCoverage, Tally, folder_of, folder_tallies
-from tools.coverage.waivers import Waiver
+from tools.coverage.summary import (
+    FileCoverage,
+    Tally,
+    WaiverUse,
+    folder_of,
+    folder_tallies,
+    tally_files,
+)
+from tools.coverage.waivers import Waiver, load_waivers
 
-__all__ = ["GOALS", "Coverage", "read_report_figures", "write_all"]
+__all__ = ["GOALS", "Coverage", "build_report", "read_report_figures", "write_all"]
 
+# genhtml knows lines and branches: the toggle page shows toggle points as branches.
+TOGGLE_TITLE = "RTL toggles (the branch column counts toggle points)"
 # The goal of issue 29: (folder, kind, minimum %).
 GOALS = (("rtl/compute", "line", 95.0), ("rtl/compute", "toggle", 90.0),
          ("rtl/dma", "line", 95.0), ("rtl/dma", "toggle", 90.0))  # fmt: skip
@@ -48,7 +57,7 @@ class Coverage:
     root: Path  # the repository root (sources are read from it)
     files: dict[str, FileCoverage]
     waivers: list[Waiver]
-    waiver_use: dict[int, int]  # waiver index -> points it took
+    waiver_use: WaiverUse
     functional: FunctionalBins
     meta: dict[str, object] = field(default_factory=dict)
 
@@ -69,10 +78,12 @@ def summary_dict(cov: Coverage) -> dict[str, object]:
             "points": {k: tallies[k].as_dict() for k in KINDS},
         }
     out["functional"] = cov.functional.summary()
+    use = cov.waiver_use
     out["waivers"] = {
         "count": len(cov.waivers),
-        "points_waived": sum(cov.waiver_use.values()),
-        "stale": [w.index for w in cov.waivers if not cov.waiver_use.get(w.index)],
+        "points_waived": sum(use.points.values()),
+        "waived_but_hit": sum(use.hit.values()),
+        "stale": [w.index for w in cov.waivers if not use.points.get(w.index)],
     }
     out["goals"] = [
         {"folder": f, "kind": k, "min": m, "met": (out.get(f, {}).get(k) or 0.0) >= m}
@@ -116,7 +127,10 @@ def markdown(cov: Coverage) -> str:
         "# RTL coverage",
         "",
         f"Generated {meta.get('generated', '?')} by `make coverage` from {meta.get('runs', '?')} "
-        f"simulator runs ({meta.get('tests', 'tests: ?')}).",
+        f"simulator runs ({meta.get('runs_cut_short', 0)} of them cut short: a worker killed "
+        f"while writing; {meta.get('tests', 'tests: ?')}; {meta.get('seconds', '?')} s, "
+        f"load average {meta.get('loadavg_before', '?')} before, "
+        f"{meta.get('loadavg_after', '?')} after).",
         "",
         "How each figure is computed: **line** = source lines whose Verilator line points "
         "(blocks: process bodies, if/else/case arms) all ran at least once / lines spanned "
@@ -166,7 +180,9 @@ def markdown(cov: Coverage) -> str:
         if lines:
             out.append(f"- lines never run: {_line_ranges(lines)}")
         for p in fc.missed["branch"]:
-            out.append(f"- branch never taken: line {p.key.line} col {p.key.column} {p.key.comment}")
+            out.append(
+                f"- branch never taken: line {p.key.line} col {p.key.column} {p.key.comment}"
+            )
         for text in _toggle_misses(fc.missed["toggle"]):
             out.append(f"- toggle: {text}")
         out.append("")
@@ -174,8 +190,9 @@ def markdown(cov: Coverage) -> str:
     if not cov.waivers:
         out.append("None.")
     for w in cov.waivers:
-        used = cov.waiver_use.get(w.index, 0)
-        state = f"{used} points" if used else "STALE: matches nothing"
+        used = cov.waiver_use.points.get(w.index, 0)
+        hit = cov.waiver_use.hit.get(w.index, 0)
+        state = f"{used} points, {hit} of them hit" if used else "STALE: matches nothing"
         out.append(f"{w.index}. `{w.describe()}` ({state}): {w.reason}")
     out += ["", *cov.functional.markdown(), ""]
     return "\n".join(out)
@@ -210,7 +227,7 @@ def lcov_files(cov: Coverage) -> tuple[str, str]:
         if folder_of(name) == "other":
             continue
         src = cov.root / name
-        rec = [f"TN:rtl_line", f"SF:{src}"]
+        rec = ["TN:rtl_line", f"SF:{src}"]
         for p_i, p in enumerate(sorted(fc.points["branch"], key=lambda q: q.key)):
             rec.append(f"BRDA:{p.key.line},0,{p_i},{p.count if p.count else '-'}")
         b = fc.tallies["branch"]
@@ -221,7 +238,7 @@ def lcov_files(cov: Coverage) -> tuple[str, str]:
         rec += [f"LF:{t.total}", f"LH:{t.hit}", "end_of_record"]
         line_info += rec
         decl: dict[int, int] = {}
-        rec = [f"TN:rtl_toggle", f"SF:{src}"]
+        rec = ["TN:rtl_toggle", f"SF:{src}"]
         for p_i, p in enumerate(sorted(fc.points["toggle"], key=lambda q: q.key)):
             rec.append(f"BRDA:{p.key.line},0,{p_i},{p.count if p.count else '-'}")
             decl[p.key.line] = min(decl.get(p.key.line, p.count), p.count)
@@ -288,11 +305,36 @@ def write_all(cov: Coverage, out: Path) -> dict[str, object]:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(annotate(fc, src))
     html = [
-        genhtml(out / "line.info", out / "html" / "line", "RTL line and branch coverage", cov.root),
-        genhtml(out / "toggle.info", out / "html" / "toggle", "RTL toggle coverage (branches = toggle points)", cov.root),
-    ]  # fmt: skip
+        genhtml(out / "line.info", out / "html" / "line", "RTL lines and branches", cov.root),
+        genhtml(out / "toggle.info", out / "html" / "toggle", TOGGLE_TITLE, cov.root),
+    ]
     cov.meta["html"] = html if any(html) else "genhtml not installed (apt-get install lcov)"
     summary = summary_dict(cov)
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     (out / "report.md").write_text(markdown(cov))
     return summary
+
+
+def build_report(
+    dat_files: list[Path], out: Path, root: Path, waivers_file: Path, meta: dict[str, object]
+) -> dict[str, object]:
+    """Merge `dat_files` into ``out/merged.dat``, apply the waivers of `waivers_file` and
+    write every product into `out`; return the summary."""
+    out.mkdir(parents=True, exist_ok=True)
+    truncated: list[Path] = []
+    points = merge_files(dat_files, root, truncated)
+    write_dat(points.values(), out / "merged.dat", root)
+    waivers = load_waivers(waivers_file)
+    files, used = tally_files(points.values(), waivers)
+    try:
+        waiver_name = waivers_file.relative_to(root).as_posix()
+    except ValueError:
+        waiver_name = str(waivers_file)
+    meta = {
+        **meta,
+        "runs": len(dat_files),
+        "runs_cut_short": len(truncated),
+        "waiver_file": waiver_name,
+    }
+    cov = Coverage(root, files, waivers, used, FunctionalBins.from_points(points.values()), meta)
+    return write_all(cov, out)

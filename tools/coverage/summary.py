@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from tools.coverage.data import KINDS, Point
 from tools.coverage.waivers import Waiver
 
-__all__ = ["FileCoverage", "Tally", "folder_of", "folder_tallies", "tally_files"]
+__all__ = ["FileCoverage", "Tally", "WaiverUse", "folder_of", "folder_tallies", "tally_files"]
 
 
 @dataclass
@@ -69,12 +69,21 @@ def folder_of(file: str) -> str:
     return "/".join(parts[:2]) if parts[0] == "rtl" and len(parts) > 2 else "other"
 
 
+@dataclass
+class WaiverUse:
+    """Points each waiver (by index) took, and how many of those were hit all the same."""
+
+    points: dict[int, int]
+    hit: dict[int, int]
+
+
 def tally_files(
     points: Iterable[Point], waivers: list[Waiver]
-) -> tuple[dict[str, FileCoverage], dict[int, int]]:
-    """Per-file coverage of `points`, and how many points each waiver (by index) took."""
+) -> tuple[dict[str, FileCoverage], WaiverUse]:
+    """Per-file coverage of `points`, and what each waiver took."""
     files: dict[str, FileCoverage] = {}
     used: dict[int, int] = defaultdict(int)
+    used_hit: dict[int, int] = defaultdict(int)
     for p in points:
         # Code coverage is of the RTL's own sources: not of the functional bins' checkers
         # (generated into a build folder) nor of Verilator's own files.
@@ -86,6 +95,8 @@ def tally_files(
         waiver = next((w for w in waivers if w.covers(p)), None)
         if waiver is not None:
             used[waiver.index] += 1
+            if p.hit:  # a waiver should take only what never happens: the report says
+                used_hit[waiver.index] += 1
             fc.waived_points.append(p)
             if p.key.kind == "line":
                 fc.waived_lines.update(p.lines)
@@ -112,7 +123,7 @@ def tally_files(
         fc.waived_lines -= fc.line_counts.keys()
         t.waived = len(fc.waived_lines)
         fc.missed["line"] = [p for p in fc.points["line"] if not p.hit]
-    return files, dict(used)
+    return files, WaiverUse(dict(used), dict(used_hit))
 
 
 def folder_tallies(files: dict[str, FileCoverage]) -> dict[str, dict[str, Tally]]:
