@@ -369,12 +369,12 @@ int main(int argc, char** argv) {
 
     Loop(top.get()).run(trace_flush);
 
-    top->final();
-    wrap_up();
 #if VM_COVERAGE
     // Coverage builds (make coverage; npuemu.sim.coverage): a file of this process's own in
     // the folder NPU_EMU_COVERAGE names (a server's workers get no plusargs), else where
     // +verilator+coverage+file+ says. A worker told to QUIT gets here; one killed does not.
+    // Written before final and the end of cocotb: a device server kills a worker that has
+    // not exited one second after QUIT.
     // A pid is reused over a long run: the first free number after it names the file.
     const char* cov_dir = std::getenv("NPU_EMU_COVERAGE");
     if (cov_dir != nullptr && *cov_dir != '\0') {
@@ -387,5 +387,7 @@ int main(int argc, char** argv) {
         VerilatedCov::write();
     }
 #endif
+    top->final();
+    wrap_up();
     return Verilated::threadContextp()->errorCount() > 0 ? 1 : 0;
 }
