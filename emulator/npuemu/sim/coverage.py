@@ -34,10 +34,11 @@ __all__ = [
 ]
 
 COVERAGE_ENV = "NPU_EMU_COVERAGE"
-# Line coverage (Verilator's "line" points are blocks: each branch of an if or a case, each
-# process body) and toggle coverage (each bit of each signal, 0->1 and 1->0 counted
-# together as one point per bit, as Verilator counts them). --coverage-max-width keeps
-# Verilator's default (256): wider signals (the SRAM arrays) have no toggle points.
+# Line coverage (Verilator's "line" points are blocks: each arm of an if or a case, each
+# process body; "branch" points, each arm of a ?:, come with it) and toggle coverage (each
+# bit of each signal, 0->1 and 1->0 as two points). --coverage-max-width keeps Verilator's
+# default (256): wider signals (the SRAM arrays) have no toggle points. The functional
+# bins (--coverage-user, npuemu.sim.fcov) are added by build_model.
 COVERAGE_ARGS = ("--coverage-line", "--coverage-toggle")
 
 
