@@ -14,8 +14,9 @@ The bins (label ``<group>__<bin>``; the report shows ``group.bin``):
   field and each token flag its unit has (SYNC: per named unit); sampled when the decoder
   takes an instruction the fetch unit read without error. Generated from
   rtl/isa/npu_isa.toml.
-- ``cmp_err``: the first error of a run, per (error code, unit) pair the ISA's error
-  table allows (`ERROR_UNITS`).
+- ``cmp_err``: the first error of a run (the one CORE_STATUS keeps: ``err_q``, sampled
+  while it holds), per (error code, unit) pair the ISA's error table allows
+  (`ERROR_UNITS`).
 - ``cmp_axi``, ``dma_axi``: the response of every R beat and B response (OKAY, SLVERR,
   DECERR) at each engine's AXI master.
 - ``dma_end``: how each transfer ended (OK or its error code); ``dma_shape``, ``dma_align``,
@@ -116,8 +117,8 @@ def _err_module(isa: dict) -> str:
             body += _cover(f"cmp_err__{name}_{unit}", cond)
     return (
         "module npu_fcov_cmp_err (\n  input wire clk_i, input wire rst_ni,\n"
-        "  input wire new_i, input wire [3:0] code_i, input wire [1:0] unit_i\n);\n"
-        + body.replace("rst_ni && (", "rst_ni && new_i && (")
+        "  input wire valid_i, input wire [3:0] code_i, input wire [1:0] unit_i\n);\n"
+        + body.replace("rst_ni && (", "rst_ni && valid_i && (")
         + "endmodule\n"
     )
 
@@ -191,8 +192,8 @@ bind npu_cmp_decode npu_fcov_isa u_fcov_isa (
   .fire_i(in_valid_i && in_ready_o && in_err_i == 2'd0), .insn_i(in_data_i.insn)
 );
 bind npu_cmp_core npu_fcov_cmp_err u_fcov_err (
-  .clk_i(clk_i), .rst_ni(rst_ni), .new_i(running_q && !err_q.valid && err_new.valid),
-  .code_i(err_new.code), .unit_i(err_new.unit)
+  .clk_i(clk_i), .rst_ni(rst_ni), .valid_i(err_q.valid), .code_i(err_q.code),
+  .unit_i(err_q.unit)
 );
 bind npu_cmp_core npu_fcov_cmp_axi u_fcov_axi (
   .clk_i(clk_i), .rst_ni(rst_ni),
