@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
 
-.PHONY: help install test test-fast regs proto lint demo demo-npu serve bench fuzz clean c-example
+.PHONY: help install test test-fast coverage regs proto lint demo demo-npu serve bench fuzz clean c-example
 
 help: ## Show this help
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -27,6 +27,9 @@ test: $(STAMP) ## Run every test (builds the verilated models once, cached)
 
 test-fast: $(STAMP) ## Run the tests that need no simulator
 	$(PY) -m pytest -m "not sim" $(PYTEST_ARGS)
+
+coverage: $(STAMP) ## RTL line/branch/toggle and functional coverage: build/coverage (COVERAGE_ARGS="--all")
+	$(PY) -m tools.coverage $(COVERAGE_ARGS)
 
 regs: $(STAMP) ## Regenerate CSR RTL, register docs, Python register map, hw config and proto stubs
 	$(PY) -m tools.generate

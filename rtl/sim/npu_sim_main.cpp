@@ -452,6 +452,24 @@ int main(int argc, char** argv) {
 
     Loop(top.get()).run(trace_flush);
 
+#if VM_COVERAGE
+    // Coverage builds (make coverage; npuemu.sim.coverage): a file of this process's own in
+    // the folder NPU_EMU_COVERAGE names (a server's workers get no plusargs), else where
+    // +verilator+coverage+file+ says. A worker told to QUIT gets here; one killed does not.
+    // Written before final and the end of cocotb: a device server kills a worker that has
+    // not exited one second after QUIT.
+    // A pid is reused over a long run: the first free number after it names the file.
+    const char* cov_dir = std::getenv("NPU_EMU_COVERAGE");
+    if (cov_dir != nullptr && *cov_dir != '\0') {
+        const std::string stem = std::string(cov_dir) + "/npu_sim-" + std::to_string(getpid());
+        std::string path;
+        for (int n = 0; path.empty() || access(path.c_str(), F_OK) == 0; ++n)
+            path = stem + "-" + std::to_string(n) + ".dat";
+        VerilatedCov::write(path);
+    } else {
+        VerilatedCov::write();
+    }
+#endif
     top->final();
     wrap_up();
     return Verilated::threadContextp()->errorCount() > 0 ? 1 : 0;

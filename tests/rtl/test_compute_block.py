@@ -1521,3 +1521,43 @@ async def golden_random_faulty_programs(dut):
     dut._log.info("faulty programs: outcomes %s; skipped %s", dict(outcomes), dict(skipped))
     assert sum(outcomes.values()) > count // 2, f"too many skipped: {dict(skipped)}"
     assert len(outcomes) >= 3, f"too few kinds of outcome: {dict(outcomes)}"
+
+
+@cocotb.test()
+async def errors_report_whole_addresses_and_indexes(dut):
+    """Error reports carry every bit of the address and of the instruction index: fetches
+    and LOAD/STORE bases far outside every window (all ones, 0xAA.., 0x55..) end with
+    FETCH_DECERR, MISALIGNED or ADDR_RANGE naming that address, with no burst; a program of
+    8191 SYNCs without FINISH ends ILLEGAL_INSTRUCTION at index 8191. Each is followed by a
+    correct program. (Closes the toggle coverage of the error-report registers:
+    docs/verification.md.)"""
+    e = Engine(dut)
+    await e.start()
+    err = EngineError
+    ones, a5, five = (1 << 64) - 1, 0xAAAA_AAAA_AAAA_AAAA, 0x5555_5555_5555_5555
+    for label, addr in (("all ones", ones), ("0xAA..", a5), ("0x55..", five)):
+        aligned = addr & ~0x1F  # PROG_ADDR must be a multiple of 32
+        res = await expect_error(
+            e, [], {}, err.FETCH_DECERR, "ENGINE", 0, f"fetch at {label}",
+            prog_addr=aligned, insns=2, write_prog=False,
+        )  # fmt: skip
+        assert res.addr == aligned, f"seed={e.seed} fetch {label}: ERR_ADDR {res.addr:#x}"
+        res = await expect_error(
+            e, [], {}, err.MISALIGNED, "ENGINE", 0, f"misaligned program at {label}",
+            prog_addr=addr | 0x11, insns=2, write_prog=False,
+        )  # fmt: skip
+        base = addr & ~0xF  # B-aligned, far outside every window
+        for unit, insn in (
+            ("LOAD", isa.Load(buffer=Buffer.INP, base=3, x_size=1, y_size=1, z_size=1)),
+            ("STORE", isa.Store(base=3, x_size=1, y_size=1, z_size=1, lo=-128, hi=127)),
+        ):
+            res = await expect_error(
+                e, [insn, isa.Finish()], {3: base}, err.ADDR_RANGE, unit, 0, f"{unit} at {label}"
+            )
+            assert res.addr == base, f"seed={e.seed} {unit} {label}: ERR_ADDR {res.addr:#x}"
+    n = 8191  # the largest program that fits in window 1: the index reaches bit 12
+    sync = isa.Sync(unit=isa.Unit.LOAD)
+    await expect_error(
+        e, [sync] * n, {}, err.ILLEGAL_INSTRUCTION, "ENGINE", n, "past PROG_INSNS",
+        prog_addr=WINDOWS[1].base,
+    )  # fmt: skip

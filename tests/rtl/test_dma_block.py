@@ -37,6 +37,7 @@ from xrt.hw.wire import WaitOutcome
 
 RAM_SIZE = 256 * 1024  # memory window 0: backed by the slave's bytearray
 FAULT_BASE = RAM_SIZE  # memory window 1: the DMA may address it; the slave answers SLVERR
+ERR_ZERO_LENGTH, ERR_SRC_RANGE, ERR_DST_RANGE = 1, 2, 3
 ERR_READ_SLVERR, ERR_WRITE_SLVERR, ERR_ABORTED = 4, 6, 8
 
 # (bus bytes, max burst beats, max outstanding, FIFO depth): the shipped configuration, a
@@ -394,3 +395,47 @@ async def bus_errors_and_abort_never_hang(dut):
     assert (status >> 8) & 0xF == ERR_ABORTED and not status & 1
     await b.h.write_reg(dma_base + DMA.register("INT_STATUS").offset, 3)
     await b.check(b.random_transfer(), "after abort")
+
+
+@cocotb.test()
+async def refused_transfers_touch_no_bus(dut):
+    """Transfers the engine must refuse before any burst, with every register bit at 1
+    somewhere (all-ones and alternating patterns): ZERO_LENGTH, SRC_RANGE and DST_RANGE
+    (checked in that order) with ERR_ADDR naming the refused address, no AR or AW on the
+    bus, counters counting the failures; each followed by a correct transfer. (Closes the
+    toggle coverage of the programming registers' high bits: docs/verification.md.)"""
+    b = Bench(dut)
+    await b.start()
+    ones, a5, five = (1 << 64) - 1, 0xAAAA_AAAA_AAAA_AAAA, 0x5555_5555_5555_5555
+    m32 = 0xFFFF_FFFF
+    ok_src, ok_dst = 0x100, RAM_SIZE // 2
+    cases = [  # (label, transfer, code, refused address)
+        ("no rows", DmaTransfer(ones, five, m32, 0, m32, m32), ERR_ZERO_LENGTH, ones),
+        ("empty rows", DmaTransfer(a5, five, 0, m32, m32, m32), ERR_ZERO_LENGTH, a5),
+        ("source all ones", DmaTransfer(ones & ~0xF, ok_dst, 16), ERR_SRC_RANGE, ones & ~0xF),
+        ("source 0xAA..", DmaTransfer(a5, ok_dst, 16), ERR_SRC_RANGE, a5),
+        ("source 0x55..", DmaTransfer(five, ok_dst, 16), ERR_SRC_RANGE, five),
+        ("destination all ones", DmaTransfer(ok_src, ones & ~0xF, 16), ERR_DST_RANGE, ones & ~0xF),
+        ("destination 0xAA..", DmaTransfer(ok_src, a5, 16), ERR_DST_RANGE, a5),
+        ("destination 0x55..", DmaTransfer(ok_src, five, 16), ERR_DST_RANGE, five),
+        ("row of 4 GiB", DmaTransfer(ok_src, ok_dst, m32), ERR_SRC_RANGE, ok_src),
+        ("rows of 0xAA..", DmaTransfer(ok_src, ok_dst, 0xAAAA_AAAA), ERR_SRC_RANGE, ok_src),
+        ("4 G rows", DmaTransfer(ok_src, ok_dst, 16, m32, 16, 16), ERR_SRC_RANGE, ok_src),
+        ("huge strides", DmaTransfer(ok_src, ok_dst, 16, 2, m32, m32), ERR_SRC_RANGE, ok_src),
+        ("0x55.. rows and strides", DmaTransfer(ok_src, ok_dst, 0x5555_5555, 0x5555_5555,
+                                                0x5555_5555, 0x5555_5555), ERR_SRC_RANGE, ok_src),
+        ("huge destination stride", DmaTransfer(ok_src, ok_dst, 16, 3, 16, m32), ERR_DST_RANGE,
+         ok_dst),
+    ]  # fmt: skip
+    failed_before = await b.h.read_reg(DMA.register("XFERS_FAILED").offset)
+    for n, (label, t, code, addr) in enumerate(cases, start=1):
+        b.watch.reset()
+        res = await run_dma(b.h, 0, t, max_cycles=10_000, timeout_s=30)
+        assert res.wait is WaitOutcome.INTERRUPT, f"{label}: no interrupt ({res.wait})"
+        assert (res.err_code, res.err_addr) == (code, addr), (
+            f"{label}: ERR_CODE {res.err_code}, ERR_ADDR {res.err_addr:#x}; want {code}, {addr:#x}"
+        )
+        assert not b.watch.t.read_beats and not b.watch.t.write_beats, f"{label}: bus traffic"
+        failed = await b.h.read_reg(DMA.register("XFERS_FAILED").offset)
+        assert failed == failed_before + n, f"{label}: XFERS_FAILED {failed}"
+        await b.check(b.random_transfer(), f"after {label}")

@@ -13,6 +13,7 @@ program is correct. The DMA shares the memories through the same interconnect.
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
 
@@ -323,3 +324,95 @@ async def dma_and_engine_share_the_memories(dut):
     assert env.get("plddr", 0x200000, nbytes) == src, "the DMA copy differs"
     got = conv.out_tensor(env.get("plddr", offsets["out"], C * H * W))
     assert np.array_equal(got, conv.reference()), f"seed={env.seed}: conv output differs"
+
+
+@cocotb.test()
+async def far_offsets_strides_and_rows_move_the_right_bytes(dut):
+    """LOAD and STORE with the widest legal reach: offsets above 2^31 (a base in udma, the
+    tensor in plddr), strides with every bit from 4 to 27 set somewhere (0x0AAA_AAA0,
+    0x0555_5550, 0x0FFF_FFF0), accumulator rows across the whole buffer (0, 0x555, 0xAAA,
+    0xFFF, 0x800..) and accumulator-row strides of 0x555 and 0xAAA: the int32 rows land
+    exactly where the ISA says. (Closes the toggle coverage of the units' address fields:
+    docs/verification.md.)"""
+    env = Env(dut)
+    await env.h.reset()
+    udma, plddr = env.cfg.memory("udma"), env.cfg.memory("plddr")
+    b = NPU.block
+    row = 4 * b  # bytes of one accumulator row in memory (INT32)
+    far = plddr.base - udma.base  # an offset from a udma base that reaches plddr
+    y1, z1, y2, z2 = 0x0AAA_AAA0, 0x0555_5550, 0x0555_5550, 0x0AAA_AAA0
+    src_a, dst_a = 0x40, 0x2040  # plddr offsets of part A's tensors
+    src_b, dst_b = 0x1AAA_AA00, 0x1555_5540  # part B's
+    singles = (0x000, 0x555, 0xAAA, 0xFFF)  # accumulator rows of part B
+    rows_a = 0x800
+    rng = env.rng
+    a_vals = rng.integers(-(1 << 31), 1 << 31, size=(2, 2, b), dtype=np.int64).astype(np.int32)
+    b_vals = rng.integers(-(1 << 31), 1 << 31, size=(4, b), dtype=np.int64).astype(np.int32)
+    a_src = {(z, y): src_a + z * z1 + y * y1 for z in range(2) for y in range(2)}
+    a_dst = {(z, y): dst_a + z * z2 + y * y2 for z in range(2) for y in range(2)}
+    b_dst = {(z, y): dst_b + z * 2 * row + y * row for z in range(2) for y in range(2)}
+    # part C: offsets and x strides with alternating bits, accumulator-row x strides
+    xs1, xs2, xs3, xs4 = 0xAAA0, 0x5550, 0x5550, 0xFFF0
+    src_c = (0x0555_5540, 0x0AAA_AA80)
+    c_src = [src_c[0], src_c[0] + xs1, src_c[1], src_c[1] + xs2]  # rows 0x804..0x807
+    dst_c, dst_d = 0x0FFE_0000, 0x0F0F_0000
+    c_dst = {(y, x): dst_c + y * 0x10000 + x * xs3 for y in range(2) for x in range(2)}
+    d_dst = [dst_d, dst_d + xs4]  # rows 0 and 0xFFF
+    c_vals = rng.integers(-(1 << 31), 1 << 31, size=(4, b), dtype=np.int64).astype(np.int32)
+    spots = [*a_src.values(), *a_dst.values(), *b_dst.values(), *c_src, *c_dst.values()]
+    spots += [src_b + i * row for i in range(4)] + d_dst
+    spots.sort()
+    assert spots[-1] + row <= plddr.size and all(b - a >= row for a, b in itertools.pairwise(spots))
+    for (z, y), off in a_src.items():
+        env.put("plddr", off, a_vals[z, y].tobytes())
+    for i in range(4):
+        env.put("plddr", src_b + i * row, b_vals[i].tobytes())
+    for i, off in enumerate(c_src):
+        env.put("plddr", off, c_vals[i].tobytes())
+    for off in [*a_dst.values(), *b_dst.values(), *c_dst.values(), *d_dst]:
+        env.put("plddr", off, bytes(row))
+    acc = Buffer.ACC
+    prog = [
+        isa.Load(buffer=acc, base=0, offset=far + src_a, sram=rows_a, x_size=1, y_size=2,
+                 z_size=2, x_stride=row, y_stride=y1, z_stride=z1),
+        *[
+            isa.Load(buffer=acc, base=2, offset=i * row, sram=r, x_size=1, y_size=1, z_size=1,
+                     x_stride=row)
+            for i, r in enumerate(singles)
+        ],
+        isa.Load(buffer=acc, base=3, offset=src_c[0], sram=0x804, x_size=2, y_size=1,
+                 z_size=1, x_stride=xs1),
+        isa.Load(buffer=acc, base=3, offset=src_c[1], sram=0x806, x_size=2, y_size=1,
+                 z_size=1, x_stride=xs2, push_next=True),
+        isa.Sync(unit=isa.Unit.COMPUTE, pop_prev=True, push_next=True),
+        isa.Store(mode=StoreMode.INT32, base=1, offset=far + dst_a, sram=rows_a, x_size=1,
+                  y_size=2, z_size=2, x_stride=row, y_stride=y2, z_stride=z2, sram_x_stride=1,
+                  sram_y_stride=1, sram_z_stride=2, lo=-128, hi=127, pop_prev=True),
+        isa.Store(mode=StoreMode.INT32, base=3, offset=dst_b, sram=0, x_size=1,
+                  y_size=2, z_size=2, x_stride=row, y_stride=row, z_stride=2 * row,
+                  sram_x_stride=1, sram_y_stride=0x555, sram_z_stride=0xAAA, lo=-128, hi=127),
+        isa.Store(mode=StoreMode.INT32, base=3, offset=dst_c, sram=0x804, x_size=2, y_size=2,
+                  z_size=1, x_stride=xs3, y_stride=0x10000, sram_x_stride=1, sram_y_stride=2,
+                  lo=-128, hi=127),
+        isa.Store(mode=StoreMode.INT32, base=3, offset=dst_d, sram=0, x_size=2, y_size=1,
+                  z_size=1, x_stride=xs4, sram_x_stride=0xFFF, lo=-128, hi=127),
+        isa.Finish(),
+    ]  # fmt: skip
+    prog_off = 0x3000
+    prog_addr = env.put("plddr", prog_off, isa.encode_program(prog))
+    bases = {0: udma.base, 1: udma.base, 2: plddr.base + src_b, 3: plddr.base}
+    res = await run_program(env.h, env.cfg.npu_base, prog_addr, len(prog), bases)
+    assert res.ok, res
+    for (z, y), off in a_dst.items():
+        got = np.frombuffer(env.get("plddr", off, row), np.int32)
+        assert np.array_equal(got, a_vals[z, y]), f"part A row z={z} y={y} at {off:#x}"
+    for (z, y), off in b_dst.items():
+        got = np.frombuffer(env.get("plddr", off, row), np.int32)
+        want = b_vals[singles.index(z * 0xAAA + y * 0x555)]
+        assert np.array_equal(got, want), f"part B row z={z} y={y} at {off:#x}"
+    for (y, x), off in c_dst.items():
+        got = np.frombuffer(env.get("plddr", off, row), np.int32)
+        assert np.array_equal(got, c_vals[2 * y + x]), f"part C row y={y} x={x} at {off:#x}"
+    for x, off in enumerate(d_dst):
+        got = np.frombuffer(env.get("plddr", off, row), np.int32)
+        assert np.array_equal(got, b_vals[3 * x]), f"part D row x={x} at {off:#x}"

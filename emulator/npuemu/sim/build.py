@@ -22,6 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from npuemu.sim.coverage import COVERAGE_ARGS, coverage_dir
+from npuemu.sim.fcov import fcov_digest, fcov_source
 from xrt.progress import progress
 
 __all__ = [
@@ -223,6 +225,7 @@ class BuiltModel:
     built_now: bool
     seconds: float
     waves: bool = False  # built with FST tracing
+    coverage: bool = False  # built with line and toggle coverage (npuemu.sim.coverage)
 
     @property
     def executable(self) -> Path:
@@ -274,6 +277,7 @@ def build_model(
     extra_args: Sequence[str] = (),
     name: str | None = None,
     main: Path | None = None,
+    coverage: bool | None = None,
 ) -> BuiltModel:
     """Build (or reuse) the verilated model of `toplevel` with `parameters`.
 
@@ -285,26 +289,42 @@ def build_model(
         extra_args: More Verilator arguments (they are part of the cache key).
         name: Readable prefix of the cache folder (default: the toplevel).
         main: A C++ main loop (under `RTL_DIR`) in place of cocotb's ``verilator.cpp``.
+        coverage: Build with line and toggle coverage (`COVERAGE_ARGS`); default: on when
+            the ``NPU_EMU_COVERAGE`` environment variable names a folder (make coverage).
 
     Returns:
         The model and whether it was built now, with the build time.
     """
     parameters = dict(parameters or {})
-    extra_args = (*(TIMING_ARGS if timing else ()), *extra_args)
+    if coverage is None:
+        coverage = coverage_dir() is not None
+    # Coverage builds add the functional bins (npuemu.sim.fcov), a source generated from
+    # the ISA into the build folder: its hash goes into the key as a define.
+    isa_toml = RTL_DIR / "isa" / "npu_isa.toml"
+    fcov = coverage and isa_toml.is_file()
+    fcov_args = ("--coverage-user", f"-DNPU_FCOV_DIGEST={fcov_digest(isa_toml)}") if fcov else ()
+    extra_args = (
+        *(TIMING_ARGS if timing else ()),
+        *extra_args,
+        *(COVERAGE_ARGS if coverage else ()),
+        *fcov_args,
+    )
     if waves is None:
         waves = os.environ.get("WAVES", "0") not in ("", "0")
     digest = model_digest(toplevel, parameters, waves, extra_args, main)
+    if coverage:
+        name = f"{name or toplevel}-cov"
     build_dir = BUILD_ROOT / f"{name or toplevel}-{digest}"
     done_marker = build_dir / ".built"
     if done_marker.exists():
-        return BuiltModel(toplevel, build_dir, digest, False, 0.0, waves)
+        return BuiltModel(toplevel, build_dir, digest, False, 0.0, waves, coverage)
 
     BUILD_ROOT.mkdir(parents=True, exist_ok=True)
     lock_path = BUILD_ROOT / f"{name or toplevel}-{digest}.lock"
     with lock_path.open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be building the same model
         if done_marker.exists():
-            return BuiltModel(toplevel, build_dir, digest, False, 0.0, waves)
+            return BuiltModel(toplevel, build_dir, digest, False, 0.0, waves, coverage)
         shutil.rmtree(build_dir, ignore_errors=True)
         log.info("building verilated model %s %s in %s", toplevel, parameters, build_dir)
         start = time.monotonic()
@@ -317,10 +337,15 @@ def build_model(
             build_dir.mkdir(parents=True, exist_ok=True)
             configs.append(build_dir / "block_public.vlt")
             configs[-1].write_text(block_public_config(toplevel))
+        more_sources = []
+        if fcov:
+            build_dir.mkdir(parents=True, exist_ok=True)
+            more_sources.append(build_dir / "npu_fcov.sv")
+            more_sources[-1].write_text(fcov_source(isa_toml))
         try:
             with progress(f"building the verilated model {name or toplevel} (log: {log_file})"):
                 verilator_runner(main).build(
-                    sources=[*configs, *rtl_sources()],
+                    sources=[*configs, *rtl_sources(), *more_sources],
                     includes=[RTL_INCLUDE_DIR],
                     hdl_toplevel=toplevel,
                     parameters=parameters,
@@ -346,7 +371,7 @@ def build_model(
             os.environ.update(saved_env)
         seconds = time.monotonic() - start
         done_marker.write_text(f"{digest}\n{seconds:.1f}\n")
-    return BuiltModel(toplevel, build_dir, digest, True, seconds, waves)
+    return BuiltModel(toplevel, build_dir, digest, True, seconds, waves, coverage)
 
 
 def verilator_runner(main: Path | None = None):  # -> cocotb_tools.runner.Verilator

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from npuemu.sim.build import BuiltModel, verilator_env
+from npuemu.sim.coverage import coverage_plusarg
 
 __all__ = ["WAVE_FILES", "CocotbTestsFailedError", "run_cocotb", "simulator_env"]
 
@@ -69,7 +70,8 @@ def run_cocotb(
                 build_dir=model.build_dir,
                 test_dir=test_dir,
                 testcase=testcase,
-                plusargs=list(plusargs),
+                # a coverage model's counts go to a file of this run's own (make coverage)
+                plusargs=[*plusargs, *(coverage_plusarg(model.toplevel) if model.coverage else [])],
                 extra_env=dict(extra_env or {}),
                 seed=seed,
                 results_xml=str(results),
