@@ -518,7 +518,10 @@ def _checkpoint(args: argparse.Namespace) -> int:
     with _device(args.server, args.device) as dev:
         if args.action == "save":
             start = time.monotonic()
-            cycle = dev.checkpoint(args.file, wait_cycles=args.wait_cycles)
+            try:
+                cycle = dev.checkpoint(args.file, wait_cycles=args.wait_cycles)
+            except OSError as exc:
+                raise CliError(f"cannot write {args.file}: {exc.strerror}") from None
             size = args.file.stat().st_size
             took = time.monotonic() - start
             print(f"{args.file}: {size} B, the state of {dev.name} at cycle {cycle} ({took:.2f} s)")

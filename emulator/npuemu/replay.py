@@ -230,6 +230,10 @@ class Replayer:
             if folder is not None:
                 shutil.rmtree(folder, ignore_errors=True)
 
+    async def worker_call(self, op: str, **args: Any) -> dict[str, Any]:
+        """A worker request with no time budget of its own (checkpoints)."""
+        return await self._call(op, 0.0, **args)
+
     async def _call(self, op: str, extra_s: float, **args: Any) -> dict[str, Any]:
         try:
             return await self.worker.call(op, WATCHDOG_S + extra_s, **args)
@@ -415,15 +419,11 @@ class Replayer:
         if b.get("t") is not None:
             await self.advance_to(b["t"])
         assert self.device is not None
-
-        async def call(worker_op: str, **args: Any) -> dict[str, Any]:
-            return await self._call(worker_op, 0.0, **args)
-
         try:
             if saved:
-                taken, reply = await checkpoint.take(self.device, call)
+                taken, reply = await checkpoint.take(self.device, self.worker_call)
             else:
-                reply = await checkpoint.apply(self.device, recorded, call)
+                reply = await checkpoint.apply(self.device, recorded, self.worker_call)
         except (CheckpointError, WorkerError) as exc:
             return Divergence(index, rec, op, "the checkpoint", "as recorded", f"refused: {exc}")
         c = int(reply["cycles"]) - self.base_ps // self.period_ps

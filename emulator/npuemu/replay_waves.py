@@ -20,7 +20,6 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from npuemu.replay import Replayer, ReplayError, ReplayReport
 from npuemu.server import checkpoint
@@ -88,7 +87,8 @@ class WavesReplayer(Replayer):
             return
         try:
             state = Checkpoint.parse(rec.body["file"])
-            reply = await checkpoint.apply(self.device, state, self._worker_call)  # type: ignore[arg-type]
+            assert self.device is not None
+            reply = await checkpoint.apply(self.device, state, self.worker_call)
         except CheckpointError as exc:
             self.report.notes.append(
                 f"the checkpoint of record {rec.index} does not fit this model ({exc}): "
@@ -114,9 +114,6 @@ class WavesReplayer(Replayer):
             if state_t is not None and int(state_t) // self.period_ps <= self.first:
                 best = rec
         return best
-
-    async def _worker_call(self, op: str, **args: Any) -> dict[str, Any]:
-        return await self._call(op, 0.0, **args)
 
     # ---------------------------------------------------------------- the window
     async def before_request(self, index: int, rec: Record) -> bool:

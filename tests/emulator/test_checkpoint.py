@@ -191,15 +191,18 @@ def test_busy_engine_is_refused_or_waited_for(
     server: ServerProcess, tname: str, tmp_path: Path
 ) -> None:
     cfg = target(tname)
-    udma, plddr = cfg.memory("udma"), cfg.memory("plddr")
-    big = 32 << 20  # a transfer of many thousands of cycles
+    plddr = cfg.memory("plddr")
+    # Millions of cycles (seconds of simulation): the engine runs on in the background
+    # while the client sends its next request, and must still be busy when it arrives.
+    big = 128 << 20
+    copy = dma.DmaTransfer(plddr.base, plddr.base + (256 << 20), big)
     with _open(server, "npu0") as dev:
         regs = dev.get_reg_region("dma")
-        regs.execute(dma.program_ops(cfg.dma_base, dma.DmaTransfer(udma.base, plddr.base, big)))
+        regs.execute(dma.program_ops(cfg.dma_base, copy))
         with pytest.raises(XrtError, match="engine is running"):
             dev.checkpoint(tmp_path / "busy.npuckpt")
         assert not (tmp_path / "busy.npuckpt").exists()
-        dev.checkpoint(tmp_path / "waited.npuckpt", wait_cycles=50_000_000)
+        dev.checkpoint(tmp_path / "waited.npuckpt", wait_cycles=200_000_000)
         status = regs.read(regs.regmap.register("STATUS").offset, relative=True)  # type: ignore[union-attr]
         assert status & 1 == 0, "the checkpoint was taken with the DMA still busy"
 

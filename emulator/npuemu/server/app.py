@@ -133,6 +133,14 @@ async def serve(opts: ServeOptions) -> int:
         model.seconds,
     )
 
+    warm = None
+    if opts.warm is not None:  # checked before any folder or worker exists
+        try:
+            warm = await asyncio.to_thread(load_warm, opts.warm, cfg, model.digest)
+        except CheckpointError as exc:
+            log.error("--warm %s: %s", opts.warm, exc)
+            return 2
+
     fd_limit, connections = plan_descriptors(opts.devices, MAX_CLIENTS)
     log.info("open-file limit %d: at most %d client connections", fd_limit, connections)
     logs = LogFolder.create(opts.log_dir)
@@ -166,12 +174,7 @@ async def serve(opts: ServeOptions) -> int:
         log_dir=logs.path,
         worker_env=worker_env,
     )
-    if opts.warm is not None:
-        try:
-            warm = await asyncio.to_thread(load_warm, opts.warm, cfg, model.digest)
-        except CheckpointError as exc:
-            log.error("--warm %s: %s", opts.warm, exc)
-            return 2
+    if warm is not None:
         for device in manager.devices.values():
             device.warm = warm
         log.info("every lease starts from the state of %s (cycle %d)", opts.warm, warm.cycle)

@@ -400,16 +400,18 @@ async def take(
         state = path.read_bytes()
     finally:
         path.unlink(missing_ok=True)
-    fds = dict(device.memory.fds)
-    sizes = {name: device.target.memory(name).size for name in fds}
+    fds = _own_fds(device)
 
     def read() -> list[MemoryImage]:
-        return [memory_image(name, fd, sizes[name]) for name, fd in fds.items()]
+        try:
+            return [memory_image(name, fd, size) for name, (fd, size) in fds.items()]
+        finally:
+            _close(fds)
 
     taken = Checkpoint(
         target=device.target.name,
         model_digest=device.model.digest,
-        cycle=int(reply["cycle"]),
+        cycle=int(reply["cycles"]),
         model_state=state,
         memories=await asyncio.to_thread(read),
         device=device.name,
@@ -430,16 +432,35 @@ async def apply(device: SimDevice, checkpoint: Checkpoint, call: WorkerCall) -> 
     finally:
         path.unlink(missing_ok=True)
     images = {m.name: m for m in checkpoint.memories}
-    fds = dict(device.memory.fds)
-    sizes = {name: device.target.memory(name).size for name in fds}
+    fds = _own_fds(device)
 
     def write() -> None:
-        for name, fd in fds.items():
-            empty = MemoryImage(name, sizes[name], np.zeros(0, np.uint32), b"")
-            write_memory_image(fd, images.get(name, empty))
+        try:
+            for name, (fd, size) in fds.items():
+                empty = MemoryImage(name, size, np.zeros(0, np.uint32), b"")
+                write_memory_image(fd, images.get(name, empty))
+        finally:
+            _close(fds)
 
     await asyncio.to_thread(write)
     return reply
+
+
+def _own_fds(device: SimDevice) -> dict[str, tuple[int, int]]:
+    """Duplicates of the device's memory files (and their sizes), taken with no await
+    since the worker's reply: the files of the lease that asked. Should that lease end
+    while a thread reads or writes them, the server renews the device's files and closes
+    its own descriptors; these keep pointing at the old files, never at a number the next
+    lease's files reuse."""
+    return {
+        name: (os.dup(fd), device.target.memory(name).size)
+        for name, fd in device.memory.fds.items()
+    }
+
+
+def _close(fds: dict[str, tuple[int, int]]) -> None:
+    for fd, _ in fds.values():
+        os.close(fd)
 
 
 def _state_path(device: SimDevice) -> Path:

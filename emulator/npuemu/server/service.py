@@ -442,6 +442,7 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
                 d, d.bind(lease, request.wait_cycles / MIN_SIM_SPEED), request.wait_cycles
             )
             data = await asyncio.to_thread(taken.to_bytes)
+            self.m.check_live(lease)  # else the recording below is the next holder's
             if d.recording is not None:
                 d.recording.checkpoint(saved=True, reply=reply, data=data)
         except ServiceError as exc:
@@ -488,13 +489,16 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
                 ) from None
             self.m.check_live(lease)
             reply = await checkpoint.apply(d, ckpt, d.bind(lease))
+            # A lease that ended meanwhile: its (renewed) files took the pages, not the next
+            # holder's; the caller learns it was cut short.
+            self.m.check_live(lease)
             if d.recording is not None:
                 d.recording.checkpoint(saved=False, reply=reply, data=bytes(data))
         finally:
             for lease_id, nbytes in admitted:
                 self.streams.release(lease_id, nbytes)
         log.info("%s restored a checkpoint into %s (cycle %d)", lease.holder, d.name, ckpt.cycle)
-        return pb.RestoreCheckpointResponse(cycles=int(reply["cycle"]), saved_cycle=ckpt.cycle)
+        return pb.RestoreCheckpointResponse(cycles=int(reply["cycles"]), saved_cycle=ckpt.cycle)
 
     async def _receive_checkpoint(
         self,

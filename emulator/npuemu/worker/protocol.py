@@ -29,10 +29,10 @@ ring_attach        slot (`xrt.hw.ring.RingSlot`; the ring     -
                    file and its two eventfds come over
                    the fd channel)
 ring_detach        slot                                    -
-model_save         path (a file in the server's folder),   cycle (the model was saved at)
-                   max_cycles (to wait for idle engines)
-model_restore      path (a file the server checked),       -
-                   max_cycles
+model_save         path (a file in the server's folder),   time_ps (the instant the
+                   max_cycles (to wait for idle engines)   state is of)
+model_restore      path (a file the server checked),       time_ps (the instant it was
+                   max_cycles                              put in)
 waves_start        cycles                                  (waves_error)
 waves_stop         -                                       file: (path, first, last) | None
                                                            (observer: + state)

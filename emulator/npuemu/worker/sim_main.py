@@ -296,7 +296,7 @@ class Worker:
         got = fn(os.fsencode(path))
         if got != 0:
             raise OSError(-got, f"{op} {path}: {os.strerror(-got)}")
-        return {"cycle": self.h.cycles, "time_ps": int(get_sim_time("ps"))}
+        return {"time_ps": int(get_sim_time("ps"))}
 
     async def batch(self, rows: list[tuple]) -> list[tuple[int, int]]:
         """Run rows (`xrt.hw.regops.RegRow`'s fields); stop at the first failure. One
