@@ -12,7 +12,7 @@ from xrt.device import Device
 from xrt.errors import ErrorCode, XrtError
 from xrt.network import Network, NetworkView
 
-__all__ = ["bind_by_priority", "check_bindings", "resolve_devices"]
+__all__ = ["assign_by_priority", "bind_by_priority", "check_bindings", "resolve_devices"]
 
 
 def bind_by_priority(
@@ -25,6 +25,19 @@ def bind_by_priority(
     backend that got operators with its view and device; return (view, op id -> backend)."""
     graph = _as_view(network, what)
     resolved = resolve_devices(backends, devices, what)
+    bindings = assign_by_priority(graph, backends, what)
+    for b, d in zip(backends, resolved, strict=True):
+        ids = [op.op_id for op in graph.ops if bindings[op.op_id] is b]
+        if ids:
+            b.init(graph.network.view(ids), d)
+    return graph, bindings
+
+
+def assign_by_priority(
+    graph: NetworkView, backends: Sequence[Backend], what: str
+) -> dict[int, Backend]:
+    """Op id -> the first of `backends` supporting it, in network order (the constraints
+    see the bindings made before). No backend is initialised: binding needs no device."""
     bindings: dict[int, Backend] = {}
     ctx = BindContext(graph, bindings)
     for op in graph.ops:
@@ -37,11 +50,7 @@ def bind_by_priority(
             raise XrtError(
                 ErrorCode.WRONG_TYPE, f"{what}: no backend among [{names}] runs {op.describe()}"
             )
-    for b, d in zip(backends, resolved, strict=True):
-        ids = [op.op_id for op in graph.ops if bindings[op.op_id] is b]
-        if ids:
-            b.init(graph.network.view(ids), d)
-    return graph, bindings
+    return bindings
 
 
 def resolve_devices(

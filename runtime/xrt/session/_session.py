@@ -165,7 +165,7 @@ class Session:
     @classmethod
     def create_with_snapshot(
         cls,
-        path: str | os.PathLike[str],
+        path: str | os.PathLike[str] | bytes,
         backends: Sequence[type[Backend] | Backend],
         devices: Sequence[Device | None] | None = None,
         *,
@@ -179,8 +179,12 @@ class Session:
         everything again and refuses the snapshot unless its artefacts are the same (then
         they are shared like any prepared artefact); it costs what the snapshot saves.
 
+        A program container (``xrt compile``, `xrt.session.container`) is a snapshot
+        compiled without a device: it loads the same way (`xrt.aic.Qpc.create_session`
+        picks its backends).
+
         Args:
-            path: The snapshot file.
+            path: The snapshot file, or its bytes.
             backends: The backend classes (or fresh objects) the snapshot was made with, in
                 the same order.
             devices: One device per backend (None: defaults).
@@ -188,8 +192,9 @@ class Session:
 
         Raises:
             XrtError: 11002 for a missing file; 11011 naming the reason for a corrupt
-                snapshot or one made with other backends, another target or hardware, or
-                (with `verify`) one whose artefacts differ from what this runtime prepares.
+                snapshot or one made with other backends, another target (a device of
+                another target: both named) or hardware, or (with `verify`) one whose
+                artefacts differ from what this runtime prepares.
         """
         return load_snapshot(cls, path, backends, devices, verify=verify)
 

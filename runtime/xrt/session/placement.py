@@ -12,12 +12,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from xrt.backend import Backend
 from xrt.backend._registry import BindContext
 from xrt.network import NetworkView, is_quantized_op
 
-__all__ = ["OpPlacement", "PlacementReport", "placement_report"]
+__all__ = ["OpPlacement", "PlacementReport", "placement_lines", "placement_report"]
 
 
 @dataclass(frozen=True)
@@ -75,21 +76,12 @@ class PlacementReport:
     def summary_lines(self) -> list[str]:
         """The placement as a few lines: counts per backend, then each quantized operator
         left on the host with its reason."""
-        total = len(self.ops)
-        parts = [f"{n} on {b}" for b, n in self.counts().items()]
-        lines = [f"placement: {total} op(s): {', '.join(parts)}"]
-        quantized = sum(p.quantized for p in self.ops)
-        if quantized:
-            left = self.host_quantized
-            on_npu = quantized - len(left)
-            lines.append(f"  quantized operators on an accelerator: {on_npu} of {quantized}")
-            for p in left:
-                lines.append(f"  on the host: {p.label}: {p.reason or 'no accelerator backend'}")
-        return lines
+        return placement_lines(self.to_dict())
 
     def to_dict(self) -> dict[str, object]:
-        """A JSON-ready form (``xrt run --json``)."""
+        """A JSON-ready form (``xrt run --json``, a program container's manifest)."""
         return {
+            "ops": len(self.ops),
             "counts": self.counts(),
             "quantized_ops": sum(p.quantized for p in self.ops),
             "host_quantized": [
@@ -97,6 +89,22 @@ class PlacementReport:
                 for p in self.host_quantized
             ],
         }
+
+
+def placement_lines(doc: Mapping[str, Any]) -> list[str]:
+    """`PlacementReport.summary_lines` from its `to_dict` form (as a container stores it)."""
+    counts = doc.get("counts") or {}
+    total = doc.get("ops", sum(counts.values()))
+    parts = [f"{n} on {b}" for b, n in counts.items()]
+    lines = [f"placement: {total} op(s): {', '.join(parts)}"]
+    quantized = doc.get("quantized_ops") or 0
+    if quantized:
+        left = doc.get("host_quantized") or []
+        lines.append(f"  quantized operators on an accelerator: {quantized - len(left)} of {quantized}")
+        for p in left:
+            why = "; ".join(f"{b}: {r}" for b, r in (p.get("reasons") or {}).items())
+            lines.append(f"  on the host: {p.get('op')}: {why or 'no accelerator backend'}")
+    return lines
 
 
 def placement_report(

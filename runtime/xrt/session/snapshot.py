@@ -9,9 +9,15 @@
 - ``snapshot.json``: the manifest, last: format and version, the view's op ids, per
   backend its class, the op ids bound to it, its options (`Backend.snapshot_options`) and
   the SHA-256 of each artefact, and the SHA-256 of every member; with a ``checksum`` of
-  its own canonical form.
+  its own canonical form. Since program containers (``xrt compile``,
+  `xrt.session.container`) it also says, at top level, the ``target`` and ``hardware``
+  (version, compute-engine config, OCM bytes) the NPU programs were compiled for, the
+  ``buffers`` (`xrt.session.buffers.BufferMapping`: inputs then outputs) and the
+  ``placement`` (`PlacementReport.to_dict`). Those fields are optional: a version-1
+  reader ignores them, and snapshots written before them load as before.
 
-`Session.create_with_snapshot(path, backends, devices)` checks all of it, binds each
+`Session.create_with_snapshot(path, backends, devices)` (a path, or the file's bytes)
+checks all of it, refuses a device of another target than the manifest's naming both, binds each
 backend to its op ids and device, gives it its options and artefacts back
 (`Backend.restore_snapshot`), and applies the session. As the manual says, options that
 shape the prepared result (merging) come from the snapshot, not from the backend objects
@@ -29,19 +35,22 @@ network (docs/session.md, "Snapshots").
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import tempfile
 import zipfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xrt.backend import Backend, BindContext
 from xrt.device import Device
 from xrt.errors import ErrorCode, XrtError
-from xrt.network import load_network, save_network
+from xrt.network import Network, load_network, save_network
 from xrt.session._binding import resolve_devices
+from xrt.session.buffers import buffer_mappings
 
 if TYPE_CHECKING:
     from xrt.session._session import Session
@@ -50,7 +59,11 @@ __all__ = [
     "MAX_MEMBER_BYTES",
     "SNAPSHOT_FORMAT",
     "SNAPSHOT_VERSION",
+    "SnapshotContents",
+    "is_snapshot_file",
     "load_snapshot",
+    "read_snapshot",
+    "snapshot_network",
     "write_snapshot",
 ]
 
@@ -68,6 +81,22 @@ def _sha256(data: bytes) -> str:
 
 def _canonical(doc: dict[str, Any]) -> bytes:
     return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
+
+
+def _top_level(session: Session, entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a container says at top level: target and hardware of its NPU programs (from
+    the first NPU backend's options), its buffer mappings and its placement."""
+    npu = next((e["options"] for e in entries if e["ops"] and "target" in e["options"]), None)
+    hardware = None
+    if npu is not None:
+        hardware = {k: npu.get(k) for k in ("hw_version", "config", "ocm_bytes")}
+    values = session.network_view.network.values
+    return {
+        "target": npu["target"] if npu is not None else None,
+        "hardware": hardware,
+        "buffers": [b.to_dict() for b in buffer_mappings(session.inputs, session.outputs, values)],
+        "placement": session.placement().to_dict(),
+    }
 
 
 def write_snapshot(session: Session, path: str | os.PathLike[str]) -> None:
@@ -109,6 +138,7 @@ def write_snapshot(session: Session, path: str | os.PathLike[str]) -> None:
         "network": network.name,
         "view": list(view.op_ids),
         "backends": entries,
+        **_top_level(session, entries),
         "members": {name: _sha256(blob) for name, blob in members.items()},
     }
     manifest["checksum"] = _sha256(_canonical(manifest))
@@ -127,66 +157,100 @@ def write_snapshot(session: Session, path: str | os.PathLike[str]) -> None:
         ) from None
 
 
-def _bad(path: Path, why: str) -> XrtError:
-    return XrtError(ErrorCode.LOAD_FAILED, f"snapshot {str(path)!r}: {why}")
+@dataclass(frozen=True)
+class SnapshotContents:
+    """A snapshot read and checked (`read_snapshot`): its manifest and its members.
+
+    Attributes:
+        label: How errors name it (the path, or "a buffer of N bytes").
+        manifest: ``snapshot.json``, checked (format, version, checksums, entries).
+        blobs: Every member the manifest lists, by name.
+    """
+
+    label: str
+    manifest: dict[str, Any]
+    blobs: dict[str, bytes]
 
 
-def _read_members(path: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
-    if not path.is_file():
-        raise XrtError(ErrorCode.FILE_NOT_FOUND, f"snapshot {str(path)!r} does not exist")
+def _bad(label: str, why: str) -> XrtError:
+    return XrtError(ErrorCode.LOAD_FAILED, f"snapshot {label}: {why}")
+
+
+def is_snapshot_file(path: str | os.PathLike[str]) -> bool:
+    """True when `path` is a zip archive holding a snapshot manifest (by content: a
+    container may have any name)."""
     try:
+        with open(path, "rb") as f:
+            if f.read(4) != b"PK\x03\x04":
+                return False
         with zipfile.ZipFile(path) as zf:
+            return _MANIFEST in zf.namelist()
+    except (OSError, zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError):
+        return False
+
+
+def _read_members(source: Path | bytes, label: str) -> tuple[dict[str, Any], dict[str, bytes]]:
+    if isinstance(source, Path):
+        if not source.is_file():
+            raise XrtError(ErrorCode.FILE_NOT_FOUND, f"snapshot {label} does not exist")
+        size = source.stat().st_size
+        opened: Path | io.BytesIO = source
+    else:
+        size = len(source)
+        opened = io.BytesIO(source)
+    try:
+        with zipfile.ZipFile(opened) as zf:
             info = zf.getinfo(_MANIFEST) if _MANIFEST in zf.namelist() else None
             if info is None:
-                raise _bad(path, f"no {_MANIFEST} (not a session snapshot)")
+                raise _bad(label, f"no {_MANIFEST} (not a session snapshot)")
             if info.file_size > _MAX_MANIFEST:
-                raise _bad(path, f"{_MANIFEST} is {info.file_size} bytes")
+                raise _bad(label, f"{_MANIFEST} is {info.file_size} bytes")
             manifest = json.loads(zf.read(_MANIFEST))
             if not isinstance(manifest, dict):
-                raise _bad(path, f"{_MANIFEST} is not a JSON object")
+                raise _bad(label, f"{_MANIFEST} is not a JSON object")
             names = manifest.get("members")
             if not isinstance(names, dict):
-                raise _bad(path, "the manifest lists no members")
+                raise _bad(label, "the manifest lists no members")
             present = set(zf.namelist())
             total = 0
             for name in names:  # sizes first: nothing is read before all of them pass
                 if name not in present:
-                    raise _bad(path, f"member {name!r} is missing")
+                    raise _bad(label, f"member {name!r} is missing")
                 info = zf.getinfo(name)
                 if info.compress_type != zipfile.ZIP_STORED:
-                    raise _bad(path, f"member {name!r} is compressed (xrt stores members)")
+                    raise _bad(label, f"member {name!r} is compressed (xrt stores members)")
                 if info.file_size > MAX_MEMBER_BYTES:
-                    raise _bad(path, f"member {name!r} is {info.file_size} bytes")
+                    raise _bad(label, f"member {name!r} is {info.file_size} bytes")
                 total += info.file_size
-            if total > path.stat().st_size:
-                raise _bad(path, f"its members claim {total} bytes, more than the file holds")
+            if total > size:
+                raise _bad(label, f"its members claim {total} bytes, more than the file holds")
             blobs = {name: zf.read(name) for name in names}
     except XrtError:
         raise
     except (RecursionError, MemoryError) as exc:
-        raise _bad(path, f"unreadable ({type(exc).__name__})") from None
+        raise _bad(label, f"unreadable ({type(exc).__name__})") from None
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError) as exc:
         # zipfile reports CRC mismatches as BadZipFile; json errors are ValueErrors.
-        raise _bad(path, f"unreadable ({exc})") from None
+        raise _bad(label, f"unreadable ({exc})") from None
     return manifest, blobs
 
 
-def _check_manifest(path: Path, manifest: dict[str, Any], blobs: dict[str, bytes]) -> None:
+def _check_manifest(label: str, manifest: dict[str, Any], blobs: dict[str, bytes]) -> None:
     if manifest.get("format") != SNAPSHOT_FORMAT:
-        raise _bad(path, f"format {manifest.get('format')!r} is not {SNAPSHOT_FORMAT!r}")
+        raise _bad(label, f"format {manifest.get('format')!r} is not {SNAPSHOT_FORMAT!r}")
     version = manifest.get("version")
     if version != SNAPSHOT_VERSION:
-        raise _bad(path, f"version {version!r}; this xrt reads version {SNAPSHOT_VERSION}")
+        raise _bad(label, f"version {version!r}; this xrt reads version {SNAPSHOT_VERSION}")
     claimed = manifest.get("checksum")
     body = {k: v for k, v in manifest.items() if k != "checksum"}
     if claimed != _sha256(_canonical(body)):
-        raise _bad(path, "the manifest's checksum does not match (edited or corrupt)")
+        raise _bad(label, "the manifest's checksum does not match (edited or corrupt)")
     for name, digest in manifest["members"].items():
         if _sha256(blobs[name]) != digest:
-            raise _bad(path, f"member {name!r} is corrupt (SHA-256 mismatch)")
+            raise _bad(label, f"member {name!r} is corrupt (SHA-256 mismatch)")
     for key, kind in (("view", list), ("backends", list)):
         if not isinstance(manifest.get(key), kind):
-            raise _bad(path, f"{key!r} must be a {kind.__name__}")
+            raise _bad(label, f"{key!r} must be a {kind.__name__}")
     for entry in manifest["backends"]:
         ok = (
             isinstance(entry, dict)
@@ -195,14 +259,63 @@ def _check_manifest(path: Path, manifest: dict[str, Any], blobs: dict[str, bytes
             and all(isinstance(i, int) for i in entry["ops"])
             and isinstance(entry.get("options"), dict)
             and isinstance(entry.get("state"), dict)
-            and all(m in blobs for m in entry["state"].values())
+            and all(isinstance(m, str) and m in blobs for m in entry["state"].values())
         )
         if not ok:
-            raise _bad(path, f"malformed backend entry {str(entry)[:200]}")
+            raise _bad(label, f"malformed backend entry {str(entry)[:200]}")
+    target = manifest.get("target")
+    if target is not None and not isinstance(target, str):
+        raise _bad(label, f"target {str(target)[:100]} is not a name")
+
+
+def read_snapshot(
+    source: str | os.PathLike[str] | bytes | bytearray | memoryview, *, label: str | None = None
+) -> SnapshotContents:
+    """Read and check a snapshot or program container, from a file or its bytes (see the
+    module docstring for what is checked).
+
+    Args:
+        source: The file, or its bytes.
+        label: How errors name it (default: the path, or "(a buffer of N bytes)").
+
+    Raises:
+        XrtError: 11002 for a missing file; 11011 naming the reason for anything corrupt,
+            edited or malformed; 11010 for a source that is neither a path nor bytes.
+    """
+    if isinstance(source, bytes | bytearray | memoryview):
+        data = bytes(source)
+        label = label or f"(a buffer of {len(data)} bytes)"
+        manifest, blobs = _read_members(data, label)
+    elif isinstance(source, str | os.PathLike):
+        label = label or repr(str(source))
+        manifest, blobs = _read_members(Path(source), label)
+    else:
+        raise XrtError(
+            ErrorCode.WRONG_TYPE, f"a snapshot is a path or bytes, not {type(source).__name__}"
+        )
+    _check_manifest(label, manifest, blobs)
+    return SnapshotContents(label, manifest, blobs)
+
+
+def snapshot_network(contents: SnapshotContents) -> Network:
+    """The network a checked snapshot holds, loaded (and validated) again.
+
+    Raises:
+        XrtError: 11011 when it is missing or does not load.
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in ("network.json", "network.raw"):
+            if name not in contents.blobs:
+                raise _bad(contents.label, f"member {name!r} is missing")
+            (Path(tmp) / name).write_bytes(contents.blobs[name])
+        try:
+            return load_network(Path(tmp) / "network.json", Path(tmp) / "network.raw")
+        except XrtError as exc:
+            raise _bad(contents.label, f"its network does not load: {exc.message}") from None
 
 
 def _backend_objects(
-    path: Path, entries: list[dict[str, Any]], given: Sequence[type[Backend] | Backend]
+    contents: SnapshotContents, given: Sequence[type[Backend] | Backend]
 ) -> list[Backend]:
     if isinstance(given, type | Backend) or not isinstance(given, Sequence):
         raise XrtError(ErrorCode.WRONG_TYPE, "create_with_snapshot takes a list of backends")
@@ -218,59 +331,82 @@ def _backend_objects(
             objects.append(b)
         else:
             raise XrtError(ErrorCode.WRONG_TYPE, f"create_with_snapshot: {b!r} is not a Backend")
-    want = [e["class"] for e in entries]
+    want = [e["class"] for e in contents.manifest["backends"]]
     have = [type(b).__name__ for b in objects]
     if want != have:
-        raise _bad(path, f"it was made with backends {want}, not {have}")
+        target = contents.manifest.get("target")
+        given_targets = [t for b in objects if (t := getattr(b, "TARGET", ""))]
+        why = f"it was made with backends {want}, not {have}"
+        if target and given_targets and target not in given_targets:
+            why = (
+                f"it was compiled for target {target!r} (backends {want}), but the backends "
+                f"given are for {', '.join(map(repr, given_targets))} ({have})"
+            )
+        raise _bad(contents.label, why)
     return objects
+
+
+def _check_device_targets(
+    contents: SnapshotContents, devices: Sequence[Device | None] | None
+) -> None:
+    """A device of another target than the container's: refused before anything is bound,
+    naming both (the backend's device check would only name the classes)."""
+    target = contents.manifest.get("target")
+    if not target or not isinstance(devices, Sequence):
+        return
+    for device in devices:
+        got = getattr(device, "target", None)
+        if isinstance(got, str) and got and got != target:
+            raise _bad(
+                contents.label,
+                f"it was compiled for target {target!r}, but {device!r} is a {got!r} device "
+                f"(compile it for {got!r}: xrt compile MODEL --target {got})",
+            )
 
 
 def load_snapshot(
     session_cls: type[Session],
-    path: str | os.PathLike[str],
+    source: str | os.PathLike[str] | bytes | SnapshotContents,
     backends: Sequence[type[Backend] | Backend],
     devices: Sequence[Device | None] | None,
     *,
     verify: bool = False,
 ) -> Session:
     """`Session.create_with_snapshot`; see the module docstring."""
-    where = Path(path)
-    manifest, blobs = _read_members(where)
-    _check_manifest(where, manifest, blobs)
+    contents = source if isinstance(source, SnapshotContents) else read_snapshot(source)
+    label, manifest, blobs = contents.label, contents.manifest, contents.blobs
+    _check_device_targets(contents, devices)
     entries = manifest["backends"]
-    objects = _backend_objects(where, entries, backends)
+    objects = _backend_objects(contents, backends)
     resolved = resolve_devices(objects, devices, "Session.create_with_snapshot")
-    with tempfile.TemporaryDirectory() as tmp:
-        for name in ("network.json", "network.raw"):
-            if name not in blobs:
-                raise _bad(where, f"member {name!r} is missing")
-            (Path(tmp) / name).write_bytes(blobs[name])
-        try:
-            network = load_network(Path(tmp) / "network.json", Path(tmp) / "network.raw")
-        except XrtError as exc:
-            raise _bad(where, f"its network does not load: {exc.message}") from None
+    network = snapshot_network(contents)
     try:
         graph = network.view(manifest["view"])
     except XrtError as exc:
-        raise _bad(where, f"its view does not fit its network: {exc.message}") from None
+        raise _bad(label, f"its view does not fit its network: {exc.message}") from None
     bindings: dict[int, Backend] = {}
     for entry, backend, device in zip(entries, objects, resolved, strict=True):
         for op_id in entry["ops"]:
             if op_id in bindings or op_id not in graph.op_ids:
-                raise _bad(where, f"op {op_id} is bound twice or outside the view")
+                raise _bad(label, f"op {op_id} is bound twice or outside the view")
             bindings[op_id] = backend
         if entry["ops"]:
             backend.init(network.view(entry["ops"]), device)
             state = {key: blobs[member] for key, member in entry["state"].items()}
             # Backends written before `verify` existed take two arguments: ask only when asked.
             extra = {"verify": True} if verify else {}
-            backend.restore_snapshot(entry["options"], state, **extra)
+            try:
+                backend.restore_snapshot(entry["options"], state, **extra)
+            except XrtError as exc:
+                if exc.code != ErrorCode.LOAD_FAILED or exc.message.startswith("snapshot "):
+                    raise
+                raise _bad(label, exc.message) from None
     if set(bindings) != set(graph.op_ids):
-        raise _bad(where, f"ops {sorted(set(graph.op_ids) - set(bindings))} are not bound")
+        raise _bad(label, f"ops {sorted(set(graph.op_ids) - set(bindings))} are not bound")
     ctx = BindContext(graph, bindings)
     for op in graph.ops:
         if not bindings[op.op_id].is_op_supported(op, ctx):
             raise _bad(
-                where, f"{type(bindings[op.op_id]).__name__} no longer accepts {op.describe()}"
+                label, f"{type(bindings[op.op_id]).__name__} no longer accepts {op.describe()}"
             )
     return session_cls(graph, objects, bindings).apply()

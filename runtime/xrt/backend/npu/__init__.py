@@ -4,7 +4,8 @@ Both compile runs of quantized operators into programs for the compute engine at
 ``apply`` and launch them at ``forward`` through the device's register and memory regions,
 the same on the emulator (``grpc://``) and on a board (``axi://``). Buyi keeps every
 tensor in external memory (``plddr``); ZG330 keeps a program's intermediates in its
-on-chip memory (``ocm``) when they fit.
+on-chip memory (``ocm``) when they fit. `bind_compile_only` binds one to no device, so
+that a session compiles its programs for a program container (``xrt compile``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from xrt.backend._names import register_backend_type
 from xrt.backend.npu._backend import NpuBackend, Segment
 from xrt.backend.npu._cache import PROGRAM_CACHE, ProgramCache, program_key
 from xrt.backend.npu._driver import EngineDriver, LaunchStats
+from xrt.backend.npu._offline import bind_compile_only
 from xrt.backend.npu._serialize import program_from_bytes, program_to_bytes
 from xrt.backend.npu.hardop_builder import to_hardop
 from xrt.npu_device.npu import BuyiDevice, ZG330Device
@@ -26,6 +28,7 @@ __all__ = [
     "ProgramCache",
     "Segment",
     "ZG330Backend",
+    "bind_compile_only",
     "program_from_bytes",
     "program_key",
     "program_to_bytes",

@@ -22,6 +22,9 @@ How it runs a network (docs/session.md, "NPU backends"):
   the same way. The profile splits the time into memory (transfers) and hardware (the
   engine's busy cycles at the configured clock); the timeline shows the transfers and the
   engine's run with its counters.
+* **Without a device.** `bind_compile_only` (`xrt.backend.npu._offline`, ``xrt compile``)
+  binds the backend to no device: apply and partition compile the same programs and
+  record them unuploaded, for a program container.
 """
 
 from __future__ import annotations
@@ -38,8 +41,10 @@ from xrt.backend._base import Backend, Subgraph
 from xrt.backend._registry import BindContext
 from xrt.backend.npu._cache import PROGRAM_CACHE, program_key
 from xrt.backend.npu._driver import EngineDriver, LaunchStats
+from xrt.backend.npu._offline import HW_VERSION_TEXT, check_options, compile_only_refusal
 from xrt.backend.npu._serialize import program_from_bytes, program_to_bytes
 from xrt.backend.npu._timeline import LaunchSchedule, launch_schedule, trace_launch, trace_transfer
+from xrt.backend.npu.hardop_builder import ocm_bytes
 from xrt.device import Device
 from xrt.errors import ErrorCode, XrtError
 from xrt.hw.config import NpuConfig
@@ -251,15 +256,17 @@ class NpuBackend(Backend):
         return prog
 
     def ocm_capacity(self) -> int:
-        """On-chip memory a program may keep intermediates in (0: none, as on Buyi)."""
+        """On-chip memory a program may keep intermediates in (0: none, as on Buyi): the
+        device's, or the target's hardware config's when compiling without a device."""
         if self.OCM_REGION is None:
             return 0
-        assert self.device is not None
+        if self.device is None:
+            return ocm_bytes(self.TARGET)
         return self.device.get_mem_region(self.OCM_REGION).size
 
     def _reserve_ocm(self, size: int) -> None:
         """Make the shared on-chip arena at least `size` bytes when the OCM has room."""
-        if size <= 0 or self.OCM_REGION is None:
+        if size <= 0 or self.OCM_REGION is None or self.device is None:
             return
         arena = self._ocm_arena
         if arena is not None and not arena.is_freed and arena.size >= size:
@@ -320,7 +327,9 @@ class NpuBackend(Backend):
         if loaded is not None:
             return loaded
         prog = self._program_for(seg)
-        assert self.device is not None
+        if self.device is None:  # compile-only (xrt compile): recorded, nothing uploaded
+            self._loaded[ids] = _Loaded(prog, [], 0, {}, {})
+            return self._loaded[ids]
         plddr = self.device.get_mem_region("plddr")
         chunks: list[MemChunk] = []
 
@@ -439,9 +448,10 @@ class NpuBackend(Backend):
     ) -> None:
         if not self._applied:
             raise XrtError(ErrorCode.WRONG_ORDER, f"{type(self).__name__}: apply() before forward")
+        if self._driver is None:
+            raise compile_only_refusal(self)
         loaded = self._prepare(seg)
         prog = loaded.program
-        assert self._driver is not None
         tracing = self.tracer is not None
         dev_cycles = [self.device.cycles] if tracing else []  # type: ignore[union-attr]
         t0 = time.perf_counter()
@@ -585,6 +595,8 @@ class NpuBackend(Backend):
         out["target"] = self.TARGET
         out["block"] = self.config.block
         out["config"] = {k: getattr(self.config, k) for k in self.config.__dataclass_fields__}
+        out["hw_version"] = HW_VERSION_TEXT
+        out["ocm_bytes"] = self.ocm_capacity()  # programs are compiled for this much OCM
         return out
 
     def snapshot_state(self) -> dict[str, bytes]:
@@ -604,19 +616,7 @@ class NpuBackend(Backend):
         implement (a compilation, which the snapshot otherwise saves) and must be the same
         bytes; verified programs are shared."""
         super().restore_snapshot({"auto_merge": options.get("auto_merge", True)}, {})
-        mine = {k: getattr(self.config, k) for k in self.config.__dataclass_fields__}
-        if options.get("target") != self.TARGET:
-            raise XrtError(
-                ErrorCode.LOAD_FAILED,
-                f"the snapshot is for target {options.get('target')!r}, "
-                f"this is {type(self).__name__} ({self.TARGET})",
-            )
-        if options.get("config") != mine:
-            raise XrtError(
-                ErrorCode.LOAD_FAILED,
-                f"the snapshot was compiled for NPU hardware {options.get('config')}, "
-                f"this device's is {mine}",
-            )
+        check_options(self, options)
         view = self.network_view
         assert view is not None
         for name, blob in state.items():
