@@ -3,7 +3,9 @@
 The order matters to a CI job: the device is opened first, so a wrong URL, a refused
 connection or a wrong token fails within a second, before the model is imported or
 calibrated; placement is reported on every run and checked before any forward when
-``--require-npu`` asks; the device's lease is released however the run ends.
+``--require-npu`` asks; the device's lease is released however the run ends. A MODEL that
+is a program container (``xrt compile``; recognised by its content, whatever its name) is
+loaded onto the device as it is, without compiling (`xrt.aic.Qpc.create_session`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,13 +22,16 @@ from typing import Any
 import numpy as np
 
 from xrt import exitcodes
+from xrt._model_input import check_npu_gets_integers, inputs, load_network, quantize
+from xrt.aic import Qpc
 from xrt.backend import Backend, get_backend_type
 from xrt.device import Device, HostDevice
-from xrt.dtypes import DataType, TensorType
+from xrt.dtypes import TensorType
 from xrt.errors import ErrorCode, XrtError
-from xrt.network import Network, is_quantized_op
+from xrt.network import Network
 from xrt.progress import progress
 from xrt.session import PlacementReport, Session
+from xrt.session.snapshot import is_snapshot_file
 
 __all__ = ["run_command"]
 
@@ -36,19 +42,69 @@ def run_command(args: argparse.Namespace) -> int:
         raise XrtError(ErrorCode.OUT_OF_RANGE, f"--runs must be >= 1, got {args.runs}")
     if args.quantize and args.calib < 1:
         raise XrtError(ErrorCode.OUT_OF_RANGE, f"--calib must be >= 1, got {args.calib}")
+    container = is_snapshot_file(args.model)
+    if container:
+        _check_container_args(args)
     device = Device.open(args.device) if args.device else None
     try:
+        if container:
+            return _run_container(args, device)
         names = _backend_names(args.backends, device)
         types = [get_backend_type(n) for n in names]
-        net = _load_network(args.model)
+        net = load_network(args.model)
         if args.quantize:
-            net = _quantize(net, args)
-        _check_npu_gets_integers(net, types, quantized=args.quantize)
-        feed, sources = _inputs(net, args.input, args.seed)
-        return _Run(args, net, names, types, device, feed, sources).execute()
+            net = quantize(net, args)
+        check_npu_gets_integers(net, types, quantized=args.quantize)
+        feed, sources = inputs(net, args.input, args.seed)
+
+        def prepare() -> Session:
+            sess = Session.create(types, net, _devices(types, device))
+            with progress(f"applying the network to {', '.join(names)}"):
+                return sess.apply()
+
+        return _Run(args, net, names, device, feed, sources, prepare).execute()
     finally:
         if device is not None:
             device.close()
+
+
+def _check_container_args(args: argparse.Namespace) -> None:
+    """A program container is quantized and compiled already, for its backends."""
+    given = [f for f, on in (("--quantize", args.quantize), ("--backends", args.backends)) if on]
+    if given or args.calib_dir is not None:
+        flags = ", ".join(given + (["--calib-dir"] if args.calib_dir is not None else []))
+        raise XrtError(
+            ErrorCode.OUT_OF_RANGE,
+            f"{args.model} is a program container (quantized and compiled by xrt compile): "
+            f"leave out {flags}",
+        )
+
+
+def _run_container(args: argparse.Namespace, device: Device | None) -> int:
+    """``xrt run CONTAINER``: load it on the device (no compile) and run it."""
+    with progress(f"loading {Path(args.model).name}"):
+        qpc = Qpc.from_file(args.model)
+    info = qpc.info()
+    net = qpc.network()
+    names = [t.__name__ for t in qpc.backend_types()]
+    feed, sources = inputs(net, args.input, args.seed)
+
+    def prepare() -> Session:
+        with progress(f"loading the programs onto {device if device is not None else 'the host'}"):
+            return qpc.create_session(device)
+
+    run = _Run(args, net, names, device, feed, sources, prepare)
+    run.summary["container"] = {
+        "target": info.target,
+        "hw_version": info.hw_version,
+        "npu_programs": info.npu_programs,
+    }
+    hw = f" (hardware {info.hw_version})" if info.hw_version else ""
+    run.say(
+        f"container {args.model}: compiled for {info.target or 'the host'}{hw}, "
+        f"{info.npu_programs} NPU program(s)"
+    )
+    return run.execute()
 
 
 # -- what to run on -----------------------------------------------------------------------
@@ -65,19 +121,6 @@ def _backend_names(text: str | None, device: Device | None) -> list[str]:
     return names
 
 
-def _check_npu_gets_integers(net: Network, types: list[type[Backend]], *, quantized: bool) -> None:
-    """An NPU backend with a float network would leave everything on the host: say so."""
-    npu = [t.__name__ for t in types if not t.is_host]
-    if not npu or any(is_quantized_op(op, net.values) for op in net.ops):
-        return
-    hint = "" if quantized else ": add --quantize (or give a network file saved after quantizing)"
-    raise XrtError(
-        ErrorCode.OUT_OF_RANGE,
-        f"{', '.join(npu)} runs quantized (int8) networks only, and network {net.name!r} "
-        f"has no integer operators{hint}",
-    )
-
-
 def _devices(types: list[type[Backend]], device: Device | None) -> list[Device | None]:
     """The device of each backend: `device` for NPU backends; host backends take it only
     when it is a host device (``host://?capacity=...``), else the default host device."""
@@ -88,112 +131,6 @@ def _devices(types: list[type[Backend]], device: Device | None) -> list[Device |
         else:
             out.append(device)
     return out
-
-
-# -- the model and its inputs ---------------------------------------------------------------
-
-
-def _load_network(path_text: str) -> Network:
-    path = Path(path_text)
-    if not path.is_file():
-        raise XrtError(ErrorCode.FILE_NOT_FOUND, f"model file {path_text!r} does not exist")
-    with progress(f"loading {path.name}"):
-        if path.suffix.lower() == ".json":
-            return Network.load(path)
-        return Network.from_onnx(path)
-
-
-def _quantize(net: Network, args: argparse.Namespace) -> Network:
-    from xrt.quant import calibrate, quantize_network
-
-    fed = [f"{op.describe()}: {', '.join(op.fed)}" for op in net.ops if op.fed]
-    if fed:
-        raise XrtError(
-            ErrorCode.OUT_OF_RANGE,
-            f"--quantize needs constant parameters; these are fed at run time: {fed[:3]} "
-            "(give them initializers in the model, or run without --quantize on the host)",
-        )
-    if args.calib_dir is not None:
-        samples = _calibration_dir(net, args.calib_dir)
-    else:
-        samples = [_inputs(net, [], args.seed + 1000 + i)[0] for i in range(args.calib)]
-    with progress(f"calibrating on {len(samples)} input sets"):
-        return quantize_network(net, ranges=calibrate(net, samples))
-
-
-def _random_input(t: TensorType, rng: np.random.Generator) -> np.ndarray:
-    dt = t.dtype
-    if dt.is_float:
-        return rng.standard_normal(t.shape).astype(dt.numpy)
-    if dt is DataType.BOOL:
-        return rng.integers(0, 2, t.shape).astype(np.bool_)
-    info = np.iinfo(dt.numpy)
-    return rng.integers(info.min, info.max, t.shape, dtype=dt.numpy, endpoint=True)
-
-
-def _load_npy(path_text: str) -> np.ndarray:
-    path = Path(path_text)
-    if not path.is_file():
-        raise XrtError(ErrorCode.FILE_NOT_FOUND, f"input file {path_text!r} does not exist")
-    try:
-        arr = np.load(path, allow_pickle=False)
-    except (ValueError, OSError, EOFError) as exc:
-        raise XrtError(
-            ErrorCode.LOAD_FAILED, f"input file {path_text!r} is not a valid .npy file: {exc}"
-        ) from None
-    if not isinstance(arr, np.ndarray):
-        raise XrtError(
-            ErrorCode.LOAD_FAILED, f"input file {path_text!r} holds several arrays (.npz)"
-        )
-    return arr
-
-
-def _inputs(net: Network, specs: list[str], seed: int) -> tuple[dict[str, np.ndarray], list[str]]:
-    names = list(net.inputs)
-    if not specs:
-        rng = np.random.default_rng(seed)
-        feed = {n: _random_input(net.values[n], rng) for n in names}
-        return feed, [f"random (seed {seed})"] * len(names)
-    positional = [s for s in specs if "=" not in s]
-    named = [s.split("=", 1) for s in specs if "=" in s]
-    if positional and named:
-        raise XrtError(
-            ErrorCode.OUT_OF_RANGE, "give --input either all as FILE.npy or all as NAME=FILE.npy"
-        )
-    if positional:
-        if len(positional) != len(names):
-            raise XrtError(
-                ErrorCode.OUT_OF_RANGE,
-                f"the network has {len(names)} input(s) {names}, got {len(positional)} --input",
-            )
-        pairs = list(zip(names, positional, strict=True))
-    else:
-        pairs = [(n, p) for n, p in named]
-        unknown = [n for n, _ in pairs if n not in names]
-        missing = [n for n in names if n not in dict(pairs)]
-        if unknown or missing:
-            raise XrtError(
-                ErrorCode.OUT_OF_RANGE,
-                f"inputs are {names}; unknown {unknown}, missing {missing}",
-            )
-    where = dict(pairs)
-    feed = {n: _load_npy(p) for n, p in pairs}
-    return feed, [where[n] for n in names]
-
-
-def _calibration_dir(net: Network, folder: str) -> list[dict[str, np.ndarray]]:
-    path = Path(folder)
-    if not path.is_dir():
-        raise XrtError(ErrorCode.FILE_NOT_FOUND, f"calibration folder {folder!r} does not exist")
-    files = sorted(path.glob("*.npy"))
-    if not files:
-        raise XrtError(ErrorCode.FILE_NOT_FOUND, f"calibration folder {folder!r} has no .npy files")
-    if len(net.inputs) != 1:
-        raise XrtError(
-            ErrorCode.OUT_OF_RANGE,
-            f"--calib-dir feeds single-input networks; this one has inputs {list(net.inputs)}",
-        )
-    return [{net.inputs[0]: _load_npy(str(f))} for f in files]
 
 
 # -- running and reporting ------------------------------------------------------------------
@@ -250,12 +187,12 @@ class _Run:
         args: argparse.Namespace,
         net: Network,
         names: list[str],
-        types: list[type[Backend]],
         device: Device | None,
         feed: dict[str, np.ndarray],
         sources: list[str],
+        prepare: Callable[[], Session],
     ) -> None:
-        self.args, self.net, self.names, self.types = args, net, names, types
+        self.args, self.net, self.names, self.prepare = args, net, names, prepare
         self.device, self.feed, self.sources = device, feed, sources
         self.summary: dict[str, Any] = {
             "model": args.model,
@@ -272,10 +209,7 @@ class _Run:
 
     def execute(self) -> int:
         args = self.args
-        sess = Session.create(self.types, self.net, _devices(self.types, self.device))
-        with sess:
-            with progress(f"applying the network to {', '.join(self.names)}"):
-                sess.apply()
+        with self.prepare() as sess:
             report = sess.placement()
             self.summary["placement"] = report.to_dict()
             if args.require_npu and report.host_quantized:

@@ -1,11 +1,14 @@
-"""The ``xrt`` command: ``xrt run MODEL`` runs a model through a `xrt.session.Session`.
+"""The ``xrt`` command: ``xrt run MODEL`` runs a model through a `xrt.session.Session`;
+``xrt compile MODEL`` compiles one for a target without a device into a program container.
 
 ::
 
-    xrt run MODEL.onnx [--device URL] [--backends NAME[,NAME...]] [--input FILE.npy ...]
-                       [--seed N] [--quantize [--calib N | --calib-dir DIR]]
+    xrt run MODEL.onnx|CONTAINER [--device URL] [--backends NAME[,NAME...]]
+                       [--input FILE.npy ...] [--seed N] [--quantize [--calib N | --calib-dir DIR]]
                        [--require-npu] [--compare host] [--output FILE.npz] [--runs N]
                        [--json] [--profile] [--trace FILE] [--values N]
+    xrt compile MODEL.onnx --target buyi|zg330 -o FILE [--quantize [--calib N | --calib-dir DIR]]
+                       [--seed N] [--require-npu] [--json]
 
 MODEL is an ONNX file (imported with `Network.from_onnx`) or a network file of
 docs/network-format.md (``.json``, with its ``.raw`` next to it). Without ``--input`` every
@@ -17,7 +20,12 @@ model is imported or calibrated) and, without ``--backends``, that device's NPU 
 runs what it can and the host the rest. Every run prints where its operators ran and, for
 each quantized operator left on the host, why; ``--require-npu`` makes that a failure.
 ``--quantize`` calibrates on ``--calib`` random input sets (or ``--calib-dir``) and runs
-the int8 network (docs/quantization.md).
+the int8 network (docs/quantization.md). A program container (recognised by its content)
+runs as compiled: no quantizing, no compiling.
+
+``xrt compile`` quantizes, binds and compiles as ``xrt run --device`` would on a device of
+``--target``, without one, and writes the program container (docs/session.md, "Program
+containers"); it prints the placement, the number of NPU programs and the buffer mappings.
 
 Exit status (one table for ``xrt`` and ``npu-emu``, `xrt.exitcodes`): 0 success; 1 running
 failed (11012..11015); 2 bad arguments or input (11002, 11003, 11010, 11011); 3
@@ -71,7 +79,9 @@ def _parser() -> argparse.ArgumentParser:
         description="Run MODEL (.onnx, or an xrt network .json) through a Session.",
         formatter_class=_HelpWithDefaults,
     )
-    run.add_argument("model", help="ONNX model or xrt network file (.json)")
+    run.add_argument(
+        "model", help="ONNX model, xrt network file (.json) or program container (xrt compile)"
+    )
     run.add_argument(
         "--device",
         default=None,
@@ -92,20 +102,7 @@ def _parser() -> argparse.ArgumentParser:
         help="an input array (.npy); repeat per network input, or NAME=FILE.npy",
     )
     run.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
-    q = run.add_argument_group("quantization")
-    q.add_argument(
-        "--quantize", action="store_true", help="quantize to int8 (random calibration data)"
-    )
-    q.add_argument(
-        "--calib", type=int, default=8, help="calibration input sets for --quantize (default 8)"
-    )
-    q.add_argument(
-        "--calib-dir",
-        default=None,
-        metavar="DIR",
-        help="calibrate --quantize on the .npy files in DIR (one per input set, sorted by "
-        "name; a single-input network) instead of random data",
-    )
+    _quantize_args(run)
     ci = run.add_argument_group("CI")
     ci.add_argument(
         "--require-npu",
@@ -141,7 +138,56 @@ def _parser() -> argparse.ArgumentParser:
         help="write the forward's timeline as Chrome trace JSON (open it in ui.perfetto.dev)",
     )
     look.add_argument("--values", type=int, default=8, help="values printed per output (default 8)")
+    _compile_parser(sub)
     return parser
+
+
+def _quantize_args(parser: argparse.ArgumentParser) -> None:
+    """``--quantize``, ``--calib``, ``--calib-dir``: the same for run and compile."""
+    q = parser.add_argument_group("quantization")
+    q.add_argument(
+        "--quantize", action="store_true", help="quantize to int8 (random calibration data)"
+    )
+    q.add_argument(
+        "--calib", type=int, default=8, help="calibration input sets for --quantize (default 8)"
+    )
+    q.add_argument(
+        "--calib-dir",
+        default=None,
+        metavar="DIR",
+        help="calibrate --quantize on the .npy files in DIR (one per input set, sorted by "
+        "name; a single-input network) instead of random data",
+    )
+
+
+def _compile_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    comp = sub.add_parser(
+        "compile",
+        help="compile a model for a target, without a device, into a program container",
+        description="Quantize, bind and compile MODEL for --target without any device, and "
+        "write the program container (a session snapshot: `xrt run CONTAINER --device URL`, "
+        "Session.create_with_snapshot and xrt.aic.Qpc load it).",
+        formatter_class=_HelpWithDefaults,
+    )
+    comp.add_argument("model", help="ONNX model or xrt network file (.json)")
+    comp.add_argument(
+        "--target", required=True, choices=("buyi", "zg330"), help="the NPU to compile for"
+    )
+    comp.add_argument(
+        "-o", "--output", required=True, metavar="FILE", help="the program container to write"
+    )
+    comp.add_argument(
+        "--seed", type=int, default=0, help="seed of the random calibration inputs"
+    )
+    _quantize_args(comp)
+    comp.add_argument(
+        "--require-npu",
+        action="store_true",
+        help="exit 3, writing nothing, when any quantized operator stays on the host",
+    )
+    comp.add_argument(
+        "--json", action="store_true", help="print what the container holds as one JSON document"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -161,6 +207,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from xrt._run_command import run_command
 
             return run_command(args)
+        if args.command == "compile":
+            from xrt._compile_command import compile_command
+
+            return compile_command(args)
     except XrtError as exc:
         print(f"xrt {args.command}: error {exc}", file=sys.stderr)
         return exitcodes.for_error(exc)
