@@ -128,6 +128,8 @@ def main() -> None:
     print("|---|---|---|")
     for name, seconds in rows.items():
         print(f"| {name} | {seconds * 1e3:.1f} | {seconds / base:.2f}x |")
+    ready = rows["Session.create_with_snapshot(container)"]
+    print(f"\nready from the container {base / ready:.1f}x sooner than create + apply")
 
 
 if __name__ == "__main__":

@@ -176,9 +176,7 @@ def _compile_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     comp.add_argument(
         "-o", "--output", required=True, metavar="FILE", help="the program container to write"
     )
-    comp.add_argument(
-        "--seed", type=int, default=0, help="seed of the random calibration inputs"
-    )
+    comp.add_argument("--seed", type=int, default=0, help="seed of the random calibration inputs")
     _quantize_args(comp)
     comp.add_argument(
         "--require-npu",

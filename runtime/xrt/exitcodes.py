@@ -32,7 +32,8 @@ BAD_INPUT = 2
 """Bad arguments or input: usage, a missing or malformed file (XrtError 11002, 11003, 11010,
 11011)."""
 PLACEMENT = 3
-"""``xrt run --require-npu``: quantized operators stayed on the host."""
+"""``xrt run --require-npu`` / ``xrt compile --require-npu``: quantized operators stayed on
+the host."""
 MISMATCH = 4
 """``xrt run --compare``: the outputs differ from the reference."""
 INTERRUPTED = 130

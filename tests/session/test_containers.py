@@ -47,9 +47,7 @@ def _two_in_two_out() -> onnx.ModelProto:
 
 def _feeds(net: Network, seed: int) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
-    return {
-        n: rng.standard_normal(net.values[n].shape).astype(np.float32) for n in net.inputs
-    }
+    return {n: rng.standard_normal(net.values[n].shape).astype(np.float32) for n in net.inputs}
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +116,7 @@ def test_from_buffer_is_from_file_and_info_says_what_it_holds(
     assert (info.target, info.hw_version, info.ocm_bytes) == ("zg330", "0.1.0", 1 << 20)
     assert info.hw_config is not None and info.hw_config["block"] == 16
     assert info.network == two_io.name and info.ops == len(two_io.ops)
-    assert sum(info.op_counts.values()) == info.ops and list(info.op_counts)[0] == "ZG330Backend"
+    assert sum(info.op_counts.values()) == info.ops and next(iter(info.op_counts)) == "ZG330Backend"
     assert info.npu_programs >= 1 and by_bytes.target == "zg330"
     # The placement is the session's: the same report a compile-only session gives.
     with compile_session(two_io, "zg330") as sess:
@@ -247,7 +245,9 @@ def onnx_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     ]
     files = {"cnn": folder / "small_cnn.onnx", "with_sub": folder / "with_sub.onnx"}
     onnx.save(COMPOSITES["small_cnn"](), files["cnn"])
-    onnx.save(make_model(nodes, {"x": [1, 3, 16, 16]}, ["y"], {"w1": w1, "w2": w2}), files["with_sub"])
+    onnx.save(
+        make_model(nodes, {"x": [1, 3, 16, 16]}, ["y"], {"w1": w1, "w2": w2}), files["with_sub"]
+    )
     return files
 
 

@@ -70,7 +70,12 @@ class BufferMapping:
             raise XrtError(ErrorCode.LOAD_FAILED, f"malformed buffer mapping {str(doc)[:200]}")
         assert isinstance(doc, dict)
         return cls(
-            doc["name"], doc["index"], doc["direction"], doc["size"], doc["dtype"], tuple(doc["shape"])
+            doc["name"],
+            doc["index"],
+            doc["direction"],
+            doc["size"],
+            doc["dtype"],
+            tuple(doc["shape"]),
         )
 
 

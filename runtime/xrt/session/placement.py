@@ -100,7 +100,9 @@ def placement_lines(doc: Mapping[str, Any]) -> list[str]:
     quantized = doc.get("quantized_ops") or 0
     if quantized:
         left = doc.get("host_quantized") or []
-        lines.append(f"  quantized operators on an accelerator: {quantized - len(left)} of {quantized}")
+        lines.append(
+            f"  quantized operators on an accelerator: {quantized - len(left)} of {quantized}"
+        )
         for p in left:
             why = "; ".join(f"{b}: {r}" for b, r in (p.get("reasons") or {}).items())
             lines.append(f"  on the host: {p.get('op')}: {why or 'no accelerator backend'}")
