@@ -24,7 +24,7 @@ import numpy as np
 from xrt import exitcodes
 from xrt._model_input import check_npu_gets_integers, inputs, load_network, quantize
 from xrt.aic import Qpc
-from xrt.backend import Backend, get_backend_type
+from xrt.backend import Backend, backend_types, get_backend_type
 from xrt.device import Device, HostDevice
 from xrt.dtypes import TensorType
 from xrt.errors import ErrorCode, XrtError
@@ -86,7 +86,8 @@ def _run_container(args: argparse.Namespace, device: Device | None) -> int:
         qpc = Qpc.from_file(args.model)
     info = qpc.info()
     net = qpc.network()
-    names = [t.__name__ for t in qpc.backend_types()]
+    by_class = {t: name for name, t in backend_types().items()}
+    names = [by_class.get(t, t.__name__) for t in qpc.backend_types()]
     feed, sources = inputs(net, args.input, args.seed)
 
     def prepare() -> Session:

@@ -22,3 +22,13 @@ def test_xrt_run_help_shows_defaults():
     assert "(default: 0)" in text  # --seed
     assert "(default: the device's NPU backend and host with --device, else host)" in text
     assert "--require-npu" in text and "--compare {host}" in text
+
+
+def test_xrt_compile_help_names_its_required_options():
+    out = run_cli(["compile", "--help"], module="xrt")
+    assert out.returncode == 0, out.stderr
+    text = " ".join(out.stdout.split())
+    assert "--target {buyi,zg330}" in text and "-o FILE, --output FILE" in text
+    assert "--quantize" in text and "--calib-dir DIR" in text and "(default: 0)" in text
+    top = run_cli(["--help"], module="xrt")
+    assert "compile" in top.stdout and "run" in top.stdout
