@@ -36,6 +36,7 @@ import numpy as np
 from xrt.backend._arrays import read_array, write_array
 from xrt.backend._base import Backend, Subgraph
 from xrt.backend._registry import BindContext
+from xrt.backend.npu._binding import LONE_ALIAS, lone_alias
 from xrt.backend.npu._cache import PROGRAM_CACHE, program_key
 from xrt.backend.npu._driver import EngineDriver, LaunchStats
 from xrt.backend.npu._serialize import program_from_bytes, program_to_bytes
@@ -567,6 +568,8 @@ class NpuBackend(Backend):
             why = refusal(op, values, ctx.graph.op_params(op), self.config)
             if why is not None:
                 return why
+            if lone_alias(op, self, ctx):
+                return LONE_ALIAS
         if op.op_type == "HardOp":
             return f"a HardOp for {op.attrs.get('target')!r}; {name} runs {self.TARGET!r} ones"
         if op.op_type == "Cast":
@@ -638,7 +641,9 @@ class NpuBackend(Backend):
 
 def _npu_constraint(op: Operator, backend: Backend, ctx: BindContext) -> bool:
     assert isinstance(backend, NpuBackend)
-    return refusal(op, ctx.graph.values, ctx.graph.op_params(op), backend.config) is None
+    if refusal(op, ctx.graph.values, ctx.graph.op_params(op), backend.config) is not None:
+        return False
+    return not lone_alias(op, backend, ctx)
 
 
 def _hardop_constraint(op: Operator, backend: Backend, ctx: BindContext) -> bool:
