@@ -7,7 +7,8 @@ How it runs a network (docs/session.md, "NPU backends"):
   accumulator bound, a shape the tiler cannot fit) stays on the host. A ``HardOp`` whose
   ``target`` is this backend's runs its precompiled program; a dequantizing ``Cast`` whose
   input this backend produces runs here too (the manual's example), on the host CPU as the
-  driver's output conversion.
+  driver's output conversion. A relabelling reshape alone between host operators stays on
+  the host (`xrt.backend.npu._binding`): it would be a launch of its own for no work.
 * **Compile at apply.** With `auto_merge` on, the session hands each run of consecutive
   operators bound here to `partition`, which cuts it into segments (one program per run of
   compiled operators, one per HardOp, one per Cast) and compiles and uploads each program
