@@ -153,7 +153,7 @@ def reduced(model: onnx.ModelProto, hw: int) -> onnx.ModelProto:
                 shape = was.copy()
                 # A flatten (of the current shape) keeps the batch axis: Inception v1's
                 # (1, 1, 1000, 1024) -> (1000, 1024) reshape of its classifier weight is none.
-                if len(shape) == 2 and len(new) == 4 and shape[0] == old[0]:
+                if len(shape) == 2 and len(new) == 4 and shape[0] in (0, old[0]):
                     shape = np.array([new[0], int(np.prod(new[1:]))], np.int64)
                 elif old != new and tuple(shape[-2:]) == old[-2:]:
                     shape[-2:] = new[-2:]

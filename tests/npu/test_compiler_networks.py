@@ -57,14 +57,14 @@ def test_resnet18_shaped_bit_exact() -> None:
     assert len(runs) == 1
 
 
-# The onnx wheel's nine light networks with random weights, at the smallest input size that
-# keeps their layers valid (AlexNet's and ZFNet's strided stems and three poolings need 67
-# and 64 pixels, Inception v1's five stride-2 stages 64): programs, and the op types the
-# host keeps. Only the network edges' casts, Softmax (with SqueezeNet's relabelling of its
+# The onnx wheel's nine light networks with random weights, at a small input size that
+# keeps their layers valid (ZFNet's and Inception v1's stride-2 stages and poolings need 60
+# and 63 pixels or more, so 64 for those and AlexNet): programs, and the op types the host
+# keeps. Only the network edges' casts, Softmax (with SqueezeNet's relabelling of its
 # output back to 4-D) and LRN (which runs in float between a dequantize and a quantize
 # Cast, so those networks split into 3 programs) stay on the host; docs/compiler.md says why.
 LIGHT_NETWORKS = {
-    "bvlc_alexnet": (67, 3, {"Cast", "LRN", "Softmax"}),
+    "bvlc_alexnet": (64, 3, {"Cast", "LRN", "Softmax"}),
     "densenet121": (32, 1, {"Cast"}),
     "inception_v1": (64, 3, {"Cast", "LRN", "Softmax"}),
     "inception_v2": (32, 1, {"Cast", "Softmax"}),
