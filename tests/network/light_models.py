@@ -94,9 +94,21 @@ def with_random_weights(name: str, seed: int = 0) -> onnx.ModelProto:
     return model
 
 
+def _skeleton(model: onnx.ModelProto) -> onnx.ModelProto:
+    """`model` without its large initializers, for shape inference: IR version 3 declares
+    every initializer as a graph input with its shape, so only the small ones (Reshape's
+    shapes) matter, and VGG-19's 400 MB of weights need not be serialized for it."""
+    g = model.graph
+    small = [i for i in g.initializer if np.prod(i.dims) <= 64]
+    graph = onnx.helper.make_graph(g.node, g.name, g.input, g.output, small)
+    return onnx.helper.make_model(
+        graph, ir_version=model.ir_version, opset_imports=model.opset_import
+    )
+
+
 def _shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
     """Every value's shape by ONNX shape inference (inputs, intermediates, outputs)."""
-    inferred = onnx.shape_inference.infer_shapes(model)
+    inferred = onnx.shape_inference.infer_shapes(_skeleton(model))
     out = {}
     for vi in [*inferred.graph.input, *inferred.graph.value_info, *inferred.graph.output]:
         dims = vi.type.tensor_type.shape.dim
@@ -139,7 +151,9 @@ def reduced(model: onnx.ModelProto, hw: int) -> onnx.ModelProto:
             elif node.op_type == "Reshape" and node.input[1] in inits:
                 was = numpy_helper.to_array(inits[node.input[1]]).astype(np.int64)
                 shape = was.copy()
-                if len(shape) == 2 and len(new) == 4:  # a flatten (of the current shape)
+                # A flatten (of the current shape) keeps the batch axis: Inception v1's
+                # (1, 1, 1000, 1024) -> (1000, 1024) reshape of its classifier weight is none.
+                if len(shape) == 2 and len(new) == 4 and shape[0] in (0, old[0]):
                     shape = np.array([new[0], int(np.prod(new[1:]))], np.int64)
                 elif old != new and tuple(shape[-2:]) == old[-2:]:
                     shape[-2:] = new[-2:]
@@ -158,7 +172,11 @@ def reduced(model: onnx.ModelProto, hw: int) -> onnx.ModelProto:
     del g.value_info[:]
     for o in g.output:
         o.type.tensor_type.ClearField("shape")
-    return onnx.shape_inference.infer_shapes(model, strict_mode=True)
+    inferred = onnx.shape_inference.infer_shapes(_skeleton(model), strict_mode=True).graph
+    g.value_info.extend(inferred.value_info)
+    for o, io in zip(g.output, inferred.output, strict=True):
+        o.CopyFrom(io)
+    return model
 
 
 def _declare(model: onnx.ModelProto, name: str, shape: tuple[int, ...]) -> None:

@@ -17,7 +17,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "network"))
 
-from light_models import reduced, with_random_weights
+from light_models import LIGHT_MODELS, reduced, with_random_weights
 from netutil import random_feeds
 from onnx_zoo import COMPOSITES, resnet18_model, squeezenet11_model
 
@@ -57,15 +57,51 @@ def test_resnet18_shaped_bit_exact() -> None:
     assert len(runs) == 1
 
 
-@pytest.mark.parametrize(
-    "name", ["shufflenet", "squeezenet", "densenet121", "inception_v2", "resnet50"]
-)
-def test_light_network_is_one_program(name: str) -> None:
-    # The onnx wheel's light networks (random weights, 32x32 inputs): one NPU program each,
-    # bit-exact; only the edge casts, Softmax and a lone relabelling reshape stay on the host.
-    model = reduced(with_random_weights(name, seed=1), 32)
+# The onnx wheel's nine light networks with random weights, at a small input size that
+# keeps their layers valid (ZFNet's and Inception v1's stride-2 stages and poolings need 60
+# and 63 pixels or more, so 64 for those and AlexNet): programs, and the op types the host
+# keeps. Only the network edges' casts, Softmax (with SqueezeNet's relabelling of its
+# output back to 4-D) and LRN (which runs in float between a dequantize and a quantize
+# Cast, so those networks split into 3 programs) stay on the host; docs/compiler.md says why.
+LIGHT_NETWORKS = {
+    "bvlc_alexnet": (64, 3, {"Cast", "LRN", "Softmax"}),
+    "densenet121": (32, 1, {"Cast"}),
+    "inception_v1": (64, 3, {"Cast", "LRN", "Softmax"}),
+    "inception_v2": (32, 1, {"Cast", "Softmax"}),
+    "resnet50": (32, 1, {"Cast", "Softmax"}),
+    "shufflenet": (32, 1, {"Cast", "Softmax"}),
+    "squeezenet": (32, 1, {"Cast", "Softmax", "Reshape"}),
+    "vgg19": (32, 1, {"Cast", "Softmax"}),
+    "zfnet512": (64, 3, {"Cast", "LRN", "Softmax"}),
+}
+EXCLUDED_FROM_SHARE = {"Cast", "Softmax", "LRN"}
+"""What issue 25's share of operators on the NPU leaves out (the quantized networks hold no
+constant operators: weights are parameters)."""
+
+
+def test_every_light_network_is_covered() -> None:
+    assert set(LIGHT_NETWORKS) == set(LIGHT_MODELS)
+
+
+@pytest.mark.parametrize("name", sorted(LIGHT_NETWORKS))
+def test_light_network_on_the_npu(name: str) -> None:
+    # Bit-exact through the golden model, as few programs as the host-only operators
+    # allow, and at least 95% of the operators that count on the NPU.
+    hw, programs, host_types = LIGHT_NETWORKS[name]
+    model = reduced(with_random_weights(name, seed=1), hw)
     qnet, runs = _check(model, seeds=1)
-    assert len(runs) == 1
-    on_npu = set(runs[0].program.op_ids)
-    host = {op.op_type for op in qnet.ops if op.op_id not in on_npu}
-    assert host <= {"Cast", "Softmax", "Reshape"}, host
+    assert len(runs) == programs
+    on_npu = {i for r in runs for i in r.program.op_ids}
+    host = [op for op in qnet.ops if op.op_id not in on_npu]
+    assert {op.op_type for op in host} == host_types
+    counted = [op for op in qnet.ops if op.op_type not in EXCLUDED_FROM_SHARE]
+    share = sum(op.op_id in on_npu for op in counted) / len(counted)
+    assert share >= 0.95, f"{share:.1%} of {len(counted)} operators on the NPU"
+    # Every host Reshape is SqueezeNet's, right after Softmax (the importer's 4-D
+    # relabelling of a Softmax over channels).
+    for op in host:
+        if op.op_type == "Reshape":
+            cast = qnet.producer(op.inputs[0])
+            assert cast is not None and cast.op_type == "Cast"
+            softmax = qnet.producer(cast.inputs[0])
+            assert softmax is not None and softmax.op_type == "Softmax"

@@ -7,7 +7,8 @@ How it runs a network (docs/session.md, "NPU backends"):
   accumulator bound, a shape the tiler cannot fit) stays on the host. A ``HardOp`` whose
   ``target`` is this backend's runs its precompiled program; a dequantizing ``Cast`` whose
   input this backend produces runs here too (the manual's example), on the host CPU as the
-  driver's output conversion.
+  driver's output conversion. A relabelling reshape alone between host operators stays on
+  the host (`xrt.backend.npu._binding`): it would be a launch of its own for no work.
 * **Compile at apply.** With `auto_merge` on, the session hands each run of consecutive
   operators bound here to `partition`, which cuts it into segments (one program per run of
   compiled operators, one per HardOp, one per Cast) and compiles and uploads each program
@@ -39,6 +40,7 @@ import numpy as np
 from xrt.backend._arrays import read_array, write_array
 from xrt.backend._base import Backend, Subgraph
 from xrt.backend._registry import BindContext
+from xrt.backend.npu._binding import LONE_ALIAS, lone_alias
 from xrt.backend.npu._cache import PROGRAM_CACHE, program_key
 from xrt.backend.npu._driver import EngineDriver, LaunchStats
 from xrt.backend.npu._offline import HW_VERSION_TEXT, check_options, compile_only_refusal
@@ -577,6 +579,8 @@ class NpuBackend(Backend):
             why = refusal(op, values, ctx.graph.op_params(op), self.config)
             if why is not None:
                 return why
+            if lone_alias(op, self, ctx):
+                return LONE_ALIAS
         if op.op_type == "HardOp":
             return f"a HardOp for {op.attrs.get('target')!r}; {name} runs {self.TARGET!r} ones"
         if op.op_type == "Cast":
@@ -638,7 +642,9 @@ class NpuBackend(Backend):
 
 def _npu_constraint(op: Operator, backend: Backend, ctx: BindContext) -> bool:
     assert isinstance(backend, NpuBackend)
-    return refusal(op, ctx.graph.values, ctx.graph.op_params(op), backend.config) is None
+    if refusal(op, ctx.graph.values, ctx.graph.op_params(op), backend.config) is not None:
+        return False
+    return not lone_alias(op, backend, ctx)
 
 
 def _hardop_constraint(op: Operator, backend: Backend, ctx: BindContext) -> bool:

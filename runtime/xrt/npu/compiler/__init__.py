@@ -16,7 +16,7 @@ outputs.
 from xrt.npu.compiler._compile import compile_run
 from xrt.npu.compiler._golden_run import run_on_golden
 from xrt.npu.compiler._layout import View, as_nchw, from_tiled, tiled_bytes, to_tiled, view_of
-from xrt.npu.compiler._legalize import NPU_OP_TYPES, accumulator_bound, refusal
+from xrt.npu.compiler._legalize import NPU_OP_TYPES, accumulator_bound, is_alias, refusal
 from xrt.npu.compiler._pack import ConstBlob, bias_rows, conv_blocks, lut_rows, prm_rows
 from xrt.npu.compiler._program import (
     BaseRole,
@@ -48,6 +48,7 @@ __all__ = [
     "conv_blocks",
     "from_tiled",
     "insert_tokens",
+    "is_alias",
     "lut_rows",
     "partition",
     "plan_conv",
