@@ -26,6 +26,7 @@ from xrt.errors import ErrorCode, XrtError
 from xrt.network import Network, is_quantized_op
 from xrt.progress import progress
 from xrt.session import PlacementReport, Session
+from xrt.tuning import TuningRecords
 
 __all__ = ["run_command"]
 
@@ -36,6 +37,8 @@ def run_command(args: argparse.Namespace) -> int:
         raise XrtError(ErrorCode.OUT_OF_RANGE, f"--runs must be >= 1, got {args.runs}")
     if args.quantize and args.calib < 1:
         raise XrtError(ErrorCode.OUT_OF_RANGE, f"--calib must be >= 1, got {args.calib}")
+    if args.tune and not args.tuning_records:
+        raise XrtError(ErrorCode.OUT_OF_RANGE, "--tune needs --tuning-records FILE to keep them")
     device = Device.open(args.device) if args.device else None
     try:
         names = _backend_names(args.backends, device)
@@ -274,8 +277,11 @@ class _Run:
         args = self.args
         sess = Session.create(self.types, self.net, _devices(self.types, self.device))
         with sess:
+            records = self._tuning(sess)
             with progress(f"applying the network to {', '.join(self.names)}"):
                 sess.apply()
+            if records is not None:
+                self._tuning_report(sess, records)
             report = sess.placement()
             self.summary["placement"] = report.to_dict()
             if args.require_npu and report.host_quantized:
@@ -294,6 +300,43 @@ class _Run:
         if args.json:
             print(json.dumps(self.summary, indent=1, default=str))
         return code
+
+    def _tuning(self, sess: Session) -> TuningRecords | None:
+        """Load ``--tuning-records`` into the session's backends (None without)."""
+        if not self.args.tuning_records:
+            return None
+        records = TuningRecords.load(self.args.tuning_records)
+        sess.set_tuning(records, tune=self.args.tune)
+        for b in sess.backends:
+            if hasattr(b, "tune_measure"):
+                b.tune_measure = self.args.tune_measure
+        return records
+
+    def _tuning_report(self, sess: Session, records: TuningRecords) -> None:
+        """Save new records (``--tune``) and say what tuning did and passed over."""
+        reports = [b.tune_report for b in sess.backends if hasattr(b, "tune_report")]
+        tuned = sum(r.tuned for r in reports)
+        changed = sum(r.changed for r in reports)
+        reused = sum(r.reused for r in reports)
+        if self.args.tune:
+            records.save(self.args.tuning_records)
+        summary = {
+            "file": self.args.tuning_records,
+            "records": len(records),
+            "tuned": tuned,
+            "changed": changed,
+            "reused": reused,
+            "seconds": round(sum(r.seconds for r in reports), 3),
+            "notes": list(records.notes),
+        }
+        self.summary["tuning"] = summary
+        self.say(
+            f"tuning records {self.args.tuning_records}: {len(records)} record(s); NPU "
+            f"layers {reused} from records, {tuned} measured ({changed} changed the tiling, "
+            f"{summary['seconds']} s)" + (", saved" if self.args.tune else "")
+        )
+        for line in records.notes:
+            self.say(f"  note: {line}")
 
     def _refuse_placement(self, report: PlacementReport) -> int:
         left = report.host_quantized
@@ -396,6 +439,7 @@ class _Run:
             )
         if args.profile:
             self.say(sess.profile_table())
+            self.say(sess.profile_summary())
             self.say(sess.memory_plan.summary())
         if args.trace is not None:
             self.say(f"trace: {args.trace} ({len(sess.trace_events())} events; ui.perfetto.dev)")

@@ -162,3 +162,27 @@ def test_runtime_packages_do_not_import_onnx() -> None:
         "assert 'onnx' not in sys.modules and 'onnxruntime' not in sys.modules"
     )
     assert subprocess.run([sys.executable, "-c", code], cwd=REPO, check=False).returncode == 0
+
+
+def test_run_tunes_host_kernels_records_them_and_prints_the_op_type_summary(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model = tmp_path / "cnn.onnx"
+    onnx.save(COMPOSITES["small_cnn"](), model)
+    records = tmp_path / "records.json"
+    args = ["run", str(model), "--quantize", "--calib", "1", "--tuning-records", str(records)]
+    assert main([*args, "--tune", "--profile"]) == 0
+    out = capsys.readouterr().out
+    assert "time per op type" in out and re.search(r"QConv2d\s+\d+\s+[\d.]+\s+[\d.]+", out)
+    assert f"tuning records {records}" in out and "saved" in out
+    from xrt.tuning import TuningRecords
+
+    saved = TuningRecords.load(records)
+    convs = [r for r in saved if r.key.op_type == "QConv2d"]
+    assert convs and all(r.measured_on == "host-timer" for r in convs) and not saved.notes
+    # A second run reads them and neither measures nor rewrites the file.
+    before = records.read_bytes()
+    assert main([*args, "--compare", "host"]) == 0
+    assert "bit-exact" in capsys.readouterr().out and records.read_bytes() == before
+    assert main(["run", str(model), "--tune"]) == 2  # --tune needs the file to keep records
+    assert "--tune needs --tuning-records" in capsys.readouterr().err

@@ -16,6 +16,7 @@ without, on the run that was tuned.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import time
 from collections.abc import Callable, Sequence
@@ -263,41 +264,37 @@ class NpuTuner:
         fresh: list[TuningRecord],
         compile_: Callable[..., NpuProgram],
     ) -> dict[int, tuple[PlanChoice, ...]]:
-        """Measure the run whole with and without `plans`; when the tuned run is slower, the
-        records made now get their default tilings back (older records are kept)."""
-        tuned = self.measure(compile_(graph, plans, []))
+        """Measure the run whole with `plans` and without; while the tuned run is slower,
+        give the records made now their default tilings back, those that saved least
+        first, a quarter at a time (older records are kept)."""
         untuned = self.measure(compile_(graph, {}, []))
+        tuned = self.measure(compile_(graph, plans, []))
         self.report.measurements += 2
-        if tuned <= untuned:
-            return plans
-        self.report.reverted += 1
-        fresh_keys = {r.key for r in fresh}
-        for r in fresh:
-            if r.cost < r.default_cost:
+        first = tuned
+        changed = sorted((r for r in fresh if r.cost < r.default_cost), key=lambda r: r.saved)
+        ops = {self.key(op, graph): op for op in graph.ops}
+        step = max(1, -(-len(changed) // 4))
+        while tuned > untuned and changed:
+            for r in changed[:step]:
+                op = ops[r.key]
+                default = self._defaults(tiled_geoms(op, graph, self.config))
                 self.records.put(
-                    TuningRecord(
-                        r.key,
-                        {"tilings": self._default_tilings(r, graph)},
-                        r.default_cost,
-                        r.default_cost,
-                        r.measured_on,
-                        r.candidates,
-                        r.code,
+                    dataclasses.replace(
+                        r, choice={"tilings": [c.to_list() for c in default]}, cost=r.default_cost
                     )
                 )
+                for o in graph.ops:
+                    if self.key(o, graph) == r.key:
+                        plans.pop(o.op_id, None)
                 self.report.changed -= 1
-        self.records.note(
-            f"{getattr(graph, 'name', 'run')}: tuned tilings made the run slower whole "
-            f"({tuned} vs {untuned} cycles): the new records keep the default tilings"
-        )
-        return {
-            op.op_id: c
-            for op in graph.ops
-            if (c := plans.get(op.op_id)) is not None and self.key(op, graph) not in fresh_keys
-        }
-
-    def _default_tilings(
-        self, rec: TuningRecord, graph: Network | NetworkView
-    ) -> list[list[int | str]]:
-        op = next(op for op in graph.ops if self.key(op, graph) == rec.key)
-        return [c.to_list() for c in self._defaults(tiled_geoms(op, graph, self.config))]
+            changed = changed[step:]
+            tuned = self.measure(compile_(graph, plans, []))
+            self.report.measurements += 1
+        if first > untuned:
+            self.report.reverted += 1
+            self.records.note(
+                f"{getattr(graph, 'name', 'run')}: tuned tilings made the run slower whole "
+                f"({first} vs {untuned} cycles): layers that saved least got their default "
+                f"tilings back ({tuned} cycles)"
+            )
+        return plans
