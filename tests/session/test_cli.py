@@ -186,3 +186,19 @@ def test_run_tunes_host_kernels_records_them_and_prints_the_op_type_summary(
     assert "bit-exact" in capsys.readouterr().out and records.read_bytes() == before
     assert main(["run", str(model), "--tune"]) == 2  # --tune needs the file to keep records
     assert "--tune needs --tuning-records" in capsys.readouterr().err
+
+
+def test_op_type_summary_counts_totals_shares_and_means() -> None:
+    from xrt.session import OpTime, op_type_summary
+
+    times = {
+        1: OpTime((1,), "QConv2d", "a", "HostBackend", 3.0, 0.0, 0.0),
+        2: OpTime((2,), "Relu", "b", "HostBackend", 1.0, 0.0, 0.0),
+        3: OpTime((3,), "QConv2d", "c", "HostBackend", 5.0, 0.0, 0.0),
+        4: OpTime((4, 5), "Subgraph", "4..5", "BuyiBackend", 1.0, 0.5, 0.5),
+    }
+    rows = {r.op_type: r for r in op_type_summary(times)}
+    conv = rows["QConv2d"]
+    assert (conv.count, conv.total, conv.share, conv.mean) == (2, 8.0, 80.0, 4.0)
+    assert [r.op_type for r in op_type_summary(times)][0] == "QConv2d"
+    assert rows["Subgraph"].count == 1 and rows["Relu"].share == 10.0
