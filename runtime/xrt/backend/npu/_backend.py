@@ -51,6 +51,7 @@ from xrt.network import NetworkView, Operator, is_float_op
 from xrt.npu.compiler import (
     NPU_OP_TYPES,
     NpuProgram,
+    Plans,
     as_nchw,
     compile_run,
     from_tiled,
@@ -146,6 +147,7 @@ class NpuBackend(Backend):
         self.tune = False
         self.tune_measure = "rtl"
         self.tune_report = TuneReport()
+        self._plans_memo: dict[tuple[int, bool, tuple[int, ...], int], Plans] = {}
 
     # -- devices ------------------------------------------------------------------------------
 

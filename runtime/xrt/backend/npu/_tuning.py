@@ -87,6 +87,11 @@ def tuned_plans(backend: NpuBackend, sub: NetworkView, ocm_bytes: int) -> Plans:
     records = backend.tuning
     if records is None:
         return {}
+    # A run is looked up more than once per apply (sizing the OCM arena, then preparing).
+    memo = (id(records), backend.tune, tuple(op.op_id for op in sub.ops), ocm_bytes)
+    known = backend._plans_memo.get(memo)
+    if known is not None:
+        return known
     measure: Measure
     if backend.tune and backend.tune_measure == "rtl" and backend._driver is not None:
         assert isinstance(backend.device, NpuDevice)
@@ -104,4 +109,6 @@ def tuned_plans(backend: NpuBackend, sub: NetworkView, ocm_bytes: int) -> Plans:
         ocm_bytes=ocm_bytes,
     )
     tuner.report = backend.tune_report
-    return tuner.plans_for(sub)
+    plans = tuner.plans_for(sub)
+    backend._plans_memo[memo] = plans
+    return plans
