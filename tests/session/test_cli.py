@@ -200,5 +200,5 @@ def test_op_type_summary_counts_totals_shares_and_means() -> None:
     rows = {r.op_type: r for r in op_type_summary(times)}
     conv = rows["QConv2d"]
     assert (conv.count, conv.total, conv.share, conv.mean) == (2, 8.0, 80.0, 4.0)
-    assert [r.op_type for r in op_type_summary(times)][0] == "QConv2d"
+    assert op_type_summary(times)[0].op_type == "QConv2d"
     assert rows["Subgraph"].count == 1 and rows["Relu"].share == 10.0
