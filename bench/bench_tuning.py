@@ -31,8 +31,7 @@ from netutil import random_feeds  # noqa: E402
 
 from xrt.hw.targets import NPU, target  # noqa: E402
 from xrt.network import Network, NetworkView  # noqa: E402
-from xrt.npu.compiler import compile_run, partition  # noqa: E402
-from xrt.npu.compiler._golden_run import simulated_cycles  # noqa: E402
+from xrt.npu.compiler import compile_run, partition, simulated_cycles  # noqa: E402
 from xrt.quant import quantize_network  # noqa: E402
 from xrt.tuning import CostModelMeasure, NpuTuner, TuningRecords  # noqa: E402
 

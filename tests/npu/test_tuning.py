@@ -31,9 +31,10 @@ from xrt.npu.compiler import (
     conv_candidates,
     partition,
     plan_conv,
+    run_on_golden,
+    simulated_cycles,
     tiled_geoms,
 )
-from xrt.npu.compiler._golden_run import run_on_golden, simulated_cycles
 from xrt.npu.compiler._pack import block_spans, conv_blocks
 from xrt.npu.compiler._simulate import simulate_network
 from xrt.ops.conv import QCONV2D_KERNELS

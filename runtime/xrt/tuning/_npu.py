@@ -34,9 +34,9 @@ from xrt.npu.compiler import (
     compile_run,
     conv_candidates,
     plan_conv,
+    simulated_cycles,
     tiled_geoms,
 )
-from xrt.npu.compiler._golden_run import simulated_cycles
 from xrt.tuning._records import (
     TuningKey,
     TuningRecord,

@@ -15,7 +15,7 @@ outputs.
 """
 
 from xrt.npu.compiler._compile import Plans, compile_run, tiled_geoms
-from xrt.npu.compiler._golden_run import run_on_golden
+from xrt.npu.compiler._golden_run import run_on_golden, simulated_cycles
 from xrt.npu.compiler._layout import View, as_nchw, from_tiled, tiled_bytes, to_tiled, view_of
 from xrt.npu.compiler._legalize import NPU_OP_TYPES, accumulator_bound, refusal
 from xrt.npu.compiler._pack import ConstBlob, bias_rows, conv_blocks, lut_rows, prm_rows
@@ -58,6 +58,7 @@ __all__ = [
     "prm_rows",
     "refusal",
     "run_on_golden",
+    "simulated_cycles",
     "tiled_bytes",
     "tiled_geoms",
     "to_tiled",
