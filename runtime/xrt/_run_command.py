@@ -32,6 +32,7 @@ from xrt.network import Network
 from xrt.progress import progress
 from xrt.session import PlacementReport, Session
 from xrt.session.snapshot import is_snapshot_file
+from xrt.tuning import TuningRecords
 
 __all__ = ["run_command"]
 
@@ -42,6 +43,8 @@ def run_command(args: argparse.Namespace) -> int:
         raise XrtError(ErrorCode.OUT_OF_RANGE, f"--runs must be >= 1, got {args.runs}")
     if args.quantize and args.calib < 1:
         raise XrtError(ErrorCode.OUT_OF_RANGE, f"--calib must be >= 1, got {args.calib}")
+    if args.tune and not args.tuning_records:
+        raise XrtError(ErrorCode.OUT_OF_RANGE, "--tune needs --tuning-records FILE to keep them")
     container = is_snapshot_file(args.model)
     if container:
         _check_container_args(args)
@@ -57,8 +60,9 @@ def run_command(args: argparse.Namespace) -> int:
         check_npu_gets_integers(net, types, quantized=args.quantize)
         feed, sources = inputs(net, args.input, args.seed)
 
-        def prepare() -> Session:
+        def prepare(configure: Callable[[Session], None]) -> Session:
             sess = Session.create(types, net, _devices(types, device))
+            configure(sess)  # tuning records, before apply compiles
             with progress(f"applying the network to {', '.join(names)}"):
                 return sess.apply()
 
@@ -70,7 +74,12 @@ def run_command(args: argparse.Namespace) -> int:
 
 def _check_container_args(args: argparse.Namespace) -> None:
     """A program container is quantized and compiled already, for its backends."""
-    given = [f for f, on in (("--quantize", args.quantize), ("--backends", args.backends)) if on]
+    flags = (
+        ("--quantize", args.quantize),
+        ("--backends", args.backends),
+        ("--tuning-records", args.tuning_records),
+    )
+    given = [f for f, on in flags if on]
     if given or args.calib_dir is not None:
         flags = ", ".join(given + (["--calib-dir"] if args.calib_dir is not None else []))
         raise XrtError(
@@ -90,7 +99,7 @@ def _run_container(args: argparse.Namespace, device: Device | None) -> int:
     names = [by_class.get(t, t.__name__) for t in qpc.backend_types()]
     feed, sources = inputs(net, args.input, args.seed)
 
-    def prepare() -> Session:
+    def prepare(_configure: Callable[[Session], None]) -> Session:
         with progress(f"loading the programs onto {device if device is not None else 'the host'}"):
             return qpc.create_session(device)
 
@@ -191,9 +200,10 @@ class _Run:
         device: Device | None,
         feed: dict[str, np.ndarray],
         sources: list[str],
-        prepare: Callable[[], Session],
+        prepare: Callable[[Callable[[Session], None]], Session],
     ) -> None:
         self.args, self.net, self.names, self.prepare = args, net, names, prepare
+        self.records: TuningRecords | None = None  # --tuning-records, once loaded
         self.device, self.feed, self.sources = device, feed, sources
         self.summary: dict[str, Any] = {
             "model": args.model,
@@ -210,7 +220,9 @@ class _Run:
 
     def execute(self) -> int:
         args = self.args
-        with self.prepare() as sess:
+        with self.prepare(self._tuning) as sess:
+            if self.records is not None:
+                self._tuning_report(sess, self.records)
             report = sess.placement()
             self.summary["placement"] = report.to_dict()
             if args.require_npu and report.host_quantized:
@@ -229,6 +241,43 @@ class _Run:
         if args.json:
             print(json.dumps(self.summary, indent=1, default=str))
         return code
+
+    def _tuning(self, sess: Session) -> None:
+        """Load ``--tuning-records`` into the session's backends (`records`: None without)."""
+        if not self.args.tuning_records:
+            return
+        records = TuningRecords.load(self.args.tuning_records)
+        sess.set_tuning(records, tune=self.args.tune)
+        for b in sess.backends:
+            if hasattr(b, "tune_measure"):
+                b.tune_measure = self.args.tune_measure
+        self.records = records
+
+    def _tuning_report(self, sess: Session, records: TuningRecords) -> None:
+        """Save new records (``--tune``) and say what tuning did and passed over."""
+        reports = [b.tune_report for b in sess.backends if hasattr(b, "tune_report")]
+        tuned = sum(r.tuned for r in reports)
+        changed = sum(r.changed for r in reports)
+        reused = sum(r.reused for r in reports)
+        if self.args.tune:
+            records.save(self.args.tuning_records)
+        summary = {
+            "file": self.args.tuning_records,
+            "records": len(records),
+            "tuned": tuned,
+            "changed": changed,
+            "reused": reused,
+            "seconds": round(sum(r.seconds for r in reports), 3),
+            "notes": list(records.notes),
+        }
+        self.summary["tuning"] = summary
+        self.say(
+            f"tuning records {self.args.tuning_records}: {len(records)} record(s); NPU "
+            f"layers {reused} from records, {tuned} measured ({changed} changed the tiling, "
+            f"{summary['seconds']} s)" + (", saved" if self.args.tune else "")
+        )
+        for line in records.notes:
+            self.say(f"  note: {line}")
 
     def _refuse_placement(self, report: PlacementReport) -> int:
         left = report.host_quantized
@@ -331,6 +380,7 @@ class _Run:
             )
         if args.profile:
             self.say(sess.profile_table())
+            self.say(sess.profile_summary())
             self.say(sess.memory_plan.summary())
         if args.trace is not None:
             self.say(f"trace: {args.trace} ({len(sess.trace_events())} events; ui.perfetto.dev)")

@@ -7,6 +7,7 @@
                        [--input FILE.npy ...] [--seed N] [--quantize [--calib N | --calib-dir DIR]]
                        [--require-npu] [--compare host] [--output FILE.npz] [--runs N]
                        [--json] [--profile] [--trace FILE] [--values N]
+                       [--tuning-records FILE [--tune [--tune-measure rtl|cost-model]]]
     xrt compile MODEL.onnx --target buyi|zg330 -o FILE [--quantize [--calib N | --calib-dir DIR]]
                        [--seed N] [--require-npu] [--json]
 
@@ -138,6 +139,26 @@ def _parser() -> argparse.ArgumentParser:
         help="write the forward's timeline as Chrome trace JSON (open it in ui.perfetto.dev)",
     )
     look.add_argument("--values", type=int, default=8, help="values printed per output (default 8)")
+    tune = run.add_argument_group("tuning records (docs/session.md)")
+    tune.add_argument(
+        "--tuning-records",
+        metavar="FILE",
+        default=None,
+        help="compile with the tilings and kernels recorded in FILE (JSON); stale, foreign "
+        "or illegal records are ignored with a note",
+    )
+    tune.add_argument(
+        "--tune",
+        action="store_true",
+        help="measure what FILE has no trusted record for at apply, and save FILE",
+    )
+    tune.add_argument(
+        "--tune-measure",
+        choices=("rtl", "cost-model"),
+        default="rtl",
+        help="what --tune measures NPU tilings on: the device's RTL cycles, or the golden "
+        "model's cost model",
+    )
     _compile_parser(sub)
     return parser
 

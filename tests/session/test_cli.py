@@ -163,3 +163,43 @@ def test_runtime_packages_do_not_import_onnx() -> None:
         "assert 'onnx' not in sys.modules and 'onnxruntime' not in sys.modules"
     )
     assert subprocess.run([sys.executable, "-c", code], cwd=REPO, check=False).returncode == 0
+
+
+def test_run_tunes_host_kernels_records_them_and_prints_the_op_type_summary(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model = tmp_path / "cnn.onnx"
+    onnx.save(COMPOSITES["small_cnn"](), model)
+    records = tmp_path / "records.json"
+    args = ["run", str(model), "--quantize", "--calib", "1", "--tuning-records", str(records)]
+    assert main([*args, "--tune", "--profile"]) == 0
+    out = capsys.readouterr().out
+    assert "time per op type" in out and re.search(r"QConv2d\s+\d+\s+[\d.]+\s+[\d.]+", out)
+    assert f"tuning records {records}" in out and "saved" in out
+    from xrt.tuning import TuningRecords
+
+    saved = TuningRecords.load(records)
+    convs = [r for r in saved if r.key.op_type == "QConv2d"]
+    assert convs and all(r.measured_on == "host-timer" for r in convs) and not saved.notes
+    # A second run reads them and neither measures nor rewrites the file.
+    before = records.read_bytes()
+    assert main([*args, "--compare", "host"]) == 0
+    assert "bit-exact" in capsys.readouterr().out and records.read_bytes() == before
+    assert main(["run", str(model), "--tune"]) == 2  # --tune needs the file to keep records
+    assert "--tune needs --tuning-records" in capsys.readouterr().err
+
+
+def test_op_type_summary_counts_totals_shares_and_means() -> None:
+    from xrt.session import OpTime, op_type_summary
+
+    times = {
+        1: OpTime((1,), "QConv2d", "a", "HostBackend", 3.0, 0.0, 0.0),
+        2: OpTime((2,), "Relu", "b", "HostBackend", 1.0, 0.0, 0.0),
+        3: OpTime((3,), "QConv2d", "c", "HostBackend", 5.0, 0.0, 0.0),
+        4: OpTime((4, 5), "Subgraph", "4..5", "BuyiBackend", 1.0, 0.5, 0.5),
+    }
+    rows = {r.op_type: r for r in op_type_summary(times)}
+    conv = rows["QConv2d"]
+    assert (conv.count, conv.total, conv.share, conv.mean) == (2, 8.0, 80.0, 4.0)
+    assert op_type_summary(times)[0].op_type == "QConv2d"
+    assert rows["Subgraph"].count == 1 and rows["Relu"].share == 10.0

@@ -10,6 +10,10 @@ Operator state (`Backend.op_state`): the op's kernel and read-only views of its 
 arrays, resolved once by `apply` instead of at every forward. Host parameters are already
 host memory, so nothing is copied.
 
+Tuning (`xrt.tuning`): with `HostBackend.tuning` set, ``QConv2d`` runs the kernel variant
+its record names (im2col + matmul, or per-tap accumulation; bit-exact), timed at `apply`
+when none is trusted and `HostBackend.tune` is on.
+
 Run-time parameters: the host takes operators whose parameters or attributes are fed at
 run time (``Operator.fed``, `runtime_params`). Their fed values are the operator's last
 inputs; at each forward the kernel gets them as parameters, or as attributes
@@ -23,6 +27,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -34,6 +39,9 @@ from xrt.errors import ErrorCode, XrtError
 from xrt.network import Operator, bind_fed
 from xrt.ops import ForwardFn, get_op_def, op_types
 from xrt.tensor import Tensor
+
+if TYPE_CHECKING:
+    from xrt.tuning import TuningRecords
 
 __all__ = ["HostBackend", "HostOpState", "host_forward", "host_init"]
 
@@ -72,7 +80,14 @@ def host_init(op: Operator, backend: Backend) -> HostOpState:
     view = backend.network_view
     assert view is not None
     params = {role: _readonly(view.params[name]) for role, name in op.params.items()}
-    return HostOpState(get_op_def(op.op_type).forward, MappingProxyType(params))
+    kernel = get_op_def(op.op_type).forward
+    records = getattr(backend, "tuning", None)
+    if records is not None:  # a kernel variant, timed once and recorded (`xrt.tuning`)
+        from xrt.tuning import HostTuner
+
+        chosen = HostTuner(records, tune=getattr(backend, "tune", False)).kernel_for(op, view)
+        kernel = chosen or kernel
+    return HostOpState(kernel, MappingProxyType(params))
 
 
 def host_forward(
@@ -107,6 +122,13 @@ class HostBackend(Backend):
 
     is_host = True
     runtime_params = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tuning: TuningRecords | None = None
+        """Tuning records choosing kernel variants (``QConv2d``; `xrt.tuning.HostTuner`)."""
+        self.tune = False
+        """Time the variants of operators without a trusted record at `apply`."""
 
     def default_device(self) -> Device:
         return HostDevice.default()

@@ -17,9 +17,9 @@ from xrt.ops import intmath
 from xrt.ops._common import check_nonneg, check_positive, fail, need_dtype, need_float, need_rank
 from xrt.ops._qcommon import SAT_ATTRS, check_requant_params, check_sat, int_accumulate
 from xrt.ops._registry import AttrSpec, OpDef, OpLike, register_op
-from xrt.ops._window import conv_core, out_hw
+from xrt.ops._window import conv_core, out_hw, windows
 
-__all__ = ["conv2d_forward", "qconv2d_forward"]
+__all__ = ["QCONV2D_KERNELS", "conv2d_forward", "qconv2d_forward", "qconv2d_forward_per_tap"]
 
 CONV_ATTRS: dict[str, AttrSpec] = {
     "strides": AttrSpec("ints", [1, 1], 2, "step of the window along H and W"),
@@ -112,6 +112,50 @@ def qconv2d_forward(
     mult = params["multiplier"].astype(np.int64).reshape(1, -1, 1, 1)
     shift = params["shift"].astype(np.int64).reshape(1, -1, 1, 1)
     return [intmath.requantize(acc, mult, shift, a["lo"], a["hi"])]
+
+
+def _per_tap_sums(
+    x: np.ndarray,
+    weight: np.ndarray,
+    strides: list[int],
+    pads: list[int],
+    dilations: list[int],
+    groups: int,
+) -> np.ndarray:
+    """The convolution's sums (float64, exact for int8 operands) as one matmul per kernel
+    tap over a strided view of the padded input, accumulated: no im2col matrix of
+    ``C * kh * kw`` rows, which wins when that matrix is large against the taps' work."""
+    n, _, h, w = x.shape
+    co, cig, kh, kw = weight.shape
+    cog = co // groups
+    ho, wo = out_hw(h, w, (kh, kw), strides, pads, dilations)
+    win = windows(x.astype(np.float64), (kh, kw), strides, pads, dilations, (ho, wo), 0)
+    wg = weight.astype(np.float64).reshape(groups, cog, cig, kh, kw)
+    acc = np.zeros((n, groups, cog, ho * wo), np.float64)
+    for i in range(kh):
+        for j in range(kw):
+            tap = np.ascontiguousarray(win[..., i, j]).reshape(n, groups, cig, ho * wo)
+            acc += np.matmul(wg[None, :, :, :, i, j], tap)
+    return acc.reshape(n, co, ho, wo)
+
+
+def qconv2d_forward_per_tap(
+    op: OpLike, inputs: list[np.ndarray], params: Mapping[str, np.ndarray]
+) -> list[np.ndarray]:
+    """``QConv2d`` as `qconv2d_forward`, its sums accumulated per kernel tap (bit-exact:
+    integer products summed in float64 below 2**53 are exact in any order). The host
+    backend's tuning times it against the im2col kernel (`QCONV2D_KERNELS`)."""
+    a = op.attrs
+    weight = params["weight"]
+    sums = _per_tap_sums(inputs[0], weight, a["strides"], a["pads"], a["dilations"], a["groups"])
+    acc = int_accumulate(op, sums, params["bias"], (1, -1, 1, 1))
+    mult = params["multiplier"].astype(np.int64).reshape(1, -1, 1, 1)
+    shift = params["shift"].astype(np.int64).reshape(1, -1, 1, 1)
+    return [intmath.requantize(acc, mult, shift, a["lo"], a["hi"])]
+
+
+QCONV2D_KERNELS = {"im2col": qconv2d_forward, "per_tap": qconv2d_forward_per_tap}
+"""The host's QConv2d kernels by name, the default first (bit-exact with each other)."""
 
 
 register_op(

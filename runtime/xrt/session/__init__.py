@@ -3,7 +3,8 @@
 * `Session`: ``Session.create([BackendA, BackendB], network, [dev_a, dev_b])``, ``apply()``,
   ``forward(inputs)``, ``step_to(op_id, inputs)``, logging, dumps, callbacks, time profile.
 * `plan_memory` / `MemoryPlan`: liveness-based offsets in one arena (greedy by size).
-* `OpTime`: one unit's wall / memory / hardware / other time.
+* `OpTime`: one unit's wall / memory / hardware / other time; `op_type_summary` folds them
+  per op type.
 * `PlacementReport` (``Session.placement()``): operators per backend, and why the quantized
   ones on the host are not on the NPU.
 
@@ -16,7 +17,13 @@ from xrt.session._session import Session
 from xrt.session._units import Unit
 from xrt.session.placement import OpPlacement, PlacementReport, placement_report
 from xrt.session.planner import DEFAULT_ALIGNMENT, Lifetime, MemoryPlan, Placement, plan_memory
-from xrt.session.profile import OpTime, format_profile_table
+from xrt.session.profile import (
+    OpTime,
+    OpTypeTime,
+    format_op_type_summary,
+    format_profile_table,
+    op_type_summary,
+)
 
 __all__ = [
     "DEFAULT_ALIGNMENT",
@@ -26,11 +33,14 @@ __all__ = [
     "MemoryPlan",
     "OpPlacement",
     "OpTime",
+    "OpTypeTime",
     "Placement",
     "PlacementReport",
     "Session",
     "Unit",
+    "format_op_type_summary",
     "format_profile_table",
+    "op_type_summary",
     "placement_report",
     "plan_memory",
 ]

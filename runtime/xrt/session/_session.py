@@ -14,6 +14,7 @@ import os
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from xrt._checks import as_bool
 from xrt.backend import Backend
@@ -28,10 +29,13 @@ from xrt.session._options import Callback, SessionOptions, as_callback, dump_tar
 from xrt.session._units import ExecutionPlan, Unit, ValueFlow, prepare
 from xrt.session.placement import PlacementReport, placement_report
 from xrt.session.planner import MemoryPlan
-from xrt.session.profile import OpTime, format_profile_table
+from xrt.session.profile import OpTime, format_op_type_summary, format_profile_table
 from xrt.session.snapshot import load_snapshot, write_snapshot
 from xrt.tensor import Tensor
 from xrt.timeline import TraceEvent
+
+if TYPE_CHECKING:
+    from xrt.tuning import TuningRecords
 
 __all__ = ["Session"]
 
@@ -458,6 +462,24 @@ class Session:
         return format_profile_table(
             record.times, record.total_s, record.io_s, f"time profile of {title}"
         )
+
+    def profile_summary(self) -> str:
+        """`time_profile_results` folded per op type: count, total ms, share, mean ms
+        (InfiniTensor's per-op-type profile)."""
+        return format_op_type_summary(
+            self._executor.record.times, "time per op type (units; merged programs: Subgraph)"
+        )
+
+    def set_tuning(self, records: TuningRecords | None, tune: bool = False) -> None:
+        """Use tuning `records` (`xrt.tuning`) in every backend that tunes (the NPU
+        backends' tilings, the host's kernel variants); with `tune`, what has no trusted
+        record is measured and recorded at `apply`. Call before `apply`; save the records
+        after it (``records.save()``). None turns tuning off.
+        """
+        for b in self.backends:
+            if hasattr(b, "tuning"):
+                b.tuning = records
+                b.tune = as_bool(tune, "tune")
 
     def output_paths(self) -> dict[str, str]:
         """How each output of the last `forward` reached its tensor: ``"written by the

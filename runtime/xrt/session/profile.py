@@ -10,6 +10,10 @@ filed under its first op id):
   copying results into their tensors; an NPU backend: DMA and copies);
 * ``hardware``: what the backend reported as device compute time (0 on the host);
 * ``other``: the rest, ``wall - memory - hardware`` (on the host: the numpy kernel).
+
+`op_type_summary` folds the units by op type, as InfiniTensor's runtime prints its
+profile (op type, count, total time, share, mean); a merged NPU program is one unit of
+type ``Subgraph``.
 """
 
 from __future__ import annotations
@@ -17,7 +21,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-__all__ = ["OpTime", "format_profile_table"]
+__all__ = [
+    "OpTime",
+    "OpTypeTime",
+    "format_op_type_summary",
+    "format_profile_table",
+    "op_type_summary",
+]
 
 
 @dataclass(frozen=True)
@@ -91,4 +101,51 @@ def format_profile_table(
         f"{session_io * 1e3:>9.3f}"
     )
     lines.append(f"{'':>5}  {'total':<14} {'':<22} {'':<16} {total * 1e3:>9.3f}")
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class OpTypeTime:
+    """The units of one op type in a profile (milliseconds).
+
+    Attributes:
+        op_type: The op type (``Subgraph`` for merged units).
+        count: Units of that type.
+        total: Their summed wall time.
+        share: ``total`` as a percentage of all units' wall time.
+    """
+
+    op_type: str
+    count: int
+    total: float
+    share: float
+
+    @property
+    def mean(self) -> float:
+        """Mean wall time per unit."""
+        return self.total / self.count if self.count else 0.0
+
+
+def op_type_summary(results: Mapping[int, OpTime]) -> list[OpTypeTime]:
+    """Per op type: count, total wall time, share of the units' total; largest total first."""
+    totals: dict[str, list[float]] = {}
+    for t in results.values():
+        totals.setdefault(t.op_type, []).append(t.wall)
+    grand = sum(sum(v) for v in totals.values())
+    rows = [
+        OpTypeTime(k, len(v), sum(v), 100.0 * sum(v) / grand if grand > 0 else 0.0)
+        for k, v in totals.items()
+    ]
+    return sorted(rows, key=lambda r: (-r.total, r.op_type))
+
+
+def format_op_type_summary(results: Mapping[int, OpTime], title: str = "") -> str:
+    """`op_type_summary` as a text table (InfiniTensor's per-op-type profile)."""
+    header = f"{'op type':<16} {'count':>6} {'total ms':>10} {'%':>6} {'mean ms':>9}"
+    lines = [title] if title else []
+    lines += [header, "-" * len(header)]
+    for r in op_type_summary(results):
+        lines.append(
+            f"{r.op_type:<16.16} {r.count:>6} {r.total:>10.3f} {r.share:>6.1f} {r.mean:>9.3f}"
+        )
     return "\n".join(lines)

@@ -46,6 +46,7 @@ from xrt.backend.npu._driver import EngineDriver, LaunchStats
 from xrt.backend.npu._offline import HW_VERSION_TEXT, check_options, compile_only_refusal
 from xrt.backend.npu._serialize import program_from_bytes, program_to_bytes
 from xrt.backend.npu._timeline import LaunchSchedule, launch_schedule, trace_launch, trace_transfer
+from xrt.backend.npu._tuning import tuned_plans
 from xrt.backend.npu.hardop_builder import ocm_bytes
 from xrt.device import Device
 from xrt.errors import ErrorCode, XrtError
@@ -57,6 +58,7 @@ from xrt.network import NetworkView, Operator, is_float_op
 from xrt.npu.compiler import (
     NPU_OP_TYPES,
     NpuProgram,
+    Plans,
     as_nchw,
     compile_run,
     from_tiled,
@@ -66,6 +68,7 @@ from xrt.npu.compiler import (
 from xrt.npu_device.npu import NpuDevice
 from xrt.ops import get_op_def
 from xrt.tensor import Tensor
+from xrt.tuning import TuneReport, TuningRecords
 
 __all__ = ["NpuBackend", "Segment"]
 
@@ -119,6 +122,10 @@ class NpuBackend(Backend):
             for it.
         output_paths: For each program output launched, how it reached its tensor:
             "written by the engine at ADDR (REGION)" or "copied: WHY".
+        tuning: Tuning records (`xrt.tuning.TuningRecords`) whose tilings programs are
+            compiled with (None: the tiler's estimate); `tune` measures what has no
+            trusted record at apply, on the device's RTL cycles (``tune_measure = "rtl"``)
+            or the golden model's cost model (``"cost-model"``); `tune_report` counts it.
     """
 
     TARGET: ClassVar[str] = ""
@@ -143,6 +150,11 @@ class NpuBackend(Backend):
         self._arena_in_use = False
         self.keep_intermediates = False
         self.output_paths: dict[str, str] = {}
+        self.tuning: TuningRecords | None = None
+        self.tune = False
+        self.tune_measure = "rtl"
+        self.tune_report = TuneReport()
+        self._plans_memo: dict[tuple[int, bool, tuple[int, ...], int], Plans] = {}
 
     # -- devices ------------------------------------------------------------------------------
 
@@ -250,10 +262,16 @@ class NpuBackend(Backend):
         return prog
 
     def _compiled_for(self, sub: NetworkView, share: bool, ocm_bytes: int) -> NpuProgram:
-        key = program_key(sub, self.config, self.TARGET, ocm_bytes, share)
+        plans = tuned_plans(self, sub, ocm_bytes)
+        key = program_key(sub, self.config, self.TARGET, ocm_bytes, share, plans)
         prog = self._restored.get(key) or PROGRAM_CACHE.get(key)
         if prog is None:
-            prog = compile_run(sub, self.config, ocm_bytes=ocm_bytes, share=share)
+            notes: list[str] = []
+            prog = compile_run(sub, self.config, ocm_bytes=ocm_bytes, share=share, plans=plans,
+                               notes=notes)  # fmt: skip
+            for line in notes:
+                assert self.tuning is not None
+                self.tuning.note(line)
             PROGRAM_CACHE.put(key, prog)
         return prog
 

@@ -4,7 +4,7 @@ A program is keyed by a SHA-256 of everything that determines it: the target, th
 engine's sizes, and for each operator its type, attributes, the types and names of the
 values it reads and writes, and the bytes of its parameters. A second session on the same
 network (or a session made from a snapshot, which fills the cache) finds its programs here
-instead of compiling again.
+instead of compiling again. Tilings chosen by tuning records are part of the key.
 """
 
 from __future__ import annotations
@@ -18,18 +18,28 @@ import numpy as np
 
 from xrt.hw.config import NpuConfig
 from xrt.network import NetworkView
-from xrt.npu.compiler import NpuProgram
+from xrt.npu.compiler import NpuProgram, Plans
 
 __all__ = ["PROGRAM_CACHE", "ProgramCache", "program_key"]
 
 
 def program_key(
-    view: NetworkView, config: NpuConfig, target: str, ocm_bytes: int = 0, share: bool = True
+    view: NetworkView,
+    config: NpuConfig,
+    target: str,
+    ocm_bytes: int = 0,
+    share: bool = True,
+    plans: Plans | None = None,
 ) -> str:
-    """The cache key of compiling `view` for `target` with `config`, `ocm_bytes` on chip and
-    intermediates sharing memory or not (`share`)."""
+    """The cache key of compiling `view` for `target` with `config`, `ocm_bytes` on chip,
+    intermediates sharing memory or not (`share`) and the tilings of tuning records
+    (`plans`, op id -> tilings: a tuned program and an untuned one never share a key; no
+    plans keeps the key an untuned compile always had)."""
     h = hashlib.sha256()
     h.update(json.dumps([target, sorted(vars(config).items()), ocm_bytes, share]).encode())
+    if plans:
+        chosen = sorted((i, [c.to_list() for c in cs]) for i, cs in plans.items())
+        h.update(json.dumps(["plans", chosen]).encode())
     for op in view.ops:
         h.update(json.dumps([op.op_type, op.inputs, op.outputs], sort_keys=True).encode())
         h.update(json.dumps(op.attrs, sort_keys=True, default=repr).encode())

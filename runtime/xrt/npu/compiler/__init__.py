@@ -5,7 +5,8 @@ Passes as small functions over plain data (each testable alone):
 * `refusal` (legalize): None, or why an operator must stay on the host;
 * `conv_blocks`, `bias_rows`, `prm_rows`, `lut_rows` (pack) into one `ConstBlob`;
 * placement (in `compile_run`): base register per input, output, constants, scratch;
-* `plan_conv` (tile): the printable tiling of a convolution or dense layer;
+* `plan_conv` (tile): the printable tiling of a convolution or dense layer
+  (`conv_candidates`: every tiling that fits, which tuning measures);
 * the emitters (`xrt.npu.compiler._conv`, `._vector`) and `insert_tokens`.
 
 `compile_run` runs them all over a `NetworkView` and returns an `NpuProgram`; `to_tiled` /
@@ -13,8 +14,8 @@ Passes as small functions over plain data (each testable alone):
 outputs.
 """
 
-from xrt.npu.compiler._compile import compile_run
-from xrt.npu.compiler._golden_run import run_on_golden
+from xrt.npu.compiler._compile import Plans, compile_run, tiled_geoms
+from xrt.npu.compiler._golden_run import run_on_golden, simulated_cycles
 from xrt.npu.compiler._layout import View, as_nchw, from_tiled, tiled_bytes, to_tiled, view_of
 from xrt.npu.compiler._legalize import NPU_OP_TYPES, accumulator_bound, is_alias, refusal
 from xrt.npu.compiler._pack import ConstBlob, bias_rows, conv_blocks, lut_rows, prm_rows
@@ -26,7 +27,7 @@ from xrt.npu.compiler._program import (
     TensorPlacement,
 )
 from xrt.npu.compiler._simulate import partition
-from xrt.npu.compiler._tiler import ConvGeom, ConvPlan, plan_conv
+from xrt.npu.compiler._tiler import ConvGeom, ConvPlan, PlanChoice, conv_candidates, plan_conv
 from xrt.npu.compiler._tokens import Step, insert_tokens
 
 __all__ = [
@@ -37,6 +38,8 @@ __all__ = [
     "ConvPlan",
     "LayerReport",
     "NpuProgram",
+    "PlanChoice",
+    "Plans",
     "Step",
     "TensorBinding",
     "TensorPlacement",
@@ -46,6 +49,7 @@ __all__ = [
     "bias_rows",
     "compile_run",
     "conv_blocks",
+    "conv_candidates",
     "from_tiled",
     "insert_tokens",
     "is_alias",
@@ -55,7 +59,9 @@ __all__ = [
     "prm_rows",
     "refusal",
     "run_on_golden",
+    "simulated_cycles",
     "tiled_bytes",
+    "tiled_geoms",
     "to_tiled",
     "view_of",
 ]

@@ -13,7 +13,7 @@ tiles inside a layer.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,12 +48,15 @@ from xrt.npu.compiler._program import (
     TensorBinding,
     TensorPlacement,
 )
-from xrt.npu.compiler._tiler import ConvGeom, plan_conv
+from xrt.npu.compiler._tiler import ConvGeom, ConvPlan, PlanChoice, plan_conv
 from xrt.npu.compiler._tokens import insert_tokens
 from xrt.ops.pool import pool_counts
 from xrt.ops.resize import nearest_indices
 
-__all__ = ["compile_run"]
+__all__ = ["Plans", "compile_run", "tiled_geoms"]
+
+Plans = Mapping[int, Sequence[PlanChoice]]
+"""Op id -> the tilings to use for its convolutions (one; two for a column-folded stem)."""
 
 
 @dataclass
@@ -75,6 +78,8 @@ def compile_run(
     verbose: bool = False,
     ocm_bytes: int = 0,
     share: bool = True,
+    plans: Plans | None = None,
+    notes: list[str] | None = None,
 ) -> NpuProgram:
     """Compile every operator of `graph` (a view of consecutive NPU operators) into one program.
 
@@ -87,6 +92,10 @@ def compile_run(
         share: Let intermediates that are never live together share bytes. Without it
             every intermediate keeps its own bytes, so all of them can be read back after
             the run (per-layer dumps of a merged program).
+        plans: Tilings to use instead of the tiler's estimate (tuning records, `xrt.tuning`),
+            by op id. Each is validated (`plan_conv`); one that is not legal for its layer
+            is ignored: the layer gets the default tiling and a line in `notes`.
+        notes: Where to append those lines (default: nowhere).
 
     Raises:
         XrtError: 11003 naming the first operator the NPU cannot run and why.
@@ -133,8 +142,11 @@ def compile_run(
         if dst not in placed:
             placed[dst] = memory.placed[dst]
         start = len(em.steps)
-        report = _lower(em, op, graph, placed, cfg, memory.placed.get(_fold_name(dst)))
+        tiling = _Tiling(plans.get(op.op_id) if plans else None, notes)
+        report = _lower(em, op, graph, placed, cfg, memory.placed.get(_fold_name(dst)), tiling)
         report.first_insn, report.last_insn = start, len(em.steps)
+        if tiling.used:
+            report.detail += " [recorded tiling]"
         layers.append(report)
         if verbose:
             print(report)
@@ -155,6 +167,50 @@ def compile_run(
         program, consts, bases, in_bind, out_bind, sum(r.size for r in memory.roles), layers, b,
         [op.op_id for op in graph.ops], intermediates=memory.published,
     )  # fmt: skip
+
+
+@dataclass
+class _Tiling:
+    """The tilings one operator was asked to use (None: the tiler's), and where to note a
+    refused one."""
+
+    chosen: Sequence[PlanChoice] | None
+    notes: list[str] | None
+    used: bool = False  # the chosen tilings were legal and used
+
+    def plans(self, op: Operator, geoms: Sequence[ConvGeom], cfg: NpuConfig) -> list[ConvPlan]:
+        """One plan per geometry: the chosen ones when all are legal, else the defaults."""
+        defaults = [plan_conv(g, cfg) for g in geoms]
+        assert all(not isinstance(p, str) for p in defaults)
+        if self.chosen is None:
+            return defaults  # type: ignore[return-value]
+        why = f"{len(self.chosen)} tilings for {len(geoms)} convolutions"
+        if len(self.chosen) == len(geoms):
+            picked = [plan_conv(g, cfg, c) for g, c in zip(geoms, self.chosen, strict=True)]
+            bad = [p for p in picked if isinstance(p, str)]
+            if not bad:
+                self.used = True
+                return picked  # type: ignore[return-value]
+            why = str(bad[0])
+        if self.notes is not None:
+            self.notes.append(f"{op.describe()}: recorded tiling ignored: {why}")
+        return defaults  # type: ignore[return-value]
+
+
+def tiled_geoms(op: Operator, graph: Network | NetworkView, cfg: NpuConfig = NPU) -> list[ConvGeom]:
+    """The geometries the tiler plans for `op`, in emission order: one for a convolution
+    or dense layer, two for a column-folded stem (the fold, then the kh x 1 convolution),
+    none for other operators. A tuning record holds one tiling per geometry."""
+    params = graph.op_params(op)
+    if op.op_type == "QGemm":
+        return [gemm_geom(graph.values[op.inputs[0]], params, cfg)]
+    if op.op_type != "QConv2d":
+        return []
+    xt = graph.values[op.inputs[0]]
+    fold = _fold_plan(op, xt, params, cfg)
+    if fold is not None:
+        return [fold.g1, fold.g2]
+    return [conv_geom(op, xt, params, cfg)]
 
 
 def _fold_name(value: str) -> str:
@@ -264,6 +320,7 @@ def _lower(
     placed: dict[str, _Placed],
     cfg: NpuConfig,
     fold_mid: _Placed | None,
+    tiling: _Tiling,
 ) -> LayerReport:
     b = cfg.block
     t = op.op_type
@@ -274,7 +331,7 @@ def _lower(
     y = placed[op.outputs[0]]
     rep = LayerReport(op.op_id, t, op.name, "")
     if t == "QConv2d" and _fold_columns(
-        em, op, types[op.inputs[0]], params, x, y, cfg, fold_mid, rep
+        em, op, types[op.inputs[0]], params, x, y, cfg, fold_mid, rep, tiling
     ):
         return rep
     if t in ("QConv2d", "QGemm"):
@@ -286,8 +343,7 @@ def _lower(
             g = gemm_geom(types[op.inputs[0]], params, cfg)
             weight, groups = params["weight"][:, :, None, None], 1
             xs, ys = x.views(b, types[op.inputs[0]].shape), y.views(b, types[op.outputs[0]].shape)
-        plan = plan_conv(g, cfg)
-        assert not isinstance(plan, str)
+        (plan,) = tiling.plans(op, [g], cfg)
         pk = conv_blocks(weight, groups, b)
         consts = ConvConsts(
             pk,
@@ -500,6 +556,7 @@ def _fold_columns(
     cfg: NpuConfig,
     mid: _Placed | None,
     rep: LayerReport,
+    tiling: _Tiling,
 ) -> bool:
     """A convolution over few channels (a network's stem) with its kw taps folded into lanes.
 
@@ -515,6 +572,7 @@ def _fold_columns(
     if fold is None:
         return False
     assert mid is not None, "the memory planner placed no folded copy"
+    p1, p2 = tiling.plans(op, [fold.g1, fold.g2], cfg)
     a = op.attrs
     b = cfg.block
     _, c, kh, kw = params["weight"].shape
@@ -533,11 +591,9 @@ def _fold_columns(
         em.const(bias_rows(params["bias"], b)),
         em.const(prm_rows(params["multiplier"], params["shift"], b)),
     )
-    rep.gemm_cycles = emit_conv(em, x.views(b), mid.views(b), fold.g1, fold.p1, k1, -128, 127)
-    rep.gemm_cycles += emit_conv(
-        em, mid.views(b), y.views(b), fold.g2, fold.p2, k2, a["lo"], a["hi"]
-    )
-    rep.detail = f"columns folded into {cf} channels; fold: {fold.p1}; conv: {fold.p2}"
+    rep.gemm_cycles = emit_conv(em, x.views(b), mid.views(b), fold.g1, p1, k1, -128, 127)
+    rep.gemm_cycles += emit_conv(em, mid.views(b), y.views(b), fold.g2, p2, k2, a["lo"], a["hi"])
+    rep.detail = f"columns folded into {cf} channels; fold: {p1}; conv: {p2}"
     g = conv_geom(op, xt, params, cfg)
     rep.macs = g.o * g.ho * g.wo * kh * kw * c * xt.shape[0]
     return True

@@ -15,7 +15,7 @@ import numpy as np
 
 from xrt.dtypes import TensorType
 from xrt.hw.config import NpuConfig
-from xrt.npu.compiler._pack import conv_blocks
+from xrt.npu.compiler._pack import block_spans
 from xrt.npu.compiler._tiler import ConvGeom
 
 if TYPE_CHECKING:
@@ -37,8 +37,8 @@ def conv_geom(
     pt, pl, pb, pr = a["pads"]
     ho = (h + pt + pb - dh * (kh - 1) - 1) // sh + 1
     wo = (wd + pl + pr - dw * (kw - 1) - 1) // sw + 1
-    pk = conv_blocks(w, a["groups"], cfg.block)
-    return ConvGeom(c, h, wd, o, ho, wo, kh, kw, sh, sw, dh, dw, pt, pl, pk.ib_n, cig)
+    _, ib_n = block_spans(o, cig, a["groups"], cfg.block)  # as conv_blocks packs them
+    return ConvGeom(c, h, wd, o, ho, wo, kh, kw, sh, sw, dh, dw, pt, pl, ib_n, cig)
 
 
 def gemm_geom(x: TensorType, params: Mapping[str, np.ndarray], cfg: NpuConfig) -> ConvGeom:

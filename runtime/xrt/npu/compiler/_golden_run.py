@@ -18,7 +18,7 @@ from xrt.hw.targets import NPU
 from xrt.npu.compiler._layout import from_tiled, to_tiled
 from xrt.npu.compiler._program import NpuProgram
 
-__all__ = ["run_on_golden"]
+__all__ = ["run_on_golden", "simulated_cycles"]
 
 
 def run_on_golden(
@@ -76,3 +76,43 @@ def run_on_golden(
                 raw = mem.read(addr[p.base] + p.offset, p.nbytes)
                 outs[p.name] = from_tiled(raw, p.shape, prog.block)
     return outs, res
+
+
+def simulated_cycles(
+    prog: NpuProgram, target: str = "buyi", cfg: NpuConfig = NPU, on_chip: bool = False
+) -> int:
+    """The golden model's cycle count of one launch of `prog`, without executing it.
+
+    The cost model's schedule depends on the instructions and on which memory each
+    transfer touches, not on the data, so the program is scheduled only
+    (``golden.run(execute=False)``): what tuning measures candidate tilings with. The
+    on-chip scratch role (``ocm``) lies in the OCM; every other role (constants, inputs,
+    outputs, external scratch) in ``plddr``, or in the OCM too with `on_chip` when the
+    target has one and they all fit (ZG330 keeps a small program's tensors on chip).
+
+    Raises:
+        XrtError: 11014 when the schedule stops on an engine error.
+    """
+    from xrt.hw.targets import target as target_config
+    from xrt.npu import golden
+
+    align = 4096
+    tgt = target_config(target)
+    pages = {role.index: -(-max(role.size, 1) // align) * align for role in prog.bases}
+    in_ocm = {r.index for r in prog.bases if r.kind == "ocm"}
+    if on_chip and tgt.has_memory("ocm") and sum(pages.values()) <= tgt.memory("ocm").size:
+        in_ocm = set(pages)
+    used = {"ocm": sum(pages[i] for i in in_ocm)}
+    used["plddr"] = sum(pages.values()) - used["ocm"]
+    sizes = {w.name: max(used.get(w.name, 0), align) for w in tgt.memories}
+    mem = golden.Memory.for_target(tgt, sizes)
+    cursor = {w.name: w.base for w in mem.windows}
+    addr = {}
+    for role in prog.bases:
+        where = "ocm" if role.index in in_ocm else "plddr"
+        addr[role.index] = cursor[where]
+        cursor[where] += pages[role.index]
+    res = golden.run(prog.instructions, mem, addr, config=cfg, execute=False)
+    if not res.ok:
+        raise XrtError(ErrorCode.DEVICE_INTERNAL, f"golden model: {res}")
+    return int(res.cycles.total)

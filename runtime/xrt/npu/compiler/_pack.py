@@ -12,7 +12,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["ConstBlob", "PackedConv", "bias_rows", "conv_blocks", "lut_rows", "prm_rows"]
+__all__ = [
+    "ConstBlob",
+    "PackedConv",
+    "bias_rows",
+    "block_spans",
+    "conv_blocks",
+    "lut_rows",
+    "prm_rows",
+]
 
 
 class ConstBlob:
@@ -60,6 +68,22 @@ class PackedConv:
     first: tuple[int, ...]
     ib_lo: tuple[int, ...]
     ib_n: tuple[int, ...]
+
+
+def block_spans(
+    o_total: int, cig: int, groups: int, block: int
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """``(ib_lo, ib_n)`` of `conv_blocks` without packing: per output block, the first
+    input channel block its groups touch and how many (the tiler needs only these)."""
+    cog = o_total // groups
+    ib_lo, ib_n = [], []
+    for ob in range(-(-o_total // block)):
+        last = min(o_total, ob * block + block) - 1
+        lo = (ob * block // cog) * cig // block
+        hi = -(-((last // cog) + 1) * cig // block)
+        ib_lo.append(lo)
+        ib_n.append(hi - lo)
+    return tuple(ib_lo), tuple(ib_n)
 
 
 def conv_blocks(weight: np.ndarray, groups: int, block: int) -> PackedConv:

@@ -8,7 +8,7 @@ by the golden model; every other operator runs on the host kernel. It is not a b
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +18,7 @@ from xrt.hw.config import NpuConfig
 from xrt.hw.targets import NPU
 from xrt.network import Network, NetworkView, Operator
 from xrt.network.reference import check_inputs
-from xrt.npu.compiler._compile import compile_run
+from xrt.npu.compiler._compile import Plans, compile_run
 from xrt.npu.compiler._golden_run import run_on_golden
 from xrt.npu.compiler._legalize import refusal
 from xrt.npu.compiler._program import NpuProgram
@@ -65,9 +65,16 @@ def _bases_fit(net: Network, ops: list[Operator], cfg: NpuConfig) -> bool:
 
 
 def simulate_network(
-    net: Network, feeds: Mapping[str, np.ndarray], cfg: NpuConfig = NPU
+    net: Network,
+    feeds: Mapping[str, np.ndarray],
+    cfg: NpuConfig = NPU,
+    plans_for: Callable[[NetworkView], Plans] | None = None,
 ) -> tuple[list[np.ndarray], list[NpuRun]]:
-    """The network's outputs with NPU runs on the golden model, and each run's report."""
+    """The network's outputs with NPU runs on the golden model, and each run's report.
+
+    `plans_for` gives the tilings to compile each run with (tuning records:
+    ``xrt.tuning.NpuTuner.plans_for``); by default the tiler's.
+    """
     import time
 
     env: dict[str, np.ndarray] = dict(check_inputs(net, dict(feeds)))
@@ -80,7 +87,7 @@ def simulate_network(
             continue
         view = NetworkView(net, ops)
         t0 = time.perf_counter()
-        prog = compile_run(view, cfg)
+        prog = compile_run(view, cfg, plans=plans_for(view) if plans_for else None)
         t1 = time.perf_counter()
         outs, res = run_on_golden(prog, {v: env[v] for v in view.inputs}, cfg=cfg)
         prog.estimated_cycles = res.cycles.total

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from xrt.hw.config import NpuConfig
 
-__all__ = ["ConvGeom", "ConvPlan", "plan_conv"]
+__all__ = ["ConvGeom", "ConvPlan", "PlanChoice", "conv_candidates", "plan_conv"]
 
 _MAX = 1023
 
@@ -64,6 +64,33 @@ class ConvGeom:
 
 
 @dataclass(frozen=True)
+class PlanChoice:
+    """The free parameters of a tiling: what a tuning record stores (`xrt.tuning`).
+
+    Everything else of a `ConvPlan` (residency, estimate) follows from these and the layer.
+    """
+
+    th: int
+    n_ob: int
+    n_ib: int
+    order: str
+
+    def to_list(self) -> list[int | str]:
+        """``[th, n_ob, n_ib, order]`` (JSON)."""
+        return [self.th, self.n_ob, self.n_ib, self.order]
+
+    @classmethod
+    def from_list(cls, data: object) -> PlanChoice:
+        """The inverse of `to_list`; ValueError when `data` is not of that form."""
+        if not isinstance(data, list | tuple) or len(data) != 4:
+            raise ValueError(f"a plan choice is [th, n_ob, n_ib, order], got {data!r}")
+        th, n_ob, n_ib, order = data
+        if not all(type(v) is int for v in (th, n_ob, n_ib)) or order not in ("rows", "ob"):
+            raise ValueError(f"a plan choice is [th, n_ob, n_ib, 'rows'|'ob'], got {data!r}")
+        return cls(th, n_ob, n_ib, order)
+
+
+@dataclass(frozen=True)
 class ConvPlan:
     """A tiling of one convolution (see the module docstring)."""
 
@@ -75,6 +102,11 @@ class ConvPlan:
     inp_resident: bool
     estimate: int  # estimated cycles (see plan_conv)
     geom: ConvGeom
+
+    @property
+    def choice(self) -> PlanChoice:
+        """The plan's free parameters (what a tuning record stores)."""
+        return PlanChoice(self.th, self.n_ob, self.n_ib, self.order)
 
     def __str__(self) -> str:
         g = self.geom
@@ -89,7 +121,7 @@ class ConvPlan:
         )
 
 
-def plan_conv(g: ConvGeom, cfg: NpuConfig) -> ConvPlan | str:
+def plan_conv(g: ConvGeom, cfg: NpuConfig, choice: PlanChoice | None = None) -> ConvPlan | str:
     """The fastest tiling of `g` that fits the buffers, or the reason none does.
 
     Each candidate's time is estimated as its busiest unit (GEMM cycles plus issue
@@ -97,7 +129,53 @@ def plan_conv(g: ConvGeom, cfg: NpuConfig) -> ConvPlan | str:
     input tile, weights that must arrive before the first GEMM, and the last tile's STORE.
     That favours a few tiles over one (so stores overlap compute) and resident weights
     over weights re-read per row tile.
+
+    With `choice` (a tuning record's), the tiling with those parameters, validated: it must
+    be one of the candidates `conv_candidates` enumerates with ``wide=True`` (so every
+    operand fits its buffer); else the reason it is not legal for this layer.
     """
+    found = _candidates(g, cfg, wide=choice is not None)
+    if isinstance(found, str):
+        return found
+    if choice is not None:
+        for plan, _, _ in found:
+            if plan.choice == choice:
+                return plan
+        return f"tiling {choice.to_list()} is not one this layer can use ({_shape(g)})"
+    best: ConvPlan | None = None
+    best_key: tuple[int, int, int] | None = None
+    for plan, default, key in found:
+        if default and (best_key is None or key < best_key):
+            best, best_key = plan, key
+    assert best is not None
+    return best
+
+
+def conv_candidates(g: ConvGeom, cfg: NpuConfig, wide: bool = True) -> list[ConvPlan] | str:
+    """Every tiling of `g` that fits the buffers, lowest estimate first, or why none does.
+
+    ``wide=False`` gives the set `plan_conv` picks its default from (per output block count,
+    only the largest input slice that fits, and tiles of th_max, 1/2, 1/4 and 1/8 of it);
+    ``wide=True`` (what tuning measures) adds every smaller input slice and the tile
+    heights that split the output rows into 1..16 equal tiles.
+    """
+    found = _candidates(g, cfg, wide)
+    if isinstance(found, str):
+        return found
+    return [p for p, _, _ in sorted(found, key=lambda c: c[2])]
+
+
+def _shape(g: ConvGeom) -> str:
+    return f"conv {g.c}x{g.h}x{g.w} -> {g.o}x{g.ho}x{g.wo} k{g.kh}x{g.kw} s{g.sh}x{g.sw}"
+
+
+_Candidate = tuple[ConvPlan, bool, tuple[int, int, int]]
+
+
+def _candidates(g: ConvGeom, cfg: NpuConfig, wide: bool) -> list[_Candidate] | str:
+    """The tilings that fit, in the order the default search visits them, each with whether
+    it is in the default set (see `conv_candidates`) and its rank (lower is better: the
+    estimate, then fewer tile passes, then taller tiles)."""
     b = cfg.block
     zo = len(g.ib_n)
     zi = -(-g.c // b)
@@ -111,13 +189,13 @@ def plan_conv(g: ConvGeom, cfg: NpuConfig) -> ConvPlan | str:
     wgt_beats = wgt_total * b  # a B x B block is B beats of B bytes
     out_beats = zo * g.ho * g.wo
     gemm_cycles = wgt_total * g.ho * g.wo
-    best: ConvPlan | None = None
-    best_key: tuple[int, int, int] | None = None
+    out: list[_Candidate] = []
     for n_ob in range(1, min(zo, cfg.prm_rows // 2) + 1):
         th_acc = min(g.ho, _MAX, (acc_half - n_ob) // (n_ob * g.wo))
         if th_acc < 1:
             break
         n_chunks = -(-zo // n_ob)
+        first_ib = True
         for n_ib in _ib_choices(zi):
             ib_pass = min(n_ib, max_ib)
             wgt_res = n_ib >= max_ib and wgt_total <= cfg.wgt_rows
@@ -135,7 +213,11 @@ def plan_conv(g: ConvGeom, cfg: NpuConfig) -> ConvPlan | str:
             if th_max < 1:
                 continue
             passes = -(-zi // n_ib)
-            for th in sorted({th_max, -(-th_max // 2), -(-th_max // 4), -(-th_max // 8)}):
+            usual = {th_max, -(-th_max // 2), -(-th_max // 4), -(-th_max // 8)}
+            ths = set(usual)
+            if wide:
+                ths |= {-(-g.ho // n) for n in range(1, 17) if -(-g.ho // n) <= th_max}
+            for th in sorted(ths):
                 if th < th_max and n_ib * g.rows_in(th) * pw > inp_half:
                     continue
                 n_tiles = -(-g.ho // th)
@@ -159,17 +241,17 @@ def plan_conv(g: ConvGeom, cfg: NpuConfig) -> ConvPlan | str:
                     first_w = wgt_beats if wgt_res else wgt_beats // n_chunks
                     est = max(compute, load, store) + first_in + first_w + last_out + 64
                     est += 150 * steps * passes  # per-tile bubbles: burst latencies, syncs
-                    key = (est, steps * passes, -th)
-                    if best_key is None or key < best_key:
-                        best_key = key
-                        best = ConvPlan(th, n_ob, n_ib, order, wgt_res, inp_res, est, g)
-            break
-    if best is None:
+                    plan = ConvPlan(th, n_ob, n_ib, order, wgt_res, inp_res, est, g)
+                    out.append((plan, first_ib and th in usual, (est, steps * passes, -th)))
+            if not wide:
+                break
+            first_ib = False
+    if not out:
         return (
             f"no tiling fits: one output row of {g.wo} columns with a {g.kh}x{g.kw} window over "
             f"{g.c} channels needs more than the buffers hold"
         )
-    return best
+    return out
 
 
 def _ib_choices(n: int) -> list[int]:
