@@ -16,6 +16,7 @@ from typing import Any
 
 from xrt.backend import Backend
 from xrt.backend._registry import BindContext
+from xrt.backend.npu import LONE_ALIAS
 from xrt.network import NetworkView, is_quantized_op
 
 __all__ = ["OpPlacement", "PlacementReport", "placement_lines", "placement_report"]
@@ -32,7 +33,8 @@ class OpPlacement:
         backend: The class name of the backend it is bound to.
         on_host: Whether that backend computes on the host CPU.
         quantized: Whether it is an integer operator of a quantized network
-            (`xrt.network.is_quantized_op`): work an NPU is expected to do.
+            (`xrt.network.is_quantized_op`): work an NPU is expected to do (not a
+            relabelling reshape the NPU declined as no work).
         refusals: For an operator on the host: (accelerator backend, why it refused) for
             each accelerator backend of the session.
     """
@@ -122,6 +124,9 @@ def placement_report(
         if b.is_host:
             found = ((type(a).__name__, a.refusal(op, ctx)) for a in accelerators)
             refusals = tuple((name, why) for name, why in found if why is not None)
+        # A relabelling reshape the NPU declines on purpose (alone between host operators,
+        # it would be a launch for no work) is no NPU work left on the host.
+        no_work = bool(refusals) and all(why == LONE_ALIAS for _, why in refusals)
         rows.append(
             OpPlacement(
                 op_id=op.op_id,
@@ -129,7 +134,7 @@ def placement_report(
                 op_type=op.op_type,
                 backend=type(b).__name__,
                 on_host=b.is_host,
-                quantized=is_quantized_op(op, graph.values),
+                quantized=is_quantized_op(op, graph.values) and not no_work,
                 refusals=refusals,
             )
         )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from xrt.backend._names import register_backend_type
 from xrt.backend.npu._backend import NpuBackend, Segment
+from xrt.backend.npu._binding import LONE_ALIAS
 from xrt.backend.npu._cache import PROGRAM_CACHE, ProgramCache, program_key
 from xrt.backend.npu._driver import EngineDriver, LaunchStats
 from xrt.backend.npu._offline import bind_compile_only
@@ -20,6 +21,7 @@ from xrt.backend.npu.hardop_builder import to_hardop
 from xrt.npu_device.npu import BuyiDevice, ZG330Device
 
 __all__ = [
+    "LONE_ALIAS",
     "PROGRAM_CACHE",
     "BuyiBackend",
     "EngineDriver",
