@@ -5,8 +5,9 @@ Host-visible memory (``udma``) is a shared-memory file without a name
 ``OpenDevice`` connects to the Unix socket named in its ``LocalMapping``, sends its lease id
 and a newline, and gets the file's descriptor (SCM_RIGHTS) with the line ``udma SIZE``.
 Sending ``LEASE_ID ring`` instead gets the lease's register ring (`xrt.hw.ring`, made on
-first request: `npuemu.server.register_ring`): three descriptors (the ring file, the kick
-and done eventfds) with the line ``ring SIZE GENERATION``.
+first request: `npuemu.server.register_ring`): four descriptors (the ring file, the kick
+and done eventfds, and a pidfd of the simulator serving the ring) with the line
+``ring SIZE GENERATION``.
 Anything else (no such lease, a lease that ended, a malformed or overlong request, no
 request within `REQUEST_TIMEOUT_S`, a lease the server records: `npuemu.server.recording`)
 gets one line saying why and no descriptor. At most
@@ -113,6 +114,14 @@ class LocalHandout:
             task.add_done_callback(self._clients.discard)
 
     async def _serve(self, conn: socket.socket) -> None:
+        opened: list[int] = []  # descriptors made for this answer alone
+        try:
+            await self._serve_conn(conn, opened)
+        finally:
+            for fd in opened:
+                os.close(fd)
+
+    async def _serve_conn(self, conn: socket.socket, opened: list[int]) -> None:
         loop = asyncio.get_running_loop()
         with conn:
             conn.setblocking(False)
@@ -120,8 +129,9 @@ class LocalHandout:
                 line = await asyncio.wait_for(self._read_line(conn), REQUEST_TIMEOUT_S)
                 lease_id, _, what = line.partition(" ")
                 if what == "ring":
-                    ring = await self.ring_of(lease_id)
-                    answer, fds = f"ring {RING_BYTES} {ring.generation}\n", ring.fds
+                    ring, pidfd = await self.ring_of(lease_id)
+                    answer, fds = f"ring {RING_BYTES} {ring.generation}\n", [*ring.fds, pidfd]
+                    opened.append(pidfd)
                 elif what:
                     raise ValueError("ask for LEASE_ID (its memory) or LEASE_ID ring")
                 else:
@@ -158,15 +168,29 @@ class LocalHandout:
                 raise ValueError(f"request longer than {_MAX_REQUEST} bytes")
         return data.decode("ascii", errors="replace").strip()
 
-    async def ring_of(self, lease_id: str) -> LeaseRing:
-        """The register ring of the device `lease_id` holds (made on first request).
+    async def ring_of(self, lease_id: str) -> tuple[LeaseRing, int]:
+        """The register ring of the device `lease_id` holds (made on first request), and a
+        pidfd of the simulator serving it: the client polls it beside the ring's *done*
+        eventfd, so a simulator that dies (with the server, or killed) fails the client's
+        request at once instead of leaving it waiting out its timeout.
 
         Raises:
             ServiceError: no live lease with that id, or a device that cannot serve a ring
         """
         lease = self.manager.leases.get(lease_id)
         self.manager.check_live(lease)
-        return await self.manager.devices[lease.device].open_ring(lease)
+        device = self.manager.devices[lease.device]
+        ring = await device.open_ring(lease)
+        worker = device.worker
+        try:
+            if worker is None or worker.pid is None:
+                raise ProcessLookupError
+            return ring, os.pidfd_open(worker.pid)
+        except ProcessLookupError:
+            raise ServiceError(
+                grpc.StatusCode.UNAVAILABLE,
+                f"device {device.name}'s simulation worker is restarting: ask again",
+            ) from None
 
     def memory_of(self, lease_id: str) -> tuple[int, int]:
         """The descriptor and size of the udma file of the device `lease_id` holds.

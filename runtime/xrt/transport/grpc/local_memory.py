@@ -23,10 +23,10 @@ __all__ = ["MappedMemory", "handout", "map_memory_file", "receive_memory_file"]
 HANDOUT_TIMEOUT_S = 10.0
 
 
-def handout(path: str, request: str, count: int) -> tuple[str, list[int]]:
+def handout(path: str, request: str, count: int, *, fewer: int = 0) -> tuple[str, list[int]]:
     """Ask the server's hand-out socket at `path` for `request` (``LEASE_ID`` or
-    ``LEASE_ID ring``); return its answer line and the `count` descriptors it sent (the
-    caller closes them).
+    ``LEASE_ID ring``); return its answer line and the `count` descriptors it sent, or as
+    few as ``count - fewer`` (an older server's answer; the caller closes them).
 
     Raises:
         OSError: the socket cannot be reached
@@ -41,7 +41,7 @@ def handout(path: str, request: str, count: int) -> tuple[str, list[int]]:
         sock.sendall(request.encode("ascii") + b"\n")
         msg, fds, _, _ = socket.recv_fds(sock, 256, count)
     text = msg.decode("utf-8", errors="replace").strip()
-    if len(fds) != count:
+    if not count - fewer <= len(fds) <= count:
         for fd in fds:
             os.close(fd)
         raise ValueError(text or f"the server closed the socket without {count} descriptor(s)")

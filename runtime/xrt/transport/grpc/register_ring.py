@@ -3,7 +3,8 @@ holder on the server's machine go straight to the device's simulator, not throug
 server.
 
 `RegisterRing.receive` asks the server's hand-out socket (``local.sock``, after the lease
-check) for the lease's ring: a shared-memory file and two eventfds. `batch` writes the
+check) for the lease's ring: a shared-memory file, two eventfds and a pidfd of the
+simulator (so a simulator that dies fails the waiting request at once). `batch` writes the
 operations, kicks the simulator and waits on the *done* eventfd for the response;
 `wait_irq` runs the device's clock until the interrupt. One request at a time (a lock
 serialises threads). A revoked ring (the lease ended, or the device's worker restarted)
@@ -72,7 +73,10 @@ class RegisterRing:
     """
 
     def __init__(self, fds: Sequence[int], generation: int) -> None:
-        mem_fd, self._kick, self._done = fds
+        mem_fd, self._kick, self._done, *rest = fds
+        # The simulator's pidfd (servers before it sent three descriptors): readable when
+        # the simulator exits, so a dead simulator fails a request at once.
+        self._simulator = rest[0] if rest else -1
         try:
             self._map = mmap.mmap(mem_fd, RING_BYTES)
         finally:
@@ -93,6 +97,8 @@ class RegisterRing:
         self._lock = threading.Lock()
         self._poll = select.poll()
         self._poll.register(self._done, select.POLLIN)
+        if self._simulator >= 0:
+            self._poll.register(self._simulator, select.POLLIN)
         self.closed = False
 
     @classmethod
@@ -104,7 +110,7 @@ class RegisterRing:
             ValueError: the server refused (its reason in the message)
             RingError: what came is not a ring this client speaks
         """
-        text, fds = handout(path, f"{lease_id} ring", 3)
+        text, fds = handout(path, f"{lease_id} ring", 4, fewer=1)
         parts = text.split()
         if len(parts) != 3 or parts[0] != "ring" or parts[1] != str(RING_BYTES):
             for fd in fds:
@@ -172,8 +178,13 @@ class RegisterRing:
         del resp_seq  # a traceback must not keep a view of the mapping (close() would fail)
         deadline_ms = max(1, int(timeout_s * 1000))
         while self._resp_seq.value != seq:
-            if not self._poll.poll(deadline_ms):
+            ready = {fd for fd, _ in self._poll.poll(deadline_ms)}
+            if not ready:
                 raise RingError(f"the device's simulator did not answer within {timeout_s:.1f} s")
+            if self._simulator in ready and self._resp_seq.value != seq:
+                raise RingRevokedError("the device's simulator exited")
+            if self._done not in ready:
+                continue
             os.eventfd_read(self._done)
             if self._state.value != RingState.LIVE:
                 raise RingRevokedError("the register ring was revoked")
@@ -191,5 +202,6 @@ class RegisterRing:
             if hasattr(self, name):
                 delattr(self, name)  # the ctypes views hold the mapping open
         self._map.close()
-        os.close(self._kick)
-        os.close(self._done)
+        for fd in (self._kick, self._done, self._simulator):
+            if fd >= 0:
+                os.close(fd)
