@@ -31,24 +31,16 @@ from xrt.aic import (
     ProfilingHandle,
     ProfilingReport,
     ProfilingType,
+    Qpc,
     StreamProfilingHandle,
 )
 from xrt.backend import BuyiBackend, HostBackend
 from xrt.network import Network
 from xrt.quant import quantize_network
 from xrt.session import Session
+from xrt.session.container import compile_container
 
 pytestmark = pytest.mark.sim
-
-
-class _SnapshotProgram:
-    """A session snapshot as a program (target + create_session)."""
-
-    def __init__(self, path: Path, target: str) -> None:
-        self.path, self.target = path, target
-
-    def create_session(self, device: Device) -> Session:
-        return Session.create_with_snapshot(self.path, [BuyiBackend, HostBackend], [device, None])
 
 
 @pytest.fixture(scope="module")
@@ -63,12 +55,18 @@ def qnet(model) -> Network:  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(scope="module")
-def program(qnet: Network, buyi_server: ServerProcess, tmp_path_factory) -> _SnapshotProgram:  # type: ignore[no-untyped-def]
-    path = tmp_path_factory.mktemp("aic") / "small_cnn.snapshot"
-    with Device.open(buyi_server.url) as dev:
-        with Session.create([BuyiBackend, HostBackend], qnet, [dev, None]).apply() as sess:
-            sess.dump_snapshot(path)
-    return _SnapshotProgram(path, "buyi")
+def program(qnet: Network, tmp_path_factory) -> Qpc:  # type: ignore[no-untyped-def]
+    """The network compiled for Buyi without a device (``xrt compile``'s container)."""
+    path = tmp_path_factory.mktemp("aic") / "small_cnn.qpc"
+    compile_container(qnet, "buyi", path)
+    return Qpc.from_file(path)
+
+
+@pytest.fixture(scope="module")
+def zg330_program(qnet: Network, tmp_path_factory) -> Qpc:  # type: ignore[no-untyped-def]
+    path = tmp_path_factory.mktemp("aic") / "small_cnn_zg330.qpc"
+    compile_container(qnet, "zg330", path)
+    return Qpc.from_buffer(path.read_bytes())
 
 
 def _inputs(model, n: int) -> list[list[np.ndarray]]:  # type: ignore[no-untyped-def]
@@ -87,13 +85,16 @@ def context(buyi_server: ServerProcess) -> Iterator[Context]:
 
 
 def test_inference_set_runs_many_more_submissions_than_handles_bit_exact(
-    context: Context, program: _SnapshotProgram, model, qnet: Network  # type: ignore[no-untyped-def]
+    context: Context,
+    program: Qpc,
+    model,
+    qnet: Network,  # type: ignore[no-untyped-def]
 ) -> None:
     inputs = _inputs(model, 10)
     want = _host(qnet, inputs)
     got: dict[int, list[np.ndarray]] = {}
     with InferenceSet(context, program, set_size=1, num_activations=2) as iset:
-        assert len(iset._handles) == 2
+        assert iset.num_handles == 2
         seen_handles = set()
         pending = 0
         for i, x in enumerate(inputs):
@@ -112,7 +113,7 @@ def test_inference_set_runs_many_more_submissions_than_handles_bit_exact(
         while pending:
             done = iset.get_completed(timeout=0)
             got[done.id] = done.outputs()
-            assert all(a is b for a, b in zip(done.get_buffers(), done._inputs, strict=False))
+            np.testing.assert_array_equal(done.get_buffers()[0], inputs[done.id - 1000][0])
             iset.put_completed(done)
             pending -= 1
         assert seen_handles == {0, 1}
@@ -123,7 +124,10 @@ def test_inference_set_runs_many_more_submissions_than_handles_bit_exact(
 
 
 def test_get_completed_id_and_caller_output_buffers(
-    context: Context, program: _SnapshotProgram, model, qnet: Network  # type: ignore[no-untyped-def]
+    context: Context,
+    program: Qpc,
+    model,
+    qnet: Network,  # type: ignore[no-untyped-def]
 ) -> None:
     inputs = _inputs(model, 3)
     want = _host(qnet, inputs)
@@ -143,7 +147,9 @@ def test_get_completed_id_and_caller_output_buffers(
 
 
 def test_life_cycle_misuse_is_refused_with_the_reason(
-    context: Context, program: _SnapshotProgram, model  # type: ignore[no-untyped-def]
+    context: Context,
+    program: Qpc,
+    model,  # type: ignore[no-untyped-def]
 ) -> None:
     (x,) = _inputs(model, 1)
     with InferenceSet(context, program, set_size=1, num_activations=1) as iset:
@@ -183,7 +189,9 @@ def test_life_cycle_misuse_is_refused_with_the_reason(
     assert "closed" in e.value.message
 
 
-def test_context_find_device_and_callbacks(buyi_server: ServerProcess, program) -> None:  # type: ignore[no-untyped-def]
+def test_context_find_device_and_callbacks(
+    buyi_server: ServerProcess, program: Qpc, zg330_program: Qpc
+) -> None:
     logs: list[tuple[LogLevel, str]] = []
     with Context([buyi_server.url], log_callback=lambda lv, m: logs.append((lv, m))) as ctx:
         assert ctx.obj_name == "Context" and ctx.get_log_level() == LogLevel.INFO
@@ -201,17 +209,16 @@ def test_context_find_device_and_callbacks(buyi_server: ServerProcess, program) 
         ctx.log(LogLevel.INFO, "hidden")
         assert all(m != "hidden" for _, m in logs)
 
-        class Zg:
-            target = "zg330"
-
         with pytest.raises(XrtError) as e:
-            ctx.find_device(Zg())  # type: ignore[arg-type]
+            InferenceSet(ctx, zg330_program, num_activations=1)
         assert e.value.code == ErrorCode.WRONG_TYPE and "no zg330 device" in e.value.message
     assert dev.closed  # the context opened it, the context closed it
 
 
 def test_profiling_handles_report_every_inference(
-    context: Context, program: _SnapshotProgram, model  # type: ignore[no-untyped-def]
+    context: Context,
+    program: Qpc,
+    model,  # type: ignore[no-untyped-def]
 ) -> None:
     inputs = _inputs(model, 4)
     reports: list[ProfilingReport] = []
@@ -243,69 +250,84 @@ def test_profiling_handles_report_every_inference(
 
 
 def test_a_device_lost_mid_run_reaches_the_error_handler_and_the_inference_moves_on(
-    serve, program, model, qnet: Network  # type: ignore[no-untyped-def]
+    serve,
+    program,
+    model,
+    qnet: Network,  # type: ignore[no-untyped-def]
 ) -> None:
     # Two servers of one device each; server A dies (SIGKILL, its workers with it) in the
     # middle of activation 0's first inference, right before its NPU program launches.
     inputs = _inputs(model, 3)
     want = _host(qnet, inputs)
     errors: list[tuple[int, XrtError]] = []
-    with serve(target="buyi", devices=1) as a, serve(target="buyi", devices=1) as b:
-        with Context([a.url, b.url], error_handler=lambda c, e: errors.append((c, e))) as ctx:
-            iset = InferenceSet(ctx, program, set_size=2, num_activations=2)
+    with (
+        serve(target="buyi", devices=1) as a,
+        serve(target="buyi", devices=1) as b,
+        Context([a.url, b.url], error_handler=lambda c, e: errors.append((c, e))) as ctx,
+    ):
+        iset = InferenceSet(ctx, program, set_size=2, num_activations=2)
 
-            def kill_a(_sess, unit, backend, _tensors):  # type: ignore[no-untyped-def]
-                if isinstance(backend, BuyiBackend) and a.proc.poll() is None:
-                    a.proc.send_signal(signal.SIGKILL)
-                    a.proc.wait()
+        def kill_a(_sess, unit, backend, _tensors):  # type: ignore[no-untyped-def]
+            if isinstance(backend, BuyiBackend) and a.proc.poll() is None:
+                a.proc.send_signal(signal.SIGKILL)
+                a.proc.wait()
 
-            iset._activations[0].session.set_pre_callback(kill_a)
-            # Devices fill in order: activation 0 takes the first submission, loses its
-            # server mid-run, and the inference runs again on activation 1.
-            h = iset.submit(inputs[0])
-            done = iset.get_completed_id(h.id, timeout=120)
-            assert done.ok and done.activation == 1 and done._attempts == 2
-            np.testing.assert_array_equal(done.outputs()[0], want[0][0])
-            iset.put_completed(done)
-            ((ctx_id, err),) = errors
-            assert ctx_id == ctx.id and "activation 0" in err.message
-            assert iset.live_activations == 1
-            # The last device dies too: the inference fails with its id, nothing hangs.
-            b.proc.send_signal(signal.SIGKILL)
-            b.proc.wait()
-            h = iset.submit(inputs[1], id=41)
-            iset.wait_for_completion(timeout=120)
-            done = iset.get_completed(timeout=0)
-            assert done is h and not done.ok and done.error is not None
-            assert iset.failed_ids == [41] and len(errors) == 2
-            iset.put_completed(done)
-            with pytest.raises(XrtError) as e:
-                iset.submit(inputs[2])
-            assert e.value.code == ErrorCode.DEVICE_INTERNAL and "no activation" in e.value.message
-            iset.close()
+        iset.session(0).set_pre_callback(kill_a)
+        # Devices fill in order: activation 0 takes the first submission, loses its
+        # server mid-run, and the inference runs again on activation 1.
+        h = iset.submit(inputs[0])
+        done = iset.get_completed_id(h.id, timeout=120)
+        assert done.ok and done.activation == 1 and done.attempts == 2
+        np.testing.assert_array_equal(done.outputs()[0], want[0][0])
+        iset.put_completed(done)
+        ((ctx_id, err),) = errors
+        assert ctx_id == ctx.id and "activation 0" in err.message
+        assert iset.live_activations == 1
+        # The last device dies too: the inference fails with its id, nothing hangs.
+        b.proc.send_signal(signal.SIGKILL)
+        b.proc.wait()
+        h = iset.submit(inputs[1], id=41)
+        iset.wait_for_completion(timeout=120)
+        done = iset.get_completed(timeout=0)
+        assert done is h and not done.ok and done.error is not None
+        assert iset.failed_ids == [41] and len(errors) == 2
+        iset.put_completed(done)
+        with pytest.raises(XrtError) as e:
+            iset.submit(inputs[2])
+        assert e.value.code == ErrorCode.DEVICE_INTERNAL and "no activation" in e.value.message
+        iset.close()
 
 
 def test_a_worker_restart_between_inferences_is_survived(
-    serve, program, model, qnet: Network  # type: ignore[no-untyped-def]
+    serve,
+    program,
+    model,
+    qnet: Network,  # type: ignore[no-untyped-def]
 ) -> None:
     # A simulation worker killed while its device is idle is restarted by the server with
     # the lease and memory kept: the next inference on it waits for the restart and is
     # still bit-exact (no error, no retry).
     inputs = _inputs(model, 2)
     want = _host(qnet, inputs)
-    with serve(target="buyi", devices=1) as srv, Context([srv.url]) as ctx:
-        with InferenceSet(ctx, program, set_size=1, num_activations=1) as iset:
-            for i, x in enumerate(inputs):
-                if i == 1:
-                    os.kill(worker_pid(srv, iset._activations[0].name), signal.SIGKILL)
-                done = iset.get_completed_id(iset.submit(x).id, timeout=120)
-                assert done.ok and done._attempts == 1, done.error
-                np.testing.assert_array_equal(done.outputs()[0], want[i][0])
-                iset.put_completed(done)
+    with (
+        serve(target="buyi", devices=1) as srv,
+        Context([srv.url]) as ctx,
+        InferenceSet(ctx, program, set_size=1, num_activations=1) as iset,
+    ):
+        for i, x in enumerate(inputs):
+            if i == 1:
+                os.kill(worker_pid(srv, iset.devices[0]), signal.SIGKILL)
+            done = iset.get_completed_id(iset.submit(x).id, timeout=120)
+            assert done.ok and done.attempts == 1, done.error
+            np.testing.assert_array_equal(done.outputs()[0], want[i][0])
+            iset.put_completed(done)
 
 
 def test_submissions_from_many_threads(
-    context: Context, program: _SnapshotProgram, model, qnet: Network  # type: ignore[no-untyped-def]
+    context: Context,
+    program: Qpc,
+    model,
+    qnet: Network,  # type: ignore[no-untyped-def]
 ) -> None:
     inputs = _inputs(model, 8)
     want = _host(qnet, inputs)
@@ -330,3 +352,58 @@ def test_submissions_from_many_threads(
     assert sorted(results) == list(range(8))
     for i, w in enumerate(want):
         np.testing.assert_array_equal(results[i], w[0])
+
+
+def test_inference_set_on_zg330_from_a_container_in_memory(
+    zg330_server: ServerProcess,
+    zg330_program: Qpc,
+    model,
+    qnet: Network,  # type: ignore[no-untyped-def]
+) -> None:
+    inputs = _inputs(model, 3)
+    want = _host(qnet, inputs)
+    with (
+        Context([zg330_server.url]) as ctx,
+        InferenceSet(ctx, zg330_program, set_size=2, num_activations=1) as iset,
+    ):
+        handles = [iset.submit(x) for x in inputs[:2]]
+        iset.wait_for_completion(timeout=120)
+        for h in handles:
+            done = iset.get_completed_id(h.id, timeout=0)
+            np.testing.assert_array_equal(done.outputs()[0], want[done.id][0])
+            iset.put_completed(done)
+        done = iset.get_completed_id(iset.submit(inputs[2]).id, timeout=120)
+        np.testing.assert_array_equal(done.outputs()[0], want[2][0])
+
+
+def test_device_log_capture_streams_the_servers_lines_about_the_contexts_devices(
+    serve,
+    tmp_path: Path,  # type: ignore[no-untyped-def]
+) -> None:
+    lines: list[tuple[LogLevel, str]] = []
+    seen = threading.Condition()
+
+    def on_log(level: LogLevel, message: str) -> None:
+        with seen:
+            lines.append((level, message))
+            seen.notify_all()
+
+    def wait_for(text: str) -> tuple[LogLevel, str]:
+        with seen:
+            assert seen.wait_for(lambda: any(text in m for _, m in lines), 120), lines
+            return next((lv, m) for lv, m in lines if text in m)
+
+    with serve(target="buyi", devices=2) as srv:
+        other = Device.open(srv.url)  # npu0: another client's device
+        with Context([srv.url], log_callback=on_log, collect_device_logs=True) as ctx:
+            (dev,) = ctx.devices
+            assert dev.name == "npu1"
+            dev.checkpoint(tmp_path / "a.ckpt")
+            level, message = wait_for("saved a checkpoint of npu1")
+            assert level == LogLevel.INFO and message.startswith("device npu1: ")
+            other.checkpoint(tmp_path / "b.ckpt")  # npu0's lines are not ours
+            os.kill(worker_pid(srv, "npu1"), signal.SIGKILL)
+            level, _ = wait_for("simulation worker restarted")
+            assert all("npu1" in m for _, m in lines if m.startswith("device "))
+            assert not any("checkpoint of npu0" in m for _, m in lines)
+        other.close()

@@ -229,6 +229,7 @@ async def serve(opts: ServeOptions) -> int:
         logs.finish(crashed=False)  # nothing ran: leave no empty log folder behind
         return 2
     await server.start()
+    manager.device_log.attach()
     handout = LocalHandout(folder, manager)
     try:
         await handout.start()
@@ -276,6 +277,7 @@ async def serve(opts: ServeOptions) -> int:
     crashed = any(d.counters.worker_restarts for d in manager.devices.values())
     if logs.finish(crashed):
         log.info("worker logs kept in %s", logs.path)
+    manager.device_log.detach()
     log.info("stopped")
     return 0
 

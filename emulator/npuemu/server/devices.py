@@ -19,6 +19,7 @@ import grpc
 
 from npuemu.server import checkpoint
 from npuemu.server.checkpoint import Checkpoint
+from npuemu.server.device_log import DeviceLogHub
 from npuemu.server.errors import ServiceError
 from npuemu.server.leases import UNCLAIMED_TTL_S, Lease, LeaseTable, check_transition
 from npuemu.server.register_ring import LeaseRing
@@ -519,6 +520,8 @@ class DeviceManager:
         self._expiry_task: asyncio.Task[None] | None = None
         self._transitions: set[asyncio.Task[None]] = set()
         self.recordings: RecordingFolder | None = None  # --record (npuemu.server.recording)
+        # Device log capture: the holders' FollowDeviceLog streams (npuemu.server.device_log)
+        self.device_log = DeviceLogHub(list(self.devices))
 
     async def start(self) -> None:
         """Start every worker (in parallel) and the lease expiry loop."""

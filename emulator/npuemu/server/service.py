@@ -233,6 +233,33 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
             raise
         lease.holds -= 1
 
+    async def FollowDeviceLog(self, request, context) -> AsyncIterator[pb.DeviceLogRecord]:
+        """The log lines naming the lease's device, until the lease ends
+        (npuemu.server.device_log)."""
+        try:
+            refuse_undecodable(request)
+            lease = self.m.leases.get(request.lease_id)
+        except ServiceError as exc:
+            await context.abort(exc.code, exc.message, exc.trailing_metadata())
+        sub = self.m.device_log.subscribe(lease.device)
+        try:
+            while lease.id in self.m.leases.live and not self.m.closing.is_set():
+                try:
+                    line = await asyncio.wait_for(sub.queue.get(), HOLD_BEAT_S)
+                except TimeoutError:
+                    continue  # look at the lease again
+                if lease.id not in self.m.leases.live:
+                    break  # a line after the lease ended is the next holder's business
+                yield pb.DeviceLogRecord(
+                    unix_time_ns=line.unix_time_ns,
+                    level=line.level,
+                    device=line.device,
+                    message=line.message,
+                    dropped=line.dropped,
+                )
+        finally:
+            self.m.device_log.unsubscribe(sub)
+
     @_unary
     async def KeepAlive(self, request, context):
         lease = self.m.leases.get(request.lease_id)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from enum import IntEnum
 from typing import Protocol
 
@@ -218,14 +218,15 @@ class Context:
     def _start_device_logs(self) -> None:
         for dev in self.devices:
             follow = getattr(dev, "follow_server_log", None)
-            if follow is None:
+            try:
+                if follow is None:
+                    raise XrtError(ErrorCode.WRONG_TYPE, "not an emulator device")
+                self._log_streams.append(follow(self._device_log_line))
+            except XrtError as exc:
                 self.log(
                     LogLevel.WARN,
-                    f"context {self.id}: {dev!r} cannot stream device logs (not an emulator "
-                    "device)",
+                    f"context {self.id}: {dev!r} cannot stream device logs ({exc.message})",
                 )
-                continue
-            self._log_streams.append(follow(self._device_log_line))
 
     def _device_log_line(self, level: int, device: str, message: str) -> None:
         self.log(_nearest_level(level), f"device {device}: {message}")
@@ -265,8 +266,3 @@ def _nearest_level(level: int) -> LogLevel:
         if level >= candidate:
             return candidate
     return LogLevel.DEBUG
-
-
-def device_names(devices: Sequence[Device]) -> list[str]:
-    """The devices' names (``repr`` for devices without one), for messages."""
-    return [str(getattr(d, "name", d)) for d in devices]

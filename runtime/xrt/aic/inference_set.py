@@ -156,6 +156,11 @@ class InferenceHandle:
         self._cycles = 0
 
     @property
+    def attempts(self) -> int:
+        """Activations its last submission was tried on (more than 1: it was retried)."""
+        return self._attempts
+
+    @property
     def ok(self) -> bool:
         """Completed without error."""
         return self.state in (HandleState.COMPLETED, HandleState.DELIVERED) and self.error is None
@@ -306,6 +311,20 @@ class InferenceSet:
     @property
     def num_activations(self) -> int:
         return len(self._activations)
+
+    @property
+    def num_handles(self) -> int:
+        """``set_size * num_activations``."""
+        return len(self._handles)
+
+    @property
+    def devices(self) -> list[str]:
+        """The device name of each activation, by index."""
+        return [a.name for a in self._activations]
+
+    def session(self, activation: int) -> Session:
+        """The session of activation `activation` (callbacks, launch counters)."""
+        return self._activations[activation].session
 
     @property
     def live_activations(self) -> int:
@@ -581,8 +600,7 @@ class InferenceSet:
                 self._cond.notify_all()
                 self.context.log(
                     LogLevel.WARN,
-                    f"{self.name}: id {handle.id} submitted again (attempt "
-                    f"{handle._attempts + 1})",
+                    f"{self.name}: id {handle.id} submitted again (attempt {handle._attempts + 1})",
                 )
                 requeued = True
             else:

@@ -25,6 +25,7 @@ board through ``/dev/mem``) build the same ones (`xrt.npu_device.open_device`).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import ClassVar
 
 from xrt._checks import as_seconds
@@ -164,6 +165,21 @@ class NpuDevice(Device):
     def name(self) -> str:
         """The device's name (``"npu0"`` on the emulator)."""
         return self._transport.info.name
+
+    def follow_server_log(self, callback: Callable[[int, str, str], None]) -> Callable[[], None]:
+        """Device log capture: the server's log lines about this device (its lease, worker
+        restarts, checkpoints, faults) go to ``callback(level, device, message)`` from a
+        background thread until the lease ends; returns the function that stops it.
+
+        Raises:
+            XrtError: 11010 on a transport without a server log (a board).
+        """
+        follow = getattr(self._transport, "follow_log", None)
+        if follow is None:
+            raise XrtError(
+                ErrorCode.WRONG_TYPE, f"{self.name}: {self._transport!r} has no server log"
+            )
+        return follow(callback)
 
     @property
     def dma_engine(self) -> DmaEngine:

@@ -15,6 +15,7 @@ import math
 import os
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from xrt.hw.wire import MAX_WAIT_MS, WaitOutcome, pb
 from xrt.transport import NpuTransport
 from xrt.transport.grpc.calls import RPC_SLACK_S, DeviceClient
 from xrt.transport.grpc.channel import parse_url
+from xrt.transport.grpc.device_log import LogLineCallback, follow_device_log
 from xrt.transport.grpc.lease import Lease, default_client, device_info, release
 from xrt.transport.grpc.local_memory import MappedMemory, map_memory_file
 from xrt.transport.grpc.regions import GrpcMemRegion, GrpcRegRegion
@@ -409,6 +411,11 @@ class GrpcTransport(NpuTransport):
         return saved
 
     # -- waveforms (a server started with --waves) -----------------------------------------
+
+    def follow_log(self, callback: LogLineCallback) -> Callable[[], None]:
+        """Stream the server's log lines about this device to ``callback(level, device,
+        message)`` until the lease ends; returns the function that stops it."""
+        return follow_device_log(self._client, self._lease.id, self.info.name, callback)
 
     def start_waves(self, cycles: int = 0) -> int:
         """Open a waveform window on the device: every signal into an FST file on the

@@ -181,6 +181,26 @@ class HoldLeaseResponse(_message.Message):
     beat: int
     def __init__(self, beat: _Optional[int] = ...) -> None: ...
 
+class FollowDeviceLogRequest(_message.Message):
+    __slots__ = ("lease_id",)
+    LEASE_ID_FIELD_NUMBER: _ClassVar[int]
+    lease_id: str
+    def __init__(self, lease_id: _Optional[str] = ...) -> None: ...
+
+class DeviceLogRecord(_message.Message):
+    __slots__ = ("unix_time_ns", "level", "device", "message", "dropped")
+    UNIX_TIME_NS_FIELD_NUMBER: _ClassVar[int]
+    LEVEL_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    DROPPED_FIELD_NUMBER: _ClassVar[int]
+    unix_time_ns: int
+    level: int
+    device: str
+    message: str
+    dropped: int
+    def __init__(self, unix_time_ns: _Optional[int] = ..., level: _Optional[int] = ..., device: _Optional[str] = ..., message: _Optional[str] = ..., dropped: _Optional[int] = ...) -> None: ...
+
 class KeepAliveRequest(_message.Message):
     __slots__ = ("lease_id",)
     LEASE_ID_FIELD_NUMBER: _ClassVar[int]

@@ -50,6 +50,11 @@ class DeviceServiceStub:
                 request_serializer=npuemu_dot_v1_dot_device__pb2.HoldLeaseRequest.SerializeToString,
                 response_deserializer=npuemu_dot_v1_dot_device__pb2.HoldLeaseResponse.FromString,
                 _registered_method=True)
+        self.FollowDeviceLog = channel.unary_stream(
+                '/npuemu.v1.DeviceService/FollowDeviceLog',
+                request_serializer=npuemu_dot_v1_dot_device__pb2.FollowDeviceLogRequest.SerializeToString,
+                response_deserializer=npuemu_dot_v1_dot_device__pb2.DeviceLogRecord.FromString,
+                _registered_method=True)
         self.KeepAlive = channel.unary_unary(
                 '/npuemu.v1.DeviceService/KeepAlive',
                 request_serializer=npuemu_dot_v1_dot_device__pb2.KeepAliveRequest.SerializeToString,
@@ -168,6 +173,14 @@ class DeviceServiceServicer:
     def HoldLease(self, request, context):
         """Keep a lease alive for as long as this stream stays open; the lease ends when it
         closes (a client that dies loses its lease at once). Sends a beat every few seconds.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def FollowDeviceLog(self, request, context):
+        """The server's log lines about the lease's device (its lease, worker restarts,
+        checkpoints, faults) from now until the lease ends: device log capture.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -332,6 +345,11 @@ def add_DeviceServiceServicer_to_server(servicer, server):
                     servicer.HoldLease,
                     request_deserializer=npuemu_dot_v1_dot_device__pb2.HoldLeaseRequest.FromString,
                     response_serializer=npuemu_dot_v1_dot_device__pb2.HoldLeaseResponse.SerializeToString,
+            ),
+            'FollowDeviceLog': grpc.unary_stream_rpc_method_handler(
+                    servicer.FollowDeviceLog,
+                    request_deserializer=npuemu_dot_v1_dot_device__pb2.FollowDeviceLogRequest.FromString,
+                    response_serializer=npuemu_dot_v1_dot_device__pb2.DeviceLogRecord.SerializeToString,
             ),
             'KeepAlive': grpc.unary_unary_rpc_method_handler(
                     servicer.KeepAlive,
@@ -511,6 +529,33 @@ class DeviceService:
             '/npuemu.v1.DeviceService/HoldLease',
             npuemu_dot_v1_dot_device__pb2.HoldLeaseRequest.SerializeToString,
             npuemu_dot_v1_dot_device__pb2.HoldLeaseResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def FollowDeviceLog(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/npuemu.v1.DeviceService/FollowDeviceLog',
+            npuemu_dot_v1_dot_device__pb2.FollowDeviceLogRequest.SerializeToString,
+            npuemu_dot_v1_dot_device__pb2.DeviceLogRecord.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,51 @@
+"""Following a device's server log lines (``FollowDeviceLog``): the client side of device
+log capture (`xrt.aic.Context(collect_device_logs=True)`)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import grpc
+
+from xrt.hw.wire import pb
+from xrt.transport.grpc.calls import DeviceClient
+
+__all__ = ["LogLineCallback", "follow_device_log"]
+
+LogLineCallback = Callable[[int, str, str], None]
+"""``callback(level, device, message)``; ``level`` as Python's logging levels."""
+
+
+def follow_device_log(
+    client: DeviceClient, lease_id: str, device: str, callback: LogLineCallback
+) -> Callable[[], None]:
+    """Stream the server's log lines about `device` to `callback` on a daemon thread until
+    the lease ends or the returned function is called (it waits for the thread). A server
+    that cannot stream (older than the RPC) gives one WARNING line through `callback`."""
+    call = client.stub.FollowDeviceLog(
+        pb.FollowDeviceLogRequest(lease_id=lease_id), metadata=client.metadata
+    )
+
+    def pump() -> None:
+        try:
+            for record in call:
+                if record.dropped:
+                    callback(30, device, f"{record.dropped} log line(s) dropped (slow reader)")
+                callback(record.level, device, record.message)
+        except grpc.RpcError as exc:
+            if exc.code() == grpc.StatusCode.UNIMPLEMENTED:
+                callback(30, device, "this server cannot stream device logs (FollowDeviceLog)")
+            elif exc.code() != grpc.StatusCode.CANCELLED:
+                callback(30, device, f"device log stream ended: {exc.code().name}")
+        except Exception:  # the thread must end quietly; the callback's errors are its own
+            pass
+
+    thread = threading.Thread(target=pump, name=f"xrt-log-{device}", daemon=True)
+    thread.start()
+
+    def stop() -> None:
+        call.cancel()
+        thread.join(5.0)
+
+    return stop
