@@ -42,12 +42,6 @@ import msgpack
 from npuemu.server import checkpoint
 from npuemu.server.checkpoint import Checkpoint, CheckpointError
 from npuemu.server.devices import SimDevice
-from npuemu.server.recording import (
-    REPLY_FIELDS,
-    Kind,
-    Record,
-    Recording,
-)
 from npuemu.server.shm import new_server_dir
 from npuemu.server.worker_process import WorkerError, WorkerProcess, WorkerUnavailableError
 from npuemu.sim.build import BuiltModel, ModelBuildError, build_npu_sim
@@ -57,6 +51,7 @@ from xrt.hw.config import TargetConfig
 from xrt.hw.regops import RegKind
 from xrt.hw.targets import TARGETS, target
 from xrt.hw.wire import RegisterStatus, WaitOutcome
+from xrt.recording import REPLY_FIELDS, Kind, Record, Recording
 from xrt.regtrace import RegisterNamer
 
 __all__ = [

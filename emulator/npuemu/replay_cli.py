@@ -17,9 +17,9 @@ from npuemu.replay import (
     choose_model,
     run_replayer,
 )
-from npuemu.server.recording import Kind, Recording, RecordingError, read_recording
 from xrt import exitcodes
 from xrt.progress import HEARTBEAT_S, step_progress
+from xrt.recording import Kind, Recording, RecordingError, read_recording
 from xrt.regtrace import RegisterNamer
 
 __all__ = ["list_requests", "main"]
