@@ -177,7 +177,16 @@ class Replayer:
         check: Compare every response (else only run the requests).
     """
 
+    wall_clock = False
+    """True for a replayer of a board's (wall-clock) recording (`npuemu.replay_board`)."""
+
     def __init__(self, rec: Recording, cfg: TargetConfig, model: BuiltModel, *, check: bool):
+        if rec.wall_clock and not self.wall_clock:
+            raise ReplayError(
+                f"{rec.path} is a board's recording (wall-clock times): "
+                "npuemu.replay_board.BoardReplayer replays it",
+                exitcodes.BAD_INPUT,
+            )
         self.rec = rec
         self.cfg = cfg
         self.model = model

@@ -62,6 +62,8 @@ class BoardReplayer(Replayer):
         ReplayError: the board's memories sit elsewhere than the target's.
     """
 
+    wall_clock = True
+
     def __init__(self, rec: Recording, cfg: TargetConfig, model: BuiltModel, *, check: bool):
         super().__init__(rec, cfg, model, check=check)
         self.period_ps = CLOCK_PERIOD_PS  # the replay's own cycles (the board counted none)
