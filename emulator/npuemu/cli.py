@@ -176,10 +176,15 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM [ARGS...]")
     r = sub.add_parser(
         "replay",
-        help="run a recorded lease (serve --record) again on a fresh simulated device",
+        help="run a recorded lease (serve --record) or board session (axi://...&record=FILE) "
+        "again on a fresh simulated device",
         formatter_class=fmt,
     )
-    r.add_argument("recording", type=Path, help="the recording file")
+    r.add_argument(
+        "recording",
+        type=Path,
+        help="the recording file (a board's: values compared, not cycles)",
+    )
     r.add_argument(
         "--target",
         choices=sorted(TARGETS),

@@ -42,12 +42,6 @@ import msgpack
 from npuemu.server import checkpoint
 from npuemu.server.checkpoint import Checkpoint, CheckpointError
 from npuemu.server.devices import SimDevice
-from npuemu.server.recording import (
-    REPLY_FIELDS,
-    Kind,
-    Record,
-    Recording,
-)
 from npuemu.server.shm import new_server_dir
 from npuemu.server.worker_process import WorkerError, WorkerProcess, WorkerUnavailableError
 from npuemu.sim.build import BuiltModel, ModelBuildError, build_npu_sim
@@ -57,6 +51,7 @@ from xrt.hw.config import TargetConfig
 from xrt.hw.regops import RegKind
 from xrt.hw.targets import TARGETS, target
 from xrt.hw.wire import RegisterStatus, WaitOutcome
+from xrt.recording import REPLY_FIELDS, Kind, Record, Recording
 from xrt.regtrace import RegisterNamer
 
 __all__ = [
@@ -75,6 +70,7 @@ REQUEST_KINDS = frozenset(
         Kind.REQUEST,
         Kind.MEMORY_WRITE,
         Kind.MEMORY_READ,
+        Kind.POLL,
         Kind.CHECKPOINT_SAVE,
         Kind.CHECKPOINT_RESTORE,
     }
@@ -135,16 +131,23 @@ class ReplayReport:
     divergence: Divergence | None = None
     complete: bool = False  # replayed to the end record
     responses: str = ""  # SHA-256 of every replayed response (equal replays: equal digests)
+    wall_clock: bool = False  # a board's recording: no instants or cycles to compare
 
     def lines(self) -> list[str]:
         """The summary ``npu-emu replay`` prints."""
+        recorded = (
+            "a board recording: wall-clock times, no cycles recorded or compared"
+            if self.wall_clock
+            else f"recorded {self.recorded_cycles:,}"
+        )
+        session = "session" if self.wall_clock else "lease"
+        took = f", the recorded {session} {self.lease_s:.2f} s" if self.lease_s is not None else ""
         out = [
             f"replayed {self.path.name} on {self.target} (model {self.model}): "
             f"{self.requests:,} of {self.total:,} request(s) ({self.register_requests:,} to "
             f"the device, {self.memory_requests:,} of memory)",
-            f"  simulated cycles {self.cycles:,} (recorded {self.recorded_cycles:,}); "
-            f"responses sha256 {self.responses[:16]}; replay {self.wall_s:.2f} s wall"
-            + (f", the recorded lease {self.lease_s:.2f} s" if self.lease_s is not None else ""),
+            f"  simulated cycles {self.cycles:,} ({recorded}); "
+            f"responses sha256 {self.responses[:16]}; replay {self.wall_s:.2f} s wall" + took,
         ]
         out += [f"note: {n}" for n in self.notes]
         if not self.check:
@@ -153,10 +156,14 @@ class ReplayReport:
             out.append(f"DIVERGED at {self.divergence.describe()}")
         else:
             cut = "" if self.complete else " (up to where the recording stops)"
-            out.append(
-                f"bit-exact: {self.requests:,} request(s) compared{cut}: every response, "
-                "start instant and cycle count as recorded"
+            what = (
+                "every register value, poll result, interrupt wait outcome and memory read "
+                "back as recorded on the board (instants, cycle counts and poll read counts "
+                "are not compared: the board counted no cycles)"
+                if self.wall_clock
+                else "every response, start instant and cycle count as recorded"
             )
+            out.append(f"bit-exact: {self.requests:,} request(s) compared{cut}: {what}")
         return out
 
 
@@ -170,7 +177,16 @@ class Replayer:
         check: Compare every response (else only run the requests).
     """
 
+    wall_clock = False
+    """True for a replayer of a board's (wall-clock) recording (`npuemu.replay_board`)."""
+
     def __init__(self, rec: Recording, cfg: TargetConfig, model: BuiltModel, *, check: bool):
+        if rec.wall_clock and not self.wall_clock:
+            raise ReplayError(
+                f"{rec.path} is a board's recording (wall-clock times): "
+                "npuemu.replay_board.BoardReplayer replays it",
+                exitcodes.BAD_INPUT,
+            )
         self.rec = rec
         self.cfg = cfg
         self.model = model
@@ -248,7 +264,7 @@ class Replayer:
         records = self.rec.records
         r.total = sum(rec.kind in REQUEST_KINDS for rec in records)
         r.recorded_cycles = max(
-            (rec.body.get("c", 0) for rec in records if rec.kind == Kind.REQUEST), default=0
+            (rec.body.get("c") or 0 for rec in records if rec.kind == Kind.REQUEST), default=0
         )
         end = self.rec.end
         if end is not None and "ended" in end and "started" in self.rec.header:
@@ -563,7 +579,8 @@ def choose_model(
 ) -> tuple[TargetConfig, BuiltModel]:
     """The target and model to replay `rec` on: the recording's own, which must be the
     model this checkout builds, unless `target_name` says which (then anything goes, and
-    a divergence is reported as such).
+    a divergence is reported as such). A board's recording has no model: this checkout's
+    model of its target replays it.
 
     Raises:
         ReplayError: another model or an unknown target, without `target_name`; a build
@@ -583,7 +600,7 @@ def choose_model(
         model = build_npu_sim(name, waves=traced)
     except ModelBuildError as exc:
         raise ReplayError(str(exc)) from None
-    if target_name is None and model.digest != h.get("model"):
+    if target_name is None and not rec.wall_clock and model.digest != h.get("model"):
         raise ReplayError(
             f"{rec.path} was recorded with the {recorded} model {h.get('model')}, and this "
             f"checkout builds {model.digest} (the RTL or its build changed): pass --target "

@@ -17,9 +17,10 @@ from npuemu.replay import (
     choose_model,
     run_replayer,
 )
-from npuemu.server.recording import Kind, Recording, RecordingError, read_recording
+from npuemu.replay_board import replayer_for
 from xrt import exitcodes
 from xrt.progress import HEARTBEAT_S, step_progress
+from xrt.recording import Kind, Recording, RecordingError, read_recording
 from xrt.regtrace import RegisterNamer
 
 __all__ = ["list_requests", "main"]
@@ -61,12 +62,20 @@ def list_requests(rec: Recording) -> list[str]:
         when = ""
         if b.get("t") is not None:
             when = f"cycles {int(b['t']) // period:>12,} .. {int(b['c']):>12,}  "
+        elif b.get("w") is not None:  # a board's recording: wall-clock seconds
+            when = f"wall {float(b['w']):>12.6f} s  "
         what = str(b.get("op", r.kind))
         args = b.get("args", {})
         if "addr" in args:
             what += f" {namer.name(int(args['addr']))}"
         elif "ops" in args:
             what += f" of {len(args['ops'])} op(s)"
+        elif r.kind == Kind.POLL:
+            what += (
+                f" {namer.name(int(b['addr']))} until & {int(b['mask']):#x} == "
+                f"{int(b['expected']):#x}: {int(b['reads']):,} read(s), "
+                f"{'matched' if b.get('matched') else 'gave up'} at {int(b['value']):#010x}"
+            )
         elif r.kind in (Kind.MEMORY_WRITE, Kind.MEMORY_READ):
             n = len(b["data"]) if "data" in b else int(b.get("n", 0))
             what += f" {n:,} B at {int(b['address']):#x}"
@@ -118,6 +127,13 @@ def main(
     except ReplayError as exc:
         print(f"npu-emu replay: {exc}", file=sys.stderr)
         return exc.status
+    if window is not None and rec.wall_clock:
+        print(
+            f"npu-emu replay: {path} is a board's recording (wall-clock times): --waves "
+            "takes a window of recorded cycles, which it has none of",
+            file=sys.stderr,
+        )
+        return exitcodes.BAD_INPUT
     recorded = rec.header.get("target")
     if target_name is not None and target_name != recorded:
         print(f"npu-emu replay: replaying a {recorded} recording on {target_name}", file=sys.stderr)
@@ -130,7 +146,7 @@ def main(
             assert out is not None
             replayer: Replayer = WavesReplayer(rec, cfg, model, window=window, out=out, check=check)
         else:
-            replayer = Replayer(rec, cfg, model, check=check)
+            replayer = replayer_for(rec, cfg, model, check=check)
         report = asyncio.run(run_replayer(replayer, update))
     except ReplayError as exc:
         print(f"npu-emu replay: {exc}", file=sys.stderr)

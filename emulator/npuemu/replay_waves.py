@@ -24,10 +24,10 @@ from pathlib import Path
 from npuemu.replay import Replayer, ReplayError, ReplayReport
 from npuemu.server import checkpoint
 from npuemu.server.checkpoint import Checkpoint, CheckpointError
-from npuemu.server.recording import Kind, Record, Recording
 from npuemu.sim.build import BuiltModel
 from npuemu.worker.protocol import Op
 from xrt.hw.config import TargetConfig
+from xrt.recording import Kind, Record, Recording
 
 __all__ = ["WavesReplayer", "parse_window"]
 

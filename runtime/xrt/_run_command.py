@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import numpy as np
 
@@ -48,7 +49,10 @@ def run_command(args: argparse.Namespace) -> int:
     container = is_snapshot_file(args.model)
     if container:
         _check_container_args(args)
-    device = Device.open(args.device) if args.device else None
+    record = getattr(args, "record", None)
+    if record is not None and not args.device:
+        raise XrtError(ErrorCode.WRONG_TYPE, "--record needs the board's --device axi://...")
+    device = Device.open(_recorded_url(args.device, record)) if args.device else None
     try:
         if container:
             return _run_container(args, device)
@@ -70,6 +74,20 @@ def run_command(args: argparse.Namespace) -> int:
     finally:
         if device is not None:
             device.close()
+
+
+def _recorded_url(url: str, record: str | None) -> str:
+    """``--record FILE``: the device URL with ``record=FILE`` (an ``axi://`` board's session;
+    the emulator records leases server-side, ``npu-emu serve --record``)."""
+    if record is None:
+        return url
+    if not url.startswith("axi://"):
+        raise XrtError(
+            ErrorCode.WRONG_TYPE,
+            f"--record records a board session (an axi:// --device), not {url!r}: record "
+            "an emulator's leases with `npu-emu serve --record DIR`",
+        )
+    return f"{url}{'&' if '?' in url else '?'}{urlencode({'record': record})}"
 
 
 def _check_container_args(args: argparse.Namespace) -> None:

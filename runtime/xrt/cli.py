@@ -90,6 +90,13 @@ def _parser() -> argparse.ArgumentParser:
         "first; without --backends its NPU backend runs what it can, the host the rest",
     )
     run.add_argument(
+        "--record",
+        metavar="FILE",
+        default=None,
+        help="record the board session (an axi:// --device) into FILE, for `npu-emu replay "
+        "FILE --check` on the emulator (the URL's record=FILE)",
+    )
+    run.add_argument(
         "--backends",
         default=None,
         help="comma-separated backend names, highest priority first (default: the "

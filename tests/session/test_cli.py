@@ -203,3 +203,42 @@ def test_op_type_summary_counts_totals_shares_and_means() -> None:
     assert (conv.count, conv.total, conv.share, conv.mean) == (2, 8.0, 80.0, 4.0)
     assert op_type_summary(times)[0].op_type == "QConv2d"
     assert rows["Subgraph"].count == 1 and rows["Relu"].share == 10.0
+
+
+def test_run_records_a_board_session(
+    classifier: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--record FILE`` records the axi:// device's session (here a file standing in for
+    /dev/mem: the host backend runs the model, the device is probed and closed); any other
+    device is refused before anything runs."""
+    from xrt.hw.regs import DMA, NPU
+    from xrt.hw.targets import target
+    from xrt.recording import Kind, read_recording
+
+    cfg = target("buyi")
+    board = tmp_path / "mem.bin"
+    with board.open("wb") as f:
+        f.truncate(cfg.dma_base + 0x1000)
+    fd = os.open(board, os.O_RDWR)
+    for addr, value in (
+        (cfg.npu_base + NPU.offset("MAGIC"), NPU.register("MAGIC").reset),
+        (cfg.npu_base + NPU.offset("TARGET"), cfg.id),
+        (cfg.dma_base + DMA.offset("MAGIC"), DMA.register("MAGIC").reset),
+    ):
+        os.pwrite(fd, value.to_bytes(4, "little"), addr)
+    os.close(fd)
+    rec = tmp_path / "run dir" / "board.npurec"  # a space survives the URL
+    rec.parent.mkdir()
+    url = f"axi://b?file={board}"
+    assert (
+        main(["run", str(classifier), "--device", url, "--backends", "host", "--record", str(rec)])
+        == 0
+    )
+    recording = read_recording(rec)
+    assert recording.wall_clock and recording.end is not None
+    assert [r.kind for r in recording.records][:2] == [Kind.REQUEST, Kind.REQUEST]  # the probe
+    capsys.readouterr()
+    assert main(["run", str(classifier), "--device", "grpc://127.0.0.1:1", "--record", "x"]) == 2
+    assert "npu-emu serve --record" in capsys.readouterr().err
+    assert main(["run", str(classifier), "--record", str(tmp_path / "y")]) == 2
+    assert not (tmp_path / "y").exists()

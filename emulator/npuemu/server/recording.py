@@ -1,83 +1,42 @@
-"""Recordings of leases (``npu-emu serve --record DIR``): the file format, its writer, the
-folder's size policy, and the reader that ``npu-emu replay`` (`npuemu.replay`) uses.
+"""Recordings of leases (``npu-emu serve --record DIR``): the folder of a recording server
+(one writer per lease, its size budget). The format, the writer of one file and the reader
+live in the runtime (`xrt.recording`, whose names this module re-exports for older imports):
+the runtime writes the same format client-side for a board.
 
-A recording server writes one file per lease into DIR: a header, then every request the
-lease holder made, in order, with its data and the device's response, then an end record
-saying why the lease ended. ``npu-emu replay REC --check`` runs the requests again on a
-fresh simulated device and compares every response, bit for bit.
-
-**File format** (version `VERSION`). The file starts with the 8 bytes `MAGIC`; then come
-records, each framed as a 4-byte big-endian payload length, the payload's CRC-32 (4 bytes,
-big-endian) and the payload: one msgpack map of plain data whose ``k`` names its `Kind`:
-
-==================  =============================================================
-kind                fields
-==================  =============================================================
-header              format, version, target, target_id, hw_version, model (the verilated
-                    model's digest), waves, device, lease (a digest of the lease id: the
-                    id itself is a credential), holder, started (Unix time), period_ps,
-                    max_bytes, inline_read_bytes
-request             op (`npuemu.worker.protocol.Op`: reset, read_reg, write_reg, batch,
-                    wait_irq), args (the worker request's fields: a batch's rows are
-                    `xrt.hw.regops.RegRow` fields), reply (read_reg: status, value;
-                    write_reg: status; batch: results; wait_irq: outcome, waited), t (the
-                    simulated time the request started at, ps after the lease's first
-                    request started), c (the reply's cycle count minus the lease's first),
-                    observer (an observer's read: true); or, for a request that did not
-                    finish (its caller went away, the worker failed), unfinished: true
-memory_write        address, data (the bytes written to host-visible memory)
-memory_read         address, n, and data (the bytes read) when n <= inline_read_bytes,
-                    else sha256 (hex digest of the bytes read)
-checkpoint_save     file (the checkpoint file's bytes, `npuemu.server.checkpoint`),
-                    t, c (as for requests), state_t (the instant the state was
-                    taken, ps after the lease's first request started)
-checkpoint_restore  file (the file the holder restored), t, c, state_t (the instant
-                    it was put in)
-truncated           requests, bytes, limit: the recording reached its cap; nothing after
-                    it is recorded but the end record
-worker_restart      why: the device's worker died or hung; the device restarted from reset
-end                 reason (why the lease ended), requests, dropped (after a cut),
-                    bytes, ended (Unix time)
-==================  =============================================================
-
-Each record is written with one ``write()`` as it happens, so a server that crashes
-leaves a file readable up to its last whole record (the reader reports a cut last one).
-
-**Timing.** A device runs its engines on between requests (`npuemu.worker.sim_main`), so
-when a request starts depends on when the client sent it; every request records that
-instant (the worker's ``start_ps``), and a replay runs the clock to exactly there before it
-issues the request. That is why a recording server's workers send every request over the
-IPC socket (no server register ring: its replies do not say when they started), and why
-the local fast paths (the register ring, the mapped memory) are refused while recording.
-Memory reads and writes carry no instant: they are replayed between the requests they
-came between, so memory a client touches while an engine works on it replays only as
-well as that race allows.
-
-**Size policy.** A recording stops at `max_bytes` with a truncated record (and still gets
-its end record); when the folder holds more than `keep_bytes`, the oldest finished
-recordings are deleted (a warning names them). Recordings still being written are never
-deleted.
+**Size policy.** A recording stops at its cap (``--record-max-mib``) with a truncated record
+(and still gets its end record); when the folder holds more than `keep_bytes`, the oldest
+finished recordings are deleted (a warning names them). Recordings still being written are
+never deleted.
 """
 
 from __future__ import annotations
 
 import contextlib
-import enum
-import hashlib
 import logging
-import os
-import struct
 import time
-import zlib
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING
 
-import msgpack
-
-from npuemu.worker.protocol import Op
 from xrt.hw.targets import CLOCK_PERIOD_PS, HW_VERSION
+from xrt.recording import (
+    DEFAULT_MAX_MIB,
+    FORMAT,
+    INLINE_READ_BYTES,
+    MAGIC,
+    RECORDED_OPS,
+    REPLY_FIELDS,
+    SUFFIX,
+    VERSION,
+    Kind,
+    Record,
+    Recording,
+    RecordingError,
+    RecordingWriter,
+    encode_record,
+    lease_digest,
+    read_recording,
+    write_recording,
+)
 
 if TYPE_CHECKING:
     from npuemu.server.devices import SimDevice
@@ -107,235 +66,7 @@ __all__ = [
 
 log = logging.getLogger("npuemu.server")
 
-MAGIC = b"NPUEMREC"
-FORMAT = "npu-emu-recording"
-VERSION = 1
-SUFFIX = ".npurec"
-DEFAULT_MAX_MIB = 256
 DEFAULT_KEEP_MIB = 2048
-INLINE_READ_BYTES = 64 << 10  # memory reads up to this many bytes are kept whole
-RESERVE_BYTES = 4096  # kept free under the cap for the truncated and end records
-MAX_RECORD_BYTES = 1 << 30  # the reader refuses a frame longer than this (corruption)
-_FRAME = struct.Struct(">II")  # payload length, CRC-32 of the payload
-
-RECORDED_OPS = frozenset({Op.RESET, Op.READ_REG, Op.WRITE_REG, Op.BATCH, Op.WAIT_IRQ})
-REPLY_FIELDS: dict[str, tuple[str, ...]] = {
-    Op.RESET: (),
-    Op.READ_REG: ("status", "value"),
-    Op.WRITE_REG: ("status",),
-    Op.BATCH: ("results",),
-    Op.WAIT_IRQ: ("outcome", "waited"),
-}
-
-
-class Kind(enum.StrEnum):
-    """What a record holds (the table in the module docstring)."""
-
-    HEADER = "header"
-    REQUEST = "request"
-    MEMORY_WRITE = "memory_write"
-    MEMORY_READ = "memory_read"
-    CHECKPOINT_SAVE = "checkpoint_save"
-    CHECKPOINT_RESTORE = "checkpoint_restore"
-    TRUNCATED = "truncated"
-    WORKER_RESTART = "worker_restart"
-    END = "end"
-
-
-def lease_digest(lease_id: str) -> str:
-    """What a recording keeps of a lease id: enough to tell leases apart, nothing that
-    opens one (a lease id is a bearer credential and is never written anywhere)."""
-    return hashlib.sha256(lease_id.encode()).hexdigest()[:16]
-
-
-def encode_record(body: Mapping[str, Any]) -> bytes:
-    """One record's frame: length, CRC-32, msgpack payload."""
-    payload = msgpack.packb(dict(body), use_bin_type=True)
-    return _FRAME.pack(len(payload), zlib.crc32(payload)) + payload
-
-
-@dataclass
-class WriterStats:
-    """What a writer did, for its log line and the bench."""
-
-    records: int = 0
-    requests: int = 0
-    dropped: int = 0  # records not written after the cut
-    bytes: int = 0
-    write_s: float = 0.0  # time spent encoding and writing
-    slowest_s: float = 0.0  # the slowest single record
-
-
-class RecordingWriter:
-    """One lease's recording: a file written record by record (see the module docstring).
-
-    Never raises into the device's requests: a write that fails (a full disk) is logged
-    once and ends the recording.
-
-    Args:
-        path: The file to create (it must not exist).
-        header: The header record's fields (``k`` is added).
-        max_bytes: The cap; the recording is truncated before it would pass it.
-    """
-
-    def __init__(self, path: Path, header: Mapping[str, Any], max_bytes: int) -> None:
-        self.path = path
-        self.max_bytes = max_bytes
-        self.period_ps = int(header.get("period_ps", CLOCK_PERIOD_PS))
-        self.stats = WriterStats()
-        self.truncated = False
-        self.closed = False
-        self.base_ps: int | None = None  # when the lease's first worker request started
-        self._fd: int | None = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            os.write(self._fd, MAGIC)
-        except OSError:
-            os.close(self._fd)
-            raise
-        self.stats.bytes = len(MAGIC)
-        self._emit({**header, "k": Kind.HEADER}, force=True)
-
-    # ---------------------------------------------------------------- hooks
-    def request(self, op: str, args: Mapping[str, Any], reply: Mapping[str, Any] | None) -> None:
-        """A worker request of the holder (or an observer's read, ``read_only`` in `args`)
-        and its reply; `reply` None: the request did not finish (its caller went away, or
-        the worker failed). Requests that do not touch the device (waveform windows) are
-        not recorded."""
-        if self.closed or op not in RECORDED_OPS:
-            return
-        self.stats.requests += 1
-        body: dict[str, Any] = {"k": Kind.REQUEST, "op": str(op)}
-        body["args"] = {k: v for k, v in args.items() if k != "read_only"}
-        if args.get("read_only"):
-            body["observer"] = True
-        if reply is None:
-            body["unfinished"] = True
-            self._emit(body)
-            return
-        start = reply.get("start_ps")
-        if self.base_ps is None and start is not None:
-            self.base_ps = int(start)
-        base = self.base_ps or 0
-        body["t"] = None if start is None else int(start) - base
-        body["c"] = int(reply["cycles"]) - base // self.period_ps
-        body["reply"] = {name: reply[name] for name in REPLY_FIELDS[op]}
-        self._emit(body)
-
-    def memory_write(self, address: int, data: bytes | bytearray | memoryview) -> None:
-        """Bytes the holder wrote to host-visible memory at `address`."""
-        if self.closed:
-            return
-        self.stats.requests += 1
-        self._emit({"k": Kind.MEMORY_WRITE, "address": address, "data": bytes(data)})
-
-    def memory_read(self, address: int, data: bytes) -> None:
-        """Bytes the holder read from host-visible memory at `address` (one message of a
-        ReadMemory stream): kept whole when small, else their SHA-256."""
-        if self.closed:
-            return
-        self.stats.requests += 1
-        body: dict[str, Any] = {"k": Kind.MEMORY_READ, "address": address, "n": len(data)}
-        if len(data) <= INLINE_READ_BYTES:
-            body["data"] = bytes(data)
-        else:
-            body["sha256"] = hashlib.sha256(data).hexdigest()
-        self._emit(body)
-
-    def checkpoint(self, *, saved: bool, reply: Mapping[str, Any], data: bytes) -> None:
-        """A checkpoint the holder took (`saved`) or restored: the file's bytes, when it
-        started and ended (as for requests) and the instant the state was taken or put in
-        (``state_t``: a replay's waveform window starts from the nearest one)."""
-        if self.closed:
-            return
-        self.stats.requests += 1
-        start = reply.get("start_ps")
-        if self.base_ps is None and start is not None:
-            self.base_ps = int(start)
-        base = self.base_ps or 0
-        kind = Kind.CHECKPOINT_SAVE if saved else Kind.CHECKPOINT_RESTORE
-        body: dict[str, Any] = {"k": kind, "file": bytes(data)}
-        body["t"] = None if start is None else int(start) - base
-        body["c"] = int(reply["cycles"]) - base // self.period_ps
-        body["state_t"] = int(reply["time_ps"]) - base
-        self._emit(body)
-
-    def worker_restarted(self, why: str) -> None:
-        """The device's worker died or hung and restarts: a replay stops here."""
-        if not self.closed:
-            self._emit({"k": Kind.WORKER_RESTART, "why": why[:500]})
-
-    def finish(self, reason: str) -> None:
-        """Write the end record and close the file (once; later calls do nothing)."""
-        if self.closed:
-            return
-        s = self.stats
-        self._emit(
-            {
-                "k": Kind.END,
-                "reason": reason,
-                "requests": s.requests,
-                "dropped": s.dropped,
-                "bytes": s.bytes,
-                "ended": time.time(),
-            },
-            force=True,
-        )
-        self._close()
-        log.info(
-            "recording %s: %d request(s)%s, %.1f MiB, %.1f ms spent writing (slowest record "
-            "%.2f ms)",
-            self.path.name,
-            s.requests,
-            f" ({s.dropped} after the cut at its cap)" if self.truncated else "",
-            s.bytes / (1 << 20),
-            s.write_s * 1e3,
-            s.slowest_s * 1e3,
-        )
-
-    # ---------------------------------------------------------------- writing
-    def _emit(self, body: Mapping[str, Any], *, force: bool = False) -> None:
-        if self._fd is None:
-            return
-        if self.truncated and not force:
-            self.stats.dropped += 1
-            return
-        t0 = time.perf_counter()
-        frame = encode_record(body)
-        if not force and self.stats.bytes + len(frame) > self.max_bytes - RESERVE_BYTES:
-            self.truncated = True
-            self.stats.dropped += 1
-            requests = self.stats.requests - 1  # the one that did not fit is not in it
-            log.warning(
-                "recording %s reached its cap of %.0f MiB after %d request(s): truncated",
-                self.path.name,
-                self.max_bytes / (1 << 20),
-                requests,
-            )
-            body = {
-                "k": Kind.TRUNCATED,
-                "requests": requests,
-                "bytes": self.stats.bytes,
-                "limit": self.max_bytes,
-            }
-            frame = encode_record(body)
-        try:
-            os.write(self._fd, frame)  # one write per record: a crash cuts between records
-        except OSError as exc:
-            log.error("recording %s: cannot write (%s): recording stops", self.path.name, exc)
-            self._close()
-            return
-        spent = time.perf_counter() - t0
-        self.stats.records += 1
-        self.stats.bytes += len(frame)
-        self.stats.write_s += spent
-        self.stats.slowest_s = max(self.stats.slowest_s, spent)
-
-    def _close(self) -> None:
-        self.closed = True
-        fd, self._fd = self._fd, None
-        if fd is not None:
-            with contextlib.suppress(OSError):
-                os.close(fd)
 
 
 class RecordingFolder:
@@ -385,7 +116,7 @@ class RecordingFolder:
             "inline_read_bytes": INLINE_READ_BYTES,
         }
         try:
-            writer = RecordingWriter(path, header, self.max_bytes)
+            writer = RecordingWriter(path, header, self.max_bytes, logger=log)
         except OSError as exc:
             log.error("cannot record the lease on %s (%s): it goes on unrecorded", device.name, exc)
             return None
@@ -432,126 +163,3 @@ class RecordingFolder:
                 ", ".join(p.name for p in deleted),
             )
         return deleted
-
-
-# -------------------------------------------------------------------- reading
-class RecordingError(ValueError):
-    """A file that is not a readable recording; the message names where it broke."""
-
-    def __init__(self, path: Path, message: str, offset: int = 0, index: int = 0) -> None:
-        self.path, self.offset, self.index = path, offset, index
-        super().__init__(f"{path}: {message}")
-
-
-@dataclass(frozen=True)
-class Record:
-    """One record of a recording: its place in the file and its fields."""
-
-    index: int  # 0 is the header
-    offset: int  # byte offset of its frame in the file
-    kind: str  # a `Kind` (or a kind this reader does not know: the replay decides)
-    body: dict[str, Any]
-
-
-@dataclass
-class Recording:
-    """A recording as read: the header, the records after it (the end record included),
-    and ``cut`` when the file ends inside a record (a server that stopped mid-write)."""
-
-    path: Path
-    header: dict[str, Any]
-    records: list[Record] = field(default_factory=list)
-    cut: str = ""
-
-    @property
-    def end(self) -> dict[str, Any] | None:
-        last = self.records[-1] if self.records else None
-        return last.body if last is not None and last.kind == Kind.END else None
-
-    @property
-    def truncated(self) -> Record | None:
-        return next((r for r in self.records if r.kind == Kind.TRUNCATED), None)
-
-
-def _corrupt(path: Path, index: int, offset: int, what: str) -> RecordingError:
-    return RecordingError(
-        path, f"record {index} at byte offset {offset} is corrupt: {what}", offset, index
-    )
-
-
-def _frames(path: Path, f: BinaryIO) -> Iterator[tuple[int, int, bytes | str]]:
-    """(index, offset, payload) per frame; a str payload says why the file ends early."""
-    offset = len(MAGIC)
-    index = 0
-    while True:
-        head = f.read(_FRAME.size)
-        if not head:
-            return
-        if len(head) < _FRAME.size:
-            yield index, offset, f"the file ends inside record {index}'s frame header"
-            return
-        length, crc = _FRAME.unpack(head)
-        if length > MAX_RECORD_BYTES:
-            raise _corrupt(path, index, offset, f"length {length} is not plausible")
-        payload = f.read(length)
-        if len(payload) < length:
-            cut = f"the file ends inside record {index} ({len(payload)} of its {length} bytes)"
-            yield index, offset, cut
-            return
-        if zlib.crc32(payload) != crc:
-            raise _corrupt(path, index, offset, "CRC mismatch")
-        yield index, offset, payload
-        offset += _FRAME.size + length
-        index += 1
-
-
-def read_recording(path: Path) -> Recording:
-    """Read a recording whole (memory data included).
-
-    Raises:
-        RecordingError: not a recording, an unsupported version, or a corrupt record (the
-            message names its index and byte offset).
-        OSError: the file cannot be read.
-    """
-    with path.open("rb") as f:
-        magic = f.read(len(MAGIC))
-        if magic != MAGIC:
-            raise RecordingError(path, f"not an npu-emu recording (it starts with {magic[:8]!r})")
-        rec: Recording | None = None
-        for index, offset, payload in _frames(path, f):
-            if isinstance(payload, str):
-                if rec is None:
-                    raise RecordingError(path, f"no whole header: {payload}", offset, index)
-                rec.cut = f"{payload}, at byte offset {offset}"
-                break
-            try:
-                body = msgpack.unpackb(payload, raw=False, strict_map_key=True)
-            except Exception as exc:  # msgpack raises several types
-                raise _corrupt(path, index, offset, f"undecodable ({exc})") from None
-            if not isinstance(body, dict) or not isinstance(body.get("k"), str):
-                raise _corrupt(path, index, offset, "not a record (no kind)")
-            if rec is None:
-                if body["k"] != Kind.HEADER or body.get("format") != FORMAT:
-                    raise RecordingError(path, "the first record is not a recording header")
-                if body.get("version") != VERSION:
-                    raise RecordingError(
-                        path,
-                        f"format version {body.get('version')}; this npu-emu reads "
-                        f"version {VERSION}",
-                    )
-                rec = Recording(path, body)
-                continue
-            rec.records.append(Record(index, offset, body["k"], body))
-        if rec is None:
-            raise RecordingError(path, "no header record (an empty recording)")
-        return rec
-
-
-def write_recording(path: Path, header: Mapping[str, Any], bodies: list[Mapping[str, Any]]) -> None:
-    """Write a recording from its header and record bodies (the writer's framing): for
-    tools and tests that edit a recording (`read_recording`, change, write back)."""
-    with path.open("wb") as f:
-        f.write(MAGIC)
-        f.write(encode_record({**header, "k": Kind.HEADER}))
-        for body in bodies:
-            f.write(encode_record(body))

@@ -2,7 +2,9 @@
 
 - ``grpc://HOST:PORT[/DEVICE]``: the emulator (`xrt.transport.grpc.GrpcTransport`);
 - ``axi://BOARD?npu=...&dma=...&target=...&file=...``: a board through ``/dev/mem`` or a
-  file laid out like it (`xrt.transport.mmap.MmapTransport`);
+  file laid out like it (`xrt.transport.mmap.MmapTransport`); ``record=FILE`` (and
+  ``record_max_mib=N``) records the session client-side (`xrt.transport.recorder`) for
+  ``npu-emu replay``;
 - ``labgrid://PLACE``: the emulated NPU of a labgrid place this user holds (`xrt.farm`,
   needs the ``farm`` extra), opened as its ``grpc://`` device.
 
@@ -111,11 +113,13 @@ def open_grpcs(url: DeviceURL) -> NpuDevice:
 
 @register_device("axi://")
 def open_axi(url: DeviceURL) -> NpuDevice:
-    """Factory of ``axi://`` URLs: map a board's NPU through ``/dev/mem`` (or a file)."""
+    """Factory of ``axi://`` URLs: map a board's NPU through ``/dev/mem`` (or a file);
+    with ``record=FILE``, the session is recorded client-side (`xrt.transport.recorder`)."""
     from xrt.transport.mmap import URL_PARAMS, MmapTransport
+    from xrt.transport.recorder import RECORD_URL_PARAMS, recording_from_url
 
-    _check_params(url, (*URL_PARAMS, *DEVICE_URL_PARAMS))
-    return open_device(MmapTransport.from_url(url), url)
+    _check_params(url, (*URL_PARAMS, *DEVICE_URL_PARAMS, *RECORD_URL_PARAMS))
+    return open_device(recording_from_url(MmapTransport.from_url(url), url), url)
 
 
 @register_device("labgrid://")
