@@ -1,0 +1,64 @@
+"""The simulator's lockstep trace, read from Python in bulk (docs/verification.md "Lockstep").
+
+Every model `npuemu.sim.build` builds carries the trace (``NPU_LOCKSTEP``:
+rtl/sim/npu_cmp_lockstep.sv and rtl/sim/npu_lockstep_dpi.cpp). It records only when the
+simulator process starts with ``NPU_EMU_LOCKSTEP=1`` in its environment (read once, at
+time zero), so normal runs pay one untaken branch per clock edge. `TraceReader` copies
+what the C++ side buffered in one call (ctypes into the simulator's own process, as the
+register bus master's queue is filled) and empties it; `xrt.npu.golden.lockstep` checks it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+
+import numpy as np
+
+from xrt.npu.golden.lockstep import BEAT_DTYPE, EVENT_DTYPE, Divergence, LockstepChecker
+
+__all__ = ["ENV", "TraceReader", "enabled_in_env"]
+
+ENV = "NPU_EMU_LOCKSTEP"
+
+
+def enabled_in_env(env: dict[str, str] | None = None) -> bool:
+    """Whether a simulator started with this environment records the trace."""
+    v = (env if env is not None else os.environ).get(ENV, "")
+    return v not in ("", "0")
+
+
+class TraceReader:
+    """Bulk access to the trace buffer of the simulator this Python runs inside.
+
+    Args:
+        checker: Where `check` sends each chunk (the golden model of this engine).
+    """
+
+    def __init__(self, checker: LockstepChecker) -> None:
+        lib = ctypes.CDLL(None)
+        self._on = lib.npu_ls_on
+        self._sizes = lib.npu_ls_sizes
+        self._take = lib.npu_ls_take
+        self._sizes.argtypes = [ctypes.c_void_p]
+        self._take.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+        self.checker = checker
+
+    @property
+    def recording(self) -> bool:
+        """True when the model records (it was started with ``NPU_EMU_LOCKSTEP=1``)."""
+        return bool(self._on())
+
+    def take(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Everything buffered since the last take: (events, beats, base registers)."""
+        sizes = np.zeros(3, np.uint64)
+        self._sizes(sizes.ctypes.data)
+        events = np.zeros(int(sizes[0]), EVENT_DTYPE)
+        beats = np.zeros(int(sizes[1]), BEAT_DTYPE)
+        bases = np.zeros(int(sizes[2]), np.uint64)
+        self._take(events.ctypes.data, beats.ctypes.data, bases.ctypes.data)
+        return events, beats, bases
+
+    def check(self) -> list[Divergence]:
+        """Take the trace and check every launch in it that has ended."""
+        return self.checker.feed(*self.take())
