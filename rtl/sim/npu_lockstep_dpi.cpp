@@ -55,6 +55,7 @@ struct Trace {
     std::deque<Beat> early;                // W beats ahead of their AW (AXI allows it)
     std::unordered_set<uint64_t> seen;     // granules read this launch
     uint32_t launches = 0;
+    uint64_t ends = 0;                     // kEnd events buffered
 };
 
 Trace& trace() {
@@ -148,18 +149,22 @@ void npu_ls_b(unsigned pc, unsigned resp) {
 
 void npu_ls_end(unsigned err, unsigned code, unsigned unit, unsigned pc,
                 unsigned long long cycle) {
+    ++trace().ends;
     trace().events.push_back({kEnd, unit, pc, err ? code : 0u, cycle, 0, trace().beats.size()});
 }
 
 void npu_ls_wiped() { trace().events.push_back({kWiped, 0, 0, 0, 0, 0, trace().beats.size()}); }
 
-// Python's side (ctypes): sizes, then one copy of everything, which empties the buffers.
-__attribute__((visibility("default"))) int npu_ls_on() { return trace().enabled ? 1 : 0; }
+// Python's side (ctypes): sizes (events, beats, base words, launch ends), then one copy of
+// everything, which empties the buffers.
+// Whether the trace records: the RTL asks once at time zero, Python may ask before that.
+__attribute__((visibility("default"))) int npu_ls_on() { return npu_ls_enabled(); }
 
 __attribute__((visibility("default"))) void npu_ls_sizes(uint64_t* out) {
     out[0] = trace().events.size();
     out[1] = trace().beats.size();
     out[2] = trace().bases.size();
+    out[3] = trace().ends;
 }
 
 __attribute__((visibility("default"))) void npu_ls_take(void* events, void* beats,
@@ -171,6 +176,7 @@ __attribute__((visibility("default"))) void npu_ls_take(void* events, void* beat
     t.events.clear();
     t.beats.clear();
     t.bases.clear();
+    t.ends = 0;
 }
 
 }  // extern "C"

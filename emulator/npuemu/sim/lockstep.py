@@ -11,13 +11,18 @@ register bus master's queue is filled) and empties it; `xrt.npu.golden.lockstep`
 from __future__ import annotations
 
 import ctypes
+import logging
 import os
+from typing import Any
 
 import numpy as np
 
+from xrt.hw.targets import NPU, target
 from xrt.npu.golden.lockstep import BEAT_DTYPE, EVENT_DTYPE, Divergence, LockstepChecker
 
-__all__ = ["ENV", "TraceReader", "enabled_in_env"]
+__all__ = ["ENV", "LaunchVetter", "TraceReader", "enabled_in_env"]
+
+log = logging.getLogger("npuemu.lockstep")
 
 ENV = "NPU_EMU_LOCKSTEP"
 
@@ -49,9 +54,15 @@ class TraceReader:
         """True when the model records (it was started with ``NPU_EMU_LOCKSTEP=1``)."""
         return bool(self._on())
 
+    def ended(self) -> int:
+        """Launches that ended since the last take (a cheap look: no copy)."""
+        sizes = np.zeros(4, np.uint64)
+        self._sizes(sizes.ctypes.data)
+        return int(sizes[3])
+
     def take(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Everything buffered since the last take: (events, beats, base registers)."""
-        sizes = np.zeros(3, np.uint64)
+        sizes = np.zeros(4, np.uint64)
         self._sizes(sizes.ctypes.data)
         events = np.zeros(int(sizes[0]), EVENT_DTYPE)
         beats = np.zeros(int(sizes[1]), BEAT_DTYPE)
@@ -62,3 +73,45 @@ class TraceReader:
     def check(self) -> list[Divergence]:
         """Take the trace and check every launch in it that has ended."""
         return self.checker.feed(*self.take())
+
+
+class LaunchVetter:
+    """``npu-emu serve --lockstep`` in a device's worker: every launch of the engine is
+    checked against the golden model when it has ended, before the worker answers its next
+    request; a divergence fails that request (the server answers INTERNAL, which the runtime
+    raises as XrtError 11014), naming "lockstep" and the divergence.
+
+    Args:
+        target_name: The device's target (its memory windows).
+    """
+
+    def __init__(self, target_name: str) -> None:
+        self.reader = TraceReader(LockstepChecker(target(target_name).memories, NPU))
+        if not self.reader.recording:
+            raise RuntimeError(f"the model does not record its lockstep trace ({ENV} unset)")
+        self.divergences = 0
+
+    @classmethod
+    def from_env(cls, target_name: str) -> LaunchVetter | None:
+        """The vetter when this simulator records the trace (`ENV`), else None."""
+        return cls(target_name) if enabled_in_env() else None
+
+    def forget(self) -> None:
+        """The engine's buffers are no longer the golden model's (a checkpoint was
+        restored): launches are not checked until the next wipe."""
+        self.reader.take()  # nothing before the restore is checked either
+        self.reader.checker.trusted = False
+
+    def vet(self, reply: dict[str, Any]) -> dict[str, Any]:
+        """`reply` as it is, or failed with the first divergence of the launches that ended."""
+        if not self.reader.ended():
+            return reply
+        found = self.reader.check()
+        ck = self.reader.checker
+        log.info("lockstep: %d launches checked, %d skipped (after an engine error, until "
+                 "a wipe), %s", ck.checked, ck.skipped, dict(ck.stats))  # fmt: skip
+        if not found:
+            return reply
+        self.divergences += len(found)
+        log.error("%s", found[0])
+        return {**reply, "ok": False, "error": f"LockstepDivergence: {found[0]}"}
