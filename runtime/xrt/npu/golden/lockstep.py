@@ -323,8 +323,16 @@ class LockstepChecker:
         mem = Memory(self.windows)
         _prefill(mem, launch.beats)
         hook = _Retirements(mem, launch.prog_addr, launch.bases, self.config.block)
-        res = run(None, mem, launch.bases, config=self.config, machine=self.machine,
-                  prog_addr=launch.prog_addr, prog_insns=launch.prog_insns, schedule=hook)  # fmt: skip
+        res = run(
+            None,
+            mem,
+            launch.bases,
+            config=self.config,
+            machine=self.machine,
+            prog_addr=launch.prog_addr,
+            prog_insns=launch.prog_insns,
+            schedule=hook,
+        )
         rtl_err = int(launch.end["code"])
         if not res.ok or rtl_err:
             self.trusted = False  # the engine's buffers are undefined after an error
