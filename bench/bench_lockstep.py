@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -42,14 +41,10 @@ def run_one(model: Path, url: str, runs: int) -> dict:
     return json.loads(done.stdout)
 
 
-def checked_launches(server_log: str) -> str:
-    """The workers' last lockstep summary line (their logs are in the folder the server
-    names), or '-' without one."""
-    m = re.search(r"worker logs in (\S+)", server_log)
-    if not m:
-        return "-"
+def checked_launches(log_dir: Path) -> str:
+    """The workers' last lockstep summary line (their logs in `log_dir`), or '-'."""
     last = "-"
-    for path in sorted(Path(m.group(1)).glob("*")):
+    for path in sorted(log_dir.rglob("*")):
         if path.is_file():
             for line in path.read_text(errors="replace").splitlines():
                 if "lockstep:" in line:
@@ -68,12 +63,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="npu-lockstep-") as tmp:
         model = Path(tmp) / f"{args.model}.onnx"
         onnx.save(with_random_weights(args.model, 0), model)
-        for extra in ((), ("--lockstep",)):
+        logs = Path(tmp) / "logs"  # kept after the server stops: the workers' summaries
+        for extra in ((), ("--lockstep", "--log-dir", str(logs))):
             with ServerProcess.start(target=args.target, devices=1, extra_args=extra) as srv:
                 doc = run_one(model, srv.url, args.runs)
-                log = srv.log
             label = "with --lockstep" if extra else "without"
-            rows.append((label, doc, checked_launches(log) if extra else "-"))
+            rows.append((label, doc, checked_launches(logs) if extra else "-"))
             print(f"[{label}] done", flush=True)
     load_after = os.getloadavg()
     print(

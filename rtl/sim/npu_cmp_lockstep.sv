@@ -66,6 +66,7 @@ module npu_cmp_lockstep #(
 
   logic [63:0] cycle_q;
   logic        wiping_q;
+  // Program order within a cycle: retirements before the end, reads before writes.
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       cycle_q  <= '0;
@@ -73,23 +74,19 @@ module npu_cmp_lockstep #(
     end else begin
       cycle_q  <= cycle_q + 64'd1;
       wiping_q <= wiping_i;
-    end
-  end
-
-  // Program order within a cycle: retirements before the end, reads before writes.
-  always_ff @(posedge clk_i) begin
-    if (on && rst_ni) begin
-      if (start_i) npu_ls_start(prog_addr_i, prog_insns_i, 1024'(base_i), cycle_q);
-      if (ar_fire_i) npu_ls_ar(32'(ar_id_i), ar_addr_i, 32'(ar_len_i));
-      if (r_fire_i) npu_ls_r(32'(r_id_i), r_data_i, 32'(r_resp_i));
-      if (aw_fire_i) npu_ls_aw(aw_addr_i, 32'(aw_len_i));
-      if (w_fire_i) npu_ls_w(pc_i[2], w_data_i, 32'(w_strb_i));
-      if (b_fire_i) npu_ls_b(pc_i[2], 32'(b_resp_i));
-      for (int u = 0; u < 3; u++) begin
-        if (retire_i[u]) npu_ls_retire(u, pc_i[u], cycle_q);
+      if (on) begin
+        if (start_i) npu_ls_start(prog_addr_i, prog_insns_i, 1024'(base_i), cycle_q);
+        if (ar_fire_i) npu_ls_ar(32'(ar_id_i), ar_addr_i, 32'(ar_len_i));
+        if (r_fire_i) npu_ls_r(32'(r_id_i), r_data_i, 32'(r_resp_i));
+        if (aw_fire_i) npu_ls_aw(aw_addr_i, 32'(aw_len_i));
+        if (w_fire_i) npu_ls_w(pc_i[2], w_data_i, 32'(w_strb_i));
+        if (b_fire_i) npu_ls_b(pc_i[2], 32'(b_resp_i));
+        for (int u = 0; u < 3; u++) begin
+          if (retire_i[u]) npu_ls_retire(u, pc_i[u], cycle_q);
+        end
+        if (end_i) npu_ls_end(32'(err_i), 32'(err_code_i), 32'(err_unit_i), err_pc_i, cycle_q);
+        if (wiping_q && !wiping_i) npu_ls_wiped();
       end
-      if (end_i) npu_ls_end(32'(err_i), 32'(err_code_i), 32'(err_unit_i), err_pc_i, cycle_q);
-      if (wiping_q && !wiping_i) npu_ls_wiped();
     end
   end
 endmodule
