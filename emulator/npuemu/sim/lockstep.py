@@ -13,6 +13,7 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
+import time
 from typing import Any
 
 import numpy as np
@@ -90,6 +91,7 @@ class LaunchVetter:
         if not self.reader.recording:
             raise RuntimeError(f"the model does not record its lockstep trace ({ENV} unset)")
         self.divergences = 0
+        self.seconds = 0.0  # wall time spent taking and checking traces
 
     @classmethod
     def from_env(cls, target_name: str) -> LaunchVetter | None:
@@ -106,10 +108,13 @@ class LaunchVetter:
         """`reply` as it is, or failed with the first divergence of the launches that ended."""
         if not self.reader.ended():
             return reply
+        t0 = time.perf_counter()
         found = self.reader.check()
+        self.seconds += time.perf_counter() - t0
         ck = self.reader.checker
         log.info("lockstep: %d launches checked, %d skipped (after an engine error, until "
-                 "a wipe), %s", ck.checked, ck.skipped, dict(ck.stats))  # fmt: skip
+                 "a wipe), %s, %.2f s checking in all", ck.checked, ck.skipped, dict(ck.stats),
+                 self.seconds)  # fmt: skip
         if not found:
             return reply
         self.divergences += len(found)
