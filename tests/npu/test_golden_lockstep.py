@@ -50,12 +50,9 @@ def synth(seed: int) -> tuple[golden.GeneratedProgram, np.ndarray, np.ndarray, n
     events = [(EV_WIPED, 0, 0, 0, 0, 0, 0), (EV_START, 0, len(gp.program), 0, 0, prog_addr, 0)]
     for pc, unit, _, end in hook:
         if pc in hook.stores:
-            addrs, vals = hook.stores[pc]
-            for g in np.unique(addrs - addrs % 16):
-                sel = (addrs >= g) & (addrs < g + 16)
-                data = np.zeros(16, np.uint8)
-                data[(addrs[sel] - g).astype(int)] = vals[sel]
-                strb = int(np.sum(1 << (addrs[sel] - g).astype(np.int64)))
+            eff = hook.stores[pc]
+            for g, data, mask in zip(eff.addrs, eff.data, eff.mask, strict=True):
+                strb = int(np.packbits(mask, bitorder="little").view("<u2")[0])
                 beats.append((int(g), pc, strb, BEAT_WRITE, 0, data))
         events.append((EV_RETIRE, int(unit), pc, 0, end, 0, len(beats)))
     events.append((EV_END, 3, 0, 0, res.cycles.total, 0, len(beats)))

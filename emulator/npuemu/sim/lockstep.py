@@ -88,6 +88,7 @@ class LaunchVetter:
 
     def __init__(self, target_name: str) -> None:
         self.reader = TraceReader(LockstepChecker(target(target_name).memories, NPU))
+        log.setLevel(logging.INFO)  # one summary line per check in the worker's log
         if not self.reader.recording:
             raise RuntimeError(f"the model does not record its lockstep trace ({ENV} unset)")
         self.divergences = 0

@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
+from typing import NamedTuple
 
 import numpy as np
 
@@ -126,6 +127,34 @@ def insn_text(insn: Instruction) -> str:
     return f"{type(insn).__name__.upper()} {', '.join(parts)}".rstrip()
 
 
+class _Effect(NamedTuple):
+    """The bytes one STORE left in memory, by 16-byte granule (sorted addresses)."""
+
+    addrs: np.ndarray  # (G,) uint64 granule addresses, sorted, distinct
+    data: np.ndarray  # (G, 16) uint8
+    mask: np.ndarray  # (G, 16) bool: the bytes written
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.mask.sum())
+
+    def byte_view(self) -> tuple[np.ndarray, np.ndarray]:
+        """(sorted byte addresses, their values)."""
+        a = (self.addrs[:, None] + np.arange(GRANULE, dtype=np.uint64))[self.mask]
+        return a, self.data[self.mask]
+
+    def same(self, other: _Effect) -> bool:
+        return (
+            np.array_equal(self.addrs, other.addrs)
+            and np.array_equal(self.mask, other.mask)
+            and np.array_equal(self.data[self.mask], other.data[other.mask])
+        )
+
+
+_NO_EFFECT = _Effect(np.zeros(0, np.uint64), np.zeros((0, GRANULE), np.uint8),
+                     np.zeros((0, GRANULE), bool))  # fmt: skip
+
+
 class _Retirements(list):
     """The executor's `schedule` list, used as its per-instruction hook: when an
     instruction has executed, a STORE's bytes are read back from the golden memory (its
@@ -134,7 +163,7 @@ class _Retirements(list):
     def __init__(self, memory: Memory, prog_addr: int, bases: Sequence[int], block: int) -> None:
         super().__init__()
         self.memory, self.prog_addr, self.bases, self.block = memory, prog_addr, bases, block
-        self.stores: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self.stores: dict[int, _Effect] = {}
 
     def append(self, entry: tuple[int, Unit, int, int]) -> None:
         super().append(entry)
@@ -145,16 +174,22 @@ class _Retirements(list):
         if not isinstance(insn, Store):
             return  # a SYNC of the store unit
         elem = fp.store_elem_bytes(insn, self.block)
-        starts = fp.store_targets(insn, self.bases[insn.base])
-        addrs = np.unique((starts.reshape(-1, 1) + np.arange(elem)).ravel())
-        self.stores[pc] = (addrs, _gather(self.memory, addrs))
+        starts = fp.store_targets(insn, self.bases[insn.base]).reshape(-1).astype(np.uint64)
+        # Elements are whole granules at granule-aligned addresses (B = 16, the engine's
+        # beat; the ISA's alignment check stops the engine before a misaligned STORE runs):
+        # 16 times fewer items than bytes.
+        steps = np.arange(0, elem, GRANULE, dtype=np.uint64)
+        g = np.unique((starts[:, None] + steps).ravel())
+        self.stores[pc] = _Effect(g, _gather(self.memory, g), np.ones((g.size, GRANULE), bool))
 
 
-def _gather(memory: Memory, addrs: np.ndarray) -> np.ndarray:
-    out = np.zeros(addrs.size, np.uint8)
+def _gather(memory: Memory, granules: np.ndarray) -> np.ndarray:
+    """The 16 bytes at each granule address, (G, 16)."""
+    out = np.zeros((granules.size, GRANULE), np.uint8)
+    lanes = np.arange(GRANULE, dtype=np.int64)
     for w in memory.windows:
-        sel = (addrs >= w.base) & (addrs < w.end)
-        out[sel] = memory.array(w)[(addrs[sel] - w.base).astype(np.int64)]
+        sel = (granules >= w.base) & (granules + GRANULE <= w.end)
+        out[sel] = memory.array(w)[(granules[sel] - w.base).astype(np.int64)[:, None] + lanes]
     return out
 
 
@@ -177,37 +212,50 @@ def _prefill(memory: Memory, beats: np.ndarray) -> None:
         memory.add_fault(int(b["addr"]), GRANULE * int(b["strb"]), _RESP[int(b["resp"])], "write")
 
 
-def _rtl_stores(beats: np.ndarray) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    """Per STORE index: the bytes its beats wrote (sorted addresses, last write wins)."""
+def _strobes(strb: np.ndarray) -> np.ndarray:
+    """(N,) 16-bit strobes as (N, 16) bools."""
+    raw = strb.astype("<u2").view(np.uint8).reshape(-1, 2)
+    return np.unpackbits(raw, axis=1, bitorder="little").astype(bool)
+
+
+def _rtl_stores(beats: np.ndarray) -> dict[int, _Effect]:
+    """Per STORE index: the bytes its W beats left (the last write of a byte wins)."""
     w = beats[beats["kind"] == BEAT_WRITE]
-    if not w.size:
-        return {}
-    mask = np.unpackbits(w["strb"].astype("<u2").view(np.uint8).reshape(-1, 2), axis=1,
-                         bitorder="little").astype(bool)  # fmt: skip
-    addrs = (w["addr"][:, None] + np.arange(GRANULE, dtype=np.uint64))[mask]
-    vals = w["data"][mask]
-    pcs = np.broadcast_to(w["pc"][:, None], mask.shape)[mask]
-    order = np.arange(addrs.size)
-    # Sort by (pc, address, write order): the last entry of each (pc, address) wins.
-    idx = np.lexsort((order, addrs, pcs))
-    pcs, addrs, vals = pcs[idx], addrs[idx], vals[idx]
-    last = np.ones(addrs.size, bool)
-    last[:-1] = (pcs[1:] != pcs[:-1]) | (addrs[1:] != addrs[:-1])
-    pcs, addrs, vals = pcs[last], addrs[last], vals[last]
-    bounds = np.flatnonzero(np.diff(pcs)) + 1
+    w = w[np.argsort(w["pc"], kind="stable")]
     out = {}
-    for p, a, v in zip(np.split(pcs, bounds), np.split(addrs, bounds),
-                       np.split(vals, bounds), strict=True):  # fmt: skip
-        out[int(p[0])] = (a, v)
+    for chunk in np.split(w, np.flatnonzero(np.diff(w["pc"])) + 1):
+        if not chunk.size:
+            continue
+        order = np.argsort(chunk["addr"], kind="stable")
+        a = chunk["addr"][order]
+        if np.all(chunk["strb"] == 0xFFFF) and not np.any(a[1:] == a[:-1]):
+            out[int(chunk["pc"][0])] = _Effect(a, chunk["data"][order],
+                                               np.ones((a.size, GRANULE), bool))  # fmt: skip
+            continue
+        # Partial strobes or a granule written twice: replay the beats in write order.
+        cells: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        for beat, m in zip(chunk, _strobes(chunk["strb"]), strict=True):
+            data, mask = cells.get(
+                int(beat["addr"]), (np.zeros(GRANULE, np.uint8), np.zeros(GRANULE, bool))
+            )
+            data = np.where(m, beat["data"], data)
+            cells[int(beat["addr"])] = (data, mask | m)
+        keys = sorted(k for k, (_, m) in cells.items() if m.any())
+        out[int(chunk["pc"][0])] = _Effect(
+            np.array(keys, np.uint64),
+            np.array([cells[k][0] for k in keys], np.uint8).reshape(-1, GRANULE),
+            np.array([cells[k][1] for k in keys], bool).reshape(-1, GRANULE),
+        )
     return out
 
 
-def _store_diff(want: tuple[np.ndarray, np.ndarray], got: tuple[np.ndarray, np.ndarray] | None):
+def _store_diff(want: _Effect, got: _Effect | None) -> tuple[str, str] | None:
     """None when equal, else (expected text, actual text)."""
-    wa, wv = want
-    ga, gv = got if got is not None else (np.zeros(0, np.uint64), np.zeros(0, np.uint8))
-    if np.array_equal(wa, ga) and np.array_equal(wv, gv):
+    got = got if got is not None else _NO_EFFECT
+    if want.same(got):
         return None
+    wa, wv = want.byte_view()
+    ga, gv = got.byte_view()
     if not np.array_equal(wa, ga):
         missing = np.setdiff1d(wa, ga)
         extra = np.setdiff1d(ga, wa)
@@ -337,7 +385,7 @@ class LockstepChecker:
         if not res.ok or rtl_err:
             self.trusted = False  # the engine's buffers are undefined after an error
         self.stats["retired"] += int(launch.retired.size)
-        self.stats["store_bytes"] += sum(int(a.size) for a, _ in hook.stores.values())
+        self.stats["store_bytes"] += sum(e.nbytes for e in hook.stores.values())
         found = [
             *self._retirement_divergences(launch, res, hook),
             *self._store_divergences(launch, res, hook),
