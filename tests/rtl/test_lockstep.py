@@ -8,7 +8,8 @@ instruction per unit: retirement order, each STORE's bytes, the end status
 (docs/verification.md "Lockstep"). Checked here:
 
 * random legal programs (`golden.generate_program`) and every error case of
-  `golden.error_cases`, and random programs with flipped bits, agree in lockstep;
+  `golden.error_cases`, and random programs with flipped bits, agree in lockstep (flipped
+  programs whose effects docs/isa.md leaves to timing, races included, are skipped);
 * a golden model mutated in one known way (an off-by-one in requantization) is caught at
   the first STORE that requantizes, with its index, unit and the differing byte; a trace
   whose one written byte is changed (an RTL write gone wrong) is caught at its STORE.
@@ -49,6 +50,10 @@ from xrt.npu.golden.errorgen import error_cases
 from xrt.npu.golden.lockstep import BEAT_WRITE, LockstepChecker
 
 B = GCFG.block
+# Findings after which a program's memory effects are timing: the block test's
+# (`TIMING_DEPENDENT`: its outcome), and a race (docs/isa.md: two units touch the same row
+# or byte unordered; which goes first is timing, and lockstep compares the bytes).
+UNSPECIFIED = TIMING_DEPENDENT | {"race"}
 
 
 @pytest.mark.sim
@@ -130,7 +135,8 @@ async def random_programs_agree_in_lockstep(dut):
 async def error_cases_agree_in_lockstep(dut):
     """Every case of the error generator, then random programs with flipped bits: the
     engine and the golden model retire the same instructions per unit, write the same
-    bytes and stop with the same (code, index, unit). A wipe after each error gives the
+    bytes and stop with the same (code, index, unit); flipped programs with a race or
+    another timing-dependent finding are skipped. A wipe after each error gives the
     golden buffers a known state again."""
     e, reader = await fresh(dut)
     e.backpressure("random")
@@ -143,7 +149,9 @@ async def error_cases_agree_in_lockstep(dut):
         no_divergence(reader, f"seed={e.seed} error case {case.name}")
         await wipe(e)
     outcomes: Counter[str] = Counter()
-    for k in range(int(os.environ["LOCKSTEP_SEEDS"])):
+    skipped: Counter[str] = Counter()
+    count = int(os.environ["LOCKSTEP_SEEDS"])
+    for k in range(count):
         seed = e.seed * 1000 + 500 + k
         rng = random.Random(seed)
         try:
@@ -157,8 +165,10 @@ async def error_cases_agree_in_lockstep(dut):
             blob[victim * isa.INSN_BYTES + bit // 8] ^= 1 << (bit % 8)
         program = bytes(blob)
         report = check(program, gp.bases, WINDOWS, GCFG, prog_addr=GOLDEN_PROG)
-        if {f.kind for f in report.findings} & TIMING_DEPENDENT:
-            continue  # docs/isa.md leaves the outcome to timing
+        unspecified = {f.kind for f in report.findings} & UNSPECIFIED
+        if unspecified:
+            skipped[", ".join(sorted(unspecified))] += 1  # docs/isa.md leaves it to timing
+            continue
         mem = gp.memory()
         mem.write(GOLDEN_PROG, program)
         load_memory(e, mem)
@@ -167,8 +177,10 @@ async def error_cases_agree_in_lockstep(dut):
         no_divergence(reader, f"seed={e.seed} faulty program {k} (seed {seed}, insn {victim})")
         outcomes["ok" if res.ok else isa.EngineError(res.code).name] += 1
         await wipe(e)
-    dut._log.info("faulty programs in lockstep: %s; %s", dict(outcomes), dict(reader.checker.stats))
+    dut._log.info("faulty programs in lockstep: %s; skipped %s; %s", dict(outcomes),
+                  dict(skipped), dict(reader.checker.stats))  # fmt: skip
     assert reader.checker.skipped == 0
+    assert sum(outcomes.values()) >= count // 2, f"too many skipped: {dict(skipped)}"
 
 
 def two_stores() -> tuple[list[isa.Instruction], dict[int, int], np.ndarray]:

@@ -110,8 +110,14 @@ class LaunchVetter:
         if not self.reader.ended():
             return reply
         t0 = time.perf_counter()
-        found = self.reader.check()
-        self.seconds += time.perf_counter() - t0
+        try:
+            found = self.reader.check()
+        except Exception as exc:  # a checker bug fails the request, not the worker
+            log.exception("lockstep: the check failed")
+            self.reader.checker.trusted = False
+            return {**reply, "ok": False, "error": f"LockstepCheckError: lockstep: {exc}"}
+        finally:
+            self.seconds += time.perf_counter() - t0
         ck = self.reader.checker
         log.info("lockstep: %d launches checked, %d skipped (after an engine error, until "
                  "a wipe), %s, %.2f s checking in all", ck.checked, ck.skipped, dict(ck.stats),

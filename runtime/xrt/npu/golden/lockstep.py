@@ -313,44 +313,36 @@ class LockstepChecker:
         return out
 
     def _launches(self) -> list[Launch]:
-        ev, done, nstart = self._events, [], 0
-        i, keep = 0, 0
+        ev, done, nstart, i = self._events, [], 0, 0
         while i < ev.size:
             kind = int(ev[i]["kind"])
-            if kind == EV_WIPED:
-                self._wiped = True
-                i += 1
-                keep = i
-                continue
             if kind != EV_START:
-                i += 1  # a stray event (the trace started mid-launch)
-                keep = i
+                self._wiped |= kind == EV_WIPED  # else a stray event: the trace began mid-launch
+                i += 1
                 continue
             ends = np.flatnonzero(ev["kind"][i + 1 :] == EV_END)
             if not ends.size:
-                break
+                break  # still running
             j = i + 1 + int(ends[0])
             start, end = ev[i], ev[j]
             body = ev[i + 1 : j]
-            b0, b1 = int(start["mark"]), int(end["mark"])
-            bases = tuple(int(x) for x in self._bases[16 * nstart : 16 * nstart + 16])
             done.append(
                 Launch(
                     index=int(start["code"]),
                     prog_addr=int(start["addr"]),
                     prog_insns=int(start["pc"]),
-                    bases=bases,
+                    bases=tuple(int(x) for x in self._bases[16 * nstart : 16 * nstart + 16]),
                     retired=body[body["kind"] == EV_RETIRE],
-                    beats=self._beats[b0:b1],
+                    beats=self._beats[int(start["mark"]) : int(end["mark"])],
                     end=end,
                     wiped_before=self._wiped,
                 )
             )
             self._wiped = False
             nstart += 1
-            i = keep = j + 1
+            i = j + 1
         # Keep what is not checked yet: the running launch's start, events and beats.
-        rest = self._events[keep:]
+        rest = self._events[i:]
         mark = int(rest[0]["mark"]) if rest.size else self._beats.size
         self._events = rest.copy()
         self._events["mark"] -= mark
