@@ -12,7 +12,9 @@ instruction per unit: retirement order, each STORE's bytes, the end status
   programs whose effects docs/isa.md leaves to timing, races included, are skipped);
 * a golden model mutated in one known way (an off-by-one in requantization) is caught at
   the first STORE that requantizes, with its index, unit and the differing byte; a trace
-  whose one written byte is changed (an RTL write gone wrong) is caught at its STORE.
+  whose one written byte is changed (an RTL write gone wrong) is caught at its STORE; an
+  RTL mutated in one known way (a copy of rtl/ whose requantization adds 1 after rounding,
+  built apart) is caught at the requantizing STORE.
 
 ``LOCKSTEP_SEEDS`` sets the number of random programs (default 24: ``make test``);
 ``make lockstep-long SEEDS=N`` runs N.
@@ -22,7 +24,11 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
+import subprocess
+import sys
 from collections import Counter
+from pathlib import Path
 
 import cocotb
 import numpy as np
@@ -39,7 +45,7 @@ from test_compute_block import (
     load_memory,
 )
 
-from npuemu.sim.build import build_model
+from npuemu.sim.build import RTL_DIR, build_model
 from npuemu.sim.cocotb_run import run_cocotb
 from npuemu.sim.lockstep import TraceReader
 from xrt.hw import isa
@@ -71,6 +77,46 @@ def test_lockstep(tmp_path):
             "LOCKSTEP_SEEDS": os.environ.get("LOCKSTEP_SEEDS", "24"),
         },
         seed=seed,
+    )
+
+
+# The mutation: requantization off by one after rounding (S > 0 only).
+MUTANT_FROM = "if (s != 6'd0) y = (p + (64'sd1 <<< (s - 6'd1))) >>> s;"
+MUTANT_TO = "if (s != 6'd0) y = ((p + (64'sd1 <<< (s - 6'd1))) >>> s) + 64'sd1;"
+
+
+@pytest.mark.sim
+def test_lockstep_catches_a_mutated_rtl(tmp_path):
+    """A copy of rtl/ with one known bug, built as its own model (cached by its sources),
+    runs `mutated_rtl_is_caught` in a fresh process (the RTL folder is read at import)."""
+    rtl = tmp_path / "rtl"
+    shutil.copytree(RTL_DIR, rtl)
+    pkg = rtl / "compute" / "npu_cmp_pkg.sv"
+    text = pkg.read_text()
+    assert text.count(MUTANT_FROM) == 1, "the mutation's anchor moved: update MUTANT_FROM"
+    pkg.write_text(text.replace(MUTANT_FROM, MUTANT_TO))
+    env = {**os.environ, "NPU_EMU_RTL_DIR": str(rtl), "LOCKSTEP_MUTANT": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+         f"{Path(__file__)}::test_lockstep_mutant_run", "--basetemp", str(tmp_path / "run")],
+        env=env, capture_output=True, text=True, timeout=900, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout[-4000:]
+
+
+@pytest.mark.sim
+def test_lockstep_mutant_run(tmp_path):
+    """The inner half of `test_lockstep_catches_a_mutated_rtl` (skipped on its own)."""
+    if not os.environ.get("LOCKSTEP_MUTANT"):
+        pytest.skip("run by test_lockstep_catches_a_mutated_rtl, on a mutated copy of rtl/")
+    assert MUTANT_TO in (RTL_DIR / "compute" / "npu_cmp_pkg.sv").read_text()
+    model = build_model("npu_cmp_core_flat", CONFIG, name="cmp-block-mutant")
+    run_cocotb(
+        model,
+        "test_lockstep",
+        test_dir=tmp_path,
+        testcase="mutated_rtl_is_caught",
+        extra_env={"NPU_EMU_LOCKSTEP": "1", "NPU_TEST_SEED": "1", "LOCKSTEP_SEEDS": "0"},
     )
 
 
@@ -183,7 +229,7 @@ async def error_cases_agree_in_lockstep(dut):
     assert sum(outcomes.values()) >= count // 2, f"too many skipped: {dict(skipped)}"
 
 
-def two_stores() -> tuple[list[isa.Instruction], dict[int, int], np.ndarray]:
+def two_stores(shift: int = 0) -> tuple[list[isa.Instruction], dict[int, int], np.ndarray]:
     """LOAD three ACC rows; STORE them as int32 (index 2), then requantized (index 3)."""
     prog = [
         isa.Load(buffer=Buffer.ACC, base=0, x_size=3, y_size=1, z_size=1, x_stride=4 * B,
@@ -192,7 +238,7 @@ def two_stores() -> tuple[list[isa.Instruction], dict[int, int], np.ndarray]:
         isa.Store(mode=StoreMode.INT32, base=1, x_size=3, y_size=1, z_size=1, x_stride=4 * B,
                   sram_x_stride=1, pop_prev=True),
         isa.Store(mode=StoreMode.INT8, base=2, x_size=3, y_size=1, z_size=1, x_stride=B,
-                  sram_x_stride=1, m_or_prm=1, lo=-128, hi=127),
+                  sram_x_stride=1, m_or_prm=1, shift=shift, lo=-128, hi=127),
         isa.Finish(),
     ]  # fmt: skip
     bases = {0: DATA + 0x30000, 1: DATA + 0x31000, 2: DATA + 0x32000}
@@ -240,3 +286,20 @@ async def lockstep_catches_a_mutated_golden_model_and_a_wrong_write(dut):
     found = LockstepChecker(WINDOWS, GCFG).feed(events, bad, regs)
     assert len(found) == 1 and (found[0].pc, found[0].unit) == (2, "STORE"), found
     assert f"{int(bad['addr'][k]) + 5:#x}" in found[0].actual, str(found[0])
+
+
+@cocotb.test(skip=not os.environ.get("LOCKSTEP_MUTANT"))
+async def mutated_rtl_is_caught(dut):
+    """On the mutated RTL (requantization + 1): the int32 STORE agrees, the requantizing
+    STORE (index 3, shift 1) diverges: lane 0 of row 0 is acc -24, (-24 + 1) >> 1 = -12
+    (0xf4) in the golden model, -11 (0xf5) from the mutant."""
+    e, reader = await fresh(dut)
+    prog, bases, vals = two_stores(shift=1)
+    e.put(bases[0], vals)
+    res = await e.run(prog, bases)
+    assert res.ok, res
+    found = reader.check()
+    assert len(found) == 1, found
+    d = found[0]
+    assert (d.pc, d.unit, d.what) == (3, "STORE", "memory writes"), str(d)
+    assert f"byte {bases[2]:#x} = 0xf4" in d.expected and "= 0xf5" in d.actual, str(d)
