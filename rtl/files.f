@@ -22,6 +22,7 @@ compute/npu_cmp_decode.sv
 compute/npu_cmp_load.sv
 compute/npu_cmp_compute.sv
 compute/npu_cmp_store.sv
+sim/npu_cmp_lockstep.sv
 compute/npu_cmp_core.sv
 sim/npu_cmp_core_flat.sv
 dma/npu_dma_burst_plan.sv

@@ -52,6 +52,7 @@ def lint_rtl(top: str, parameters: dict[str, int]) -> subprocess.CompletedProces
         "--top-module",
         top,
         *(f"-G{k}={v}" for k, v in parameters.items()),
+        "+define+NPU_LOCKSTEP",  # as every simulation build: the lockstep trace linted too
         *rtl_include_args(),
         str(LINT_CONFIG),
         *map(str, rtl_sources()),

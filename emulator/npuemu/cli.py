@@ -272,6 +272,13 @@ def _add_storage_and_debug_options(s: argparse.ArgumentParser) -> None:
         "('-': stderr)",
     )
     debug.add_argument(
+        "--lockstep",
+        action="store_true",
+        help="check every launch of every device's compute engine against the golden model "
+        "(docs/verification.md): a divergence is an engine error (XrtError 11014 naming "
+        "'lockstep'); local clients then go through the server (no register ring)",
+    )
+    debug.add_argument(
         "--record",
         type=Path,
         metavar="DIR",
@@ -383,6 +390,7 @@ def _main(args: argparse.Namespace) -> int:
             log_level=args.log_level,
             waves_dir=args.waves,
             register_trace=args.trace_registers,
+            lockstep=args.lockstep,
             warm=args.warm,
             record_dir=args.record,
             record_max_bytes=args.record_max_mib << 20,

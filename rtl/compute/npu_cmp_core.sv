@@ -453,6 +453,25 @@ module npu_cmp_core
   end
   assign perf_o = perf_q;
 
+`ifdef NPU_LOCKSTEP
+  // Simulation builds only: the trace the golden model checks launch by launch
+  // (rtl/sim/npu_cmp_lockstep.sv, docs/verification.md "Lockstep").
+  npu_cmp_lockstep #(.IdWidth(IdWidth)) u_lockstep (
+    .clk_i, .rst_ni, .start_i(start), .prog_addr_i, .prog_insns_i, .base_i,
+    .wiping_i(wiping_q), .retire_i(u_retire),
+    .pc_i({u_insn[2].pc, u_insn[1].pc, u_insn[0].pc}),
+    .ar_fire_i(m_axi_req_o.ar_valid && m_axi_rsp_i.ar_ready), .ar_id_i(m_axi_req_o.ar.id),
+    .ar_addr_i(64'(m_axi_req_o.ar.addr)), .ar_len_i(m_axi_req_o.ar.len),
+    .r_fire_i(m_axi_rsp_i.r_valid && m_axi_req_o.r_ready), .r_id_i(m_axi_rsp_i.r.id),
+    .r_data_i(128'(m_axi_rsp_i.r.data)), .r_resp_i(m_axi_rsp_i.r.resp),
+    .aw_fire_i(s_aw_valid && m_axi_rsp_i.aw_ready), .aw_addr_i(64'(s_aw.addr)),
+    .aw_len_i(s_aw.len), .w_fire_i(w_fire), .w_data_i(128'(s_w.data)),
+    .w_strb_i(16'(s_w.strb)), .b_fire_i(m_axi_rsp_i.b_valid && s_b_ready),
+    .b_resp_i(m_axi_rsp_i.b.resp), .end_i(clear), .err_i(stop), .err_code_i(8'(err_q.code)),
+    .err_unit_i(err_q.unit), .err_pc_i(err_q.pc)
+  );
+`endif
+
   logic unused;
   assign unused = ^{m_axi_rsp_i.r.id, aw_fire_unused, finish,
                     pop_prev[0], pop_next[2], push_prev[0], push_next[2],

@@ -77,6 +77,7 @@ class ServeOptions:
     log_level: str = "INFO"
     waves_dir: Path | None = None
     register_trace: Path | None = None
+    lockstep: bool = False  # every launch checked against the golden model (npuemu.sim.lockstep)
     warm: Path | None = None  # a checkpoint every lease starts from (npuemu.server.checkpoint)
     # Recordings of leases (npuemu.server.recording); None: nothing is recorded.
     record_dir: Path | None = None
@@ -163,6 +164,12 @@ async def serve(opts: ServeOptions) -> int:
         # Every request of a recorded lease must say when it started: over the IPC socket.
         worker_env["NPU_EMU_SERVER_RING"] = "0"
         print(f"npu-emu: recording every lease into {recordings.folder}", flush=True)
+    if opts.lockstep:
+        # The check runs in the worker's Python before it answers a request: every request
+        # must reach it (no server ring; the devices refuse client rings too).
+        worker_env["NPU_EMU_LOCKSTEP"] = "1"
+        worker_env["NPU_EMU_SERVER_RING"] = "0"
+        print("npu-emu: every launch is checked against the golden model (--lockstep)", flush=True)
     folder = new_server_dir(memory_root)
     manager = DeviceManager(
         cfg,
@@ -179,6 +186,8 @@ async def serve(opts: ServeOptions) -> int:
             device.warm = warm
         log.info("every lease starts from the state of %s (cycle %d)", opts.warm, warm.cycle)
     manager.recordings = recordings
+    for device in manager.devices.values():
+        device.lockstep = opts.lockstep
     if opts.register_trace is not None:
         trace = RegisterTraceLog(opts.register_trace, RegisterNamer.for_target(cfg.name))
         for device in manager.devices.values():

@@ -112,6 +112,7 @@ class SimDevice:
         self.on_fault: Callable[[SimDevice], None] | None = None
         self.register_trace: RegisterTraceLog | None = None  # --trace-registers
         self.recording: RecordingWriter | None = None  # --record: the current lease's
+        self.lockstep = False  # --lockstep: the worker checks launches (no ring)
         self._restart_task: asyncio.Task[None] | None = None
         self._stopping = False
         self._calls_stopped = False  # server shutdown: no more requests to the worker
@@ -363,6 +364,12 @@ class SimDevice:
                     grpc.StatusCode.FAILED_PRECONDITION,
                     f"the server records this lease (--record): device {self.name}'s "
                     "registers are served through it, not a ring",
+                )
+            if self.lockstep:  # the check runs where the server's requests arrive
+                raise ServiceError(
+                    grpc.StatusCode.FAILED_PRECONDITION,
+                    f"the server checks launches in lockstep (--lockstep): device "
+                    f"{self.name}'s registers are served through it, not a ring",
                 )
             if self.ring is None:
                 ring = LeaseRing()

@@ -60,7 +60,13 @@ BUILD_ROOT = Path(
         REPO_ROOT / "build" / "sim" if IN_CHECKOUT else _CACHE_HOME / "npu-emu" / "sim",
     )
 )
-DPI_SOURCES = (RTL_DIR / "mem" / "npu_mem_dpi.cpp", RTL_DIR / "sim" / "npu_regbus_dpi.cpp")
+DPI_SOURCES = (
+    RTL_DIR / "mem" / "npu_mem_dpi.cpp",
+    RTL_DIR / "sim" / "npu_regbus_dpi.cpp",
+    # The lockstep trace (rtl/sim/npu_cmp_lockstep.sv under NPU_LOCKSTEP; off until
+    # NPU_EMU_LOCKSTEP is set: npuemu.sim.lockstep).
+    RTL_DIR / "sim" / "npu_lockstep_dpi.cpp",
+)
 # Headers the C++ includes: the register ring's layout (generated from xrt.hw.ring) and its
 # service in the harness's main loop (npu_sim builds: -DNPU_SIM_RING).
 CXX_HEADERS = (
@@ -105,6 +111,9 @@ COCOTB_ARGS = (
     "-Wl,--export-dynamic-symbol=npu_regbus_*",
     "-LDFLAGS",
     "-Wl,--export-dynamic-symbol=npu_worker_*",
+    "-LDFLAGS",
+    "-Wl,--export-dynamic-symbol=npu_ls_*",
+    "+define+NPU_LOCKSTEP",
     "-CFLAGS",
     f"-I{RTL_DIR / 'generated'}",
     "-CFLAGS",

@@ -42,6 +42,7 @@ from cocotb.triggers import (
 from cocotb.utils import get_sim_time
 
 from npuemu.sim.harness import NpuHarness
+from npuemu.sim.lockstep import LaunchVetter
 from npuemu.sim.waves import HOLDER, OBSERVER, WaveRecorder, WavesUnavailableError
 from npuemu.worker.protocol import BlockingChannel, ChannelClosedError, Op, read_only_refusal
 from xrt.hw.regops import RegKind, RegRow
@@ -404,6 +405,8 @@ async def serve(dut) -> None:
     if _orphaned(server):
         os._exit(0)
     worker = Worker(dut)
+    # serve --lockstep: launches that ended are checked before the next answer.
+    vetter = LaunchVetter.from_env(os.environ.get("NPU_TARGET", "buyi"))
     await worker.h.reset()
     chan = BlockingChannel(socket.socket(fileno=int(os.environ["NPU_WORKER_FD"])))
     chan.send({"event": "ready", "cycles": worker.h.cycles})
@@ -445,6 +448,10 @@ async def serve(dut) -> None:
                 "cycles": worker.h.cycles,
                 "start_ps": started,
             }
+        if vetter is not None:
+            if req["op"] == Op.MODEL_RESTORE:
+                vetter.forget()
+            reply = vetter.vet(reply)
         chan.send(reply)
 
 

@@ -439,7 +439,9 @@ def _execute(
     elif isinstance(insn, Store):
         base = regs[insn.base]
         dst = fp.store_targets(insn, base)
-        fault = memory.fault_for(dst.reshape(-1), fp.store_elem_bytes(insn, config.block))
+        fault = memory.fault_for(
+            dst.reshape(-1), fp.store_elem_bytes(insn, config.block), access="write"
+        )
         if fault is not None:
             raise _EngineStopError(
                 EngineError[f"STORE_{fault.kind}"],

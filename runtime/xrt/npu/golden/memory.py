@@ -25,10 +25,13 @@ class BusFault:
     addr: int
     nbytes: int
     kind: str
+    access: str = "any"  # "read", "write" or "any": which accesses it answers
 
     def __post_init__(self) -> None:
         if self.kind not in ("SLVERR", "DECERR"):
             raise ValueError(f"bus fault kind must be SLVERR or DECERR, got {self.kind!r}")
+        if self.access not in ("read", "write", "any"):
+            raise ValueError(f"bus fault access must be read, write or any, got {self.access!r}")
 
 
 class Memory:
@@ -76,13 +79,16 @@ class Memory:
         w = self._need(addr, raw.size)
         self.array(w)[addr - w.base : addr - w.base + raw.size] = raw
 
-    def add_fault(self, addr: int, nbytes: int, kind: str) -> None:
-        """Make accesses overlapping ``[addr, addr + nbytes)`` answer ``kind``."""
-        self.faults.append(BusFault(addr, nbytes, kind))
+    def add_fault(self, addr: int, nbytes: int, kind: str, access: str = "any") -> None:
+        """Make accesses overlapping ``[addr, addr + nbytes)`` answer ``kind`` (only reads
+        or only writes with ``access``: a lockstep check knows which bursts failed)."""
+        self.faults.append(BusFault(addr, nbytes, kind, access))
 
-    def fault_for(self, starts: np.ndarray, nbytes: int) -> BusFault | None:
+    def fault_for(self, starts: np.ndarray, nbytes: int, access: str = "read") -> BusFault | None:
         """The first fault that any access ``[s, s + nbytes)`` (s in ``starts``) hits."""
         for f in self.faults:
+            if f.access not in ("any", access):
+                continue
             if np.any((starts < f.addr + f.nbytes) & (starts + nbytes > f.addr)):
                 return f
         return None
