@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
 
-.PHONY: help install test test-fast coverage regs proto lint demo demo-npu serve bench fuzz clean c-example
+.PHONY: help install test test-fast coverage mutation regs proto lint demo demo-npu serve bench fuzz clean c-example
 
 help: ## Show this help
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -30,6 +30,9 @@ test-fast: $(STAMP) ## Run the tests that need no simulator
 
 coverage: $(STAMP) ## RTL line/branch/toggle and functional coverage: build/coverage (COVERAGE_ARGS="--all")
 	$(PY) -m tools.coverage $(COVERAGE_ARGS)
+
+mutation: $(STAMP) ## RTL mutants of the compute engine and DMA, each must fail its tests: build/mutation (MUTATION_ARGS="--full")
+	$(PY) -m tools.mutation $(MUTATION_ARGS)
 
 regs: $(STAMP) ## Regenerate CSR RTL, register docs, Python register map, hw config and proto stubs
 	$(PY) -m tools.generate
