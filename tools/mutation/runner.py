@@ -121,7 +121,8 @@ def _cocotb_failures(basetemp: Path, test_name: str) -> list[str]:
     (its tmp_path is ``basetemp/<name, truncated and sanitised><n>``)."""
     stem = "".join(c if c.isalnum() or c == "_" else "_" for c in test_name)[:30]
     names: list[str] = []
-    for results in sorted(set(basetemp.glob(f"{stem}*/**/results.xml"))):
+    # pytest also links ``<name>current`` to the latest folder: each file once.
+    for results in sorted({r.resolve() for r in basetemp.glob(f"{stem}*/**/results.xml")}):
         for case in ET.parse(results).getroot().iter("testcase"):
             if case.find("failure") is not None or case.find("error") is not None:
                 names.append(case.get("name", "?"))  # in run order
