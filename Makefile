@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
 
-.PHONY: help install test test-fast coverage lockstep-long regs proto lint demo demo-npu serve bench fuzz clean c-example
+.PHONY: help install test test-fast coverage lockstep-long mutation regs proto lint demo demo-npu serve bench fuzz clean c-example
 
 help: ## Show this help
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -34,6 +34,9 @@ coverage: $(STAMP) ## RTL line/branch/toggle and functional coverage: build/cove
 SEEDS ?= 1000
 lockstep-long: $(STAMP) ## Random and error programs against the RTL in lockstep with the golden model (SEEDS=1000)
 	LOCKSTEP_SEEDS=$(SEEDS) $(PY) -m pytest tests/rtl/test_lockstep.py $(PYTEST_ARGS)
+
+mutation: $(STAMP) ## RTL mutants of the compute engine and DMA, each must fail its tests: build/mutation (MUTATION_ARGS="--full")
+	$(PY) -m tools.mutation $(MUTATION_ARGS)
 
 regs: $(STAMP) ## Regenerate CSR RTL, register docs, Python register map, hw config and proto stubs
 	$(PY) -m tools.generate

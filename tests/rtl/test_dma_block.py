@@ -26,19 +26,21 @@ from dataclasses import dataclass
 import cocotb
 import pytest
 from cocotb.triggers import RisingEdge
-from cocotbext.axi import AxiBus, AxiSlave
+from cocotbext.axi import AxiBus, AxiResp, AxiSlave
+from cocotbext.axi import axi_slave as axi_slave_module
 
 from npuemu.sim.build import build_model
 from npuemu.sim.cocotb_run import run_cocotb
 from npuemu.sim.dma_driver import DmaTransfer, program_ops, run_dma
 from npuemu.sim.harness import NpuHarness
+from xrt.hw.regops import RegWrite
 from xrt.hw.regs import DMA
 from xrt.hw.wire import WaitOutcome
 
 RAM_SIZE = 256 * 1024  # memory window 0: backed by the slave's bytearray
 FAULT_BASE = RAM_SIZE  # memory window 1: the DMA may address it; the slave answers SLVERR
 ERR_ZERO_LENGTH, ERR_SRC_RANGE, ERR_DST_RANGE = 1, 2, 3
-ERR_READ_SLVERR, ERR_WRITE_SLVERR, ERR_ABORTED = 4, 6, 8
+ERR_READ_SLVERR, ERR_READ_DECERR, ERR_WRITE_SLVERR, ERR_WRITE_DECERR, ERR_ABORTED = 4, 5, 6, 7, 8
 
 # (bus bytes, max burst beats, max outstanding, FIFO depth): the shipped configuration, a
 # narrow bus with short bursts and the smallest legal FIFO, and a wide bus.
@@ -85,16 +87,21 @@ def test_dma_block(config, tmp_path):
 # ---------------------------------------------------------------------------- cocotb side
 class FaultyRam:
     """The slave's storage: RAM_SIZE bytes. Accesses past them, or touching the `fault`
-    range, raise, which cocotbext-axi's AxiSlave turns into an SLVERR response."""
+    range, raise, which cocotbext-axi's AxiSlave turns into an error response: SLVERR, or
+    for the fault range `fault_kind` (DECERR through `_RespShim`)."""
 
     def __init__(self) -> None:
         self.data = bytearray(RAM_SIZE)
         self.fault = range(0)
+        self.fault_kind = "SLVERR"
+        self.last_kind = "SLVERR"  # the kind of the last access that raised
 
     def _check(self, address: int, length: int) -> None:
         if address + length > RAM_SIZE:
+            self.last_kind = "SLVERR"
             raise ValueError(f"access past the RAM at {address:#x}")
         if address < self.fault.stop and self.fault.start < address + length:
+            self.last_kind = self.fault_kind
             raise ValueError(f"access to the faulty range at {address:#x}")
 
     async def read(self, address: int, length: int) -> bytes:
@@ -104,6 +111,22 @@ class FaultyRam:
     async def write(self, address: int, data: bytes) -> None:
         self._check(address, len(data))
         self.data[address : address + len(data)] = data
+
+
+class _RespShim:
+    """Stands in for `AxiResp` inside cocotbext-axi's slave module (which answers
+    ``AxiResp.SLVERR`` for a failed access) and gives the kind of the fault the RAM just
+    raised instead, so DECERR can be tested too."""
+
+    def __init__(self, ram: FaultyRam) -> None:
+        self._ram = ram
+
+    def __getattr__(self, name: str):
+        return getattr(AxiResp, name)
+
+    @property
+    def SLVERR(self):  # noqa: N802 - the enum member's name
+        return AxiResp[self._ram.last_kind]
 
 
 @dataclass
@@ -226,6 +249,7 @@ class Bench:
         self.rng = random.Random(self.seed)
         self.h = NpuHarness(dut)
         self.ram = FaultyRam()
+        axi_slave_module.AxiResp = _RespShim(self.ram)
         self.slave = AxiSlave(
             AxiBus.from_prefix(dut, "m_axi"),
             dut.clk_i,
@@ -439,3 +463,102 @@ async def refused_transfers_touch_no_bus(dut):
         failed = await b.h.read_reg(DMA.register("XFERS_FAILED").offset)
         assert failed == failed_before + n, f"{label}: XFERS_FAILED {failed}"
         await b.check(b.random_transfer(), f"after {label}")
+
+
+@cocotb.test()
+async def decerr_is_told_from_slverr(dut):
+    """An error response ends the transfer with the code of its kind and direction (READ or
+    WRITE, SLVERR or DECERR) and ERR_ADDR naming the failing burst (the fault starts on a
+    4 KiB boundary, where a burst starts); the next transfer is correct."""
+    b = Bench(dut)
+    await b.start()
+    fault = range(0x10000, 0x11000)
+    for kind, rd_code, wr_code in (
+        ("DECERR", ERR_READ_DECERR, ERR_WRITE_DECERR),
+        ("SLVERR", ERR_READ_SLVERR, ERR_WRITE_SLVERR),
+    ):
+        for label, t, code in (
+            (f"read {kind}", DmaTransfer(fault.start - 1000, 0x20000, 3000), rd_code),
+            (f"write {kind}", DmaTransfer(0, fault.start - 700, 2000), wr_code),
+        ):
+            b.backpressure("random")
+            b.ram.fault, b.ram.fault_kind = fault, kind
+            res = await run_dma(b.h, 0, t, max_cycles=1_000_000, timeout_s=60)
+            b.ram.fault, b.ram.fault_kind = range(0), "SLVERR"
+            assert res.wait is WaitOutcome.INTERRUPT, f"{label}: no interrupt ({res.wait})"
+            assert (res.err_code, res.err_addr) == (code, fault.start), (
+                f"{label}: ERR_CODE {res.err_code}, ERR_ADDR {res.err_addr:#x}; "
+                f"want {code}, {fault.start:#x}"
+            )
+            await b.check(b.random_transfer(), f"after {label}")
+
+
+@cocotb.test()
+async def interrupt_enables_mask_events(dut):
+    """INT_STATUS records exactly the event of a transfer's end (DONE for a copy, ERROR for
+    a refused or failed one); the interrupt line rises only for an enabled event, and as
+    soon as a recorded one is enabled; writing the event back clears it and the line."""
+    b = Bench(dut)
+    await b.start()
+    h = b.h
+    int_status, int_enable = DMA.register("INT_STATUS"), DMA.register("INT_ENABLE")
+    done, error = int_status.field("DONE").mask, int_status.field("ERROR").mask
+    busy = DMA.register("STATUS").field("BUSY").mask
+    for label, t, event, fault in (
+        ("copy", DmaTransfer(0x100, RAM_SIZE // 2, 100), done, range(0)),
+        ("refused copy", DmaTransfer(RAM_SIZE - 8, 0x100, 100), error, range(0)),
+        ("write error", DmaTransfer(0x100, 0x8000, 100), error, range(0x8000, 0x9000)),
+    ):
+        other = (done | error) ^ event
+        ops = [
+            RegWrite(op.addr, other)
+            if isinstance(op, RegWrite) and op.addr == int_enable.offset
+            else op
+            for op in program_ops(0, t)
+        ]
+        b.ram.fault = fault
+        await h.run_batch(ops)
+        w = await h.wait_irq(max_cycles=20_000)
+        b.ram.fault = range(0)
+        assert not w.fired, f"{label}: the line rose with only {other:#x} enabled"
+        assert not await h.read_reg(DMA.register("STATUS").offset) & busy, f"{label}: still busy"
+        got = await h.read_reg(int_status.offset)
+        assert got == event, f"{label}: INT_STATUS {got:#x}, want {event:#x}"
+        await h.write_reg(int_enable.offset, event)
+        assert (await h.wait_irq(max_cycles=100)).fired, f"{label}: enabling did not raise it"
+        await h.write_reg(int_status.offset, event)
+        await h.run_cycles(4)
+        assert not h.irq and await h.read_reg(int_status.offset) == 0, f"{label}: not cleared"
+
+
+@cocotb.test()
+async def transfers_reach_the_last_byte_of_each_window(dut):
+    """The range check includes a window's last byte: transfers ending there run (source or
+    destination, one row or strided), one byte more is refused (SRC_RANGE, DST_RANGE with
+    ERR_ADDR). Window 1 answers SLVERR on the bus: a transfer ending at its last byte passes
+    the check and fails on the bus instead."""
+    b = Bench(dut)
+    await b.start()
+    end0, end1 = RAM_SIZE, FAULT_BASE + RAM_SIZE
+    for label, t in (
+        ("source to the end", DmaTransfer(end0 - 300, 0x100, 300)),
+        ("destination to the end", DmaTransfer(0x100, end0 - 300, 300)),
+        ("strided source to the end", DmaTransfer(end0 - 2200, 0x100, 200, 3, 1000, 256)),
+        ("strided destination to the end", DmaTransfer(0x100, end0 - 2200, 200, 3, 256, 1000)),
+    ):
+        await b.check(t, label)
+    for label, t, code, addr in (
+        ("source a byte past the end", DmaTransfer(end0 - 299, 0x100, 300), ERR_SRC_RANGE,
+         end0 - 299),
+        ("destination a byte past the end", DmaTransfer(0x100, end0 - 299, 300), ERR_DST_RANGE,
+         end0 - 299),
+        ("window 1 to its end", DmaTransfer(0x100, end1 - 300, 300), ERR_WRITE_SLVERR, None),
+        ("window 1 a byte past its end", DmaTransfer(0x100, end1 - 299, 300), ERR_DST_RANGE,
+         end1 - 299),
+    ):  # fmt: skip
+        res = await run_dma(b.h, 0, t, max_cycles=100_000, timeout_s=30)
+        assert res.wait is WaitOutcome.INTERRUPT, f"{label}: no interrupt ({res.wait})"
+        want = (code, res.err_addr if addr is None else addr)
+        assert (res.err_code, res.err_addr) == want, (
+            f"{label}: ERR_CODE {res.err_code}, ERR_ADDR {res.err_addr:#x}; want {want}"
+        )
