@@ -13,9 +13,7 @@ logs) and the load average before and after.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -24,21 +22,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "network"))
 
 import onnx  # noqa: E402
+from bench_npu_networks import run_one  # noqa: E402  (bench/ is on sys.path as the script's folder)
 from light_models import with_random_weights  # noqa: E402
 
 from npuemu.server.launch import ServerProcess  # noqa: E402
-
-XRT = str(Path(sys.executable).with_name("xrt"))
-
-
-def run_one(model: Path, url: str, runs: int) -> dict:
-    """One `xrt run` of `model` on the device at `url`; its JSON summary."""
-    cmd = [XRT, "run", str(model), "--quantize", "--calib", "2", "--device", url]
-    cmd += ["--compare", "host", "--json", "--runs", str(runs)]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=3600, check=False)
-    if done.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)}: exit {done.returncode}\n{done.stderr[-2000:]}")
-    return json.loads(done.stdout)
 
 
 def checked_launches(log_dir: Path) -> str:
