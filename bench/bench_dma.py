@@ -75,6 +75,10 @@ def build_raw(target_name: str, out_dir: Path) -> Path:
         *VERILATOR_ARGS,
         "-CFLAGS",
         cflags,
+        # The C++ headers the RTL's DPI-C and struct code include (as npuemu.sim.build):
+        # npu_ring_abi.h (generated) and npu_savable_structs.h (rtl/sim).
+        "-CFLAGS",
+        f"-I{RTL_DIR / 'generated'} -I{RTL_DIR / 'sim'}",
         *rtl_include_args(),
         str(RTL_DIR / "lint" / "npu.vlt"),
         *map(str, rtl_sources()),

@@ -21,18 +21,14 @@
 #include <string>
 #include <vector>
 
+#include "npu_ring_abi.h"
 #include "raw_sim.h"
 
 // The register bus master's queue (rtl/sim/npu_regbus_dpi.cpp): the entry points the
-// harness calls through ctypes; the layouts are those of npuemu.sim.regbus.
-struct RegbusOp {
-    uint32_t kind, addr, value, mask, expected, reserved;
-    uint64_t max_cycles;
-};
-struct RegbusResult {
-    uint32_t status, value;
-    uint64_t cycles;
-};
+// harness calls through ctypes, with the layouts generated from xrt.hw.ring.
+using RegbusOp = npu_regbus_op;
+using RegbusResult = npu_regbus_result;
+constexpr uint32_t kRegStatusOk = 1;  // the wire's RegisterStatus.OK
 extern "C" int npu_regbus_submit(const RegbusOp* ops, uint32_t n);
 extern "C" uint32_t npu_regbus_collect(RegbusResult* out, uint32_t cap);
 
@@ -65,7 +61,7 @@ int run_regbus(RawSim& sim, uint32_t addr, uint32_t batch, uint32_t batches, uin
         sim.tick();
         while (t.rbm_busy_o) sim.tick();
         uint32_t n = npu_regbus_collect(results.data(), batch);
-        for (uint32_t i = 0; i < n; ++i) reads += results[i].status == 0;
+        for (uint32_t i = 0; i < n; ++i) reads += results[i].status == kRegStatusOk;
     }
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     double cpu = double(std::clock() - cpu0) / CLOCKS_PER_SEC;

@@ -19,6 +19,7 @@ from npuemu.sim.harness import NpuHarness
 from xrt.hw.regops import RegKind, RegRow
 from xrt.hw.regs import NPU
 from xrt.hw.targets import CLOCK_PERIOD_PS, target
+from xrt.hw.wire import RegisterStatus
 
 SIZES = (1, 64, 1024)
 IDLE_CYCLES = 3 * 1024  # the cycles of a 1024-read batch
@@ -49,6 +50,6 @@ async def regbus_speed(dut):
                 c0, t0, p0 = h.cycles, time.perf_counter(), time.process_time()
                 results = await run()
                 wall, cpu = time.perf_counter() - t0, time.process_time() - p0
-                assert ops == 0 or all(s == 0 for s, _, _ in results), results
+                assert ops == 0 or all(s == RegisterStatus.OK for s, _, _ in results), results
                 row = {"case": name, "ops": ops, "cycles": h.cycles - c0, "wall": wall}
                 out.write(json.dumps({**row, "cpu": cpu}) + "\n")
