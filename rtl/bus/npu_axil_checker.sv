@@ -5,8 +5,10 @@
 /// Checks, each clock edge after reset:
 /// - handshake stability: while `valid && !ready` on any channel, `valid` stays high and
 ///   the payload (address, prot, data, strobes, response) does not change;
-/// - one transaction at a time on the link: no address or data handshake while a
-///   transaction waits for its response, no write channel accepted twice;
+/// - a write alone on the link: no address or data handshake while a write waits for its
+///   response, no write while reads wait for theirs, no write channel accepted twice;
+///   reads may follow reads (up to `MaxReads` waiting: the NPU's register port pipelines
+///   them);
 /// - responses: none without a request, and never EXOKAY (illegal in AXI4-Lite).
 ///
 /// Each violation prints a warning naming the rule and `Name`, and counts in
@@ -14,6 +16,7 @@
 /// simulation of the device server.
 module npu_axil_checker #(
   parameter string Name = "axil",  /// printed with each violation
+  parameter int unsigned MaxReads = 4,  /// reads waiting for their data, at most
   parameter type   req_t = logic,  /// AXI4-Lite request, 32-bit address (npu_axi_typedef.svh)
   parameter type   rsp_t = logic   /// AXI4-Lite response
 ) (
@@ -48,12 +51,14 @@ module npu_axil_checker #(
   logic [1:0]  b_q;
   logic [33:0] r_q;
   // Transaction state: a read or a write address / data has been accepted.
-  logic        rd_open_q, aw_open_q, w_open_q;
+  localparam int unsigned CountWidth = $clog2(MaxReads + 1);
+  logic [CountWidth-1:0] rd_open_q;  // reads waiting for their data
+  logic        aw_open_q, w_open_q;
 
   // Rules broken at an edge, one bit each.
   typedef enum int unsigned {
     RuleAwStable, RuleWStable, RuleBStable, RuleArStable, RuleRStable,
-    RuleOneOutstanding, RuleRespWithoutRequest, RuleExokay, RuleCount
+    RuleWriteAlone, RuleRespWithoutRequest, RuleExokay, RuleCount
   } rule_e;
 
   // Everything is evaluated inside the clocked block, at the edge, and only on an active
@@ -74,12 +79,12 @@ module npu_axil_checker #(
       b_q          <= '0;
       ar_q         <= '0;
       r_q          <= '0;
-      rd_open_q    <= 1'b0;
+      rd_open_q    <= '0;
       aw_open_q    <= 1'b0;
       w_open_q     <= 1'b0;
       violations_o <= '0;
     end else if (awvalid || wvalid || bvalid || arvalid || rvalid || aw_wait_q || w_wait_q
-                 || b_wait_q || ar_wait_q || r_wait_q || rd_open_q || aw_open_q || w_open_q)
+                 || b_wait_q || ar_wait_q || r_wait_q || rd_open_q != '0 || aw_open_q || w_open_q)
     begin : check  // otherwise every register keeps its value
       logic aw_fire, w_fire, b_fire, ar_fire, r_fire;
       logic [RuleCount-1:0] broken;
@@ -93,11 +98,12 @@ module npu_axil_checker #(
       broken[RuleBStable]  = b_wait_q && !(bvalid && bresp == b_q);
       broken[RuleArStable] = ar_wait_q && !(arvalid && {araddr, arprot} == ar_q);
       broken[RuleRStable]  = r_wait_q && !(rvalid && {rdata, rresp} == r_q);
-      broken[RuleOneOutstanding] =
-          (ar_fire && (rd_open_q || aw_open_q || w_open_q || aw_fire || w_fire))
-        || (aw_fire && (rd_open_q || aw_open_q)) || (w_fire && (rd_open_q || w_open_q));
+      broken[RuleWriteAlone] =
+          (ar_fire && (rd_open_q == CountWidth'(MaxReads) || aw_open_q || w_open_q
+                       || aw_fire || w_fire))
+        || (aw_fire && (rd_open_q != '0 || aw_open_q)) || (w_fire && (rd_open_q != '0 || w_open_q));
       broken[RuleRespWithoutRequest] =
-          (rvalid && !rd_open_q) || (bvalid && !(aw_open_q && w_open_q));
+          (rvalid && rd_open_q == '0) || (bvalid && !(aw_open_q && w_open_q));
       broken[RuleExokay] = (rvalid && rresp == RespExokay) || (bvalid && bresp == RespExokay);
 
       aw_wait_q <= awvalid && !awready;
@@ -110,14 +116,14 @@ module npu_axil_checker #(
       b_q       <= bresp;
       ar_q      <= {araddr, arprot};
       r_q       <= {rdata, rresp};
-      if (ar_fire) rd_open_q <= 1'b1;
-      else if (r_fire) rd_open_q <= 1'b0;
+      if (ar_fire && !r_fire) rd_open_q <= rd_open_q + CountWidth'(1);
+      else if (!ar_fire && r_fire) rd_open_q <= rd_open_q - CountWidth'(1);
       if (aw_fire) aw_open_q <= 1'b1;
       else if (b_fire) aw_open_q <= 1'b0;
       if (w_fire) w_open_q <= 1'b1;
       else if (b_fire) w_open_q <= 1'b0;
       if (broken != '0) begin
-        $warning("npu_axil_checker(%s): AXI4-Lite rule broken (bits %b: EXOKAY, response without request, one outstanding, R/AR/B/W/AW unstable)",
+        $warning("npu_axil_checker(%s): AXI4-Lite rule broken (bits %b: EXOKAY, response without request, a write not alone or too many reads, R/AR/B/W/AW unstable)",
                  Name, broken);
         if (violations_o != '1) violations_o <= violations_o + 16'd1;
       end

@@ -1,21 +1,25 @@
 `default_nettype none
 
-/// AXI4-Lite 1-to-2 demultiplexer for the register blocks, one access at a time per side.
+/// AXI4-Lite 1-to-2 demultiplexer for the register blocks: one write at a time, and up
+/// to `ReadsInFlight` reads in flight to one block.
 ///
 /// Port 0 decodes [Base0, Base0 + BlockSize), port 1 [Base1, Base1 + BlockSize); slaves
-/// see the 12-bit offset inside their block. Any other address answers DECERR. One
-/// outstanding access per side keeps this small.
+/// see the 12-bit offset inside their block. Any other address answers DECERR.
 ///
 /// No register stage: while a side is idle its address (and write data) handshakes go
 /// straight through to the block the address selects, and the block's response comes
 /// straight back, so a demux costs no cycle (a read or write through a PeakRDL block takes
 /// 3 cycles back to back; with registered stages here it took 5). The selected block is
-/// remembered from the address handshake to the response handshake; `ready` stays low in
-/// between, which holds a second request back.
+/// remembered from the address handshake to the response handshake. A write holds the
+/// write side until its response. Reads to the block the reads in flight went to pass
+/// straight through too (a PeakRDL block answers them in order), so reads can follow each
+/// other every cycle; a read to the other block, or to no block (DECERR), waits until
+/// those are answered, which keeps the responses in order with no reorder buffer.
 module npu_axil_demux #(
   parameter logic [31:0] Base0 = 32'h4000_0000,  /// first block (NPU CSRs)
   parameter logic [31:0] Base1 = 32'h8000_0000,  /// second block (DMA CSRs)
   parameter logic [31:0] BlockSize = 32'h1000,   /// bytes each block decodes (4 KiB)
+  parameter int unsigned ReadsInFlight = 4,      /// reads in flight to one block, at most
   parameter type slv_req_t = logic,  /// AXI4-Lite request, 32-bit address (npu_axi_typedef.svh)
   parameter type slv_rsp_t = logic,  /// AXI4-Lite response
   parameter type mst_req_t = logic,  /// AXI4-Lite request, 12-bit block offset
@@ -92,46 +96,49 @@ module npu_axil_demux #(
   end
 
   // ---------------------------------------------------------------- reads
-  typedef enum logic [1:0] {RdAddr, RdResp, RdDecerr} rd_state_e;
-  rd_state_e   rd_state_q;
-  logic        rd_sel_q;  // the block of the read in flight
-  logic [1:0]  rd_sel;
-  logic        arready, rvalid, ar_take, r_done;
+  // The read side: reads in flight and where they went (the decode of the first of them).
+  localparam int unsigned CountWidth = $clog2(ReadsInFlight + 1);
+  logic [CountWidth-1:0] rd_count_q;
+  logic                  rd_sel_q;     // their block
+  logic                  rd_decerr_q;  // one read to no block: answered here
+  logic [1:0]            rd_sel;
+  logic                  rd_same, arready, rvalid, ar_take, r_done;
 
   assign rd_sel  = ar_dec;
-  assign arready = rd_state_q == RdAddr
+  // The read may follow those in flight: the same block, and room for it.
+  assign rd_same = !rd_decerr_q && rd_sel != 2'd2 && rd_sel[0] == rd_sel_q
+                && rd_count_q < CountWidth'(ReadsInFlight);
+  assign arready = (rd_count_q == '0 || rd_same)
                 && (rd_sel == 2'd2 || (rd_sel[0] ? mst_rsp_i[1].ar_ready
                                                  : mst_rsp_i[0].ar_ready));
-  assign rvalid  = rd_state_q == RdDecerr || (rd_state_q == RdResp
-                && (rd_sel_q ? mst_rsp_i[1].r_valid : mst_rsp_i[0].r_valid));
+  assign rvalid  = rd_count_q != '0 && (rd_decerr_q
+                || (rd_sel_q ? mst_rsp_i[1].r_valid : mst_rsp_i[0].r_valid));
   assign ar_take = slv_req_i.ar_valid && arready;
   assign r_done  = rvalid && slv_req_i.r_ready;
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
-      rd_state_q <= RdAddr;
-      rd_sel_q   <= '0;
+      rd_count_q  <= '0;
+      rd_sel_q    <= '0;
+      rd_decerr_q <= 1'b0;
     end else begin
-      unique case (rd_state_q)
-        RdAddr: if (ar_take) begin
-          rd_sel_q   <= rd_sel[0];
-          rd_state_q <= rd_sel == 2'd2 ? RdDecerr : RdResp;
-        end
-        RdResp, RdDecerr: if (r_done) rd_state_q <= RdAddr;
-        default: rd_state_q <= RdAddr;
-      endcase
+      if (ar_take) begin
+        rd_sel_q    <= rd_sel[0];
+        rd_decerr_q <= rd_sel == 2'd2;
+      end
+      if (ar_take && !r_done) rd_count_q <= rd_count_q + CountWidth'(1);
+      else if (!ar_take && r_done) rd_count_q <= rd_count_q - CountWidth'(1);
     end
   end
 
-  // ---------------------------------------------------------------- ports
   assign slv_rsp_o = '{
     aw_ready: awready, w_ready: wready,
     b: '{resp: wr_state_q == WrDecerr ? RespDecerr
              : wr_sel_q[0] ? mst_rsp_i[1].b.resp : mst_rsp_i[0].b.resp},
     b_valid: bvalid, ar_ready: arready,
-    r: '{data: rd_state_q != RdResp ? '0
+    r: '{data: rd_count_q == '0 || rd_decerr_q ? '0
              : rd_sel_q ? mst_rsp_i[1].r.data : mst_rsp_i[0].r.data,
-         resp: rd_state_q == RdDecerr ? RespDecerr
+         resp: rd_decerr_q ? RespDecerr
              : rd_sel_q ? mst_rsp_i[1].r.resp : mst_rsp_i[0].r.resp},
     r_valid: rvalid
   };
@@ -145,8 +152,8 @@ module npu_axil_demux #(
                && wr_known,
       b_ready: wr_state_q == WrResp && wr_sel_q[0] == 1'(i) && slv_req_i.b_ready,
       ar: '{addr: slv_req_i.ar.addr[11:0], prot: slv_req_i.ar.prot},
-      ar_valid: rd_state_q == RdAddr && rd_sel == 2'(i) && slv_req_i.ar_valid,
-      r_ready: rd_state_q == RdResp && rd_sel_q == 1'(i) && slv_req_i.r_ready
+      ar_valid: (rd_count_q == '0 || rd_same) && rd_sel == 2'(i) && slv_req_i.ar_valid,
+      r_ready: rd_count_q != '0 && !rd_decerr_q && rd_sel_q == 1'(i) && slv_req_i.r_ready
     };
   end
 endmodule

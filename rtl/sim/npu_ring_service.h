@@ -37,6 +37,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -62,7 +63,11 @@ namespace npu_ring {
 constexpr uint32_t kBusySliceSteps = 2 * 2048;       // half periods between looks while busy
 constexpr uint32_t kClockLookSteps = 2 * 1024;       // a wait looks at the wall clock this often
 constexpr int kOrphanCheckMs = 1000;                 // an idle worker checks on its server
-constexpr auto kSpinBeforeSleep = std::chrono::microseconds(100);  // after a request: look
+// After a response the loop looks for the next request without sleeping for a while:
+// kSpinBeforeSleep, or longer (up to kSpinMax) when that ring's last request came that
+// long after the response before it, as a remote holder's do (a gRPC round trip each).
+constexpr auto kSpinBeforeSleep = std::chrono::microseconds(100);
+constexpr auto kSpinMax = std::chrono::microseconds(2000);
 constexpr uint32_t kWaitOutcomeInterrupt = 1;        // the wire's WaitOutcome
 constexpr uint32_t kWaitOutcomeCycleLimit = 2;
 constexpr uint32_t kWaitOutcomeDeadline = 3;
@@ -143,10 +148,12 @@ class Service {
             look(0);
             return m_woke;
         }
-        // A driver's next request usually follows its last response within microseconds:
-        // look without sleeping for a while first (waking a process that slept in poll()
-        // costs tens of microseconds on an idle machine), then sleep.
-        const auto spin_until = std::chrono::steady_clock::now() + kSpinBeforeSleep;
+        // A driver's next request usually follows its last response within microseconds
+        // (a remote one's within a gRPC round trip): look without sleeping for a while first
+        // (waking a process that slept in poll() costs tens of microseconds on an idle
+        // machine), then sleep.
+        const auto spin_until = std::max(m_responded_at + m_spin[m_slot],
+                                         std::chrono::steady_clock::now() + kSpinBeforeSleep);
         while (s.idle && m_inflight == Inflight::kNone && !look(0)) {
             if (std::chrono::steady_clock::now() >= spin_until) break;
         }
@@ -217,6 +224,7 @@ class Service {
         slot.header()->cycles = cycles();
         store_release(&slot.header()->resp_seq, slot.seq);
         signal(slot.done_fd);
+        m_responded_at = std::chrono::steady_clock::now();
         m_inflight = Inflight::kNone;
         m_outcome = 0;
         m_waited = 0;
@@ -237,6 +245,12 @@ class Service {
         const uint64_t seq = load_acquire(&h->req_seq);
         if (seq == slot.seq) return false;  // a kick without a request (or a repeated one)
         slot.seq = seq;
+        if (index == m_slot) {  // how long after the last response this request came
+            const auto gap = std::chrono::steady_clock::now() - m_responded_at;
+            m_spin[index] = gap < kSpinMax
+                ? std::max<std::chrono::steady_clock::duration>(kSpinBeforeSleep, gap * 5 / 4)
+                : std::chrono::steady_clock::duration(kSpinBeforeSleep);
+        }
         m_slot = index;
         npu_ring_request req;
         std::memcpy(&req, slot.at<npu_ring_request>(NPU_RING_REQUEST_OFFSET), sizeof(req));
@@ -360,7 +374,9 @@ class Service {
     uint32_t m_busy_steps = 0;
     bool m_woke = false;  // this look resumed Python
     Inflight m_inflight = Inflight::kNone;
-    int m_slot = kLeaseSlot;  // the ring of the request in flight
+    int m_slot = kLeaseSlot;  // the ring of the request in flight (or of the last one)
+    std::chrono::steady_clock::time_point m_responded_at{};  // the last response
+    std::chrono::steady_clock::duration m_spin[kSlots] = {kSpinBeforeSleep, kSpinBeforeSleep};
     std::vector<npu_regbus_op> m_ops;
     uint32_t m_n_ops = 0;
     uint64_t m_guard = 0;

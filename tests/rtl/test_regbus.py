@@ -5,8 +5,9 @@ cocotbext-axi's `AxiLiteMaster`, the independent AXI4-Lite verification IP, on t
   SLVERR and DECERR addresses) give the same statuses, values and register state through
   both masters (seeded; the seed is printed: NPU_TEST_SEED reproduces a run).
 - A bus monitor (this file, sampling the links every cycle: test code only) checks the
-  master's AXI4-Lite traffic: handshake stability, one transaction at a time, legal
-  responses, and the exact transactions each operation must make; the RTL checkers
+  master's AXI4-Lite traffic: handshake stability, a write alone on the link (reads may
+  be pipelined, up to READS_IN_FLIGHT), legal responses, and the exact transactions each
+  operation must make; the RTL checkers
   (`npu_axil_checker`) count no violation, and do count one that a hand-driven port makes.
 - A masked write stays atomic while another master writes the same register.
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 import itertools
 import os
 import random
+from collections import deque
 from dataclasses import dataclass, field
 
 import cocotb
@@ -172,6 +174,8 @@ class Txn:
     start: int = 0  # the cycle of its address handshake
 
 
+READS_IN_FLIGHT = 4  # the most a link carries (npu_axil_demux's ReadsInFlight)
+
 # Inside npu_sim a link is a request/response struct pair; its checker (npu_axil_checker)
 # names the signals, and rtl/sim/cocotb.vlt opens them to cocotb.
 LINK_CHECKERS = {"rbm": "u_check_regbus", "axil": "u_check_axil"}
@@ -195,7 +199,7 @@ class LinkMonitor:
 
     async def run(self) -> None:
         prev: dict[str, tuple] = {}
-        open_rd: Txn | None = None
+        open_rd: deque[Txn] = deque()  # reads waiting for their data, in order
         open_wr: Txn | None = None
         aw_seen = w_seen = False
         cycle = 0
@@ -224,19 +228,20 @@ class LinkMonitor:
                 prev.pop(ch, None)
                 if s[valid] and not s[ready]:
                     prev[ch] = now
-            busy = open_rd is not None or open_wr is not None
             if s["arvalid"] and s["arready"]:
-                if busy:
-                    self.errors.append(f"cycle {cycle}: AR while a transaction is open")
-                open_rd = Txn("read", s["araddr"], start=cycle)
+                if open_wr is not None:
+                    self.errors.append(f"cycle {cycle}: AR while a write is open")
+                if len(open_rd) >= READS_IN_FLIGHT:
+                    self.errors.append(f"cycle {cycle}: AR with {len(open_rd)} reads open")
+                open_rd.append(Txn("read", s["araddr"], start=cycle))
             if s["awvalid"] and s["awready"]:
-                if open_rd is not None or aw_seen:
+                if open_rd or aw_seen:
                     self.errors.append(f"cycle {cycle}: AW while a transaction is open")
                 aw_seen = True
                 open_wr = open_wr or Txn("write", s["awaddr"], start=cycle)
                 open_wr.addr = s["awaddr"]
             if s["wvalid"] and s["wready"]:
-                if open_rd is not None or w_seen:
+                if open_rd or w_seen:
                     self.errors.append(f"cycle {cycle}: W while a transaction is open")
                 w_seen = True
                 open_wr = open_wr or Txn("write", 0, start=cycle)
@@ -247,12 +252,12 @@ class LinkMonitor:
                 if s[valid] and s[resp] == 1:
                     self.errors.append(f"cycle {cycle}: EXOKAY on {valid[0].upper()}")
             if s["rvalid"] and s["rready"]:
-                if open_rd is None:
+                if not open_rd:
                     self.errors.append(f"cycle {cycle}: R without a read")
                 else:
-                    open_rd.data, open_rd.resp = s["rdata"], s["rresp"]
-                    self.txns.append(open_rd)
-                    open_rd = None
+                    done = open_rd.popleft()
+                    done.data, done.resp = s["rdata"], s["rresp"]
+                    self.txns.append(done)
             if s["bvalid"] and s["bready"]:
                 if open_wr is None or not (aw_seen and w_seen):
                     self.errors.append(f"cycle {cycle}: B before AW and W")
@@ -265,7 +270,9 @@ class LinkMonitor:
 def check_traffic(rows: list[Row], results: list[tuple[int, int, int]], txns: list[Txn]) -> None:
     """The monitor saw exactly the transactions the ops' results imply, in order: a read
     or write each, a read then a write for a masked write (only the read if it failed), and
-    for a poll reads of its register until the one that matched, failed or was the last."""
+    for a poll reads of its register until the one that matched, failed or was the last.
+    A read that failed may be followed by reads of the next ops that were already on the
+    bus (pipelined): those have no result, and no effect."""
     i = 0
 
     def take(kind: str, addr: int) -> Txn:
@@ -304,6 +311,12 @@ def check_traffic(rows: list[Row], results: list[tuple[int, int, int]], txns: li
             while i < len(txns):
                 t = take("read", addr)
             assert (t.resp, t.data if not t.resp else 0) == (axi(status), got), (t, status, got)
+    if results and rows[len(results) - 1][0] == R and results[-1][0] != OK:
+        extra = txns[i:]
+        assert len(extra) < READS_IN_FLIGHT, f"{len(extra)} reads after a failed one"
+        for t, row in zip(extra, rows[len(results) :], strict=False):
+            assert (t.kind, t.addr, row[0]) == ("read", row[1], R), (t, row)
+        i += len(extra)
     assert i == len(txns), f"{len(txns) - i} transactions more than the ops need: {txns[i:]}"
 
 
@@ -402,22 +415,23 @@ async def master_traffic_and_cycles(dut):
 
 @cocotb.test()
 async def checker_counts_a_broken_handshake(dut):
-    """The RTL checker is not blind: an address that changes while AR waits for ready
+    """The RTL checker is not blind: an address that changes while AW waits for ready
     (driven by hand on the toplevel port) is counted."""
     h = NpuHarness(dut, CLOCK_PERIOD_PS, master="regbus")
     await h.reset()
     assert h.axil_violations == (0, 0)
     pool = Pool()
-    # The first AR is taken at once; the demux then holds arready low while it serves it,
-    # so the second address waits, and changes while it waits.
-    dut.s_axil_arvalid.value = 1
-    dut.s_axil_araddr.value = pool.scratch[0]
-    dut.s_axil_rready.value = 0
+    # AW alone is taken at once; the demux then holds awready low until W comes, so the
+    # next address waits, and changes while it waits.
+    dut.s_axil_awvalid.value = 1
+    dut.s_axil_awaddr.value = pool.scratch[0]
+    dut.s_axil_wvalid.value = 0
+    dut.s_axil_bready.value = 0
     for addr in (pool.scratch[1], pool.scratch[2], pool.scratch[3]):
         await RisingEdge(dut.clk_o)
-        dut.s_axil_araddr.value = addr
+        dut.s_axil_awaddr.value = addr
     await RisingEdge(dut.clk_o)
-    dut.s_axil_arvalid.value = 0
+    dut.s_axil_awvalid.value = 0
     await RisingEdge(dut.clk_o)
     assert h.axil_violations[1] > 0
     await h.reset()  # the device (and its checkers) start clean

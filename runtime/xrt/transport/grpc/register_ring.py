@@ -46,7 +46,10 @@ from xrt.transport.grpc.local_memory import handout
 
 __all__ = ["RegisterRing", "RingError", "RingRevokedError"]
 
-SPIN_BEFORE_SLEEP_S = 100e-6
+# How long a request looks for its answer before it sleeps on *done*: a base plus the
+# simulated time of its ops (a read is 1.5 to 3 cycles, 1-3 us), at most SPIN_MAX_S (a
+# thread that spins holds the GIL, and takes a CPU the simulator may want).
+SPIN_BEFORE_SLEEP_S, SPIN_PER_OP_S, SPIN_MAX_S = 100e-6, 3e-6, 500e-6
 Row = tuple[int, int, int, int, int, int]  # `xrt.hw.regops.RegRow`'s fields
 Result = tuple[int, int, int]  # (RegisterStatus, value, cycles)
 
@@ -139,7 +142,8 @@ class RegisterRing:
         with self._lock:
             self._map[OPS_OFFSET : OPS_OFFSET + len(ops)] = ops
             REQUEST.format.pack_into(self._map, REQUEST_OFFSET, RingKind.BATCH, len(rows), 0, 0, 0)
-            n = self._exchange(timeout_s)[1]
+            spin_s = min(SPIN_MAX_S, SPIN_BEFORE_SLEEP_S + SPIN_PER_OP_S * len(rows))
+            n = self._exchange(timeout_s, spin_s)[1]
             size = REGBUS_RESULT.size
             data = self._map[RESULTS_OFFSET : RESULTS_OFFSET + min(n, len(rows)) * size]
         return list(REGBUS_RESULT.format.iter_unpack(data))
@@ -157,11 +161,14 @@ class RegisterRing:
             REQUEST.format.pack_into(
                 self._map, REQUEST_OFFSET, RingKind.WAIT_IRQ, 0, max_cycles, wall_ms, 0
             )
-            _, _, _, outcome, _, waited = self._exchange(wall_ms / 1000 + 30.0)
+            _, _, _, outcome, _, waited = self._exchange(
+                wall_ms / 1000 + 30.0, SPIN_BEFORE_SLEEP_S
+            )
         return outcome, waited
 
-    def _exchange(self, timeout_s: float) -> tuple[int, ...]:
-        """Hand over the request written, wait for its response; return the response."""
+    def _exchange(self, timeout_s: float, spin_s: float = SPIN_BEFORE_SLEEP_S) -> tuple[int, ...]:
+        """Hand over the request written, wait for its response (looking for it without
+        sleeping for `spin_s` first); return the response."""
         if self.closed:
             raise RingRevokedError("the register ring is closed")
         if self._state.value != RingState.LIVE:
@@ -172,7 +179,7 @@ class RegisterRing:
         # Most answers come within microseconds: look without sleeping first (waking from
         # poll() costs tens of microseconds on an idle machine), then sleep on *done*.
         resp_seq = self._resp_seq
-        spin_until = time.perf_counter() + SPIN_BEFORE_SLEEP_S
+        spin_until = time.perf_counter() + spin_s
         while resp_seq.value != seq and time.perf_counter() < spin_until:
             pass
         del resp_seq  # a traceback must not keep a view of the mapping (close() would fail)
