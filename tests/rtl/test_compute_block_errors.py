@@ -169,9 +169,8 @@ async def watchdog_names_the_engine_when_the_memory_stops_answering(dut):
     ports at once while BUSY stays 1 and no event fires; when the memory answers, the run
     ends with that error and one error event, and the next program is right. The same
     stalls held a little under `watchdog_cycles` are no error: the program completes.
-    A stalled first instruction fetch ends the same way; its ERR_PC is not checked: the
-    engine reports the index of the last instruction its decode took, which before the
-    first one of a run is the previous run's."""
+    A stalled first instruction fetch ends the same way, with ERR_PC 0: no instruction
+    of the run was taken (not the previous run's last index)."""
     e = Engine(dut)
     await e.start()
     e.backpressure("none")
@@ -187,11 +186,11 @@ async def watchdog_names_the_engine_when_the_memory_stops_answering(dut):
         isa.Finish(),
     ]
     # (what stalls, program, the bytes whose access stalls, ERR_PC: the instruction the
-    # decode holds; None: not checked, see the docstring)
+    # decode holds, 0 before the first)
     cases = (
         ("a LOAD's read data", load_only, range(src, src + nbytes), 1),
         ("a STORE's write response", _copy_program(), range(dst, dst + nbytes), 3),
-        ("the first instruction fetch", load_only, range(PROG, PROG + 32), None),
+        ("the first instruction fetch", load_only, range(PROG, PROG + 32), 0),
     )
     for what, prog, stall, finish_pc in cases:
         for held, fires in ((wd - 300, False), (wd + 300, True)):
@@ -214,7 +213,7 @@ async def watchdog_names_the_engine_when_the_memory_stops_answering(dut):
             res = await run
             if fires:
                 want = (EngineError.WATCHDOG, ERR_UNIT["ENGINE"], finish_pc)
-                got = (res.code, res.unit, res.pc if finish_pc is not None else None)
+                got = (res.code, res.unit, res.pc)
                 assert got == want, f"seed={e.seed} {label}: (code, unit, pc) {got}, want {want}"
                 await quick_check(e, label)
             else:
