@@ -242,6 +242,7 @@ module npu_cmp_decode #(
     end else if (start_i) begin
       have_q     <= 1'b0;
       finished_q <= 1'b0;
+      cur_q      <= '0;  // pc_o: 0 until the run's first instruction (not the last run's)
       chk_q      <= NoErr;
     end else begin
       if (dispatched || finish_o) have_q <= 1'b0;

@@ -21,6 +21,7 @@ from onnx_zoo import COMPOSITES
 from rpc_client import worker_pid
 
 from npuemu.server.launch import ServerProcess
+from npuemu.sim.coverage import coverage_dir
 from xrt import Device, ErrorCode, XrtError
 from xrt.aic import (
     Context,
@@ -376,6 +377,10 @@ def test_inference_set_on_zg330_from_a_container_in_memory(
         np.testing.assert_array_equal(done.outputs()[0], want[2][0])
 
 
+@pytest.mark.skipif(
+    coverage_dir() is not None,
+    reason="takes checkpoints, which coverage models cannot (no --savable with --coverage)",
+)
 def test_device_log_capture_streams_the_servers_lines_about_the_contexts_devices(
     serve,
     tmp_path: Path,  # type: ignore[no-untyped-def]

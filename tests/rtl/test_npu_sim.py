@@ -367,6 +367,57 @@ async def dma_copies_between_every_pair_of_memories(dut):
 
 
 @cocotb.test()
+async def dma_copies_within_the_ocm(dut):
+    """ZG330: copies from the OCM to the OCM (the DMA's memory window 2 on both sides): one
+    row and many, aligned, realigned and under a beat, strided, over a burst, one ending at
+    the OCM's last byte. The OCM has no file: each case stages the source and the
+    destination's background through udma, copies, and reads the destination area back
+    to udma; the rows equal the source's, the bytes around them are untouched."""
+    env = await start(dut)
+    if not env.cfg.has_memory("ocm"):
+        return
+    rng = env.rng
+    udma, ocm = env.cfg.memory("udma"), env.cfg.memory("ocm")
+    half = ocm.size // 2  # sources in the lower half of the OCM, destinations in the upper
+    # (rows, row bytes, source offset in the beat, destination offset in the beat)
+    shapes = [(1, 4096, 0, 0), (1, 5, 3, 11), (1, 9000, 7, 2), (5, 300, 0, 9), (7, 16, 15, 0)]
+    shapes += [(rng.randint(1, 6), rng.randint(1, 6000), rng.randrange(16), rng.randrange(16))]
+    for case, (rows, row_bytes, src_align, dst_align) in enumerate([*shapes, (3, 100, 5, 12)]):
+        last = case == len(shapes)  # the destination ends at the OCM's last byte
+        src_stride = row_bytes + rng.randint(0, 200) if rows > 1 else 0
+        dst_stride = row_bytes + rng.randint(0, 200) if rows > 1 else 0
+        span_src = (rows - 1) * src_stride + row_bytes
+        span_dst = (rows - 1) * dst_stride + row_bytes
+        src_off = rng.randrange(0, half - span_src, 16) + src_align
+        if last:
+            dst_off = ocm.size - span_dst
+        else:
+            dst_off = half + rng.randrange(64, half - span_dst - 128, 16) + dst_align
+        t = DmaTransfer(
+            ocm.base + src_off, ocm.base + dst_off, row_bytes, rows, src_stride, dst_stride
+        )
+        area = dst_off - 64  # the destination and up to 64 bytes either side, in the OCM
+        area_bytes = min(ocm.size, dst_off + span_dst + 64) - area
+        payload, background = rng.randbytes(span_src), rng.randbytes(area_bytes)
+        _fill(env, "udma", 0, payload)
+        _fill(env, "udma", 1 << 20, background)
+        for stage in (
+            DmaTransfer(udma.base, ocm.base + src_off, span_src),
+            DmaTransfer(udma.base + (1 << 20), ocm.base + area, area_bytes),
+        ):
+            assert (await env.dma(stage)).ok, f"case {case}: staging {stage} failed"
+        res = await env.dma(t)
+        assert res.ok, f"case {case} {t}: wait {res.wait}, err {res.err_code}"
+        back = await env.dma(DmaTransfer(ocm.base + area, udma.base + (2 << 20), area_bytes))
+        assert back.ok, f"case {case}: reading the OCM back failed"
+        want = bytearray(background)
+        for roff, row in _expected_2d(payload, t):
+            want[64 + roff : 64 + roff + row_bytes] = row
+        got = _peek(env, "udma", 2 << 20, area_bytes)
+        assert got == bytes(want), f"case {case} ocm->ocm {t}: data differs"
+
+
+@cocotb.test()
 async def dma_errors_end_the_transfer_with_a_code(dut):
     """Zero length, out-of-range source or destination, and bus errors (SLVERR/DECERR on
     read and on write) each end the transfer with its code, its address and the ERROR

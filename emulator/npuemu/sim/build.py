@@ -416,6 +416,10 @@ def build_npu_sim(target_name: str, *, waves: bool | None = None) -> BuiltModel:
     from xrt.hw.targets import CLOCK_PERIOD_PS, POLL_MAX_INTERVAL, target
 
     cfg = target(target_name)
+    # Checkpoints: the model can save and restore its state (npu_worker_model_save).
+    # Verilator refuses --savable with --coverage: coverage builds (make coverage) cannot
+    # take checkpoints (the worker says so when asked).
+    savable = () if coverage_dir() is not None else ("--savable", "-CFLAGS", "-DNPU_SIM_SAVABLE")
     return build_model(
         "npu_sim",
         {"Target": cfg.id},
@@ -425,10 +429,7 @@ def build_npu_sim(target_name: str, *, waves: bool | None = None) -> BuiltModel:
             f"-DNPU_SIM_CLOCK_PERIOD_PS={CLOCK_PERIOD_PS}",
             "-CFLAGS",
             "-DNPU_SIM_RING",
-            # Checkpoints: the model can save and restore its state (npu_worker_model_save).
-            "--savable",
-            "-CFLAGS",
-            "-DNPU_SIM_SAVABLE",
+            *savable,
             "-CFLAGS",
             f"-DNPU_SIM_POLL_MAX_INTERVAL={POLL_MAX_INTERVAL}",
             "-CFLAGS",

@@ -228,10 +228,17 @@ def error_cases(
     )
     # Tokens.
     depth = cfg.token_depth
+    # The prefix's L2C tokens are drained in program order, not yet in time: the load unit
+    # first waits (C2L) until the compute unit is past the prefix's pops, so the engine
+    # overflows at the same push in every interleaving.
     add(
         "token overflow",
-        [Sync(unit=Unit.LOAD, push_next=True)] * (depth + 1),
-        (EngineError.TOKEN_OVERFLOW, n + depth, Unit.LOAD),
+        [
+            Sync(unit=Unit.COMPUTE, push_prev=True),
+            Sync(unit=Unit.LOAD, pop_next=True),
+            *[Sync(unit=Unit.LOAD, push_next=True)] * (depth + 1),
+        ],
+        (EngineError.TOKEN_OVERFLOW, n + 2 + depth, Unit.LOAD),
     )
     add(
         "pop whose push never comes",
