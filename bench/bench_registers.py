@@ -10,7 +10,8 @@ Prints medians of:
 - a bare Python gRPC unary echo (grpc.aio server in its own process, sync client: the
   shapes the device server and the runtime use), round trip p50/p99;
 - one register read (ReadRegister) round trip p50/p99, measured interleaved with the echo
-  so both see the same load, and their ratio;
+  and with a gRPC health check (grpc.health.v1 Check) to the device server itself, so all
+  see the same load, and their ratios;
 - the cost per op of batches of 64 and 1024 reads (RegisterBatch);
 - a poll loop of 10,000 reads: the driver's loop (one ReadRegister each), and the same
   reads in batches of 1024;
@@ -38,6 +39,7 @@ import time
 from collections.abc import Callable
 
 import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from npuemu.server.launch import ServerProcess
 from xrt import RegRead
@@ -91,22 +93,33 @@ def measure(
 ) -> dict:
     t = GrpcTransport(address, ring=ring)
     assert (t.ring is not None) == ring, t.ring_note
+    health_channel = grpc.insecure_channel(address)
+    check = health_pb2_grpc.HealthStub(health_channel).Check
+    health_request = health_pb2.HealthCheckRequest()
     try:
         npu = t.reg_region("npu", NPU)
         addr = npu.base + NPU.register("SCRATCH").offset
-        for _ in range(50):  # warm up both paths
+        for _ in range(50):  # warm up all paths
             npu.read(addr)
             echo(b"x" * 16)
-        lat, lat_echo = [], []
+            check(health_request)
+        lat, lat_echo, lat_health = [], [], []
         for _ in range(n):
             t0 = time.perf_counter()
             echo(b"x" * 16)
             t1 = time.perf_counter()
-            npu.read(addr)
+            check(health_request)
             t2 = time.perf_counter()
+            npu.read(addr)
+            t3 = time.perf_counter()
             lat_echo.append(t1 - t0)
-            lat.append(t2 - t1)
-        out: dict = {"read": percentiles(lat), "echo": percentiles(lat_echo)}
+            lat_health.append(t2 - t1)
+            lat.append(t3 - t2)
+        out: dict = {
+            "read": percentiles(lat),
+            "echo": percentiles(lat_echo),
+            "health": percentiles(lat_health),
+        }
         # One read after another (a driver's poll loop): no echo between them, so a
         # simulator that serves the ring has not gone to sleep between two reads.
         back_to_back = []
@@ -151,6 +164,7 @@ def measure(
         npu.execute(ops[: 10_000 % 1024])
         out["poll_batched"] = time.perf_counter() - t0
     finally:
+        health_channel.close()
         t.close()
     print(f"[{label}] done", flush=True)
     return out
@@ -232,12 +246,15 @@ def main() -> None:
         f"after {' '.join(f'{x:.1f}' for x in load_after)} ({os.cpu_count()} cores)"
     )
     e50, e99 = new["echo"]
+    h50, h99 = new["health"]
     print(f"\nbare gRPC unary echo:            p50 {e50 * us:6.0f} us   p99 {e99 * us:6.0f} us")
+    print(f"health check, the device server: p50 {h50 * us:6.0f} us   p99 {h99 * us:6.0f} us")
     for name, r in (("server ring", new), ("worker loop", loop), ("cocotbext-axi", old)):
         p50, p99 = r["read"]
         print(
             f"register read, one RPC ({name:13s}): p50 {p50 * us:6.0f} us   "
-            f"p99 {p99 * us:6.0f} us   = {p50 / r['echo'][0]:.2f}x the echo (p50, same loop)"
+            f"p99 {p99 * us:6.0f} us   = {p50 / r['echo'][0]:.2f}x the echo, "
+            f"{p50 / r['health'][0]:.2f}x the health check (p50, same loop)"
         )
     for size in (64, 1024):
         key = f"batch{size}"

@@ -381,7 +381,8 @@ async def random_batches_match_cocotbext_axi(dut):
 @cocotb.test()
 async def master_traffic_and_cycles(dut):
     """The master's own link: every op makes exactly its transactions, reads and writes
-    take a handful of cycles each, and a poll backs off 8, 16, 32... cycles between reads."""
+    take a handful of cycles each, reads to one block follow each other about every cycle,
+    and a poll backs off 8, 16, 32... cycles between reads."""
     rng = random.Random(int(os.environ["NPU_TEST_SEED"]) + 1)
     pool = Pool()
     h = NpuHarness(dut, CLOCK_PERIOD_PS, master="regbus")
@@ -397,6 +398,27 @@ async def master_traffic_and_cycles(dut):
     for (kind, *_), (status, _, cycles) in zip(rows, results, strict=False):
         if kind in (R, W) and status == OK:
             assert 1 <= cycles <= 8, f"{kind} took {cycles} cycles"
+
+    # Reads are pipelined: a run of reads to one block costs about a cycle each, a run that
+    # alternates between the blocks (each waits for the other's data) 3, and a write
+    # between reads waits for their data and goes alone.
+    npu_reg, dma_reg = pool.scratch[0], pool.scratch[1]
+    for addrs, most in (([npu_reg] * 64, 64 + 8), ([npu_reg, dma_reg] * 32, 3 * 64 + 8)):
+        mon.txns.clear()
+        rows = [(R, a, 0, M32, 0, 0) for a in addrs]
+        start = h.cycles
+        results = await h.run_rows(rows)
+        assert [s for s, _, _ in results] == [OK] * 64
+        assert h.cycles - start <= most, f"64 reads took {h.cycles - start} cycles"
+        check_traffic(rows, results, mon.txns)
+    assert h.cycles - start >= 3 * 64, "reads to alternating blocks overlapped"
+    mon.txns.clear()
+    rows = [(R, npu_reg, 0, M32, 0, 0)] * 3 + [(W, npu_reg, 9, M32, 0, 0)]
+    rows += [(R, npu_reg, 0, M32, 0, 0)] * 2
+    results = await h.run_rows(rows)
+    assert [r[:2] for r in results[3:]] == [(OK, 0), (OK, 9), (OK, 9)], results
+    check_traffic(rows, results, mon.txns)
+    assert not mon.errors, mon.errors[:5]
 
     mon.txns.clear()
     scratch = pool.scratch[0]

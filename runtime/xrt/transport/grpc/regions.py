@@ -16,13 +16,14 @@ spurious timeout.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from xrt.errors import ErrorCode, XrtError
 from xrt.hw.regmap import RegisterBlockInfo
-from xrt.hw.regops import RegKind, RegRow, poll_max_cycles, to_row
-from xrt.hw.ring import RingStatus
+from xrt.hw.regops import MASK32, RegKind, RegRow, poll_max_cycles, to_row
+from xrt.hw.ring import REGBUS_OP, RingStatus
 from xrt.hw.wire import MAX_BATCH_OPS, RegisterStatus, pb
 from xrt.registers import RegMaskedWrite, RegOp, RegPoll, RegRead, RegRegion, RegWrite
 from xrt.transport import HostRegion
@@ -80,13 +81,19 @@ class GrpcRegRegion(RegRegion):
     def transport(self) -> GrpcTransport:
         return self._transport
 
-    def _on_ring(self, rows: list[RegRow], what: str, timeout_s: float) -> list | None:
-        """Run `rows` on the register ring; None when there is no ring (any more)."""
+    def _on_ring(
+        self, rows: list[RegRow] | tuple[bytes, int], what: str, timeout_s: float
+    ) -> list | None:
+        """Run `rows` (or ops already encoded, and how many) on the register ring; None
+        when there is no ring (any more)."""
         ring = self._transport.ring
         if ring is None:
             return None
         try:
-            results = ring.batch(rows, timeout_s)
+            if isinstance(rows, tuple):
+                results = ring.batch_encoded(*rows, timeout_s)
+            else:
+                results = ring.batch(rows, timeout_s)
         except RingRevokedError as exc:
             self._transport.drop_ring(str(exc))
             return None
@@ -151,14 +158,12 @@ class GrpcRegRegion(RegRegion):
 
     def _run(self, ops: Sequence[RegOp], first_index: int) -> list[int | None]:
         if self._transport.ring is not None:
-            rows = [to_row(op) for op in ops]
-            poll_cycles = sum(row[5] for row in rows if row[0] == RegKind.POLL)
+            encoded, limits = _encode_for_ring(ops)
             what = f"batch of {len(ops)} register ops in region {self.name!r}"
-            timeout = RPC_SLACK_S + poll_cycles / SIM_MIN_CYCLES_PER_S
-            done = self._on_ring(rows, what, timeout)
+            timeout = RPC_SLACK_S + sum(limits.values()) / SIM_MIN_CYCLES_PER_S
+            done = self._on_ring((encoded, len(ops)), what, timeout)
             if done is not None:
-                limits = {i: row[5] for i, row in enumerate(rows) if row[0] == RegKind.POLL}
-                return self._results(ops, [(s, v) for s, v, _ in done], first_index, limits)
+                return self._results(ops, done, first_index, limits)
         calls = self._calls
         request = pb.RegisterBatchRequest(lease_id=calls.lease_id)
         # Fields set on added messages: a fifth of the cost of building each op with
@@ -205,10 +210,16 @@ class GrpcRegRegion(RegRegion):
         first_index: int,
         limits: dict[int, int],
     ) -> list[int | None]:
-        """The values of a batch's reads and polls; the first failure raises (with the
-        poll's limit in its message)."""
+        """The values of a batch's reads and polls (`results`: a status and a value first
+        per op run); the first failure raises (with the poll's limit in its message)."""
+        ok = RegisterStatus.OK
+        if len(results) == len(ops) and all(r[0] == ok for r in results):  # the usual case
+            return [
+                int(r[1]) if type(op) in _VALUED else None
+                for op, r in zip(ops, results, strict=True)
+            ]
         out: list[int | None] = []
-        for i, (op, (status, value)) in enumerate(zip(ops, results, strict=False)):
+        for i, (op, (status, value, *_)) in enumerate(zip(ops, results, strict=False)):
             if status != RegisterStatus.OK:
                 kind = type(op)
                 name = {RegRead: "read", RegPoll: "poll"}.get(kind, "write")
@@ -272,3 +283,34 @@ class GrpcMemRegion(HostRegion):
 
     def _host_map(self) -> memoryview | None:
         return self._view
+
+
+_VALUED = (RegRead, RegPoll)  # the ops whose result is a value
+_PACK_OP = REGBUS_OP.format.pack
+
+
+@functools.lru_cache(maxsize=1024)
+def _read_record(addr: int) -> bytes:
+    return _PACK_OP(RegKind.READ, addr, 0, MASK32, 0, 0, 0)
+
+
+def _encode_for_ring(ops: Sequence[RegOp]) -> tuple[bytes, dict[int, int]]:
+    """`ops` (checked by `execute`) as the ring's records, and each poll's limit in
+    cycles by its index: what ``encode_ops([to_row(op) ...])`` gives, at a fifth of its
+    Python per op (a read's record is cached by address: polls reread the same few)."""
+    parts: list[bytes] = []
+    append = parts.append
+    limits: dict[int, int] = {}
+    for i, op in enumerate(ops):
+        kind = type(op)
+        if kind is RegRead:
+            append(_read_record(op.addr))
+        elif kind is RegWrite:
+            append(_PACK_OP(RegKind.WRITE, op.addr, op.value, MASK32, 0, 0, 0))
+        elif kind is RegMaskedWrite:
+            append(_PACK_OP(RegKind.MASKED_WRITE, op.addr, op.value, op.mask, 0, 0, 0))
+        else:
+            row = to_row(op)
+            limits[i] = row.max_cycles
+            append(_PACK_OP(*row[:5], 0, row.max_cycles))
+    return b"".join(parts), limits

@@ -138,14 +138,18 @@ class RegisterRing:
         """
         if not 1 <= len(rows) <= RING_MAX_OPS:
             raise ValueError(f"{len(rows)} operations: a ring request takes 1..{RING_MAX_OPS}")
-        ops = encode_ops(rows)
+        return self.batch_encoded(encode_ops(rows), len(rows), timeout_s)
+
+    def batch_encoded(self, ops: bytes, n_ops: int, timeout_s: float) -> list[Result]:
+        """`batch` for `n_ops` operations already encoded (`REGBUS_OP` records, 1 to
+        `RING_MAX_OPS`; the simulator checks every field all the same)."""
         with self._lock:
             self._map[OPS_OFFSET : OPS_OFFSET + len(ops)] = ops
-            REQUEST.format.pack_into(self._map, REQUEST_OFFSET, RingKind.BATCH, len(rows), 0, 0, 0)
-            spin_s = min(SPIN_MAX_S, SPIN_BEFORE_SLEEP_S + SPIN_PER_OP_S * len(rows))
+            REQUEST.format.pack_into(self._map, REQUEST_OFFSET, RingKind.BATCH, n_ops, 0, 0, 0)
+            spin_s = min(SPIN_MAX_S, SPIN_BEFORE_SLEEP_S + SPIN_PER_OP_S * n_ops)
             n = self._exchange(timeout_s, spin_s)[1]
             size = REGBUS_RESULT.size
-            data = self._map[RESULTS_OFFSET : RESULTS_OFFSET + min(n, len(rows)) * size]
+            data = self._map[RESULTS_OFFSET : RESULTS_OFFSET + min(n, n_ops) * size]
         return list(REGBUS_RESULT.format.iter_unpack(data))
 
     def wait_irq(self, max_cycles: int, timeout_s: float) -> tuple[int, int]:
@@ -161,9 +165,7 @@ class RegisterRing:
             REQUEST.format.pack_into(
                 self._map, REQUEST_OFFSET, RingKind.WAIT_IRQ, 0, max_cycles, wall_ms, 0
             )
-            _, _, _, outcome, _, waited = self._exchange(
-                wall_ms / 1000 + 30.0, SPIN_BEFORE_SLEEP_S
-            )
+            _, _, _, outcome, _, waited = self._exchange(wall_ms / 1000 + 30.0, SPIN_BEFORE_SLEEP_S)
         return outcome, waited
 
     def _exchange(self, timeout_s: float, spin_s: float = SPIN_BEFORE_SLEEP_S) -> tuple[int, ...]:
