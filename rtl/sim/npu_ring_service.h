@@ -33,6 +33,7 @@
 #define NPU_RING_SERVICE_H
 
 #include <poll.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -154,8 +155,13 @@ class Service {
         // machine), then sleep.
         const auto spin_until = std::max(m_responded_at + m_spin[m_slot],
                                          std::chrono::steady_clock::now() + kSpinBeforeSleep);
+        // Spinning for the server's ring (remote holders: a gRPC round trip between
+        // requests) gives the CPU to anyone who wants it, the client and the server among
+        // them; a local holder's ring keeps it (its next request comes within microseconds).
+        const bool yield = m_slot == kServerSlot;
         while (s.idle && m_inflight == Inflight::kNone && !look(0)) {
             if (std::chrono::steady_clock::now() >= spin_until) break;
+            if (yield) sched_yield();
         }
         while (s.idle && m_inflight == Inflight::kNone && !m_top->busy_o) {
             if (!look(kOrphanCheckMs)) check_orphaned();
