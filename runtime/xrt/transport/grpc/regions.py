@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from xrt.errors import ErrorCode, XrtError
 from xrt.hw.regmap import RegisterBlockInfo
-from xrt.hw.regops import MASK32, RegKind, RegRow, poll_max_cycles, to_row
+from xrt.hw.regops import MASK32, RegKind, poll_max_cycles, to_row
 from xrt.hw.ring import REGBUS_OP, RingStatus
 from xrt.hw.wire import MAX_BATCH_OPS, RegisterStatus, pb
 from xrt.registers import RegMaskedWrite, RegOp, RegPoll, RegRead, RegRegion, RegWrite
@@ -81,19 +81,14 @@ class GrpcRegRegion(RegRegion):
     def transport(self) -> GrpcTransport:
         return self._transport
 
-    def _on_ring(
-        self, rows: list[RegRow] | tuple[bytes, int], what: str, timeout_s: float
-    ) -> list | None:
-        """Run `rows` (or ops already encoded, and how many) on the register ring; None
-        when there is no ring (any more)."""
+    def _on_ring(self, records: bytes, n_ops: int, what: str, timeout_s: float) -> list | None:
+        """Run `n_ops` ops encoded as ring records (`_encode_for_ring`) on the register
+        ring; None when there is no ring (any more)."""
         ring = self._transport.ring
         if ring is None:
             return None
         try:
-            if isinstance(rows, tuple):
-                results = ring.batch_encoded(*rows, timeout_s)
-            else:
-                results = ring.batch(rows, timeout_s)
+            results = ring.batch_encoded(records, n_ops, timeout_s)
         except RingRevokedError as exc:
             self._transport.drop_ring(str(exc))
             return None
@@ -105,7 +100,7 @@ class GrpcRegRegion(RegRegion):
 
     def _read32(self, addr: int) -> int:
         what = f"read of register {addr:#x} in region {self.name!r}"
-        done = self._on_ring([RegRow(RegKind.READ, addr)], what, RPC_SLACK_S)
+        done = self._on_ring(_read_record(addr), 1, what, RPC_SLACK_S)
         if done is not None:
             ((status, value, _),) = done
             if status != RegisterStatus.OK:
@@ -128,7 +123,8 @@ class GrpcRegRegion(RegRegion):
 
     def _write32(self, addr: int, value: int) -> None:
         what = f"write of register {addr:#x} in region {self.name!r}"
-        done = self._on_ring([RegRow(RegKind.WRITE, addr, value)], what, RPC_SLACK_S)
+        records = _PACK_OP(RegKind.WRITE, addr, value, MASK32, 0, 0, 0)
+        done = self._on_ring(records, 1, what, RPC_SLACK_S)
         if done is not None:
             ((status, _, _),) = done
             if status != RegisterStatus.OK:
@@ -161,7 +157,7 @@ class GrpcRegRegion(RegRegion):
             encoded, limits = _encode_for_ring(ops)
             what = f"batch of {len(ops)} register ops in region {self.name!r}"
             timeout = RPC_SLACK_S + sum(limits.values()) / SIM_MIN_CYCLES_PER_S
-            done = self._on_ring((encoded, len(ops)), what, timeout)
+            done = self._on_ring(encoded, len(ops), what, timeout)
             if done is not None:
                 return self._results(ops, done, first_index, limits)
         calls = self._calls
