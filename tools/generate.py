@@ -307,7 +307,7 @@ def generate_proto(out_root: Path) -> None:
         (pkg / "__init__.py").write_text(HEADER_PY.format(src="proto/"))
 
 
-WIRE_ENUMS = ("RegisterStatus", "WaitOutcome", "DeviceState")
+WIRE_ENUMS = ("RegisterStatus", "WaitOutcome", "DeviceState", "CheckpointScope")
 """Proto enums the simulation and the server produce and the runtime reads, as IntEnums."""
 
 

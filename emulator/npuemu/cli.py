@@ -9,6 +9,7 @@ npu-emu serve [--host 127.0.0.1] [--port 50051] [--target buyi|zg330] [--devices
               [--admin-token-file PATH]   (observers; or $NPU_EMU_ADMIN_TOKEN_FILE)
               [--memory-dir DIR] [--log-dir DIR] [--log-level LEVEL]
               [--waves DIR] [--trace-registers FILE] [--warm CHECKPOINT]
+              [--checkpoint-key-file FILE] [--allow-foreign-checkpoints]
               [--record DIR [--record-max-mib MIB] [--record-keep-mib MIB]]
 npu-emu replay REC [--target buyi|zg330] [--check] [--waves START:END [--out F.fst]] [--list]
               (a recorded lease again, in-process: npuemu.replay, npuemu.replay_waves)
@@ -260,8 +261,24 @@ def _add_storage_and_debug_options(s: argparse.ArgumentParser) -> None:
         type=Path,
         metavar="CHECKPOINT",
         default=None,
-        help="start every lease from this checkpoint's state instead of reset's "
-        "(npu-emu checkpoint save; Device.checkpoint): a test suite boots the device once",
+        help="start every lease from this checkpoint's state instead of the boot state "
+        "(npu-emu checkpoint save; Device.checkpoint): a test suite boots the device once. "
+        "Its model state must be sealed by this server's key (--checkpoint-key-file)",
+    )
+    debug.add_argument(
+        "--checkpoint-key-file",
+        type=Path,
+        metavar="FILE",
+        default=None,
+        help="seal checkpoints with the key in FILE (32+ random bytes, mode 0600), and "
+        "restore whole only those sealed with it: the servers of a farm share one "
+        "(default: a key of this server process's own)",
+    )
+    debug.add_argument(
+        "--allow-foreign-checkpoints",
+        action="store_true",
+        help="restore model states this server did not seal (a single user's own server: "
+        "a crafted model state can steer the device of every later holder)",
     )
     debug.add_argument(
         "--trace-registers",
@@ -392,6 +409,8 @@ def _main(args: argparse.Namespace) -> int:
             register_trace=args.trace_registers,
             lockstep=args.lockstep,
             warm=args.warm,
+            checkpoint_key_file=args.checkpoint_key_file,
+            allow_foreign_checkpoints=args.allow_foreign_checkpoints,
             record_dir=args.record,
             record_max_bytes=args.record_max_mib << 20,
             record_keep_bytes=args.record_keep_mib << 20,

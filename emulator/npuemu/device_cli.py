@@ -178,6 +178,12 @@ def add_device_commands(sub: argparse._SubParsersAction, formatter: type) -> Non
     )
     cr.add_argument("device")
     cr.add_argument("file", type=Path)
+    cr.add_argument(
+        "--portable",
+        action="store_true",
+        help="restore only the memories and configuration registers (a file this server "
+        "did not seal: another server's, a colleague's)",
+    )
     common(cr)
     ci = csub.add_parser("info", help="what a checkpoint file holds", formatter_class=formatter)
     ci.add_argument("file", type=Path)
@@ -505,10 +511,14 @@ def _checkpoint(args: argparse.Namespace) -> int:
     the command, as every device command does (the lease's end resets the device: keep a
     restored state by restoring from the program that uses it, `Device.restore`)."""
     if args.action == "info":
-        from npuemu.server.checkpoint import Checkpoint, CheckpointError
+        from npuemu.server.checkpoint import MAX_FILE_BYTES, Checkpoint, CheckpointError
 
         try:
-            ckpt = Checkpoint.parse(args.file.read_bytes())
+            with args.file.open("rb") as f:  # no checkpoint of any target is larger
+                data = f.read(MAX_FILE_BYTES + 1)
+            if len(data) > MAX_FILE_BYTES:
+                raise CheckpointError(f"larger than any checkpoint ({MAX_FILE_BYTES} bytes)")
+            ckpt = Checkpoint.parse(data)
         except OSError as exc:
             raise CliError(f"cannot read {args.file}: {exc.strerror}") from None
         except CheckpointError as exc:
@@ -528,8 +538,9 @@ def _checkpoint(args: argparse.Namespace) -> int:
         else:
             if not args.file.is_file():
                 raise CliError(f"no checkpoint file {args.file}")
-            cycle = dev.restore(args.file)
-            print(f"{dev.name} now holds the state of {args.file} (taken at cycle {cycle})")
+            cycle = dev.restore(args.file, portable=args.portable)
+            what = "the memories and registers" if args.portable else "the state"
+            print(f"{dev.name} now holds {what} of {args.file} (taken at cycle {cycle})")
     return 0
 
 

@@ -39,18 +39,18 @@ from typing import Any
 
 import msgpack
 
-from npuemu.server import checkpoint
-from npuemu.server.checkpoint import Checkpoint, CheckpointError
+from npuemu.server import checkpoint_device
+from npuemu.server.checkpoint import Checkpoint, CheckpointError, Limits
 from npuemu.server.devices import SimDevice
 from npuemu.server.shm import new_server_dir
 from npuemu.server.worker_process import WorkerError, WorkerProcess, WorkerUnavailableError
 from npuemu.sim.build import BuiltModel, ModelBuildError, build_npu_sim
-from npuemu.worker.protocol import Op
+from npuemu.worker.protocol import STATE_SLACK_BYTES, Op
 from xrt import exitcodes
 from xrt.hw.config import TargetConfig
 from xrt.hw.regops import RegKind
 from xrt.hw.targets import TARGETS, target
-from xrt.hw.wire import RegisterStatus, WaitOutcome
+from xrt.hw.wire import CheckpointScope, RegisterStatus, WaitOutcome
 from xrt.recording import REPLY_FIELDS, Kind, Record, Recording
 from xrt.regtrace import RegisterNamer
 
@@ -235,7 +235,7 @@ class Replayer:
         except WorkerUnavailableError as exc:
             raise ReplayError(f"the simulation worker did not start: {exc}") from None
         self.worker.on_exit = None  # no restarts: a worker that dies ends the replay
-        await self._call(Op.RESET, 0.0)  # as the server does at every lease end
+        # A new worker is in its pristine state: where every lease on a server starts.
         self.base_ps = int((await self._call(Op.ADVANCE, 0.0, to_ps=None))["start_ps"])
 
     async def stop(self) -> None:
@@ -245,6 +245,14 @@ class Replayer:
         for folder in (self._folder, self._logs):
             if folder is not None:
                 shutil.rmtree(folder, ignore_errors=True)
+
+    def parse_checkpoint(self, data: bytes) -> Checkpoint:
+        """A recorded checkpoint file, checked against this target and model (sizes
+        bounded before anything is inflated). Replay runs in the user's own process: the
+        model state is restored whatever its seal, after the worker checked its layout."""
+        bound = self.worker.state_bytes + STATE_SLACK_BYTES if self.worker.state_bytes else None
+        limits = Limits.for_target(self.cfg, *(() if bound is None else (bound,)))
+        return Checkpoint.parse(data, limits)
 
     async def worker_call(self, op: str, **args: Any) -> dict[str, Any]:
         """A worker request with no time budget of its own (checkpoints)."""
@@ -425,7 +433,7 @@ class Replayer:
         saved = rec.kind == Kind.CHECKPOINT_SAVE
         op = str(rec.kind)
         try:
-            recorded = Checkpoint.parse(b["file"])
+            recorded = self.parse_checkpoint(b["file"])
         except CheckpointError as exc:
             raise ReplayError(
                 f"{self.rec.path}: record {rec.index} (byte offset {rec.offset}): its "
@@ -437,9 +445,12 @@ class Replayer:
         assert self.device is not None
         try:
             if saved:
-                taken, reply = await checkpoint.take(self.device, self.worker_call)
+                taken, reply = await checkpoint_device.take(self.device, self.worker_call)
             else:
-                reply = await checkpoint.apply(self.device, recorded, self.worker_call)
+                scope = CheckpointScope(b.get("scope") or CheckpointScope.WHOLE)
+                reply = await checkpoint_device.apply(
+                    self.device, recorded, self.worker_call, scope
+                )
         except (CheckpointError, WorkerError) as exc:
             return Divergence(index, rec, op, "the checkpoint", "as recorded", f"refused: {exc}")
         c = int(reply["cycles"]) - self.base_ps // self.period_ps

@@ -22,11 +22,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from npuemu.replay import Replayer, ReplayError, ReplayReport
-from npuemu.server import checkpoint
-from npuemu.server.checkpoint import Checkpoint, CheckpointError
+from npuemu.server import checkpoint_device
+from npuemu.server.checkpoint import CheckpointError
+from npuemu.server.worker_process import WorkerError
 from npuemu.sim.build import BuiltModel
 from npuemu.worker.protocol import Op
 from xrt.hw.config import TargetConfig
+from xrt.hw.wire import CheckpointScope
 from xrt.recording import Kind, Record, Recording
 
 __all__ = ["WavesReplayer", "parse_window"]
@@ -86,10 +88,11 @@ class WavesReplayer(Replayer):
         if rec is None:
             return
         try:
-            state = Checkpoint.parse(rec.body["file"])
+            state = self.parse_checkpoint(rec.body["file"])
             assert self.device is not None
-            reply = await checkpoint.apply(self.device, state, self.worker_call)
-        except CheckpointError as exc:
+            scope = CheckpointScope(rec.body.get("scope") or CheckpointScope.WHOLE)
+            reply = await checkpoint_device.apply(self.device, state, self.worker_call, scope)
+        except (CheckpointError, WorkerError) as exc:
             self.report.notes.append(
                 f"the checkpoint of record {rec.index} does not fit this model ({exc}): "
                 "replayed from the lease's start"

@@ -8,8 +8,9 @@
 /// bandwidth of the OCM (a dual-ported SRAM).
 ///
 /// Storage is either a file shared with other processes, reached through DPI-C
-/// (`UseDpi = 1`: the DDR models; the path comes from the plusarg `+npu_mem_<Name>=PATH`,
-/// no plusarg = private memory), or an on-chip array (`UseDpi = 0`: SRAM such as the OCM).
+/// (`UseDpi = 1`: the DDR models; the C side takes the path from the plusarg
+/// `+npu_mem_<Name>=PATH`, no plusarg = private memory), or an on-chip array (`UseDpi = 0`:
+/// SRAM such as the OCM).
 /// Beats at offsets past `Size`, or inside the fault window, answer with an error response
 /// and touch nothing (fault injection for driver error paths).
 module npu_axi_mem #(
@@ -20,6 +21,10 @@ module npu_axi_mem #(
   parameter logic [63:0] Size = 64'h1000,      /// bytes
   parameter bit          UseDpi = 1'b1,        /// 1: shared-file storage, 0: on-chip array
   parameter string       Name = "mem",         /// for the plusarg and messages
+  /// The storage's slot in the C side's table (UseDpi): unique per DPI memory of a model.
+  /// A parameter, not a variable, so no restored model state can point a model at another
+  /// memory's storage (npu_mem_dpi.cpp).
+  parameter int unsigned DpiSlot = 0,
   parameter int unsigned MaxOutstanding = 8,   /// bursts queued per side
   /// Cycles from a read request to its first beat, at the least (DDR latency; 0: next cycle).
   parameter int unsigned ReadLatency = 0,
@@ -57,24 +62,19 @@ module npu_axi_mem #(
   wire                 w_last = s_req_i.w.last;
 
   // ---------------------------------------------------------------- storage
-  int unsigned dpi_mem;  // npu_mem_open's handle
   // The array shrinks to two unused words when the storage is DPI.
   localparam int unsigned Words = UseDpi ? 2 : int'(Size >> OffWidth);
   localparam int unsigned WordBits = $clog2(Words);
   logic [DataWidth-1:0] sram [Words];
 
   initial begin
-    string path;
-    if (UseDpi) begin
-      if (!$value$plusargs({"npu_mem_", Name, "=%s"}, path)) path = "";
-      dpi_mem = npu_mem_open(Name, path, Size);
-    end
+    if (UseDpi) npu_mem_open(DpiSlot, Name, Size);
   end
 
   function automatic logic [DataWidth-1:0] mem_read(logic [63:0] offset);
     bit [1023:0] data;
     if (UseDpi) begin
-      npu_mem_read(dpi_mem, offset, BusBytes, data);
+      npu_mem_read(DpiSlot, offset, BusBytes, data);
       return data[DataWidth-1:0];
     end
     return sram[offset[OffWidth +: WordBits]];
@@ -240,7 +240,7 @@ module npu_axi_mem #(
   always_ff @(posedge clk_i) begin
     if (w_fire && wbeat_resp == RespOkay) begin
       if (UseDpi) begin
-        npu_mem_write(dpi_mem, wbeat_off, BusBytes, 1024'(w_data), 128'(w_strb));
+        npu_mem_write(DpiSlot, wbeat_off, BusBytes, 1024'(w_data), 128'(w_strb));
       end else begin
         for (int l = 0; l < BusBytes; l++) begin
           if (w_strb[l]) sram[wbeat_off[OffWidth +: WordBits]][l*8 +: 8] <= w_data[l*8 +: 8];

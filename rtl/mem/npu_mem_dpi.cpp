@@ -10,12 +10,12 @@
 #include <cstring>
 #include <fcntl.h>
 #include <string>
-#include <vector>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "svdpi.h"
+#include "verilated.h"
 
 namespace {
 
@@ -33,16 +33,37 @@ struct NpuMem {
     std::exit(3);
 }
 
-// The open memories, by handle (the index npu_mem_open returns).
-std::vector<NpuMem*>& open_memories() {
-    static std::vector<NpuMem*> memories;
-    return memories;
+// The open memories, by slot (the models' DpiSlot parameters: constants of the build, so
+// nothing in a restored model state selects an entry; every access checks its slot anyway).
+constexpr unsigned kSlots = 8;
+NpuMem* g_memories[kSlots] = {};
+
+// The memory in `slot`, or nullptr (a slot never opened: the access is answered with zeros
+// and writes nothing, as for an offset outside the memory).
+inline NpuMem* memory_at(unsigned slot) { return slot < kSlots ? g_memories[slot] : nullptr; }
+
+// [offset, offset + nbytes) lies inside `m` (no wrap-around of the 64-bit sum) and fits the
+// 1024-bit DPI vector.
+inline bool inside(const NpuMem& m, unsigned long long offset, unsigned nbytes) {
+    return nbytes <= 128 && offset <= m.size && nbytes <= m.size - offset;
+}
+
+// The path the plusarg +npu_mem_<name>=PATH gives ("" without one: private memory).
+std::string plusarg_path(const std::string& name) {
+    const std::string prefix = "npu_mem_" + name + "=";
+    const std::string match = Verilated::threadContextp()->commandArgsPlusMatch(prefix.c_str());
+    return match.empty() ? std::string() : match.substr(prefix.size() + 1);  // after "+"
 }
 
 }  // namespace
 
-extern "C" unsigned npu_mem_open(const char* name, const char* path, unsigned long long size) {
-    auto* m = new NpuMem{name ? name : "?", path ? path : "", nullptr, size};
+extern "C" void npu_mem_open(unsigned slot, const char* name, unsigned long long size) {
+    auto* m = new NpuMem{name ? name : "?", "", nullptr, size};
+    m->path = plusarg_path(m->name);
+    if (slot >= kSlots || g_memories[slot] != nullptr) {
+        errno = EINVAL;
+        fail(*m, "slot taken or out of range for");
+    }
     void* addr = MAP_FAILED;
     if (m->path.empty()) {
         addr = mmap(nullptr, size, PROT_READ | PROT_WRITE,
@@ -61,22 +82,21 @@ extern "C" unsigned npu_mem_open(const char* name, const char* path, unsigned lo
         close(fd);  // the mapping keeps the file
     }
     m->base = static_cast<uint8_t*>(addr);
-    open_memories().push_back(m);
-    return static_cast<unsigned>(open_memories().size() - 1);
+    g_memories[slot] = m;
 }
 
-extern "C" void npu_mem_read(unsigned handle, unsigned long long offset, unsigned nbytes,
+extern "C" void npu_mem_read(unsigned slot, unsigned long long offset, unsigned nbytes,
                              svBitVecVal* data) {
-    const NpuMem* m = open_memories()[handle];
     std::memset(data, 0, 128);
-    if (offset + nbytes > m->size) return;  // the model answers SLVERR; never read outside
+    const NpuMem* m = memory_at(slot);
+    if (m == nullptr || !inside(*m, offset, nbytes)) return;  // the model answers SLVERR
     std::memcpy(data, m->base + offset, nbytes);  // little-endian host: lane i = byte i
 }
 
-extern "C" void npu_mem_write(unsigned handle, unsigned long long offset, unsigned nbytes,
-                               const svBitVecVal* data, const svBitVecVal* strb) {
-    NpuMem* m = open_memories()[handle];
-    if (offset + nbytes > m->size) return;
+extern "C" void npu_mem_write(unsigned slot, unsigned long long offset, unsigned nbytes,
+                              const svBitVecVal* data, const svBitVecVal* strb) {
+    NpuMem* m = memory_at(slot);
+    if (m == nullptr || !inside(*m, offset, nbytes)) return;
     const auto* src = reinterpret_cast<const uint8_t*>(data);
     uint8_t* dst = m->base + offset;
     bool full = true;

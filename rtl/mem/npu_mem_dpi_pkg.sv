@@ -4,13 +4,13 @@
 /// (implemented in npu_mem_dpi.cpp). Data vectors are 1024 bits wide, the widest beat the
 /// models support; a model passes how many bytes of them count.
 package npu_mem_dpi_pkg;
-  /// Map `size` bytes of the file at `path` (created sparse if missing, grown if short);
-  /// an empty path gives private anonymous memory. `name` is only for messages. Returns a
-  /// small handle (an index, not a pointer: the models' state is saved in checkpoints and
-  /// restored into another process, where a pointer would mean nothing; the memories are
-  /// opened in the same order in every process of one model).
-  import "DPI-C" function int unsigned npu_mem_open(
-    input string name, input string path, input longint unsigned size);
+  /// Open the storage of memory `name` in table slot `slot`: `size` bytes of the file the
+  /// plusarg `+npu_mem_<name>=PATH` names (created sparse if missing, grown if short), or
+  /// private anonymous memory without one. The slot is the model's `DpiSlot` parameter, a
+  /// constant: nothing of it is in the model's saved state (checkpoints), so a restored
+  /// state cannot point a model at another memory; the C side checks every slot anyway.
+  import "DPI-C" function void npu_mem_open(
+    input int unsigned slot, input string name, input longint unsigned size);
 
   /// Copy `nbytes` bytes from `offset` into `data` (byte 0 in bits 7:0).
   import "DPI-C" function void npu_mem_read(

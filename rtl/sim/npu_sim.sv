@@ -220,6 +220,7 @@ module npu_sim
     npu_axi_mem #(
       .BusBytes(BusBytes), .AddrWidth(AddrWidth), .IdWidth(IdWidth),
       .Base(MemBase[m]), .Size(MemSize[m]), .UseDpi(1'b1), .Name(MemName[m]),
+      .DpiSlot(m),
       .MaxOutstanding(DmaMaxOutstanding), .ReadLatency(NpuDdrLatency),
       .SharedDataBus(NpuDdrSharedBus != 0), .req_t(axi_req_t), .rsp_t(axi_rsp_t)
     ) u_mem (

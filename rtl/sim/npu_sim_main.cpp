@@ -39,6 +39,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -71,7 +72,7 @@ static_assert(NPU_SIM_CLOCK_PERIOD_PS % 2 == 0, "the clock period must be an eve
 #include "npu_ring_service.h"  // the register ring, served between time steps (npu_sim)
 #endif
 #ifdef NPU_SIM_SAVABLE
-#include "verilated_save.h"  // device checkpoints (the model is built with --savable)
+#include "npu_model_state.h"  // device checkpoints (the model is built with --savable)
 #include "verilated_syms.h"  // VerilatedVar: the wake line's copy inside npu_sim
 #endif
 
@@ -308,11 +309,15 @@ class Loop {
 #ifdef NPU_SIM_SAVABLE
 namespace {
 Vtop* g_top = nullptr;
+std::vector<uint8_t> g_pristine;        // the state every lease starts from (pristine_save)
+std::vector<size_t> g_context_offsets;  // its context records, found once in the boot state
+std::string g_state_error;              // why the last restore was refused
 
 // What the model's serialisation holds besides the device: the simulation context (time,
-// error counts, flags: Verilator writes it first) and the main loop's wake line to Python.
-// Neither is device state: a save writes them in a fixed form (equal states give equal
-// bytes, whatever the simulation's time) and a restore keeps the live ones (time runs on).
+// error counts, flags: Verilator writes it per module) and the main loop's wake line to
+// Python. Neither is device state: a save writes them in a fixed form (equal states give
+// equal bytes, whatever the simulation's time; the context block as a marker that
+// npu_model_state.h finds) and a restore keeps the live ones (time runs on).
 class HarnessState {
   public:
     explicit HarnessState(Vtop* top)
@@ -321,7 +326,7 @@ class HarnessState {
         std::memcpy(m_saved, m_ctx->serialized1Ptr(), sizeof(m_saved));
     }
     void canonical() {
-        std::memset(m_ctx->serialized1Ptr(), 0, sizeof(m_saved));
+        npu_state::fill_marker(m_ctx->serialized1Ptr());
         m_top->host_wake_i = 0;
         if (m_inner) *m_inner = 0;
     }
@@ -346,38 +351,91 @@ class HarnessState {
     CData m_inner_wake;
     alignas(8) unsigned char m_saved[VerilatedContext::serialized1Size()];
 };
-}  // namespace
 
-// Device checkpoints (npuemu.server.checkpoint): the model's whole state, every flop and
-// SRAM (registers, the engines, their buffers, the ZG330 OCM), into or from the file at
-// `path`. The memories behind DPI (udma, plddr) are files the server saves itself; the
-// model holds only their handles, which are the same in every process of one model.
-// Python calls these between time steps, engines idle, in the low half of a clock cycle
-// (clk_i 0 in the saved state and now, so no edge is made or lost). The file is the server's, checked
-// before a restore: Verilator's reader ends the process on a file it cannot read.
-extern "C" __attribute__((visibility("default"))) int npu_worker_model_save(const char* path) {
+// A state is saved or restored between time steps, in the low half of a clock cycle (clk_i
+// 0 in the saved state and now, so no edge is made or lost). Python sees to both.
+int state_point() {
     if (g_top == nullptr) return -ENODEV;
-    if (g_top->clk_i != 0) return -EAGAIN;
+    return g_top->clk_i != 0 ? -EAGAIN : 0;
+}
+
+void save_into(std::vector<uint8_t>& out) {
     HarnessState harness(g_top);
     harness.canonical();
-    VerilatedSave os;
-    os.open(path);
-    if (!os.isOpen()) return errno != 0 ? -errno : -EIO;
+    npu_state::BytesSave os(out);
     os << *g_top;
-    os.close();
+}
+
+void restore_from(const uint8_t* data, size_t size) {
+    HarnessState harness(g_top);  // put back when this returns
+    npu_state::BytesRestore os(data, size);
+    os >> *g_top;
+}
+}  // namespace
+
+// Device checkpoints and lease ends (npuemu.server.checkpoint, npuemu.worker.sim_main): the
+// model's whole state, every flop and SRAM (registers, the engines, their buffers, the
+// ZG330 OCM). The memories behind DPI (udma, plddr) are files the server handles itself;
+// the model holds no reference to them (their table slots are parameters: npu_mem_dpi.cpp).
+
+// The model's state into a new file at `path` (0600; an existing file is an error).
+extern "C" __attribute__((visibility("default"))) int npu_worker_model_save(const char* path) {
+    if (const int bad = state_point(); bad != 0) return bad;
+    std::vector<uint8_t> state;
+    save_into(state);
+    const int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) return -errno;
+    size_t done = 0;
+    while (done < state.size()) {
+        const ssize_t n = write(fd, state.data() + done, state.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            const int err = n < 0 ? errno : EIO;
+            close(fd);
+            return -err;
+        }
+        done += static_cast<size_t>(n);
+    }
+    return close(fd) == 0 ? 0 : -errno;
+}
+
+// Restore a state of `size` bytes (a checkpoint's) after `sanitise_state` made it safe:
+// -EINVAL, with npu_worker_model_error() saying why, for one that is not this model's.
+extern "C" __attribute__((visibility("default"))) int npu_worker_model_restore(
+    const uint8_t* data, size_t size) {
+    if (const int bad = state_point(); bad != 0) return bad;
+    if (g_pristine.empty()) return -ENODATA;
+    g_state_error.clear();
+    const std::vector<uint8_t> safe =
+        npu_state::sanitise_state(g_pristine, g_context_offsets, data, size, g_state_error);
+    if (safe.empty()) return -EINVAL;
+    restore_from(safe.data(), safe.size());
     return 0;
 }
 
-extern "C" __attribute__((visibility("default"))) int npu_worker_model_restore(const char* path) {
-    if (g_top == nullptr) return -ENODEV;
-    if (g_top->clk_i != 0) return -EAGAIN;
-    HarnessState harness(g_top);  // put back when this returns
-    VerilatedRestore os;
-    os.open(path);
-    if (!os.isOpen()) return errno != 0 ? -errno : -EIO;
-    os >> *g_top;
-    os.close();
+extern "C" __attribute__((visibility("default"))) const char* npu_worker_model_error() {
+    return g_state_error.c_str();
+}
+
+// The state now becomes the one every lease starts from (at boot; after a warm start).
+extern "C" __attribute__((visibility("default"))) int npu_worker_pristine_save() {
+    if (const int bad = state_point(); bad != 0) return bad;
+    save_into(g_pristine);
+    if (g_context_offsets.empty()) g_context_offsets = npu_state::context_offsets(g_pristine);
+    return g_context_offsets.empty() ? -ENOTRECOVERABLE : 0;
+}
+
+// Back to that state: every flop and SRAM as they were (a lease has ended).
+extern "C" __attribute__((visibility("default"))) int npu_worker_pristine_restore() {
+    if (const int bad = state_point(); bad != 0) return bad;
+    if (g_pristine.empty()) return -ENODATA;
+    restore_from(g_pristine.data(), g_pristine.size());
     return 0;
+}
+
+// The size of this model's saved state (a checkpoint's model section is about as big).
+extern "C" __attribute__((visibility("default"))) unsigned long long npu_worker_state_bytes() {
+    return g_pristine.size();
 }
 #endif
 

@@ -45,7 +45,8 @@ checkpoint_save     file (the checkpoint file's bytes, `npuemu.server.checkpoint
                     t, c (as for requests), state_t (the instant the state was
                     taken, ps after the lease's first request started)
 checkpoint_restore  file (the file the holder restored), t, c, state_t (the instant
-                    it was put in)
+                    it was put in), scope (`xrt.hw.wire.CheckpointScope`: 1 whole,
+                    2 portable; absent: whole)
 truncated           requests, bytes, limit: the recording reached its cap; nothing after
                     it is recorded but the end record
 worker_restart      why: the device's worker died or hung; the device restarted from reset
@@ -307,6 +308,8 @@ class RecordingWriter:
         body["t"] = None if start is None else int(start) - base
         body["c"] = int(reply["cycles"]) - base // self.period_ps
         body["state_t"] = int(reply["time_ps"]) - base
+        if not saved:
+            body["scope"] = int(reply.get("scope", 1))  # xrt.hw.wire.CheckpointScope
         self._emit(body)
 
     def worker_restarted(self, why: str) -> None:

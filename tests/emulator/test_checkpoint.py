@@ -2,7 +2,9 @@
 the whole state round-trips (registers, udma, plddr, the ZG330 OCM, the engines' cycle
 counter), into the same device or another; corrupt, truncated and foreign files are refused
 with nothing changed; a busy engine is refused or waited for; nothing crosses a lease; and
-``serve --warm`` starts every lease from a checkpoint."""
+``serve --warm`` starts every lease from a checkpoint. The servers here share one
+checkpoint key (--checkpoint-key-file), as the servers of a farm do; what a server without
+it refuses: tests/emulator/test_checkpoint_trust.py."""
 
 from __future__ import annotations
 
@@ -18,7 +20,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from npuemu.server.checkpoint import MAGIC, Checkpoint, CheckpointError
+from npuemu.server.checkpoint import MAGIC, Checkpoint, CheckpointError, MemoryImage
+from npuemu.server.checkpoint_seal import SealKey
 from npuemu.server.launch import ServerProcess
 from xrt import Device
 from xrt.errors import XrtError
@@ -36,8 +39,18 @@ def tname(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture(scope="module")
-def server(tname: str) -> Iterator[ServerProcess]:
-    with ServerProcess.start(target=tname, devices=2) as srv:
+def key_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The checkpoint key these tests' servers share (a farm's --checkpoint-key-file)."""
+    path = tmp_path_factory.mktemp("key") / "npu-emu.key"
+    path.write_bytes(os.urandom(32))
+    path.chmod(0o600)
+    return path
+
+
+@pytest.fixture(scope="module")
+def server(tname: str, key_file: Path) -> Iterator[ServerProcess]:
+    keyed = ("--checkpoint-key-file", str(key_file))
+    with ServerProcess.start(target=tname, devices=2, extra_args=keyed) as srv:
         yield srv
 
 
@@ -140,7 +153,7 @@ def test_restored_device_runs_the_same(server: ServerProcess, tname: str, tmp_pa
     assert again[2] == original[2], "the device's cycle counter differs after the same run"
 
 
-def _damaged(path: Path, tmp_path: Path) -> dict[str, Path]:
+def _damaged(path: Path, tmp_path: Path, key: SealKey) -> dict[str, Path]:
     raw = path.read_bytes()
     flipped = bytearray(raw)
     flipped[len(raw) // 2] ^= 0x40
@@ -150,13 +163,19 @@ def _damaged(path: Path, tmp_path: Path) -> dict[str, Path]:
         "empty": b"",
         "not a checkpoint": b"hello" * 100,
     }
-    # Foreign but well-formed: another model build, another target (checksums made valid).
+    # Foreign but well-formed: another model build, another target (checksums made valid,
+    # sealed again with the server's own key: what it refuses is then the content).
     ckpt = Checkpoint.parse(raw)
     ckpt.model_digest = "0123456789abcdef"
-    cases["another build"] = ckpt.to_bytes()
+    cases["another build"] = ckpt.to_bytes(key)
     ckpt = Checkpoint.parse(raw)
     ckpt.target = "zg330" if ckpt.target == "buyi" else "buyi"
-    cases["another target"] = ckpt.to_bytes()
+    cases["another target"] = ckpt.to_bytes(key)
+    # Changed and its checksum made valid, but not sealed again (no key): the model state
+    # is not the server's own.
+    ckpt = Checkpoint.parse(raw)
+    ckpt.cycle += 1
+    cases["unsealed"] = ckpt.to_bytes()
     out = {}
     for name, data in cases.items():
         out[name] = tmp_path / f"{name.replace(' ', '-')}.npuckpt"
@@ -164,7 +183,9 @@ def _damaged(path: Path, tmp_path: Path) -> dict[str, Path]:
     return out
 
 
-def test_bad_files_are_refused_and_change_nothing(server: ServerProcess, tmp_path: Path) -> None:
+def test_bad_files_are_refused_and_change_nothing(
+    server: ServerProcess, tmp_path: Path, key_file: Path
+) -> None:
     rng = np.random.default_rng(11)
     good = tmp_path / "good.npuckpt"
     with _open(server, "npu0") as dev:
@@ -179,11 +200,13 @@ def test_bad_files_are_refused_and_change_nothing(server: ServerProcess, tmp_pat
             "not a checkpoint": "magic",
             "another build": "model build",
             "another target": "device is",
+            "unsealed": "is not sealed",
         }
-        for name, bad in _damaged(good, tmp_path).items():
+        for name, bad in _damaged(good, tmp_path, SealKey.from_file(key_file)).items():
             with pytest.raises(XrtError) as info:
                 dev.restore(bad)
             assert reasons[name] in str(info.value), (name, str(info.value))
+            assert info.value.code == 11011, (name, str(info.value))
             assert _snapshot(dev, contents) == expected, f"{name}: the refusal changed the device"
 
 
@@ -225,7 +248,7 @@ def test_nothing_crosses_a_lease(server: ServerProcess, tmp_path: Path) -> None:
             assert seen[where] == bytes(len(data)), f"{where} kept the previous lease's bytes"
 
 
-def test_file_format(server: ServerProcess, tname: str, tmp_path: Path) -> None:
+def test_file_format(server: ServerProcess, tname: str, tmp_path: Path, key_file: Path) -> None:
     """The file: magic, header, zero pages left out, checksum at the end; `info` reads it."""
     path = tmp_path / "f.npuckpt"
     with _open(server, "npu0") as dev:
@@ -234,10 +257,11 @@ def test_file_format(server: ServerProcess, tname: str, tmp_path: Path) -> None:
         dev.checkpoint(path)
     raw = path.read_bytes()
     assert raw.startswith(MAGIC)
-    assert hashlib.sha256(raw[:-32]).digest() == raw[-32:]
+    assert hashlib.sha256(raw[:-64]).digest() == raw[-64:-32]  # then the seal
     (hlen,) = struct.unpack_from("<I", raw, len(MAGIC))
     head = json.loads(raw[len(MAGIC) + 4 : len(MAGIC) + 4 + hlen])
     assert head["target"] == tname
+    assert head["seal_key"] == SealKey.from_file(key_file).key_id
     mems = {s["name"]: s for s in head["sections"] if s["name"].startswith("mem:")}
     assert mems["mem:udma"]["pages"] == 2 and mems["mem:plddr"]["pages"] == 0
     assert len(raw) < 1 << 20, "zero pages must cost nothing"
@@ -251,20 +275,28 @@ def test_file_format(server: ServerProcess, tname: str, tmp_path: Path) -> None:
     )
     assert json.loads(info.stdout)["memories"]["udma"]["touched"] == 8192
     with pytest.raises(CheckpointError, match="sha256"):
-        Checkpoint.parse(raw[:-1] + bytes([raw[-1] ^ 1]))
+        Checkpoint.parse(raw[:-33] + bytes([raw[-33] ^ 1]) + raw[-32:])
+    assert Checkpoint.parse(raw).authenticate(SealKey.from_file(key_file)) is None
+    forged = raw[:-1] + bytes([raw[-1] ^ 1])  # a seal bit: the file still parses
+    assert "does not match" in (
+        Checkpoint.parse(forged).authenticate(SealKey.from_file(key_file)) or ""
+    )
 
 
-def test_warm_start(server: ServerProcess, tname: str, tmp_path: Path) -> None:
+def test_warm_start(server: ServerProcess, tname: str, tmp_path: Path, key_file: Path) -> None:
     """serve --warm: every lease (the first, and the next after one that changed
-    everything) starts from the checkpoint's state; a foreign --warm stops the server at
-    start with the reason."""
+    everything) starts from the checkpoint's state; a foreign --warm, or one this server's
+    key did not seal, stops the server at start with the reason in one line."""
     rng = np.random.default_rng(9)
     path = tmp_path / "warm.npuckpt"
     with _open(server, "npu0") as dev:
         contents = _fill(dev, rng)
         expected = _snapshot(dev, contents)
         dev.checkpoint(path)
-    with ServerProcess.start(target=tname, devices=1, extra_args=("--warm", str(path))) as warm:
+    keyed = ("--checkpoint-key-file", str(key_file))
+    with ServerProcess.start(
+        target=tname, devices=1, extra_args=("--warm", str(path), *keyed)
+    ) as warm:
         for _ in range(2):
             with _open(warm, "npu0") as dev:
                 assert _snapshot(dev, contents) == expected
@@ -272,26 +304,33 @@ def test_warm_start(server: ServerProcess, tname: str, tmp_path: Path) -> None:
     other = "zg330" if tname == "buyi" else "buyi"
     with (
         pytest.raises(RuntimeError, match="device is"),
-        ServerProcess.start(target=other, devices=1, extra_args=("--warm", str(path))),
+        ServerProcess.start(target=other, devices=1, extra_args=("--warm", str(path), *keyed)),
+    ):
+        pass
+    with (  # another key (this server's own): its model state is not this server's
+        pytest.raises(RuntimeError, match="sealed by another server's key"),
+        ServerProcess.start(target=tname, devices=1, extra_args=("--warm", str(path))),
     ):
         pass
 
 
 def test_same_state_names_what_differs(server: ServerProcess, tmp_path: Path) -> None:
-    """What a replay compares: equal states of two saves of one device compare equal (the
-    simulation's time and context are not part of the state), a byte of memory or of the
-    model's state is named."""
+    """What a replay compares: equal states compare equal (the simulation's time and
+    context are not part of the state: the second save is later in simulated time, after
+    a restore of the first), a byte of memory or of the model's state is named."""
     first, second = tmp_path / "a.npuckpt", tmp_path / "b.npuckpt"
     with _open(server, "npu0") as dev:
         _fill(dev, np.random.default_rng(2))
         dev.checkpoint(first)
-        dev.checkpoint(second)  # later in simulated time, the same device state
+        dev.restore(first)  # a checkpoint's own register reads ran time on since
+        dev.checkpoint(second)
     a, b = Checkpoint.parse(first.read_bytes()), Checkpoint.parse(second.read_bytes())
     assert a.same_state(b) is None
-    changed = bytearray(b.memories[0].data)
+    mem = b.memories[0]
+    changed = bytearray(b"".join(bytes(block) for _, block in mem.blocks()))
     changed[100] ^= 1
-    b.memories[0].data = bytes(changed)
-    assert a.same_state(b) == f"memory {b.memories[0].name}"
+    b.memories[0] = MemoryImage(mem.name, mem.size, mem.pages, bytes(changed))
+    assert a.same_state(b) == f"memory {mem.name}"
     state = bytearray(a.model_state)
     state[-40] ^= 1
     b = Checkpoint.parse(second.read_bytes())

@@ -29,7 +29,8 @@ from grpc_reflection.v1alpha import reflection
 
 from npuemu.process_guard import make_non_dumpable
 from npuemu.server.auth import TokenAuthInterceptor
-from npuemu.server.checkpoint import Checkpoint, CheckpointError
+from npuemu.server.checkpoint import Checkpoint, CheckpointError, Limits
+from npuemu.server.checkpoint_seal import SealKey, SealKeyError
 from npuemu.server.devices import DeviceManager, SimDevice
 from npuemu.server.handlers import add_to_server
 from npuemu.server.limits import HANDSHAKE_TIMEOUT_S, plan_descriptors
@@ -39,7 +40,9 @@ from npuemu.server.recording import DEFAULT_KEEP_MIB, DEFAULT_MAX_MIB, Recording
 from npuemu.server.security import TlsFiles
 from npuemu.server.shm import new_server_dir, remove_stale_dirs
 from npuemu.server.storage import LogFolder, StartupError, choose_memory_dir
+from npuemu.server.worker_process import WorkerError
 from npuemu.sim.build import ModelBuildError, build_npu_sim
+from npuemu.worker.protocol import Refusal
 from xrt.hw.config import TargetConfig
 from xrt.hw.targets import target
 from xrt.hw.wire import pb as device_pb2
@@ -79,6 +82,10 @@ class ServeOptions:
     register_trace: Path | None = None
     lockstep: bool = False  # every launch checked against the golden model (npuemu.sim.lockstep)
     warm: Path | None = None  # a checkpoint every lease starts from (npuemu.server.checkpoint)
+    # Checkpoint seals (npuemu.server.checkpoint_seal): the key file (None: a key of this
+    # process's own), and whether model states this server did not seal are restored too.
+    checkpoint_key_file: Path | None = None
+    allow_foreign_checkpoints: bool = False
     # Recordings of leases (npuemu.server.recording); None: nothing is recorded.
     record_dir: Path | None = None
     record_max_bytes: int = DEFAULT_MAX_MIB << 20
@@ -90,13 +97,30 @@ class ServeOptions:
     grace_s: float = GRACE_S
 
 
-def load_warm(path: Path, cfg: TargetConfig, model_digest: str) -> Checkpoint:
-    """The checkpoint of ``serve --warm``, checked against this server's devices."""
+def load_warm(
+    path: Path, cfg: TargetConfig, model_digest: str, key: SealKey, allow_foreign: bool
+) -> Checkpoint:
+    """The checkpoint of ``serve --warm``, checked against this server's devices: its model
+    state must be sealed by this server's key (``--checkpoint-key-file``) unless the
+    server restores foreign checkpoints."""
+    limits = Limits.for_target(cfg)
     try:
-        data = path.read_bytes()
+        with path.open("rb") as f:
+            data = f.read(limits.max_file_bytes() + 1)
     except OSError as exc:
         raise CheckpointError(f"cannot read it: {exc.strerror}") from None
-    warm = Checkpoint.parse(data)
+    if len(data) > limits.max_file_bytes():
+        raise CheckpointError(
+            f"it is larger than a {cfg.name} checkpoint can be ({limits.max_file_bytes()} bytes)"
+        )
+    warm = Checkpoint.parse(data, limits)
+    why = None if allow_foreign else warm.authenticate(key)
+    if why is not None:
+        raise CheckpointError(
+            f"its model state {why}: start the server with the key of the server that took "
+            "it (--checkpoint-key-file), or with --allow-foreign-checkpoints if you trust "
+            "the file"
+        )
     warm.check_fits(cfg, model_digest)
     return warm
 
@@ -134,10 +158,21 @@ async def serve(opts: ServeOptions) -> int:
         model.seconds,
     )
 
+    try:
+        key = (
+            SealKey.from_file(opts.checkpoint_key_file)
+            if opts.checkpoint_key_file is not None
+            else SealKey.generate()
+        )
+    except SealKeyError as exc:
+        log.error("%s", exc)
+        return 2
     warm = None
     if opts.warm is not None:  # checked before any folder or worker exists
         try:
-            warm = await asyncio.to_thread(load_warm, opts.warm, cfg, model.digest)
+            warm = await asyncio.to_thread(
+                load_warm, opts.warm, cfg, model.digest, key, opts.allow_foreign_checkpoints
+            )
         except CheckpointError as exc:
             log.error("--warm %s: %s", opts.warm, exc)
             return 2
@@ -186,6 +221,14 @@ async def serve(opts: ServeOptions) -> int:
             device.warm = warm
         log.info("every lease starts from the state of %s (cycle %d)", opts.warm, warm.cycle)
     manager.recordings = recordings
+    manager.seal_key = key
+    manager.allow_foreign_checkpoints = opts.allow_foreign_checkpoints
+    log.info(
+        "checkpoints are sealed with key %s (%s)%s",
+        key.key_id,
+        key.origin,
+        "; foreign model states are restored too" if opts.allow_foreign_checkpoints else "",
+    )
     for device in manager.devices.values():
         device.lockstep = opts.lockstep
     if opts.register_trace is not None:
@@ -244,8 +287,11 @@ async def serve(opts: ServeOptions) -> int:
         await handout.start()
         with progress(f"starting {opts.devices} simulation worker(s)"):
             await manager.start()
-    except Exception:
-        log.exception("device workers failed to start (their logs: %s)", logs.path)
+    except Exception as exc:
+        if isinstance(exc, WorkerError) and exc.refusal == Refusal.BAD_STATE:
+            log.error("--warm %s: the worker refused its model state: %s", opts.warm, exc.detail)
+        else:
+            log.exception("device workers failed to start (their logs: %s)", logs.path)
         await server.stop(0)
         await handout.stop()
         await manager.stop()

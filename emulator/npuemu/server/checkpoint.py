@@ -1,190 +1,273 @@
-"""Device checkpoints: the file format, and taking or applying one on a simulated device.
+"""Device checkpoints: the file format, read as hostile input and written sealed.
 
 A checkpoint is the whole state software can observe of one device at a quiescent point
 (engines idle): the verilated model's state (every flop and SRAM: the CSRs, the cycle
 counter, the DMA and compute engine with their buffers, the ZG330 OCM; Verilator's
-``--savable`` serialisation) and the bytes of every memory behind the model (``udma``,
-``plddr``: files the server shares with the worker).
+``--savable`` serialisation), the configuration registers again in a portable form, and
+the bytes of every memory behind the model (``udma``, ``plddr``: files the server shares
+with the worker). Taking and applying one on a device: `npuemu.server.checkpoint_device`.
 
-The file::
+The file (format 2)::
 
-    b"NPUCKPT1" | u32 header length | header (JSON) | sections | sha256 of all before it
+    b"NPUCKPT2" | u32 header length | header (JSON) | sections | sha256 of all before it
+    | seal (32 bytes)
 
-The header names the target, the hardware version and the verilated model's digest (a
-model's saved state fits only the same build of the same RTL: anything else is refused,
-naming the mismatch), the cycle the model was saved at, and the sections in order, each
-with its codec (``zlib`` where it paid, else ``raw``), stored and decoded sizes. A
-memory section is a list of the memory's non-zero 4 KiB pages (u32 page numbers, then the
-pages): zero pages, most of a sparse 512 MiB ``plddr``, cost nothing. `Checkpoint.parse`
-checks everything (magic, checksum, format, sizes, page numbers, codecs) before anything
-is changed: a corrupt, truncated or foreign file is refused whole.
+The header names the target, the hardware version, the verilated model's digest (a model's
+saved state fits only the same build of the same RTL), the cycle the model was saved at,
+the key id of the seal (``""``: unsealed) and the sections in order, each with its codec
+(``zlib`` where it paid, else ``raw``), stored and decoded sizes:
+
+- ``model``: the model's state;
+- ``regs``: the configuration registers (`xrt.hw.regs.configuration_registers`), as
+  (u64 physical address, u32 value) pairs: what a checkpoint carried to another server
+  restores without the model state (`Checkpoint.authenticate`, docs/emulator.md);
+- ``mem:NAME``: the memory's non-zero 4 KiB pages (u32 page numbers, then the pages): zero
+  pages, most of a sparse 512 MiB ``plddr``, cost nothing.
+
+The seal is HMAC-SHA256, under the key of the server that took the file, of its sha256
+digest (`npuemu.server.checkpoint_seal`); 32 zero bytes when unsealed. Format 1 files
+(``NPUCKPT1``: no seal, no registers) are still read, as unsealed.
+
+`Checkpoint.parse` checks everything before it allocates or inflates anything by a size
+the file states: magic, checksum, header (its size, its JSON nesting, every field's type),
+the target it names (a known one), every section's name, codec and sizes against what that
+target allows (`Limits`), then one pass over every section (zlib streams inflated a step at
+a time, never past their stated size; page numbers in order and in range; registers of the
+target). A corrupt, truncated, oversized or foreign file is refused whole, naming the field.
+Memory pages are never kept decoded: `MemoryImage.blocks` inflates them again, a step at a
+time, when they are written to a device.
 """
 
 from __future__ import annotations
 
-import asyncio
-import ctypes
 import hashlib
 import json
-import mmap
-import os
-import secrets
 import struct
 import time
 import zlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
-from npuemu.worker.protocol import Op
+from npuemu.server.checkpoint_seal import KEY_ID_HEX, SEAL_BYTES, SealKey
 from xrt.hw.config import TargetConfig
-from xrt.hw.targets import HW_VERSION
-
-
-class _Memory(Protocol):
-    fds: dict[str, int]
-
-
-class _Model(Protocol):
-    digest: str
-
-
-class SimDevice(Protocol):
-    """What a checkpoint needs of a device (`npuemu.server.devices.SimDevice`)."""
-
-    name: str
-    target: TargetConfig
-    model: _Model
-    memory: _Memory
-    folder: Path
-
+from xrt.hw.regs import DMA, NPU, configuration_registers
+from xrt.hw.targets import HW_VERSION, TARGETS, target
 
 __all__ = [
     "FORMAT",
     "MAGIC",
+    "MAX_FILE_BYTES",
     "PAGE",
+    "REG_DTYPE",
     "Checkpoint",
     "CheckpointError",
+    "Limits",
     "MemoryImage",
-    "apply",
     "max_file_bytes",
-    "memory_image",
-    "take",
-    "write_memory_image",
 ]
 
-MAGIC = b"NPUCKPT1"
-FORMAT = 1
+MAGIC = b"NPUCKPT2"
+MAGIC_V1 = b"NPUCKPT1"
+FORMAT = 2
 PAGE = 4096
 _LEN = struct.Struct("<I")
 _DIGEST = 32
-MAX_HEADER = 1 << 20
+MAX_HEADER = 64 << 10  # a header lists a few sections: a few hundred bytes
+MAX_SECTIONS = 8
+MAX_MODEL_STATE = 64 << 20  # with no model to ask: the largest state any build saves
+_STEP = 1 << 20  # bytes inflated (and read from the file) at a time
 # zlib is kept for a section only when it saves this share or more (random data does not
 # compress: its time is not spent twice).
 _ZLIB_MIN_SAVING = 0.10
 _PROBE = 1 << 20  # bytes compressed first to decide
-_FALLOC_FL_KEEP_SIZE = 0x01
-_FALLOC_FL_PUNCH_HOLE = 0x02
+_NO_SEAL = bytes(SEAL_BYTES)
+
+REG_DTYPE = np.dtype([("addr", "<u8"), ("value", "<u4")])
+"""One configuration register of the ``regs`` section: physical address, value."""
 
 
 class CheckpointError(ValueError):
-    """A checkpoint file that cannot be used here: corrupt, truncated, or for another
-    target, hardware version or model (the message names which)."""
+    """A checkpoint file that cannot be used here: corrupt, truncated, oversized, or for
+    another target, hardware version or model (the message names which)."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What a checkpoint of one target may hold: every size in a file is checked against
+    these before anything is allocated or inflated."""
+
+    target: str
+    memories: Mapping[str, int]  # memories kept in files (not the OCM: it is in the model)
+    registers: frozenset[int]  # physical addresses of the configuration registers
+    model_state_bytes: int  # the largest model state
+
+    @classmethod
+    def for_target(cls, cfg: TargetConfig, model_state_bytes: int = MAX_MODEL_STATE) -> Limits:
+        regs = frozenset(
+            base + reg.offset
+            for base, block in ((cfg.npu_base, NPU), (cfg.dma_base, DMA))
+            for reg in configuration_registers(block)
+        )
+        files = {m.name: m.size for m in cfg.memories if m.name != "ocm"}
+        return cls(cfg.name, files, regs, model_state_bytes)
+
+    def max_file_bytes(self) -> int:
+        """The largest file: every page touched and stored raw, every section at its
+        largest, the header and the trailer."""
+        pages = sum(self.memories.values()) // PAGE
+        regs = len(self.registers) * REG_DTYPE.itemsize
+        return pages * (PAGE + 4) + self.model_state_bytes + regs + MAX_HEADER + 4096
+
+
+def max_file_bytes(cfg: TargetConfig) -> int:
+    """The largest checkpoint file a device of `cfg` can have."""
+    return Limits.for_target(cfg).max_file_bytes()
+
+
+MAX_FILE_BYTES = max(max_file_bytes(cfg) for cfg in TARGETS.values())
+"""The largest checkpoint file of any target (a reader with no server to ask)."""
+
+
+@dataclass(frozen=True)
+class _Stored:
+    """A section as the file stores it; decoded a step at a time, never past `size`."""
+
+    name: str
+    codec: str
+    size: int
+    data: memoryview
+
+    def chunks(self) -> Iterator[bytes | memoryview]:
+        """The decoded bytes in steps of at most `_STEP`.
+
+        Raises:
+            CheckpointError: the stream is cut, longer than `size`, or not zlib.
+        """
+        if self.codec == "raw":
+            if len(self.data) != self.size:
+                raise CheckpointError(
+                    f"section {self.name!r}: {len(self.data)} bytes stored raw where the "
+                    f"header says {self.size}"
+                )
+            for pos in range(0, self.size, _STEP):
+                yield self.data[pos : pos + _STEP]
+            return
+        d = zlib.decompressobj()
+        produced = 0
+        try:
+            for pos in range(0, len(self.data), _STEP):
+                pending: bytes | memoryview = self.data[pos : pos + _STEP]
+                while pending and not d.eof:
+                    out = d.decompress(pending, _STEP)
+                    produced += len(out)
+                    if produced > self.size:
+                        raise CheckpointError(
+                            f"section {self.name!r}: its zlib stream inflates past the "
+                            f"{self.size} bytes the header says"
+                        )
+                    if out:
+                        yield out
+                    pending = d.unconsumed_tail
+                if d.eof:
+                    break
+            rest = d.flush()  # what the last step held back (at most zlib's window)
+        except zlib.error as exc:
+            raise CheckpointError(
+                f"section {self.name!r}: its zlib stream is corrupt: {exc}"
+            ) from None
+        produced += len(rest)
+        if produced > self.size:
+            raise CheckpointError(f"section {self.name!r}: inflates past {self.size} bytes")
+        if rest:
+            yield rest
+        if not d.eof or d.unused_data or produced != self.size:
+            raise CheckpointError(
+                f"section {self.name!r}: its zlib stream is cut or too long "
+                f"({produced} bytes where the header says {self.size})"
+            )
+
+    def read(self) -> bytes:
+        """All of it (small sections only: the model state, the registers)."""
+        return b"".join(bytes(c) for c in self.chunks())
 
 
 @dataclass
 class MemoryImage:
-    """The non-zero pages of one memory: sorted page numbers and their bytes."""
+    """The non-zero pages of one memory: sorted page numbers, and their bytes, either held
+    (`data`: a checkpoint taken here) or in a file's section (`source`, inflated on use)."""
 
     name: str
     size: int
     pages: np.ndarray  # uint32 page numbers, ascending
-    data: bytes  # len(pages) * PAGE bytes
+    data: bytes | None = None
+    source: _Stored | None = None
 
     def touched_bytes(self) -> int:
         return len(self.pages) * PAGE
 
+    def blocks(self, pages_per_block: int = 256) -> Iterator[tuple[np.ndarray, memoryview]]:
+        """(page numbers, their bytes) in order, `pages_per_block` pages at a time."""
+        if self.data is not None:
+            view = memoryview(self.data)
+            for i in range(0, len(self.pages), pages_per_block):
+                yield (
+                    self.pages[i : i + pages_per_block],
+                    view[i * PAGE : (i + pages_per_block) * PAGE],
+                )
+            return
+        assert self.source is not None
+        skip = 4 * len(self.pages)  # the page numbers, ahead of the pages
+        block = bytearray()
+        done = 0
+        for chunk in self.source.chunks():
+            chunk = memoryview(chunk)
+            if skip:
+                cut = min(skip, len(chunk))
+                chunk, skip = chunk[cut:], skip - cut
+            block += chunk
+            while len(block) >= pages_per_block * PAGE:
+                yield (
+                    self.pages[done : done + pages_per_block],
+                    memoryview(bytes(block[: pages_per_block * PAGE])),
+                )
+                del block[: pages_per_block * PAGE]
+                done += pages_per_block
+        if block:
+            yield self.pages[done:], memoryview(bytes(block))
 
-def memory_image(name: str, fd: int, size: int) -> MemoryImage:
-    """Read the non-zero pages of the memory file `fd` (`size` bytes). Holes (never
-    written pages of a sparse file) are skipped without reading them (SEEK_DATA)."""
-    pages: list[np.ndarray] = []
-    chunks: list[bytes] = []
-    with mmap.mmap(fd, size, prot=mmap.PROT_READ) as mm:
-        for start, end in _data_extents(fd, size):
-            first, last = start // PAGE, -(-end // PAGE)
-            block = np.frombuffer(mm, np.uint8, (last - first) * PAGE, first * PAGE)
-            nonzero = np.flatnonzero(block.view(np.uint64).reshape(-1, PAGE // 8).any(axis=1))
-            if len(nonzero):
-                pages.append((nonzero + first).astype(np.uint32))
-                chunks.append(block.reshape(-1, PAGE)[nonzero].tobytes())
-            del block  # no export of the mapping may outlive it
-    index = np.concatenate(pages) if pages else np.zeros(0, np.uint32)
-    return MemoryImage(name, size, index, b"".join(chunks))
-
-
-def _data_extents(fd: int, size: int) -> list[tuple[int, int]]:
-    """Page-aligned (start, end) spans of `fd` that may hold data (all of it where the
-    file system cannot tell holes)."""
-    spans = []
-    pos = 0
-    try:
-        while pos < size:
-            try:
-                start = os.lseek(fd, pos, os.SEEK_DATA)
-            except OSError:  # ENXIO: no data after pos
-                break
-            end = min(os.lseek(fd, start, os.SEEK_HOLE), size)
-            start -= start % PAGE
-            spans.append((start, end))
-            pos = end
-    except (AttributeError, OSError):
-        return [(0, size)]
-    return spans
-
-
-def write_memory_image(fd: int, image: MemoryImage) -> None:
-    """Make the memory file `fd` hold exactly `image`: every page zero (the file's blocks
-    freed), then the image's pages written."""
-    _zero_file(fd, image.size)
-    if not len(image.pages):
-        return
-    with mmap.mmap(fd, image.size) as mm:
-        view = np.frombuffer(mm, dtype=np.uint8).reshape(-1, PAGE)
-        view[image.pages.astype(np.int64)] = np.frombuffer(image.data, np.uint8).reshape(-1, PAGE)
-        del view
-
-
-def _zero_file(fd: int, size: int) -> None:
-    """Zero the file and free its blocks: punch one hole over all of it (the size stays),
-    or, where the file system cannot, cut it to nothing and grow it back."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    punch = _FALLOC_FL_PUNCH_HOLE | _FALLOC_FL_KEEP_SIZE
-    if libc.fallocate(fd, punch, ctypes.c_long(0), ctypes.c_long(size)) == 0:
-        return
-    os.ftruncate(fd, 0)
-    os.ftruncate(fd, size)
+    def same_bytes(self, other: MemoryImage) -> bool:
+        if not np.array_equal(self.pages, other.pages):
+            return False
+        return all(
+            bytes(a[1]) == bytes(b[1]) for a, b in zip(self.blocks(), other.blocks(), strict=True)
+        )
 
 
 @dataclass
 class Checkpoint:
-    """A device's state: the model's saved state and the memories' non-zero pages."""
+    """A device's state: the model's saved state, the configuration registers and the
+    memories' non-zero pages; for a parsed file also its digest and seal."""
 
     target: str
     model_digest: str
     cycle: int
     model_state: bytes
     memories: list[MemoryImage]
+    registers: np.ndarray = field(default_factory=lambda: np.zeros(0, REG_DTYPE))
     hw_version: str = ".".join(map(str, HW_VERSION))
     device: str = ""
     created: float = field(default_factory=time.time)
+    seal_key_id: str = ""  # the key id the file names ("": unsealed)
+    seal: bytes = _NO_SEAL
+    digest: bytes = b""  # sha256 of the parsed file's body
+    format: int = FORMAT
 
     # ------------------------------------------------------------------ writing
-    def to_bytes(self) -> bytes:
-        """The file's bytes."""
+    def to_bytes(self, key: SealKey | None = None) -> bytes:
+        """The file's bytes, sealed with `key` (None: unsealed)."""
         sections: list[dict[str, Any]] = []
         payloads: list[bytes] = []
         for name, raw, extra in self._raw_sections():
@@ -202,94 +285,147 @@ class Checkpoint:
                 "cycle": self.cycle,
                 "device": self.device,
                 "created": self.created,
+                "seal_key": key.key_id if key is not None else "",
                 "sections": sections,
             },
             sort_keys=True,
         ).encode()
         body = b"".join([MAGIC, _LEN.pack(len(header)), header, *payloads])
-        return body + hashlib.sha256(body).digest()
+        digest = hashlib.sha256(body).digest()
+        return body + digest + (key.seal(digest) if key is not None else _NO_SEAL)
 
     def _raw_sections(self) -> list[tuple[str, bytes, dict[str, Any]]]:
         out: list[tuple[str, bytes, dict[str, Any]]] = [("model", self.model_state, {})]
+        regs = np.asarray(self.registers, REG_DTYPE)
+        out.append(("regs", regs.tobytes(), {"count": len(regs)}))
         for m in self.memories:
-            raw = m.pages.astype("<u4").tobytes() + m.data
+            data = b"".join(bytes(b) for _, b in m.blocks())
+            raw = m.pages.astype("<u4").tobytes() + data
             out.append((f"mem:{m.name}", raw, {"memory_size": m.size, "pages": len(m.pages)}))
         return out
 
     # ------------------------------------------------------------------ reading
     @classmethod
-    def parse(cls, data: bytes | bytearray | memoryview) -> Checkpoint:
-        """Check and decode a checkpoint file's bytes.
+    def parse(
+        cls, data: bytes | bytearray | memoryview, limits: Limits | None = None
+    ) -> Checkpoint:
+        """Check and decode a checkpoint file's bytes (kept referenced: memory pages are
+        inflated from them on use).
+
+        Args:
+            data: The file.
+            limits: What the file may hold; None: what the target it names allows, with
+                any model state up to `MAX_MODEL_STATE`.
 
         Raises:
-            CheckpointError: not a checkpoint, corrupt or truncated (the message says where).
+            CheckpointError: not a checkpoint, corrupt, truncated or oversized (the message
+                names the field).
         """
-        data = memoryview(data)
-        if len(data) < len(MAGIC) + _LEN.size + _DIGEST or bytes(data[: len(MAGIC)]) != MAGIC:
-            raise CheckpointError("not a device checkpoint (no NPUCKPT1 magic at its start)")
-        if hashlib.sha256(data[:-_DIGEST]).digest() != bytes(data[-_DIGEST:]):
+        data = memoryview(data).cast("B")
+        fmt = _format_of(data)
+        trailer = _DIGEST + (SEAL_BYTES if fmt >= 2 else 0)
+        if len(data) < len(MAGIC) + _LEN.size + trailer:
+            raise CheckpointError(f"the checkpoint is truncated ({len(data)} bytes)")
+        body_end = len(data) - trailer
+        digest = hashlib.sha256(data[:body_end]).digest()
+        if digest != bytes(data[body_end : body_end + _DIGEST]):
             raise CheckpointError(
                 "the checkpoint is corrupt or truncated: its sha256 does not match "
                 f"({len(data)} bytes)"
             )
         (hlen,) = _LEN.unpack_from(data, len(MAGIC))
         start = len(MAGIC) + _LEN.size
-        if hlen > MAX_HEADER or start + hlen > len(data) - _DIGEST:
-            raise CheckpointError(f"the checkpoint's header length {hlen} is impossible")
-        try:
-            head = json.loads(bytes(data[start : start + hlen]))
-        except ValueError as exc:
-            raise CheckpointError(f"the checkpoint's header is not JSON: {exc}") from None
-        if not isinstance(head, dict) or head.get("format") != FORMAT:
-            got = head.get("format") if isinstance(head, dict) else None
-            raise CheckpointError(f"checkpoint format {got!r}; this server reads format {FORMAT}")
-        try:
-            return cls._decode(head, data[start + hlen : len(data) - _DIGEST])
-        except (KeyError, TypeError, ValueError, zlib.error) as exc:
-            if isinstance(exc, CheckpointError):
-                raise
-            raise CheckpointError(f"the checkpoint's sections are malformed: {exc}") from None
+        if hlen > MAX_HEADER or start + hlen > body_end:
+            raise CheckpointError(
+                f"the checkpoint's header length {hlen} is impossible (at most {MAX_HEADER})"
+            )
+        head = _header(bytes(data[start : start + hlen]), fmt)
+        if limits is None:
+            limits = Limits.for_target(target(head["target"]))
+        elif head["target"] != limits.target:
+            raise CheckpointError(
+                f"the checkpoint is of a {head['target']} device; this device is {limits.target}"
+            )
+        ckpt = cls(
+            target=head["target"],
+            model_digest=head["model"],
+            cycle=head["cycle"],
+            model_state=b"",
+            memories=[],
+            hw_version=head["hw_version"],
+            device=head["device"],
+            created=head["created"],
+            seal_key_id=head["seal_key"],
+            seal=bytes(data[body_end + _DIGEST :]) if fmt >= 2 else _NO_SEAL,
+            digest=digest,
+            format=fmt,
+        )
+        ckpt._read_sections(head["sections"], data[start + hlen : body_end], limits)
+        return ckpt
 
-    @classmethod
-    def _decode(cls, head: dict[str, Any], body: memoryview) -> Checkpoint:
+    def _read_sections(self, sections: list[dict[str, Any]], body: memoryview, lim: Limits) -> None:
         pos = 0
-        model_state = b""
-        memories: list[MemoryImage] = []
-        for sec in head["sections"]:
-            stored = int(sec["stored"])
-            if stored < 0 or pos + stored > len(body):
-                raise CheckpointError(f"section {sec.get('name')!r} runs past the file's end")
-            raw = _decode(sec["codec"], body[pos : pos + stored], int(sec["size"]), sec["name"])
-            pos += stored
-            if sec["name"] == "model":
-                model_state = raw
-                continue
-            if not str(sec["name"]).startswith("mem:"):
-                raise CheckpointError(f"unknown section {sec['name']!r}")
-            memories.append(_memory_section(sec, raw))
+        seen: set[str] = set()
+        for sec in sections:
+            name = sec["name"]
+            if name in seen:
+                raise CheckpointError(f"section {name!r} appears twice")
+            seen.add(name)
+            stored = _Stored(name, sec["codec"], sec["size"], body[pos : pos + sec["stored"]])
+            if pos + sec["stored"] > len(body):
+                raise CheckpointError(f"section {name!r} runs past the file's end")
+            pos += sec["stored"]
+            if name == "model":
+                if not 0 < stored.size <= lim.model_state_bytes:
+                    raise CheckpointError(
+                        f"section 'model': {stored.size} bytes; this model's state is at most "
+                        f"{lim.model_state_bytes}"
+                    )
+                self.model_state = stored.read()
+            elif name == "regs":
+                self.registers = _registers(sec, stored, lim)
+            elif name.startswith("mem:"):
+                self.memories.append(_memory(sec, stored, lim))
+            else:
+                raise CheckpointError(f"unknown section {name!r}")
         if pos != len(body):
             raise CheckpointError(f"{len(body) - pos} bytes after the last section")
-        if not model_state:
+        if not self.model_state:
             raise CheckpointError("the checkpoint has no model state")
-        return cls(
-            target=str(head["target"]),
-            model_digest=str(head["model"]),
-            cycle=int(head["cycle"]),
-            model_state=model_state,
-            memories=memories,
-            hw_version=str(head["hw_version"]),
-            device=str(head.get("device", "")),
-            created=float(head.get("created", 0.0)),
-        )
 
-    def check_fits(self, target: TargetConfig, model_digest: str) -> None:
+    # ------------------------------------------------------------------ using
+    def authenticate(self, key: SealKey) -> str | None:
+        """None when `key` sealed this file (its model state is the server's own), else
+        why not, in words."""
+        if self.format < 2 or not self.seal_key_id:
+            return "is not sealed (taken by another tool or an older npu-emu)"
+        if self.seal_key_id != key.key_id:
+            return (
+                f"is sealed by another server's key (key id {self.seal_key_id}; this "
+                f"server's is {key.key_id})"
+            )
+        if not key.verifies(self.digest, self.seal):
+            return "has a seal that does not match its contents (the file was changed)"
+        return None
+
+    def check_portable(self, cfg: TargetConfig) -> None:
+        """Refuse a checkpoint whose memories do not fit a device of `cfg`."""
+        if self.target != cfg.name:
+            raise CheckpointError(
+                f"the checkpoint is of a {self.target} device; this device is {cfg.name}"
+            )
+        for m in self.memories:
+            size = cfg.memory(m.name).size if cfg.has_memory(m.name) else None
+            if size != m.size:
+                raise CheckpointError(
+                    f"the checkpoint's memory {m.name} is {m.size} bytes; this device's is {size}"
+                )
+
+    def check_fits(self, cfg: TargetConfig, model_digest: str) -> None:
         """Refuse a checkpoint of another target, hardware version or model build (the
         saved state of one verilated build means nothing to another)."""
+        self.check_portable(cfg)
         here = ".".join(map(str, HW_VERSION))
-        if self.target != target.name:
-            raise CheckpointError(
-                f"the checkpoint is of a {self.target} device; this device is {target.name}"
-            )
         if self.hw_version != here:
             raise CheckpointError(
                 f"the checkpoint is of hardware version {self.hw_version}; this device is {here}"
@@ -299,24 +435,20 @@ class Checkpoint:
                 f"the checkpoint was taken on model build {self.model_digest}; this device "
                 f"runs build {model_digest} (another RTL or tool version: take a new one)"
             )
-        for m in self.memories:
-            size = target.memory(m.name).size if _has_memory(target, m.name) else None
-            if size != m.size:
-                raise CheckpointError(
-                    f"the checkpoint's memory {m.name} is {m.size} bytes; this device's is {size}"
-                )
 
     def same_state(self, other: Checkpoint) -> str | None:
-        """None when `other` holds the same device state (model state and every memory's
-        pages; names, times and cycles aside), else what differs first."""
+        """None when `other` holds the same device state (model state, registers and every
+        memory's pages; names, times and cycles aside), else what differs first."""
         if self.model_state != other.model_state:
             a, b = self.model_state, other.model_state
             at = next((i for i in range(min(len(a), len(b))) if a[i] != b[i]), min(len(a), len(b)))
             return f"the model's state (byte {at} of {len(a)})"
+        if not np.array_equal(self.registers, other.registers):
+            return "the configuration registers"
         mine = {m.name: m for m in self.memories}
         for m in other.memories:
             own = mine.pop(m.name, None)
-            if own is None or not np.array_equal(own.pages, m.pages) or own.data != m.data:
+            if own is None or not own.same_bytes(m):
                 return f"memory {m.name}"
         if mine:
             return f"memory {next(iter(mine))}"
@@ -331,33 +463,151 @@ class Checkpoint:
             "device": self.device,
             "cycle": self.cycle,
             "created": self.created,
+            "sealed_by": self.seal_key_id or None,
             "model_state_bytes": len(self.model_state),
+            "registers": len(self.registers),
             "memories": {
                 m.name: {"size": m.size, "touched": m.touched_bytes()} for m in self.memories
             },
         }
 
 
-def max_file_bytes(target: TargetConfig) -> int:
-    """The largest checkpoint file a device of `target` can have (every page touched, a
-    page number each, stored raw), plus room for the model's state."""
-    pages = sum(m.size for m in target.memories if m.name != "ocm") // PAGE
-    return pages * (PAGE + 4) + (64 << 20)
+# ---------------------------------------------------------------------- the header
+def _format_of(data: memoryview) -> int:
+    magic = bytes(data[: len(MAGIC)])
+    if magic == MAGIC:
+        return FORMAT
+    if magic == MAGIC_V1:
+        return 1
+    raise CheckpointError("not a device checkpoint (no NPUCKPT magic at its start)")
 
 
-def _has_memory(target: TargetConfig, name: str) -> bool:
-    return any(m.name == name for m in target.memories)
+# Header fields: (type, required). JSON numbers of the wrong kind, strings for numbers or
+# nested values are refused here, so nothing below meets a surprise.
+_HEADER_FIELDS: dict[str, tuple[type | tuple[type, ...], bool]] = {
+    "format": (int, True),
+    "target": (str, True),
+    "hw_version": (str, True),
+    "model": (str, True),
+    "cycle": (int, True),
+    "device": (str, False),
+    "created": ((int, float), False),
+    "seal_key": (str, False),
+    "sections": (list, True),
+}
+_SECTION_FIELDS: dict[str, tuple[type, bool]] = {
+    "name": (str, True),
+    "codec": (str, True),
+    "stored": (int, True),
+    "size": (int, True),
+    "memory_size": (int, False),
+    "pages": (int, False),
+    "count": (int, False),
+}
+_MAX_TEXT = 256  # characters of a header string
 
 
-def _memory_section(sec: dict[str, Any], raw: bytes) -> MemoryImage:
-    name = str(sec["name"])[4:]
-    size, count = int(sec["memory_size"]), int(sec["pages"])
-    if size <= 0 or size % PAGE or count < 0 or len(raw) != count * (4 + PAGE):
-        raise CheckpointError(f"memory section {name!r}: {count} pages do not fit {len(raw)} bytes")
-    pages = np.frombuffer(raw, dtype="<u4", count=count).astype(np.uint32)
+def _header(raw: bytes, fmt: int) -> dict[str, Any]:
+    try:
+        head = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        what = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)[:120]
+        raise CheckpointError(f"the checkpoint's header is not JSON: {what}") from None
+    if not isinstance(head, dict):
+        raise CheckpointError("the checkpoint's header is not a JSON object")
+    _check_fields("the header", head, _HEADER_FIELDS)
+    if head["format"] != fmt:
+        raise CheckpointError(
+            f"checkpoint format {head['format']!r} under a format-{fmt} magic; this server "
+            f"reads formats 1 and {FORMAT}"
+        )
+    if head["target"] not in TARGETS:
+        raise CheckpointError(
+            f"the checkpoint names target {head['target']!r} (known: {', '.join(TARGETS)})"
+        )
+    if head["cycle"] < 0 or head.get("created", 0) < 0:
+        raise CheckpointError("the checkpoint's cycle or time is negative")
+    key_id = head.setdefault("seal_key", "")
+    if key_id and (len(key_id) != KEY_ID_HEX or any(c not in "0123456789abcdef" for c in key_id)):
+        raise CheckpointError(f"the checkpoint's seal key id {key_id[:40]!r} is malformed")
+    head.setdefault("device", "")
+    head["created"] = float(head.get("created", 0.0))
+    sections = head["sections"]
+    if not 0 < len(sections) <= MAX_SECTIONS:
+        raise CheckpointError(
+            f"the checkpoint lists {len(sections)} sections (1 to {MAX_SECTIONS})"
+        )
+    for i, sec in enumerate(sections):
+        if not isinstance(sec, dict):
+            raise CheckpointError(f"the checkpoint's section {i} is not a JSON object")
+        _check_fields(f"section {i}", sec, _SECTION_FIELDS)
+        if sec["codec"] not in ("raw", "zlib"):
+            raise CheckpointError(f"section {sec['name']!r}: unknown codec {sec['codec'][:20]!r}")
+        if sec["stored"] < 0 or sec["size"] < 0:
+            raise CheckpointError(f"section {sec['name']!r}: a negative size")
+    return head
+
+
+def _check_fields(where: str, obj: dict[str, Any], fields: Mapping[str, tuple[Any, bool]]) -> None:
+    for name, (kind, required) in fields.items():
+        if name not in obj:
+            if required:
+                raise CheckpointError(f"{where} of the checkpoint has no {name!r}")
+            continue
+        value = obj[name]
+        # bool is an int to Python, never to this format.
+        if isinstance(value, bool) or not isinstance(value, kind):
+            raise CheckpointError(f"{where} of the checkpoint: {name!r} is {type(value).__name__}")
+        if isinstance(value, str) and len(value) > _MAX_TEXT:
+            raise CheckpointError(f"{where} of the checkpoint: {name!r} is too long")
+
+
+# ---------------------------------------------------------------------- the sections
+def _registers(sec: dict[str, Any], stored: _Stored, lim: Limits) -> np.ndarray:
+    count = sec.get("count", -1)
+    if not 0 <= count <= len(lim.registers) or stored.size != count * REG_DTYPE.itemsize:
+        raise CheckpointError(
+            f"section 'regs': {count} registers in {stored.size} bytes (this target has "
+            f"{len(lim.registers)} configuration registers)"
+        )
+    regs = np.frombuffer(stored.read(), REG_DTYPE).copy()
+    bad = [int(a) for a in regs["addr"] if int(a) not in lim.registers]
+    if bad:
+        raise CheckpointError(
+            f"section 'regs': {bad[0]:#x} is not a configuration register of this target"
+        )
+    if len(np.unique(regs["addr"])) != len(regs):
+        raise CheckpointError("section 'regs': a register appears twice")
+    return regs
+
+
+def _memory(sec: dict[str, Any], stored: _Stored, lim: Limits) -> MemoryImage:
+    name = sec["name"][4:]
+    if name not in lim.memories:
+        raise CheckpointError(
+            f"memory section {name[:40]!r}: this target's memories are {', '.join(lim.memories)}"
+        )
+    size, count = sec.get("memory_size", -1), sec.get("pages", -1)
+    if size != lim.memories[name]:
+        raise CheckpointError(
+            f"memory section {name!r}: memory_size {size}; this target's {name} is "
+            f"{lim.memories[name]} bytes"
+        )
+    if not 0 <= count <= size // PAGE or stored.size != count * (4 + PAGE):
+        raise CheckpointError(
+            f"memory section {name!r}: {count} pages do not fit {stored.size} bytes "
+            f"(at most {size // PAGE} pages)"
+        )
+    index = bytearray()
+    total = 0
+    for chunk in stored.chunks():  # the one pass: sizes, stream, and the page numbers
+        total += len(chunk)
+        if len(index) < 4 * count:
+            index += bytes(chunk[: 4 * count - len(index)])
+    pages = np.frombuffer(bytes(index), "<u4").astype(np.uint32)
     if count and (pages[-1] >= size // PAGE or np.any(np.diff(pages.astype(np.int64)) <= 0)):
         raise CheckpointError(f"memory section {name!r}: page numbers out of order or range")
-    return MemoryImage(name, size, pages, raw[4 * count :])
+    return MemoryImage(name, size, pages, None, stored)
 
 
 def _encode(raw: bytes) -> tuple[str, bytes]:
@@ -366,103 +616,3 @@ def _encode(raw: bytes) -> tuple[str, bytes]:
         return "raw", raw
     packed = zlib.compress(raw, 1)
     return ("zlib", packed) if len(packed) <= len(raw) * (1 - _ZLIB_MIN_SAVING) else ("raw", raw)
-
-
-def _decode(codec: str, stored: memoryview, size: int, name: str) -> bytes:
-    if codec == "raw":
-        raw = bytes(stored)
-    elif codec == "zlib":
-        d = zlib.decompressobj()
-        raw = d.decompress(stored, size + 1)
-        if not d.eof:
-            raise CheckpointError(f"section {name!r}: its zlib stream is cut or too long")
-    else:
-        raise CheckpointError(f"section {name!r}: unknown codec {codec!r}")
-    if len(raw) != size:
-        raise CheckpointError(f"section {name!r}: {len(raw)} bytes where the header says {size}")
-    return raw
-
-
-# ---------------------------------------------------------------------- on a device
-WorkerCall = Callable[..., Awaitable[dict[str, Any]]]
-
-
-async def take(
-    device: SimDevice, call: WorkerCall, wait_cycles: int = 0
-) -> tuple[Checkpoint, dict[str, Any]]:
-    """Take `device`'s checkpoint: the worker saves the model's state (engines idle, or it
-    waits up to `wait_cycles` for them), then the memories are read here. `call` is how
-    worker requests go (the lease holder's `SimDevice.call`, bound to its lease). Returns
-    the checkpoint and the worker's reply (its cycle and instant: a recording keeps them)."""
-    path = _state_path(device)
-    try:
-        reply = await call(Op.MODEL_SAVE, path=str(path), max_cycles=wait_cycles)
-        state = path.read_bytes()
-    finally:
-        path.unlink(missing_ok=True)
-    fds = _own_fds(device)
-
-    def read() -> list[MemoryImage]:
-        try:
-            return [memory_image(name, fd, size) for name, (fd, size) in fds.items()]
-        finally:
-            _close(fds)
-
-    taken = Checkpoint(
-        target=device.target.name,
-        model_digest=device.model.digest,
-        cycle=int(reply["cycles"]),
-        model_state=state,
-        memories=await asyncio.to_thread(read),
-        device=device.name,
-    )
-    return taken, reply
-
-
-async def apply(device: SimDevice, checkpoint: Checkpoint, call: WorkerCall) -> dict[str, Any]:
-    """Put `checkpoint` into `device`: the worker restores the model's state, then every
-    memory file is made to hold the checkpoint's pages (memories it lacks are zeroed).
-    Returns the worker's reply (the cycle and instant it restored at). Checks that the
-    checkpoint fits first: a refused one changes nothing."""
-    checkpoint.check_fits(device.target, device.model.digest)
-    path = _state_path(device)
-    try:
-        path.write_bytes(checkpoint.model_state)
-        reply = await call(Op.MODEL_RESTORE, path=str(path), max_cycles=0)
-    finally:
-        path.unlink(missing_ok=True)
-    images = {m.name: m for m in checkpoint.memories}
-    fds = _own_fds(device)
-
-    def write() -> None:
-        try:
-            for name, (fd, size) in fds.items():
-                empty = MemoryImage(name, size, np.zeros(0, np.uint32), b"")
-                write_memory_image(fd, images.get(name, empty))
-        finally:
-            _close(fds)
-
-    await asyncio.to_thread(write)
-    return reply
-
-
-def _own_fds(device: SimDevice) -> dict[str, tuple[int, int]]:
-    """Duplicates of the device's memory files (and their sizes), taken with no await
-    since the worker's reply: the files of the lease that asked. Should that lease end
-    while a thread reads or writes them, the server renews the device's files and closes
-    its own descriptors; these keep pointing at the old files, never at a number the next
-    lease's files reuse."""
-    return {
-        name: (os.dup(fd), device.target.memory(name).size)
-        for name, fd in device.memory.fds.items()
-    }
-
-
-def _close(fds: dict[str, tuple[int, int]]) -> None:
-    for fd, _ in fds.values():
-        os.close(fd)
-
-
-def _state_path(device: SimDevice) -> Path:
-    """A fresh file name for the model's state, in the server's private folder."""
-    return device.folder / f"{device.name}-state-{secrets.token_hex(8)}.vlsave"

@@ -2,7 +2,9 @@
 
 `DeviceManager` owns N `SimDevice`s of one target. Each has its memory files, its worker
 process and its counters; the manager hands out leases, ends them (close, disconnect,
-time-to-live) and resets a device between holders: memory cleared, device reset.
+time-to-live) and gives the next holder a pristine device: the worker's model goes back to
+the state it had when new (every flop and SRAM, whatever the reset tree clears: the boot
+state, or ``serve --warm``'s), and the memory files are new ones.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 import grpc
 
-from npuemu.server import checkpoint
+from npuemu.server import checkpoint_device
 from npuemu.server.checkpoint import Checkpoint
+from npuemu.server.checkpoint_seal import SealKey
 from npuemu.server.device_log import DeviceLogHub
 from npuemu.server.errors import ServiceError
 from npuemu.server.leases import UNCLAIMED_TTL_S, Lease, LeaseTable, check_transition
@@ -31,16 +34,14 @@ from npuemu.server.worker_process import (
     WorkerUnavailableError,
 )
 from npuemu.sim.build import BuiltModel
-from npuemu.worker.protocol import Op, trace_request
-from xrt.hw import dma
+from npuemu.worker.protocol import Op, Refusal, trace_request
+from xrt.errors import ErrorCode
 from xrt.hw.config import TargetConfig
-from xrt.hw.regops import to_row
 from xrt.hw.wire import (
     REASON_BUSY,
     REASON_RESETTING,
     REASON_RESTARTING,
     DeviceState,
-    RegisterStatus,
 )
 from xrt.regtrace import RegisterTraceLog
 
@@ -50,9 +51,6 @@ if TYPE_CHECKING:
 __all__ = ["DeviceManager", "SimDevice"]
 
 log = logging.getLogger("npuemu.server")
-
-# The worker's refusal of a checkpoint while an engine runs (npuemu.worker.sim_main).
-_BUSY_ERROR = "DeviceBusyError:"
 
 DEFAULT_CALL_TIMEOUT_S = 30.0  # watchdog on any worker request
 RESTART_BACKOFF_S = (0.5, 1.0, 2.0, 5.0, 15.0, 30.0)  # then every 30 s, for ever
@@ -141,19 +139,26 @@ class SimDevice:
     async def start(self) -> None:
         self.worker = self._new_worker()
         await self.worker.start()
-        await self._warm_up(self.worker)
+        await self._set_pristine(self.worker)
+        await self._warm_memories()
         self.state = DeviceState.FREE
 
-    async def _warm_up(self, worker: WorkerProcess) -> None:
-        """Give the next lease the server's warm state (serve --warm) instead of reset's:
-        the checkpoint's registers, engines and memories."""
+    async def _set_pristine(self, worker: WorkerProcess) -> None:
+        """Make the state every lease starts from the server's warm one (serve --warm: the
+        checkpoint's registers and engines) instead of the boot state the worker took."""
         if self.warm is None:
             return
 
         async def call(op: str, **args: Any) -> dict:
             return await worker.call(op, self.watchdog_s, **args)
 
-        await checkpoint.apply(self, self.warm, call)
+        await checkpoint_device.restore_model_state(self, self.warm.model_state, call)
+        await worker.call(Op.PRISTINE_SAVE, self.watchdog_s)
+
+    async def _warm_memories(self) -> None:
+        """The warm checkpoint's memories into the (new, zero) memory files."""
+        if self.warm is not None:
+            await checkpoint_device.write_memories(self, self.warm)
 
     @property
     def in_call(self) -> bool:
@@ -220,9 +225,14 @@ class SimDevice:
             self.schedule_restart(str(exc))
             raise ServiceError(grpc.StatusCode.UNAVAILABLE, str(exc)) from exc
         except WorkerError as exc:
-            if _BUSY_ERROR in str(exc):  # a checkpoint while an engine runs: the caller's to fix
-                message = str(exc).split(_BUSY_ERROR, 1)[1].strip()
-                raise ServiceError(grpc.StatusCode.FAILED_PRECONDITION, message) from None
+            if exc.refusal == Refusal.BUSY:  # a checkpoint while an engine runs
+                raise ServiceError(grpc.StatusCode.FAILED_PRECONDITION, exc.detail) from None
+            if exc.refusal == Refusal.BAD_STATE:  # a model state that is not this model's
+                raise ServiceError(
+                    grpc.StatusCode.INVALID_ARGUMENT,
+                    f"checkpoint refused, nothing changed: {exc.detail}",
+                    xrt_code=ErrorCode.LOAD_FAILED,
+                ) from None
             raise ServiceError(grpc.StatusCode.INTERNAL, str(exc)) from exc
         finally:
             self._holder_calls -= 1
@@ -315,8 +325,9 @@ class SimDevice:
                         self._forget_all(self.memory.renew())
                     worker = self._new_worker()
                     await worker.start()
+                    await self._set_pristine(worker)
                     if self.lease is None:
-                        await self._warm_up(worker)
+                        await self._warm_memories()
                 except Exception as exc:  # any failure: report it and try again later
                     self.failed_restarts += 1
                     self.fault = str(exc).splitlines()[0][:300] if str(exc) else repr(exc)
@@ -404,10 +415,13 @@ class SimDevice:
             self.memory.forget(fd)
 
     async def clear_after_lease(self) -> None:
-        """A lease has ended: stop the engines (cancel the request in flight, reset), THEN
-        clear every memory, so no beat in flight lands after the clearing. On any failure
-        the worker is killed (its engines stop with it) and the restart clears the memory
-        again (it retries until that works, and reports what keeps failing)."""
+        """A lease has ended: stop what runs (cancel the request in flight), put the model
+        back to its pristine state (every flop and SRAM, the engines idle), THEN give the
+        device new memory files, so no beat in flight lands after the clearing. A model
+        that cannot save its state (coverage builds) is replaced by a new worker instead.
+        On any failure the worker is killed (its engines stop with it) and the restart
+        clears the memory again (it retries until that works, and reports what keeps
+        failing)."""
         async with self.lock:
             if self.lease is not None:  # pragma: no cover - open() takes FREE devices only
                 return
@@ -422,10 +436,14 @@ class SimDevice:
                 self.state = DeviceState.RESETTING
                 worker.cancel_current()
                 await self._drop_ring(worker)  # before anything else: the next holder's device
+                if not worker.savable:
+                    await worker.kill()
+                    self.state = DeviceState.RESTARTING
+                    self._replace_worker("its model cannot save its state (a coverage build)")
+                    return
                 if "NPU_EMU_WAVES_DIR" in self.worker_env:  # this lease's window is not the next's
                     await worker.call(Op.WAVES_FORGET, self.watchdog_s)
-                # The reset stops the engines and zeroes their buffers (CORE_STATUS.WIPING).
-                await worker.call(Op.RESET, self.watchdog_s)
+                await worker.call(Op.PRISTINE_RESTORE, self.watchdog_s)
                 # Fresh memory files per lease: a descriptor or mapping anyone kept of the old
                 # ones (a former holder's local fast path) never sees the next holder.
                 old = self.memory.renew()
@@ -434,8 +452,7 @@ class SimDevice:
                         await worker.remap_memory(old_fd, self.memory.fds[name], self.watchdog_s)
                 finally:
                     self._forget_all(old)
-                await self._wipe_on_chip(worker)
-                await self._warm_up(worker)
+                await self._warm_memories()
                 self.state = DeviceState.FREE
             except Exception as exc:
                 log.error(
@@ -447,28 +464,12 @@ class SimDevice:
                 if not self._stopping:
                     self.schedule_restart_locked(f"clearing after a lease failed: {exc}")
 
-    async def _wipe_on_chip(self, worker: WorkerProcess) -> None:
-        """Zero on-chip memory (the OCM of ZG330: an SRAM inside the model, not a file) by a
-        DMA from the freshly zeroed udma, then reset the DMA's registers again."""
-        ocm = next((m for m in self.target.memories if m.name == "ocm"), None)
-        if ocm is None:
-            return
-        udma = self.target.memory("udma")
-        cycles = 4 * ocm.size  # far more than one 16-byte beat per cycle needs
-        base = self.target.dma_base
-        ops = dma.program_ops(base, dma.DmaTransfer(udma.base, ocm.base, ocm.size))
-        ops += dma.readout_ops(base, busy_wait_s=cycles / 1e6)
-        reply = await worker.call(
-            Op.BATCH, self.watchdog_s + cycles / 100_000, ops=[to_row(op) for op in ops]
-        )
-        results = reply["results"]
-        out = dma.decode_readout([v for _, v in results[-4:-1]])
-        if len(results) != len(ops) or any(s != RegisterStatus.OK for s, _ in results):
-            failed = RegisterStatus(results[-1][0]).name if results else "no result"
-            raise RuntimeError(f"wiping the OCM failed: {failed} after {len(results)} ops")
-        if not out.ok:
-            raise RuntimeError(f"wiping the OCM failed: DMA {out.describe()}")
-        await worker.call(Op.RESET, self.watchdog_s)
+    def _replace_worker(self, why: str) -> None:
+        """A new worker for the next holder (the old one is dead): the restart path, with
+        no error logged (this is how such a device ends every lease)."""
+        log.info("device %s: a new simulation worker for the next holder: %s", self.name, why)
+        if not self._stopping and not (self._restart_task and not self._restart_task.done()):
+            self._restart_task = asyncio.get_running_loop().create_task(self._restart())
 
     def schedule_restart_locked(self, reason: str) -> None:
         """`schedule_restart` from inside a transition (the state is RESTARTING already)."""
@@ -527,6 +528,10 @@ class DeviceManager:
         self._expiry_task: asyncio.Task[None] | None = None
         self._transitions: set[asyncio.Task[None]] = set()
         self.recordings: RecordingFolder | None = None  # --record (npuemu.server.recording)
+        # Checkpoints (npuemu.server.checkpoint_seal): the key that seals this server's, and
+        # whether it restores model states it did not seal (one user's own server).
+        self.seal_key = SealKey.generate()
+        self.allow_foreign_checkpoints = False
         # Device log capture: the holders' FollowDeviceLog streams (npuemu.server.device_log)
         self.device_log = DeviceLogHub(list(self.devices))
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import grpc
 
 from xrt.hw.config import TargetConfig
-from xrt.hw.wire import NO_PUSHBACK, RETRY_AFTER_KEY, RETRY_REASON_KEY
+from xrt.hw.wire import NO_PUSHBACK, RETRY_AFTER_KEY, RETRY_REASON_KEY, XRT_CODE_KEY
 
 __all__ = [
     "ServiceError",
@@ -35,6 +35,8 @@ class ServiceError(Exception):
     `retry_reason` (``xrt.hw.wire``: REASON_RESTARTING, REASON_BUSY) marks a
     refusal that changed nothing and will likely succeed after `retry_after_s`: it goes to
     the client in trailing metadata, which the runtime's bounded retry keys on.
+    `xrt_code` (an `xrt.errors.ErrorCode` number) is the manual's code for a refusal that
+    has one of its own; it goes to the client in trailing metadata too.
     """
 
     def __init__(
@@ -44,17 +46,21 @@ class ServiceError(Exception):
         *,
         retry_reason: str = "",
         retry_after_s: float = 0.0,
+        xrt_code: int = 0,
     ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.retry_reason = retry_reason
         self.retry_after_s = retry_after_s
+        self.xrt_code = xrt_code
 
     def trailing_metadata(self) -> tuple[tuple[str, str], ...]:
         """What goes with the status: gRPC's "do not retry" (the server's answers are
         never repeated blindly) and, when safe, the retry hint."""
         md: tuple[tuple[str, str], ...] = (NO_PUSHBACK,)
+        if self.xrt_code:
+            md += ((XRT_CODE_KEY, str(self.xrt_code)),)
         if self.retry_reason:
             md += (
                 (RETRY_REASON_KEY, self.retry_reason),

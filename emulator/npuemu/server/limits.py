@@ -40,6 +40,10 @@ __all__ = [
     "plan_descriptors",
 ]
 
+
+MIN_SIM_SPEED = 100_000
+"""Simulated cycles per second assumed for watchdog budgets (measured: about 1,000,000)."""
+
 log = logging.getLogger("npuemu.server")
 
 MAX_STREAMS_PER_LEASE = 4

@@ -19,7 +19,7 @@ from typing import TypeVar
 
 import grpc
 
-from npuemu.server import checkpoint
+from npuemu.server import checkpoint_service
 from npuemu.server.devices import DeviceManager, SimDevice
 from npuemu.server.errors import (
     ServiceError,
@@ -28,8 +28,7 @@ from npuemu.server.errors import (
     clip,
 )
 from npuemu.server.handlers import refuse_undecodable
-from npuemu.server.leases import Lease
-from npuemu.server.limits import StreamBudget
+from npuemu.server.limits import MIN_SIM_SPEED, StreamBudget
 from npuemu.server.local_handout import handout_socket
 from npuemu.worker.protocol import Op
 from xrt.hw.config import TargetConfig
@@ -53,7 +52,6 @@ log = logging.getLogger("npuemu.server")
 SERVER_VERSION = "0.1.0"
 HOLD_BEAT_S = 2.0
 DEFAULT_WAIT_MS = 10_000
-MIN_SIM_SPEED = 100_000  # cycles/s assumed for watchdog budgets (measured: ~1,000,000)
 
 # Rows of a batch, in `xrt.hw.regops.RegRow`'s field order (plain tuples: see there).
 _READ, _WRITE, _MASKED_WRITE, _POLL = (
@@ -462,29 +460,17 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
 
     # ------------------------------------------------------------------ checkpoints
     async def SaveCheckpoint(self, request, context) -> AsyncIterator[pb.SaveCheckpointResponse]:
+        """The device's checkpoint, sealed (`npuemu.server.checkpoint_service`), streamed."""
         try:
-            refuse_undecodable(request)
-            lease, d = self.m.use(request.lease_id)
-            taken, reply = await checkpoint.take(
-                d, d.bind(lease, request.wait_cycles / MIN_SIM_SPEED), request.wait_cycles
+            lease, d, data, cycle = await checkpoint_service.save_checkpoint(
+                self.m, request, context.peer()
             )
-            data = await asyncio.to_thread(taken.to_bytes)
-            self.m.check_live(lease)  # else the recording below is the next holder's
-            if d.recording is not None:
-                d.recording.checkpoint(saved=True, reply=reply, data=data)
         except ServiceError as exc:
             log.warning("SaveCheckpoint from %s: %s %s", context.peer(), exc.code.name, exc.message)
             await context.abort(exc.code, exc.message, exc.trailing_metadata())
         except Exception as exc:  # the server keeps serving; the caller learns what failed
             log.exception("SaveCheckpoint from %s failed", context.peer())
             await context.abort(grpc.StatusCode.INTERNAL, f"{type(exc).__name__}: {exc}")
-        log.info(
-            "%s saved a checkpoint of %s (%d bytes, cycle %d)",
-            lease.holder,
-            d.name,
-            len(data),
-            taken.cycle,
-        )
         view = memoryview(data)
         for pos in range(0, len(data), MAX_CHUNK):
             if not self.m.is_live(lease):  # nothing of it reaches the next holder
@@ -494,79 +480,14 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
             piece = view[pos : pos + MAX_CHUNK]
             if pos == 0:
                 yield pb.SaveCheckpointResponse(
-                    data=bytes(piece), total_bytes=len(data), cycles=taken.cycle
+                    data=bytes(piece), total_bytes=len(data), cycles=cycle
                 )
             else:
                 yield pb.SaveCheckpointResponse(data=bytes(piece))
 
     @_unary
     async def RestoreCheckpoint(self, request_iterator, context):
-        """The whole file is received and checked (checksum, format, target, hardware
-        version, model build) before the device is touched: a refused one changes nothing."""
-        admitted: list[tuple[str, int]] = []
-        try:
-            lease, d, data = await self._receive_checkpoint(request_iterator, admitted)
-            try:
-                ckpt = await asyncio.to_thread(checkpoint.Checkpoint.parse, data)
-                ckpt.check_fits(d.target, d.model.digest)
-            except checkpoint.CheckpointError as exc:
-                raise ServiceError(
-                    grpc.StatusCode.INVALID_ARGUMENT,
-                    f"checkpoint refused, nothing changed: {exc}",
-                ) from None
-            self.m.check_live(lease)
-            reply = await checkpoint.apply(d, ckpt, d.bind(lease))
-            # A lease that ended meanwhile: its (renewed) files took the pages, not the next
-            # holder's; the caller learns it was cut short.
-            self.m.check_live(lease)
-            if d.recording is not None:
-                d.recording.checkpoint(saved=False, reply=reply, data=bytes(data))
-        finally:
-            for lease_id, nbytes in admitted:
-                self.streams.release(lease_id, nbytes)
-        log.info("%s restored a checkpoint into %s (cycle %d)", lease.holder, d.name, ckpt.cycle)
-        return pb.RestoreCheckpointResponse(cycles=int(reply["cycles"]), saved_cycle=ckpt.cycle)
-
-    async def _receive_checkpoint(
-        self,
-        request_iterator: AsyncIterator[pb.RestoreCheckpointRequest],
-        admitted: list[tuple[str, int]],
-    ) -> tuple[Lease, SimDevice, bytearray]:
-        lease = d = None
-        total = 0
-        staged = bytearray()
-        async for msg in request_iterator:
-            refuse_undecodable(msg)
-            if lease is None:
-                lease, d = self.m.use(msg.lease_id)
-                total = msg.total_bytes
-                limit = checkpoint.max_file_bytes(d.target)
-                if not 0 < total <= limit:
-                    raise ServiceError(
-                        grpc.StatusCode.INVALID_ARGUMENT,
-                        f"a checkpoint of {total} bytes; a {d.target.name} device's is at most "
-                        f"{limit} (nothing changed)",
-                    )
-                self.streams.admit(lease.id, total)
-                admitted.append((lease.id, total))
-            else:
-                self.m.check_live(lease)
-            if len(msg.data) > MAX_CHUNK or len(staged) + len(msg.data) > total:
-                raise ServiceError(
-                    grpc.StatusCode.INVALID_ARGUMENT,
-                    f"the stream carries more than {MAX_CHUNK} bytes in a message or more "
-                    f"than the {total} bytes it declared (nothing changed)",
-                )
-            staged += msg.data
-            lease.touch()
-        if lease is None or d is None:
-            raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT, "empty RestoreCheckpoint stream")
-        if len(staged) != total:
-            raise ServiceError(
-                grpc.StatusCode.INVALID_ARGUMENT,
-                f"the stream declared {total} bytes but carried {len(staged)} (nothing changed)",
-            )
-        return lease, d, staged
+        return await checkpoint_service.restore_checkpoint(self.m, self.streams, request_iterator)
 
     @_unary
     async def ResetDevice(self, request, context):

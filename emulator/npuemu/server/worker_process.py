@@ -39,7 +39,7 @@ from typing import Any
 from npuemu.server.register_ring import ServerRing
 from npuemu.sim.build import BuiltModel
 from npuemu.sim.cocotb_run import simulator_env
-from npuemu.worker.protocol import ChannelClosedError, FrameProtocol, Op, frame
+from npuemu.worker.protocol import ChannelClosedError, FrameProtocol, Op, Refusal, frame
 from xrt.hw.regops import RegKind
 from xrt.hw.ring import RingSlot
 
@@ -55,7 +55,13 @@ class WorkerUnavailableError(Exception):
 
 
 class WorkerError(Exception):
-    """The worker answered that a request failed (a bug, not a device response)."""
+    """The worker answered that a request failed: a bug, not a device response, unless
+    `refusal` says the caller asked for something it must fix (`Refusal`)."""
+
+    def __init__(self, message: str, refusal: Refusal | None = None, detail: str = "") -> None:
+        super().__init__(message)
+        self.refusal = refusal
+        self.detail = detail or message  # the worker's own words
 
 
 class WorkerCancelledError(Exception):
@@ -99,6 +105,8 @@ class WorkerProcess:
         self._ring: ServerRing | None = None  # the server's register ring into the simulator
         self.on_exit: Callable[[str], None] | None = None  # told when the worker goes away
         self.cycles = 0
+        self.savable = False  # from its hello: it can save and restore its state
+        self.state_bytes = 0
 
     @property
     def busy(self) -> bool:
@@ -174,6 +182,8 @@ class WorkerProcess:
             child.close()
             fd_child.close()
         self.cycles = int(hello.get("cycles", 0))
+        self.savable = bool(hello.get("savable", False))  # it keeps a pristine state
+        self.state_bytes = int(hello.get("state_bytes", 0))  # the size of its saved state
         # (A recording server sets it per worker: its replies must say when each started.)
         ring = self.extra_env.get("NPU_EMU_SERVER_RING", os.environ.get("NPU_EMU_SERVER_RING"))
         if ring != "0":
@@ -292,7 +302,12 @@ class WorkerProcess:
         if reply.get("cancelled"):
             raise WorkerCancelledError(f"{op} on {self.name} was stopped before it ended")
         if not reply.get("ok"):
-            raise WorkerError(f"{op} failed in the worker of {self.name}: {reply.get('error')}")
+            refusal = reply.get("refusal")
+            raise WorkerError(
+                f"{op} failed in the worker of {self.name}: {reply.get('error')}",
+                Refusal(refusal) if refusal in tuple(Refusal) else None,
+                str(reply.get("error", "")),
+            )
         return reply
 
     async def _hand_out(self, listener: socket.socket, handout: list[tuple[str, int]]) -> None:

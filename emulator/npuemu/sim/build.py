@@ -73,6 +73,7 @@ CXX_HEADERS = (
     RTL_DIR / "generated" / "npu_ring_abi.h",
     RTL_DIR / "sim" / "npu_ring_service.h",
     RTL_DIR / "sim" / "npu_savable_structs.h",
+    RTL_DIR / "sim" / "npu_model_state.h",
 )
 # Headers the sources `include (the AXI struct macros); every Verilator run gets -I for it.
 RTL_INCLUDE_DIR = RTL_DIR / "include"

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from xrt.hw.targets import NPU, target
+from xrt.npu.golden import Machine
 from xrt.npu.golden.lockstep import BEAT_DTYPE, EVENT_DTYPE, Divergence, LockstepChecker
 
 __all__ = ["ENV", "LaunchVetter", "TraceReader", "enabled_in_env"]
@@ -104,6 +105,17 @@ class LaunchVetter:
         restored): launches are not checked until the next wipe."""
         self.reader.take()  # nothing before the restore is checked either
         self.reader.checker.trusted = False
+
+    def restart(self, *, fresh: bool) -> None:
+        """The engine went back to the state leases start from: the boot state (`fresh`:
+        buffers zero, as the golden model's new machine) or a warm start's (unknown to the
+        golden model: as after a restored checkpoint)."""
+        if not fresh:
+            self.forget()
+            return
+        self.reader.take()
+        self.reader.checker.machine = Machine(self.reader.checker.config)
+        self.reader.checker.trusted = True
 
     def vet(self, reply: dict[str, Any]) -> dict[str, Any]:
         """`reply` as it is, or failed with the first divergence of the launches that ended."""

@@ -134,6 +134,13 @@ class RegbusMaster:
         self._running = False
         self._kick_h.value = 0
 
+    def restored(self) -> None:
+        """The model's state was replaced (a checkpoint, the pristine state): the master in
+        it is idle, and its kick input is whatever the state holds, which the next toggle
+        must start from (driving it to 0 would be a kick of its own)."""
+        self._running = False
+        self._kick = int(self._kick_h.value)
+
     async def run(self, rows: Sequence[Row]) -> list[Result]:
         """Run the batch in the simulation; one `(status, value, cycles)` per op run.
 
@@ -205,6 +212,9 @@ class CocotbextMaster:
 
     def reset(self) -> None:
         """Nothing to do: cocotbext-axi follows the reset line itself."""
+
+    def restored(self) -> None:
+        """Nothing to do: the model's state was replaced between transactions."""
 
     def _cycles(self) -> int:
         return int(get_sim_time("ps")) // self.period_ps

@@ -13,7 +13,7 @@ event loop's reader callback and handed on at once, with no reader task to wake 
 The messages (`Op` names the requests; every request carries ``id`` and ``op``, every reply
 ``id``, ``ok``, ``cycles``, ``start_ps`` (the simulated time the request started at, in
 picoseconds: a recording pins each request there, `npuemu.server.recording`) and, when
-not ok, ``error``):
+not ok, ``error`` and, for a request the caller must fix, ``refusal`` (`Refusal`)):
 
 =================  ======================================  ==============================
 op                 request fields                          reply fields
@@ -33,6 +33,9 @@ model_save         path (a file in the server's folder),   time_ps (the instant 
                    max_cycles (to wait for idle engines)   state is of)
 model_restore      path (a file the server checked),       time_ps (the instant it was
                    max_cycles                              put in)
+pristine_save      - (the state now is where every lease   time_ps
+                   starts: after a warm start)
+pristine_restore   - (back to that state: a lease ended)   time_ps
 waves_start        cycles                                  (waves_error)
 waves_stop         -                                       file: (path, first, last) | None
                                                            (observer: + state)
@@ -46,7 +49,9 @@ quit               -                                       -
 =================  ======================================  ==============================
 
 Statuses and outcomes are `xrt.hw.wire.RegisterStatus` and `WaitOutcome` numbers. The
-worker's first message is its hello: ``{"event": "ready", "cycles": N}``.
+worker's first message is its hello: ``{"event": "ready", "cycles": N, "savable": B,
+"state_bytes": S}`` (B: the model can save its state, and took its boot state as the
+pristine one; S: the size of its saved state).
 
 **Read-only requests** (an observer's, `npuemu.server.observer`) carry ``read_only: True``
 and take the same path as every other request. The worker serves them only when
@@ -73,11 +78,13 @@ from xrt.hw.wire import RegisterStatus
 from xrt.regtrace import RegisterTraceLog
 
 __all__ = [
+    "STATE_SLACK_BYTES",
     "BlockingChannel",
     "ChannelClosedError",
     "FrameError",
     "FrameProtocol",
     "Op",
+    "Refusal",
     "frame",
     "read_only_refusal",
     "trace_request",
@@ -88,6 +95,9 @@ MAX_FRAME = 16 << 20  # register batches and results only: never bulk data
 MAX_ITEMS = 1 << 16  # elements of one array or map (a batch holds at most 4096 ops)
 MAX_TEXT = 1 << 16  # bytes of one string (error messages, file paths)
 _RECV_CHUNK = 1 << 16
+STATE_SLACK_BYTES = 64 << 10
+"""How much larger than the worker's own a model state to restore may be: its context
+strings may differ in length (rtl/sim/npu_model_state.h bounds each to 4 KiB)."""
 
 
 class Op(enum.StrEnum):
@@ -103,6 +113,8 @@ class Op(enum.StrEnum):
     RING_DETACH = "ring_detach"
     MODEL_SAVE = "model_save"
     MODEL_RESTORE = "model_restore"
+    PRISTINE_SAVE = "pristine_save"
+    PRISTINE_RESTORE = "pristine_restore"
     WAVES_START = "waves_start"
     WAVES_STOP = "waves_stop"
     WAVES_FORGET = "waves_forget"
@@ -110,6 +122,14 @@ class Op(enum.StrEnum):
     ADVANCE = "advance"
     CANCEL = "cancel"
     QUIT = "quit"
+
+
+class Refusal(enum.StrEnum):
+    """Why the worker refused a request that was the caller's to fix (a failed reply's
+    ``refusal``; a failure without one is the worker's own)."""
+
+    BUSY = "busy"  # a checkpoint while an engine runs
+    BAD_STATE = "bad_state"  # a model state that is not this model's
 
 
 class FrameError(ValueError):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import errno
 import logging
 import mmap
 import os
@@ -44,7 +45,14 @@ from cocotb.utils import get_sim_time
 from npuemu.sim.harness import NpuHarness
 from npuemu.sim.lockstep import LaunchVetter
 from npuemu.sim.waves import HOLDER, OBSERVER, WaveRecorder, WavesUnavailableError
-from npuemu.worker.protocol import BlockingChannel, ChannelClosedError, Op, read_only_refusal
+from npuemu.worker.protocol import (
+    STATE_SLACK_BYTES,
+    BlockingChannel,
+    ChannelClosedError,
+    Op,
+    Refusal,
+    read_only_refusal,
+)
 from xrt.hw.regops import RegKind, RegRow
 from xrt.hw.regs import read_side_effects
 from xrt.hw.ring import RingSlot
@@ -134,16 +142,43 @@ class MainLoop:
         self.ring_detach.argtypes = (ctypes.c_int,)  # slot
         self.ring_detach.restype = None
         self.savable = hasattr(lib, "npu_worker_model_save")  # built with --savable
-        if self.savable:
+        if self.savable:  # rtl/sim/npu_sim_main.cpp, npu_model_state.h
             self.model_save = lib.npu_worker_model_save
+            self.model_save.argtypes = (ctypes.c_char_p,)
             self.model_restore = lib.npu_worker_model_restore
-            for fn in (self.model_save, self.model_restore):
-                fn.argtypes = (ctypes.c_char_p,)
+            self.model_restore.argtypes = (ctypes.c_char_p, ctypes.c_size_t)
+            self.model_error = lib.npu_worker_model_error
+            self.model_error.argtypes = ()
+            self.model_error.restype = ctypes.c_char_p
+            self.pristine_save = lib.npu_worker_pristine_save
+            self.pristine_restore = lib.npu_worker_pristine_restore
+            self.state_bytes = lib.npu_worker_state_bytes
+            self.state_bytes.restype = ctypes.c_ulonglong
+            for fn in (self.model_save, self.model_restore, self.pristine_save,
+                       self.pristine_restore):  # fmt: skip
                 fn.restype = ctypes.c_int
 
 
 class DeviceBusyError(RuntimeError):
     """A checkpoint asked for while an engine runs (the state would be half a transfer)."""
+
+    refusal = Refusal.BUSY
+
+
+class ModelStateError(ValueError):
+    """A model state that is not one of this model's (the simulator's check says why)."""
+
+    refusal = Refusal.BAD_STATE
+
+
+def failed_reply(exc: Exception) -> dict[str, Any]:
+    """The reply fields of a request that raised `exc`."""
+    out: dict[str, Any] = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+    refusal = getattr(exc, "refusal", None)
+    if refusal is not None:
+        out["refusal"] = str(refusal)
+        out["error"] = str(exc)
+    return out
 
 
 class Worker:
@@ -169,6 +204,7 @@ class Worker:
         # Replay (npuemu.replay): time runs only when a request asks (Op.ADVANCE), never
         # while the worker waits for one, so every request starts where the replay says.
         self.frozen_idle = os.environ.get("NPU_EMU_FROZEN_IDLE", "0") == "1"
+        self.pristine_is_boot = True  # the state leases start from is the boot state
 
     async def advance_to(self, to_ps: int | None) -> None:
         """Replay: run the clock to the instant `to_ps` (None: stay there), and end after
@@ -259,6 +295,8 @@ class Worker:
             return {}
         if op in (Op.MODEL_SAVE, Op.MODEL_RESTORE):
             return await self.model_state(op, req["path"], req.get("max_cycles", 0))
+        if op in (Op.PRISTINE_SAVE, Op.PRISTINE_RESTORE):
+            return await self.pristine(op == Op.PRISTINE_SAVE)
         if op.startswith("waves_"):
             try:
                 return self.handle_waves(op, req)
@@ -279,10 +317,10 @@ class Worker:
         """Save the model's state into `path`, or restore it from there (a checkpoint,
         `npuemu.server.checkpoint`), at a quiescent point: engines idle (waiting up to
         `max_cycles` for them), in the low half of a clock cycle (no edge is made or lost;
-        the state is the one the last rising edge left)."""
-        loop = self.main_loop
-        if not (loop.available and loop.savable):
-            raise ValueError("this model cannot save its state (built without --savable)")
+        the state is the one the last rising edge left). A state to restore is read with
+        its size bounded and checked by the simulator against the model's own layout
+        before Verilator reads it (rtl/sim/npu_model_state.h)."""
+        loop = self._savable_loop()
         if self.engine_busy() and max_cycles > 0:
             await First(FallingEdge(self._busy_h), Timer(max_cycles * CLOCK_PERIOD_PS, unit="ps"))
         if self.engine_busy():
@@ -291,13 +329,51 @@ class Worker:
                 "or restored with the engines idle; wait for the transfer or program to end"
                 + (f" (waited {max_cycles} cycles)" if max_cycles else "")
             )
-        if self._clock_high():  # the low half of a cycle: nothing changes until it rises
-            await FallingEdge(self.h.clock)
-        fn = loop.model_save if op == Op.MODEL_SAVE else loop.model_restore
-        got = fn(os.fsencode(path))
+        state = (
+            _read_bounded(path, loop.state_bytes() + STATE_SLACK_BYTES)
+            if (op == Op.MODEL_RESTORE)
+            else b""
+        )
+        await self._low_half()
+        if op == Op.MODEL_SAVE:
+            got = loop.model_save(os.fsencode(path))
+        else:
+            got = loop.model_restore(state, len(state))
+            if got == -errno.EINVAL:
+                raise ModelStateError(
+                    f"the model state is not this model's: {loop.model_error().decode()}"
+                )
+            if got == 0:
+                self.h.master.restored()
         if got != 0:
             raise OSError(-got, f"{op} {path}: {os.strerror(-got)}")
         return {"time_ps": int(get_sim_time("ps"))}
+
+    async def pristine(self, save: bool) -> dict[str, Any]:
+        """Make the state now the one every lease starts from (`save`: after a warm start),
+        or go back to it (a lease has ended): every flop and SRAM as they were, whatever
+        the reset tree clears. Going back needs no idle engine: the state replaces all of
+        it (the server has cancelled the request in flight)."""
+        loop = self._savable_loop()
+        await self._low_half()
+        got = loop.pristine_save() if save else loop.pristine_restore()
+        if got != 0:
+            raise OSError(-got, f"pristine {'save' if save else 'restore'}: {os.strerror(-got)}")
+        if save:
+            self.pristine_is_boot = False
+        else:
+            self.h.master.restored()
+        return {"time_ps": int(get_sim_time("ps"))}
+
+    def _savable_loop(self) -> MainLoop:
+        loop = self.main_loop
+        if not (loop.available and loop.savable):
+            raise ValueError("this model cannot save its state (built without --savable)")
+        return loop
+
+    async def _low_half(self) -> None:
+        if self._clock_high():  # the low half of a cycle: nothing changes until it rises
+            await FallingEdge(self.h.clock)
 
     async def batch(self, rows: list[tuple]) -> list[tuple[int, int]]:
         """Run rows (`xrt.hw.regops.RegRow`'s fields); stop at the first failure. One
@@ -330,6 +406,15 @@ class Worker:
                 FallingEdge(self._busy_h),
                 Timer(BUSY_SLICE_CYCLES * CLOCK_PERIOD_PS, unit="ps"),
             )
+
+
+def _read_bounded(path: str, limit: int) -> bytes:
+    """The bytes of the file at `path`, refused when it holds more than `limit`."""
+    with open(path, "rb") as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise ModelStateError(f"the model state is larger than this model's ({limit} bytes)")
+    return data
 
 
 def _bit_reader(handle: Any) -> Callable[[], bool]:
@@ -374,7 +459,7 @@ async def run_request(
             return {"ok": True, **(await worker.handle(req))}
         except Exception as exc:
             log.exception("request %s failed", req.get("op"))
-            return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+            return failed_reply(exc)
 
     task = cocotb.start_soon(guarded())
     cancelled = False
@@ -408,8 +493,17 @@ async def serve(dut) -> None:
     # serve --lockstep: launches that ended are checked before the next answer.
     vetter = LaunchVetter.from_env(os.environ.get("NPU_TARGET", "buyi"))
     await worker.h.reset()
+    # The boot state: every lease starts from it (the server makes a warm start's state the
+    # pristine one instead). A model that cannot save (coverage builds) is replaced at a
+    # lease end instead (npuemu.server.devices).
+    savable = worker.main_loop.available and worker.main_loop.savable
+    if savable:
+        await worker.pristine(save=True)
+        worker.pristine_is_boot = True
     chan = BlockingChannel(socket.socket(fileno=int(os.environ["NPU_WORKER_FD"])))
-    chan.send({"event": "ready", "cycles": worker.h.cycles})
+    state_bytes = int(worker.main_loop.state_bytes()) if savable else 0
+    hello = {"event": "ready", "cycles": worker.h.cycles, "savable": savable}
+    chan.send({**hello, "state_bytes": state_bytes})
     while True:
         if not worker.frozen_idle:
             await worker.idle_or_busy(chan)
@@ -443,14 +537,15 @@ async def serve(dut) -> None:
             log.exception("request %s failed", req.get("op"))
             reply = {
                 "id": req["id"],
-                "ok": False,
-                "error": f"{type(exc).__name__}: {exc}",
+                **failed_reply(exc),
                 "cycles": worker.h.cycles,
                 "start_ps": started,
             }
         if vetter is not None:
             if req["op"] == Op.MODEL_RESTORE:
                 vetter.forget()
+            elif req["op"] == Op.PRISTINE_RESTORE and reply.get("ok"):
+                vetter.restart(fresh=worker.pristine_is_boot)
             reply = vetter.vet(reply)
         chan.send(reply)
 

@@ -12,7 +12,14 @@ from xrt.hw._generated.regs_dma import DMA
 from xrt.hw._generated.regs_npu import NPU
 from xrt.hw.regmap import RegisterBlockInfo, RegisterInfo
 
-__all__ = ["DMA", "NPU", "PERF_COUNTERS", "read_side_effect_text", "read_side_effects"]
+__all__ = [
+    "DMA",
+    "NPU",
+    "PERF_COUNTERS",
+    "configuration_registers",
+    "read_side_effect_text",
+    "read_side_effects",
+]
 
 PERF_COUNTERS: tuple[str, ...] = tuple(
     reg.name[len("PERF_") : -len("_LO")]
@@ -49,3 +56,19 @@ def read_side_effects(npu_base: int, dma_base: int) -> dict[int, str]:
             if text:
                 out[base + reg.offset] = f"{block.name}.{reg.name}: {text}"
     return out
+
+
+def configuration_registers(block: RegisterBlockInfo) -> list[RegisterInfo]:
+    """The registers that hold only what software wrote: every field read-write storage
+    that hardware never changes, with no side effect on a read or a write (no single
+    pulse, no write-1-to-clear, no access strobe). Writing back a value read from one puts
+    the device's configuration back and starts nothing (a checkpoint's portable part)."""
+    return [
+        reg
+        for reg in block
+        if reg.fields
+        and all(
+            f.sw == "rw" and not (f.singlepulse or f.onwrite or f.onread or f.swacc or f.volatile)
+            for f in reg.fields
+        )
+    ]

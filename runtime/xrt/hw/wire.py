@@ -15,7 +15,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from xrt.hw._generated.wire import DeviceState, RegisterStatus, WaitOutcome
+from xrt.hw._generated.wire import CheckpointScope, DeviceState, RegisterStatus, WaitOutcome
 
 if TYPE_CHECKING:
     from xrt.hw._proto.npuemu.v1 import device_pb2 as pb
@@ -34,6 +34,8 @@ __all__ = [
     "REASON_RESTARTING",
     "RETRY_AFTER_KEY",
     "RETRY_REASON_KEY",
+    "XRT_CODE_KEY",
+    "CheckpointScope",
     "DeviceState",
     "RegisterStatus",
     "WaitOutcome",
@@ -64,6 +66,9 @@ RETRY_AFTER_KEY = "npu-emu-retry-after-ms"
 REASON_RESTARTING = "worker-restarting"  # the device's simulation worker is being restarted
 REASON_RESETTING = "device-resetting"  # the device is being cleared between two holders
 REASON_BUSY = "device-busy"  # the device is leased, or none is free
+XRT_CODE_KEY = "npu-emu-xrt-code"
+"""Trailing metadata of a refusal for which the manual has a code of its own (11011 for a
+checkpoint that cannot be loaded): the runtime raises it instead of the status's code."""
 NO_PUSHBACK = ("grpc-retry-pushback-ms", "-1")
 """Trailing metadata on every status the server sends: gRPC's own retries stay off."""
 

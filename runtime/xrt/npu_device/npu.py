@@ -243,16 +243,24 @@ class NpuDevice(Device):
         self._check_open()
         return self._transport.checkpoint(path, wait_cycles)
 
-    def restore(self, path: str | os.PathLike[str]) -> int:
+    def restore(self, path: str | os.PathLike[str], *, portable: bool = False) -> int:
         """Put the state saved by `checkpoint` into the device. The whole file is checked
-        first (checksum, target, hardware version, model build): a corrupt or foreign file
-        is refused with the reason and changes nothing.
+        first (checksum, sizes, target, hardware version, model build): a corrupt or foreign
+        file is refused with the reason and changes nothing.
+
+        The whole state (every flop, the engines' buffers) is restored only from a file the
+        server itself sealed (the server that took it, or one sharing its key); with
+        `portable`, any file of this target restores its memories and configuration
+        registers onto the device's pristine state (docs/emulator.md, "Checkpoints").
 
         Returns:
             The cycle the checkpoint was taken at.
+
+        Raises:
+            XrtError: 11011 when the file is refused (the reason in the message).
         """
         self._check_open()
-        return self._transport.restore(path)
+        return self._transport.restore(path, portable)
 
     def _close(self) -> None:
         self._transport.close()

@@ -251,8 +251,9 @@ class NpuTransport(ABC):
             f"not of {self.info.name}",
         )
 
-    def restore(self, path: str | os.PathLike[str]) -> int:
-        """Put a checkpoint's state into the device (the emulator's devices only)."""
+    def restore(self, path: str | os.PathLike[str], portable: bool = False) -> int:
+        """Put a checkpoint's state into the device (the emulator's devices only); only its
+        memories and configuration registers when `portable`."""
         raise XrtError(
             ErrorCode.WRONG_ORDER,
             "checkpoints are a feature of the emulator's devices (grpc://), "

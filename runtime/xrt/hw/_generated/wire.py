@@ -30,4 +30,11 @@ class DeviceState(IntEnum):
     FREE = 2  # ready, no lease
     LEASED = 3  # ready, held by `holder`
     RESTARTING = 4  # the worker died or hung and is being restarted
-    RESETTING = 5  # a lease ended: memory cleared, device reset
+    RESETTING = 5  # a lease ended: back to the pristine state
+
+
+class CheckpointScope(IntEnum):
+    """``npuemu.v1.CheckpointScope``."""
+
+    WHOLE = 1  # the model's state and every memory (a sealed state)
+    PORTABLE = 2  # memories and configuration registers, from pristine

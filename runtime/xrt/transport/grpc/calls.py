@@ -18,7 +18,7 @@ from typing import Any
 import grpc
 
 from xrt.errors import ErrorCode, XrtError
-from xrt.hw.wire import MAX_CHUNK, pb, pb_grpc
+from xrt.hw.wire import MAX_CHUNK, CheckpointScope, pb, pb_grpc
 from xrt.transport.grpc.channel import open_channel
 from xrt.transport.grpc.errors import rpc_error
 from xrt.transport.grpc.retry import (
@@ -211,15 +211,17 @@ class DeviceClient:
             )
         return b"".join(parts), cycle
 
-    def restore_checkpoint(self, lease_id: str, data: bytes, what: str) -> tuple[int, int]:
-        """Send a checkpoint file (one RestoreCheckpoint stream); the cycle the device was
-        restored at and the cycle the checkpoint was taken at."""
+    def restore_checkpoint(
+        self, lease_id: str, data: bytes, what: str, scope: CheckpointScope
+    ) -> tuple[int, int]:
+        """Send a checkpoint file (one RestoreCheckpoint stream) to restore in `scope`; the
+        cycle the device was restored at and the cycle the checkpoint was taken at."""
         view = memoryview(data)
         n = len(view)
 
         def messages() -> Iterator[pb.RestoreCheckpointRequest]:
             yield pb.RestoreCheckpointRequest(
-                lease_id=lease_id, total_bytes=n, data=view[:MAX_CHUNK].tobytes()
+                lease_id=lease_id, total_bytes=n, data=view[:MAX_CHUNK].tobytes(), scope=scope
             )
             for off in range(MAX_CHUNK, n, MAX_CHUNK):
                 yield pb.RestoreCheckpointRequest(data=view[off : off + MAX_CHUNK].tobytes())

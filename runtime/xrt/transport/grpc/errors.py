@@ -10,7 +10,7 @@ from __future__ import annotations
 import grpc
 
 from xrt.errors import ErrorCode, XrtError
-from xrt.hw.wire import ADMIN_KEY, RegisterStatus
+from xrt.hw.wire import ADMIN_KEY, XRT_CODE_KEY, RegisterStatus
 
 __all__ = ["STATUS_TABLE", "register_status_error", "rpc_error"]
 
@@ -100,6 +100,7 @@ def rpc_error(exc: grpc.RpcError, what: str) -> XrtError:
     details_fn = getattr(exc, "details", None)
     details = (details_fn() if callable(details_fn) else None) or str(exc) or "no details"
     xcode, hint = STATUS_TABLE.get(status, (ErrorCode.DEVICE_INTERNAL, ""))
+    xcode = _code_of_server(exc) or xcode
     if status == grpc.StatusCode.UNAVAILABLE:
         hint = _unavailable_hint(details)
     elif ADMIN_KEY in details:  # the operator's credential (observers), not the token
@@ -109,6 +110,19 @@ def rpc_error(exc: grpc.RpcError, what: str) -> XrtError:
     if hint:
         message += f"; {hint}"
     return XrtError(xcode, message)
+
+
+def _code_of_server(exc: grpc.RpcError) -> ErrorCode | None:
+    """The manual's code the server named for its refusal (`XRT_CODE_KEY`), if any."""
+    trailing = getattr(exc, "trailing_metadata", None)
+    try:
+        pairs = (trailing() if callable(trailing) else None) or ()
+        for key, value in pairs:
+            if key == XRT_CODE_KEY:
+                return ErrorCode(int(value))
+    except (ValueError, TypeError):
+        return None  # a code this runtime does not know: the status's stands
+    return None
 
 
 def register_status_error(

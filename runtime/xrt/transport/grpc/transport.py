@@ -27,7 +27,7 @@ from xrt.device import DeviceURL
 from xrt.errors import ErrorCode, XrtError
 from xrt.hw.regmap import RegisterBlockInfo
 from xrt.hw.ring import MAX_CYCLES
-from xrt.hw.wire import MAX_WAIT_MS, WaitOutcome, pb
+from xrt.hw.wire import MAX_WAIT_MS, CheckpointScope, WaitOutcome, pb
 from xrt.transport import NpuTransport
 from xrt.transport.grpc.calls import RPC_SLACK_S, DeviceClient
 from xrt.transport.grpc.channel import parse_url
@@ -391,22 +391,25 @@ class GrpcTransport(NpuTransport):
         tmp.replace(path)  # a reader never sees half a file
         return cycle
 
-    def restore(self, path: str | os.PathLike[str]) -> int:
-        """Put the state saved in the checkpoint file `path` into the device. The server
-        checks the whole file first (checksum, target, hardware version, model build): a
-        refused file changes nothing.
+    def restore(self, path: str | os.PathLike[str], portable: bool = False) -> int:
+        """Put the state saved in the checkpoint file `path` into the device: the whole
+        state, or only its memories and configuration registers when `portable`. The
+        server checks the whole file first (checksum, sizes, target, hardware version, model
+        build, and for a whole restore that it sealed the file itself): a refused file
+        changes nothing.
 
         Returns:
             The cycle the checkpoint was taken at.
 
         Raises:
-            XrtError: 11012 when the file is refused (the reason in the message), or an
-                engine runs.
+            XrtError: 11011 when the file is refused (the reason in the message); 11012
+                when an engine runs.
         """
         self._check_open()
         data = Path(path).read_bytes()
+        scope = CheckpointScope.PORTABLE if portable else CheckpointScope.WHOLE
         _, saved = self._client.restore_checkpoint(
-            self._lease.id, data, f"restore of {os.fspath(path)} into {self.info.name}"
+            self._lease.id, data, f"restore of {os.fspath(path)} into {self.info.name}", scope
         )
         return saved
 

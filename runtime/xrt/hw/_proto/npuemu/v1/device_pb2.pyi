@@ -31,6 +31,12 @@ class WaitOutcome(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     WAIT_OUTCOME_CYCLE_LIMIT: _ClassVar[WaitOutcome]
     WAIT_OUTCOME_DEADLINE: _ClassVar[WaitOutcome]
 
+class CheckpointScope(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    CHECKPOINT_SCOPE_UNSPECIFIED: _ClassVar[CheckpointScope]
+    CHECKPOINT_SCOPE_WHOLE: _ClassVar[CheckpointScope]
+    CHECKPOINT_SCOPE_PORTABLE: _ClassVar[CheckpointScope]
+
 class ObserverWindowState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     OBSERVER_WINDOW_STATE_UNSPECIFIED: _ClassVar[ObserverWindowState]
@@ -55,6 +61,9 @@ WAIT_OUTCOME_UNSPECIFIED: WaitOutcome
 WAIT_OUTCOME_INTERRUPT: WaitOutcome
 WAIT_OUTCOME_CYCLE_LIMIT: WaitOutcome
 WAIT_OUTCOME_DEADLINE: WaitOutcome
+CHECKPOINT_SCOPE_UNSPECIFIED: CheckpointScope
+CHECKPOINT_SCOPE_WHOLE: CheckpointScope
+CHECKPOINT_SCOPE_PORTABLE: CheckpointScope
 OBSERVER_WINDOW_STATE_UNSPECIFIED: ObserverWindowState
 OBSERVER_WINDOW_STATE_NONE: ObserverWindowState
 OBSERVER_WINDOW_STATE_RECORDING: ObserverWindowState
@@ -418,22 +427,26 @@ class SaveCheckpointResponse(_message.Message):
     def __init__(self, data: _Optional[bytes] = ..., total_bytes: _Optional[int] = ..., cycles: _Optional[int] = ...) -> None: ...
 
 class RestoreCheckpointRequest(_message.Message):
-    __slots__ = ("lease_id", "total_bytes", "data")
+    __slots__ = ("lease_id", "total_bytes", "data", "scope")
     LEASE_ID_FIELD_NUMBER: _ClassVar[int]
     TOTAL_BYTES_FIELD_NUMBER: _ClassVar[int]
     DATA_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
     lease_id: str
     total_bytes: int
     data: bytes
-    def __init__(self, lease_id: _Optional[str] = ..., total_bytes: _Optional[int] = ..., data: _Optional[bytes] = ...) -> None: ...
+    scope: CheckpointScope
+    def __init__(self, lease_id: _Optional[str] = ..., total_bytes: _Optional[int] = ..., data: _Optional[bytes] = ..., scope: _Optional[_Union[CheckpointScope, str]] = ...) -> None: ...
 
 class RestoreCheckpointResponse(_message.Message):
-    __slots__ = ("cycles", "saved_cycle")
+    __slots__ = ("cycles", "saved_cycle", "scope")
     CYCLES_FIELD_NUMBER: _ClassVar[int]
     SAVED_CYCLE_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
     cycles: int
     saved_cycle: int
-    def __init__(self, cycles: _Optional[int] = ..., saved_cycle: _Optional[int] = ...) -> None: ...
+    scope: CheckpointScope
+    def __init__(self, cycles: _Optional[int] = ..., saved_cycle: _Optional[int] = ..., scope: _Optional[_Union[CheckpointScope, str]] = ...) -> None: ...
 
 class GetCountersRequest(_message.Message):
     __slots__ = ("device",)

@@ -252,9 +252,11 @@ class DeviceServiceServicer:
         """Checkpoints: the whole state software can observe (every register, the engines and
         their buffers, the OCM, every byte of udma and plddr, the cycle counter), taken with
         the engines idle. SaveCheckpoint streams the checkpoint file (chunks of at most 1 MiB;
-        the first message carries its total size); RestoreCheckpoint takes one (the first
-        message names the lease and total size) and applies it only if all of it checks out
-        (checksum, target, hardware version, model build): a refused file changes nothing.
+        the first message carries its total size), sealed with the server's key;
+        RestoreCheckpoint takes one (the first message names the lease, total size and scope)
+        and applies it only if all of it checks out (checksum, sizes, target, hardware
+        version, model build, and for CHECKPOINT_SCOPE_WHOLE a seal of this server's key,
+        unless the server allows foreign checkpoints): a refused file changes nothing.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
