@@ -22,6 +22,7 @@ import numpy as np
 from npuemu.server.launch import ServerProcess
 from xrt import Device
 from xrt.hw import dma
+from xrt.hw.config import TargetConfig
 from xrt.hw.targets import target
 
 MIB = 1 << 20
@@ -56,18 +57,27 @@ def main() -> int:
     args = p.parse_args()
     cfg = target(args.target)
     print(f"load average before: {os.getloadavg()[0]:.2f}")
-    with (
-        tempfile.TemporaryDirectory() as tmp,
-        ServerProcess.start(target=cfg.name, devices=1) as srv,
-    ):
+    with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
+        # Both servers seal with one key, as a farm's do: the warm server trusts the file.
+        key = folder / "npu-emu.key"
+        key.write_bytes(os.urandom(32))
+        key.chmod(0o600)
+        keyed = ("--checkpoint-key-file", str(key))
+        _run(cfg, folder, keyed, args.repeat)
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+    return 0
+
+
+def _run(cfg: TargetConfig, folder: Path, keyed: tuple[str, ...], repeat: int) -> None:
+    with ServerProcess.start(target=cfg.name, devices=1, extra_args=keyed) as srv:
         for random in (True, False):
             kind = "random" if random else "compressible"
             path = folder / f"{kind}.npuckpt"
             saves, restores = [], []
             with Device.open(f"{srv.url}/npu0") as dev:
                 _fill(dev, cfg, random)
-                for _ in range(args.repeat):
+                for _ in range(repeat):
                     t0 = time.perf_counter()
                     dev.checkpoint(path)
                     saves.append(time.perf_counter() - t0)
@@ -83,10 +93,10 @@ def main() -> int:
         warm = folder / "random.npuckpt"
         cold_open, warm_open, warm_turn, cold_turn = [], [], [], []
         for flag, opens, turns in ((False, cold_open, cold_turn), (True, warm_open, warm_turn)):
-            extra = ("--warm", str(warm)) if flag else ()
+            extra = ("--warm", str(warm), *keyed) if flag else keyed
             with ServerProcess.start(target=cfg.name, devices=1, extra_args=extra) as s2:
                 closed = None
-                for _ in range(args.repeat + 1):
+                for _ in range(repeat + 1):
                     t0 = time.perf_counter()
                     dev = Device.open(f"{s2.url}/npu0")  # retries while the device is being reset
                     t1 = time.perf_counter()
@@ -101,8 +111,6 @@ def main() -> int:
             f"warm (96 MiB touched) {_median(warm_open) * 1e3:.0f} ms; close to the next lease "
             f"ready: cold {_median(cold_turn) * 1e3:.0f} ms, warm {_median(warm_turn) * 1e3:.0f} ms"
         )
-    print(f"load average after: {os.getloadavg()[0]:.2f}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 """How long a lease end takes, and so how soon the next holder gets the device.
 
-CloseDevice returns once the device is cleared for the next holder (engines stopped, the
-device reset, which zeroes the compute engine's buffers, new memory files mapped, the ZG330
-OCM wiped by a DMA): its duration is the turnaround. Measured with the runtime's public
+CloseDevice returns once the device is cleared for the next holder (the request in flight
+stopped, the model put back to its pristine state, every flop and SRAM, new memory files
+mapped): its duration is the turnaround. Measured with the runtime's public
 API on a real server of each target: ``Device.close`` and the next ``Device.open``, median
 over ``--repeat`` leases, each of which wrote 1 MiB to udma and to plddr first.
 

@@ -315,15 +315,14 @@ def test_warm_start(server: ServerProcess, tname: str, tmp_path: Path, key_file:
 
 
 def test_same_state_names_what_differs(server: ServerProcess, tmp_path: Path) -> None:
-    """What a replay compares: equal states compare equal (the simulation's time and
-    context are not part of the state: the second save is later in simulated time, after
-    a restore of the first), a byte of memory or of the model's state is named."""
+    """What a replay compares: equal states of two saves of one device compare equal (the
+    simulation's time and context are not part of the state, and a checkpoint leaves the
+    device as it found it), a byte of memory or of the model's state is named."""
     first, second = tmp_path / "a.npuckpt", tmp_path / "b.npuckpt"
     with _open(server, "npu0") as dev:
         _fill(dev, np.random.default_rng(2))
         dev.checkpoint(first)
-        dev.restore(first)  # a checkpoint's own register reads ran time on since
-        dev.checkpoint(second)
+        dev.checkpoint(second)  # later in simulated time, the same device state
     a, b = Checkpoint.parse(first.read_bytes()), Checkpoint.parse(second.read_bytes())
     assert a.same_state(b) is None
     mem = b.memories[0]

@@ -288,7 +288,8 @@ async def serve(opts: ServeOptions) -> int:
         with progress(f"starting {opts.devices} simulation worker(s)"):
             await manager.start()
     except Exception as exc:
-        if isinstance(exc, WorkerError) and exc.refusal == Refusal.BAD_STATE:
+        bad_warm = isinstance(exc, WorkerError) and exc.refusal == Refusal.BAD_STATE
+        if bad_warm:  # the operator's file, not a fault of the server
             log.error("--warm %s: the worker refused its model state: %s", opts.warm, exc.detail)
         else:
             log.exception("device workers failed to start (their logs: %s)", logs.path)
@@ -296,8 +297,8 @@ async def serve(opts: ServeOptions) -> int:
         await handout.stop()
         await manager.stop()
         shutil.rmtree(folder, ignore_errors=True)
-        logs.finish(crashed=True)
-        return 1
+        logs.finish(crashed=not bad_warm)
+        return 2 if bad_warm else 1
     for name in ("", SERVICE_NAME, *map(device_health_name, manager.devices)):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
 

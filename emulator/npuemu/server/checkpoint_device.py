@@ -123,13 +123,22 @@ def _data_extents(fd: int, size: int) -> list[tuple[int, int]]:
 
 def write_memory_image(fd: int, image: MemoryImage) -> None:
     """Make the memory file `fd` hold exactly `image`: every page zero (the file's blocks
-    freed), then the image's pages written, each run of consecutive pages in one pwrite."""
+    freed), then the image's non-zero pages written (a page of zeros stays a hole), each
+    run of consecutive pages in one pwrite."""
     _zero_file(fd, image.size)
     for pages, data in image.blocks():
-        starts = np.flatnonzero(np.diff(pages.astype(np.int64), prepend=-2) != 1)
-        ends = np.append(starts[1:], len(pages))
+        rows = np.frombuffer(data, np.uint64).reshape(len(pages), PAGE // 8)
+        keep = np.flatnonzero(rows.any(axis=1))
+        if not len(keep):
+            continue
+        numbers = pages[keep].astype(np.int64)
+        # runs: consecutive page numbers that are also consecutive in the block
+        breaks = (np.diff(numbers, prepend=-2) != 1) | (np.diff(keep, prepend=-2) != 1)
+        starts = np.flatnonzero(breaks)
+        ends = np.append(starts[1:], len(keep))
         for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
-            _pwrite_all(fd, data[a * PAGE : b * PAGE], int(pages[a]) * PAGE)
+            first = int(keep[a])
+            _pwrite_all(fd, data[first * PAGE : (first + b - a) * PAGE], int(numbers[a]) * PAGE)
 
 
 def _pwrite_all(fd: int, data: memoryview, offset: int) -> None:
@@ -153,23 +162,23 @@ def _zero_file(fd: int, size: int) -> None:
 async def take(
     device: SimDevice, call: WorkerCall, wait_cycles: int = 0
 ) -> tuple[Checkpoint, dict[str, Any]]:
-    """Take `device`'s checkpoint: the worker saves the model's state (engines idle, or
-    it waits up to `wait_cycles` for them) and then reads the configuration registers (at
-    the same instant as far as they go: nothing but the bus writes them), then the
-    memories are read here. `call` is how worker requests go (the lease holder's
-    `SimDevice.call`, bound to its lease). Returns the checkpoint (unsealed: the caller
-    seals its file) and the worker's reply to the save (its cycle and instant: a recording
-    keeps them)."""
+    """Take `device`'s checkpoint: in one request the worker saves the model's state
+    (engines idle, or it waits up to `wait_cycles` for them), reads the configuration
+    registers and puts the saved state back (the reads took bus cycles: a checkpoint
+    leaves the device as it found it, so a device and a restored copy of it run on
+    alike); then the memories are read here. `call` is how worker requests go (the lease
+    holder's `SimDevice.call`, bound to its lease). Returns the checkpoint (unsealed: the
+    caller seals its file) and the worker's reply to the save (its cycle and instant: a
+    recording keeps them)."""
     path = _state_path(device)
+    addresses = configuration_addresses(device.target)
     try:
-        reply = await call(Op.MODEL_SAVE, path=str(path), max_cycles=wait_cycles)
+        reply = await call(Op.MODEL_SAVE, path=str(path), max_cycles=wait_cycles, read=addresses)
         state = path.read_bytes()
     finally:
         path.unlink(missing_ok=True)
-    addresses = configuration_addresses(device.target)
-    rows = [RegRow(RegKind.READ, a) for a in addresses]
-    results = (await call(Op.BATCH, ops=rows))["results"]
-    if len(results) != len(rows) or any(s != RegisterStatus.OK for s, _ in results):
+    results = reply["registers"]
+    if len(results) != len(addresses) or any(s != RegisterStatus.OK for s, _ in results):
         raise CheckpointError("the configuration registers could not be read")
     registers = np.array([(a, v) for a, (_, v) in zip(addresses, results, strict=True)], REG_DTYPE)
     fds = _own_fds(device)

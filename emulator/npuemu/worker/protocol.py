@@ -30,7 +30,9 @@ ring_attach        slot (`xrt.hw.ring.RingSlot`; the ring     -
                    the fd channel)
 ring_detach        slot                                    -
 model_save         path (a file in the server's folder),   time_ps (the instant the
-                   max_cycles (to wait for idle engines)   state is of)
+                   max_cycles (to wait for idle engines),  state is of), registers:
+                   read: addresses to read after the save  (status, value) per address
+                   (the state saved is then put back)
 model_restore      path (a file the server checked),       time_ps (the instant it was
                    max_cycles                              put in)
 pristine_save      - (the state now is where every lease   time_ps

@@ -26,7 +26,7 @@ import logging
 import mmap
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -294,7 +294,9 @@ class Worker:
                 self.main_loop.ring_detach(RingSlot(req.get("slot", RingSlot.LEASE)))
             return {}
         if op in (Op.MODEL_SAVE, Op.MODEL_RESTORE):
-            return await self.model_state(op, req["path"], req.get("max_cycles", 0))
+            return await self.model_state(
+                op, req["path"], req.get("max_cycles", 0), req.get("read", ())
+            )
         if op in (Op.PRISTINE_SAVE, Op.PRISTINE_RESTORE):
             return await self.pristine(op == Op.PRISTINE_SAVE)
         if op.startswith("waves_"):
@@ -313,13 +315,19 @@ class Worker:
     def _clock_high(self) -> bool:
         return bool(self.h.clock.value)
 
-    async def model_state(self, op: str, path: str, max_cycles: int) -> dict[str, Any]:
+    async def model_state(
+        self, op: str, path: str, max_cycles: int, read: Sequence[int] = ()
+    ) -> dict[str, Any]:
         """Save the model's state into `path`, or restore it from there (a checkpoint,
         `npuemu.server.checkpoint`), at a quiescent point: engines idle (waiting up to
         `max_cycles` for them), in the low half of a clock cycle (no edge is made or lost;
         the state is the one the last rising edge left). A state to restore is read with
         its size bounded and checked by the simulator against the model's own layout
-        before Verilator reads it (rtl/sim/npu_model_state.h)."""
+        before Verilator reads it (rtl/sim/npu_model_state.h).
+
+        A save with `read` then reads those registers (a checkpoint's configuration
+        registers) and puts the saved state back, so the save leaves the model as it was:
+        the reply's ``registers`` holds (status, value) per address."""
         loop = self._savable_loop()
         if self.engine_busy() and max_cycles > 0:
             await First(FallingEdge(self._busy_h), Timer(max_cycles * CLOCK_PERIOD_PS, unit="ps"))
@@ -337,6 +345,16 @@ class Worker:
         await self._low_half()
         if op == Op.MODEL_SAVE:
             got = loop.model_save(os.fsencode(path))
+            if got == 0 and read:
+                saved_at = int(get_sim_time("ps"))
+                rows = [RegRow(RegKind.READ, a) for a in read]
+                registers = [(s, v) for s, v, _ in await self.h.run_rows(rows)]
+                state = _read_bounded(path, loop.state_bytes() + STATE_SLACK_BYTES)
+                await self._low_half()
+                if loop.model_restore(state, len(state)) != 0:
+                    raise ModelStateError(f"the state just saved: {loop.model_error().decode()}")
+                self.h.master.restored()
+                return {"time_ps": saved_at, "registers": registers}
         else:
             got = loop.model_restore(state, len(state))
             if got == -errno.EINVAL:

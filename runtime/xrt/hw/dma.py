@@ -1,6 +1,6 @@
 """The DMA engine's programming sequence (docs/hardware.md, "Programming sequence"), as
 register operations: the one description of it that the runtime's DMA-only memories
-(`xrt.npu_device.dma_region`) and the emulator (its harness, the OCM wipe at a lease end) run.
+(`xrt.npu_device.dma_region`) and the emulator (its harness) run.
 
 A transfer is two batches around a wait for the interrupt:
 
