@@ -256,6 +256,7 @@ def test_file_format(server: ServerProcess, tname: str, tmp_path: Path, key_file
         dev.get_mem_region("udma").write(cfg.memory("udma").base + (5 << 20), b"\x01" * 8192)
         dev.checkpoint(path)
     raw = path.read_bytes()
+    assert path.stat().st_mode & 0o777 == 0o600, "the holder's data: its owner's only"
     assert raw.startswith(MAGIC)
     assert hashlib.sha256(raw[:-64]).digest() == raw[-64:-32]  # then the seal
     (hlen,) = struct.unpack_from("<I", raw, len(MAGIC))

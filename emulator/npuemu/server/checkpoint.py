@@ -51,7 +51,15 @@ from typing import Any
 
 import numpy as np
 
-from npuemu.server.checkpoint_seal import KEY_ID_HEX, SEAL_BYTES, SealKey
+from npuemu.server.checkpoint_header import (
+    FORMAT,
+    MAGIC,
+    MAX_HEADER,
+    CheckpointError,
+    format_of,
+    parse_header,
+)
+from npuemu.server.checkpoint_seal import SEAL_BYTES, SealKey
 from xrt.hw.config import TargetConfig
 from xrt.hw.regs import DMA, NPU, configuration_registers
 from xrt.hw.targets import HW_VERSION, TARGETS, target
@@ -69,14 +77,9 @@ __all__ = [
     "max_file_bytes",
 ]
 
-MAGIC = b"NPUCKPT2"
-MAGIC_V1 = b"NPUCKPT1"
-FORMAT = 2
 PAGE = 4096
 _LEN = struct.Struct("<I")
 _DIGEST = 32
-MAX_HEADER = 64 << 10  # a header lists a few sections: a few hundred bytes
-MAX_SECTIONS = 8
 MAX_MODEL_STATE = 64 << 20  # with no model to ask: the largest state any build saves
 _STEP = 1 << 20  # bytes inflated (and read from the file) at a time
 # zlib is kept for a section only when it saves this share or more (random data does not
@@ -87,11 +90,6 @@ _NO_SEAL = bytes(SEAL_BYTES)
 
 REG_DTYPE = np.dtype([("addr", "<u8"), ("value", "<u4")])
 """One configuration register of the ``regs`` section: physical address, value."""
-
-
-class CheckpointError(ValueError):
-    """A checkpoint file that cannot be used here: corrupt, truncated, oversized, or for
-    another target, hardware version or model (the message names which)."""
 
 
 @dataclass(frozen=True)
@@ -322,7 +320,7 @@ class Checkpoint:
                 names the field).
         """
         data = memoryview(data).cast("B")
-        fmt = _format_of(data)
+        fmt = format_of(data)
         trailer = _DIGEST + (SEAL_BYTES if fmt >= 2 else 0)
         if len(data) < len(MAGIC) + _LEN.size + trailer:
             raise CheckpointError(f"the checkpoint is truncated ({len(data)} bytes)")
@@ -339,7 +337,7 @@ class Checkpoint:
             raise CheckpointError(
                 f"the checkpoint's header length {hlen} is impossible (at most {MAX_HEADER})"
             )
-        head = _header(bytes(data[start : start + hlen]), fmt)
+        head = parse_header(bytes(data[start : start + hlen]), fmt)
         if limits is None:
             limits = Limits.for_target(target(head["target"]))
         elif head["target"] != limits.target:
@@ -470,96 +468,6 @@ class Checkpoint:
                 m.name: {"size": m.size, "touched": m.touched_bytes()} for m in self.memories
             },
         }
-
-
-# ---------------------------------------------------------------------- the header
-def _format_of(data: memoryview) -> int:
-    magic = bytes(data[: len(MAGIC)])
-    if magic == MAGIC:
-        return FORMAT
-    if magic == MAGIC_V1:
-        return 1
-    raise CheckpointError("not a device checkpoint (no NPUCKPT magic at its start)")
-
-
-# Header fields: (type, required). JSON numbers of the wrong kind, strings for numbers or
-# nested values are refused here, so nothing below meets a surprise.
-_HEADER_FIELDS: dict[str, tuple[type | tuple[type, ...], bool]] = {
-    "format": (int, True),
-    "target": (str, True),
-    "hw_version": (str, True),
-    "model": (str, True),
-    "cycle": (int, True),
-    "device": (str, False),
-    "created": ((int, float), False),
-    "seal_key": (str, False),
-    "sections": (list, True),
-}
-_SECTION_FIELDS: dict[str, tuple[type, bool]] = {
-    "name": (str, True),
-    "codec": (str, True),
-    "stored": (int, True),
-    "size": (int, True),
-    "memory_size": (int, False),
-    "pages": (int, False),
-    "count": (int, False),
-}
-_MAX_TEXT = 256  # characters of a header string
-
-
-def _header(raw: bytes, fmt: int) -> dict[str, Any]:
-    try:
-        head = json.loads(raw)
-    except (ValueError, RecursionError) as exc:
-        what = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)[:120]
-        raise CheckpointError(f"the checkpoint's header is not JSON: {what}") from None
-    if not isinstance(head, dict):
-        raise CheckpointError("the checkpoint's header is not a JSON object")
-    _check_fields("the header", head, _HEADER_FIELDS)
-    if head["format"] != fmt:
-        raise CheckpointError(
-            f"checkpoint format {head['format']!r} under a format-{fmt} magic; this server "
-            f"reads formats 1 and {FORMAT}"
-        )
-    if head["target"] not in TARGETS:
-        raise CheckpointError(
-            f"the checkpoint names target {head['target']!r} (known: {', '.join(TARGETS)})"
-        )
-    if head["cycle"] < 0 or head.get("created", 0) < 0:
-        raise CheckpointError("the checkpoint's cycle or time is negative")
-    key_id = head.setdefault("seal_key", "")
-    if key_id and (len(key_id) != KEY_ID_HEX or any(c not in "0123456789abcdef" for c in key_id)):
-        raise CheckpointError(f"the checkpoint's seal key id {key_id[:40]!r} is malformed")
-    head.setdefault("device", "")
-    head["created"] = float(head.get("created", 0.0))
-    sections = head["sections"]
-    if not 0 < len(sections) <= MAX_SECTIONS:
-        raise CheckpointError(
-            f"the checkpoint lists {len(sections)} sections (1 to {MAX_SECTIONS})"
-        )
-    for i, sec in enumerate(sections):
-        if not isinstance(sec, dict):
-            raise CheckpointError(f"the checkpoint's section {i} is not a JSON object")
-        _check_fields(f"section {i}", sec, _SECTION_FIELDS)
-        if sec["codec"] not in ("raw", "zlib"):
-            raise CheckpointError(f"section {sec['name']!r}: unknown codec {sec['codec'][:20]!r}")
-        if sec["stored"] < 0 or sec["size"] < 0:
-            raise CheckpointError(f"section {sec['name']!r}: a negative size")
-    return head
-
-
-def _check_fields(where: str, obj: dict[str, Any], fields: Mapping[str, tuple[Any, bool]]) -> None:
-    for name, (kind, required) in fields.items():
-        if name not in obj:
-            if required:
-                raise CheckpointError(f"{where} of the checkpoint has no {name!r}")
-            continue
-        value = obj[name]
-        # bool is an int to Python, never to this format.
-        if isinstance(value, bool) or not isinstance(value, kind):
-            raise CheckpointError(f"{where} of the checkpoint: {name!r} is {type(value).__name__}")
-        if isinstance(value, str) and len(value) > _MAX_TEXT:
-            raise CheckpointError(f"{where} of the checkpoint: {name!r} is too long")
 
 
 # ---------------------------------------------------------------------- the sections

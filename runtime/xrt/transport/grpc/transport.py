@@ -386,9 +386,14 @@ class GrpcTransport(NpuTransport):
         data, cycle = self._client.save_checkpoint(
             self._lease.id, wait_cycles, f"checkpoint of {self.info.name}"
         )
+        # The holder's data: readable by its owner only (0600), written next to `path` and
+        # renamed over it, so a reader never sees half a file; no symlink is followed.
         tmp = Path(f"{os.fspath(path)}.partial")
-        tmp.write_bytes(data)
-        tmp.replace(path)  # a reader never sees half a file
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), 0o600)  # a .partial left by an earlier try kept its mode
+            f.write(data)
+        tmp.replace(path)
         return cycle
 
     def restore(self, path: str | os.PathLike[str], portable: bool = False) -> int:
