@@ -63,15 +63,17 @@ class LeaseRing:
     def __init__(self) -> None:
         self.generation = secrets.randbits(63) | 1
         self.mem_fd = os.memfd_create("npu-register-ring", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        made = [self.mem_fd]  # closed again when a later step fails (no descriptor leaks)
         try:
             os.ftruncate(self.mem_fd, RING_BYTES)
             fcntl.fcntl(self.mem_fd, fcntl.F_ADD_SEALS, _SEALS)
-            self.kick_fd = os.eventfd(0, os.EFD_CLOEXEC)
-            self.done_fd = os.eventfd(0, os.EFD_CLOEXEC)
-            self.revoke_fd = os.eventfd(0, os.EFD_CLOEXEC)
+            for _ in range(3):
+                made.append(os.eventfd(0, os.EFD_CLOEXEC))
+            self.kick_fd, self.done_fd, self.revoke_fd = made[1:]
             self.map = mmap.mmap(self.mem_fd, RING_BYTES)
         except BaseException:
-            os.close(self.mem_fd)
+            for fd in made:
+                os.close(fd)
             raise
         HEADER.format.pack_into(
             self.map, 0, RING_MAGIC, RING_VERSION, RING_MAX_OPS, RingState.LIVE,
