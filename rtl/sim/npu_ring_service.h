@@ -29,6 +29,13 @@
 // Nothing in the ring is trusted: the client (another process) may write anything there at
 // any time. The request is copied out once and checked field by field; a bad one gets
 // BAD_REQUEST and a message, and nothing runs.
+//
+// Revocation comes from the server alone: each ring has a third eventfd, *revoke*, that only
+// the server and this loop hold (the holder could rewrite the ring's `state` word, so it is
+// not trusted for this). Once it is readable the ring is served no more: a request in flight
+// is abandoned (a wait at once, a batch at the master's next op boundary) within
+// kClockLookSteps cycles, so the lease end's RING_DETACH and reset do not queue behind a
+// wait whose holder is gone.
 #ifndef NPU_RING_SERVICE_H
 #define NPU_RING_SERVICE_H
 
@@ -79,6 +86,8 @@ struct Slot {
     uint8_t* ring = nullptr;
     int kick_fd = -1;
     int done_fd = -1;
+    int revoke_fd = -1;    // the server's only: readable once it has revoked the ring
+    bool revoked = false;  // seen: nothing of this ring is served any more
     uint64_t seq = 0;  // the last request sequence number taken (per ring: a new one starts at 0)
 
     npu_ring_header* header() const { return reinterpret_cast<npu_ring_header*>(ring); }
@@ -141,6 +150,10 @@ class Service {
         m_woke = false;
         if (m_inflight != Inflight::kNone) {
             finish_if_done();
+            if (m_inflight != Inflight::kNone && ++m_revoke_steps >= kClockLookSteps) {
+                m_revoke_steps = 0;
+                if (revoked_now(m_slot)) abandon();
+            }
             if (m_inflight != Inflight::kNone) return false;  // still running: take the step
         }
         if (m_top->busy_o) {  // an engine runs: keep the clock going, look now and then
@@ -187,22 +200,66 @@ class Service {
         }
     }
 
-    // Look at the IPC socket and the ring for `timeout_ms`; true if something was started
+    // The server revoked the ring of slot `index` (its revoke eventfd is readable): mark it
+    // so once and for all (the eventfd is read, so an idle poll() does not spin on it).
+    static void mark_revoked(int index) {
+        Slot& slot = shared().slots[index];
+        uint64_t count;
+        [[maybe_unused]] ssize_t r = read(slot.revoke_fd, &count, sizeof(count));
+        slot.revoked = true;
+    }
+
+    // Whether the ring of slot `index` is revoked, looking at its revoke eventfd now.
+    static bool revoked_now(int index) {
+        Slot& slot = shared().slots[index];
+        if (slot.revoked) return true;
+        if (slot.revoke_fd < 0) return false;
+        pollfd fd = {slot.revoke_fd, POLLIN, 0};
+        if (poll(&fd, 1, 0) <= 0) return false;
+        mark_revoked(index);
+        return true;
+    }
+
+    // The ring of the request in flight was revoked: nobody waits for its answer any more.
+    // A wait ends at once; a batch's master is told to stop (a poll gives up at its next
+    // read) and the batch ends as a cancelled one does, answering into the dead ring.
+    void abandon() {
+        if (m_inflight == Inflight::kBatch) {
+            npu_regbus_cancel();
+            return;
+        }
+        m_inflight = Inflight::kNone;  // a wait, or a batch not yet handed to the master
+        m_outcome = 0;
+        m_waited = 0;
+    }
+
+    // Look at the IPC socket and the rings for `timeout_ms`; true if something was started
     // (a ring request) or handed over (Python woken).
     bool look(int timeout_ms) {
         Shared& s = shared();
-        pollfd fds[1 + kSlots] = {{s.ipc_fd, POLLIN, 0}};
-        int slot_of[1 + kSlots] = {-1};
+        pollfd fds[1 + 2 * kSlots] = {{s.ipc_fd, POLLIN, 0}};
+        int slot_of[1 + 2 * kSlots] = {-1};
+        bool is_revoke[1 + 2 * kSlots] = {false};
         nfds_t n = 1;
         for (int i = 0; i < kSlots; ++i) {
-            if (s.slots[i].ring == nullptr) continue;
-            fds[n] = {s.slots[i].kick_fd, POLLIN, 0};
+            const Slot& slot = s.slots[i];
+            if (slot.ring == nullptr || slot.revoked) continue;
+            fds[n] = {slot.kick_fd, POLLIN, 0};
+            slot_of[n++] = i;
+            if (slot.revoke_fd < 0) continue;
+            fds[n] = {slot.revoke_fd, POLLIN, 0};
+            is_revoke[n] = true;
             slot_of[n++] = i;
         }
         const int got = poll(fds, n, timeout_ms);
         if (got <= 0) return false;
+        for (nfds_t k = 1; k < n; ++k) {  // revocations first: a kick beside one is not served
+            if (is_revoke[k] && (fds[k].revents & POLLIN)) mark_revoked(slot_of[k]);
+        }
         for (nfds_t k = 1; k < n; ++k) {
-            if (!(fds[k].revents & POLLIN)) continue;
+            if (is_revoke[k] || !(fds[k].revents & POLLIN) || s.slots[slot_of[k]].revoked) {
+                continue;
+            }
             uint64_t count;
             [[maybe_unused]] ssize_t r = read(fds[k].fd, &count, sizeof(count));
             if (start_request(slot_of[k])) return true;  // another ring's kick stays readable
@@ -247,6 +304,7 @@ class Service {
     bool start_request(int index) {
         Slot& slot = shared().slots[index];
         npu_ring_header* h = slot.header();
+        if (slot.revoked) return false;
         if (__atomic_load_n(&h->state, __ATOMIC_ACQUIRE) != NPU_RING_STATE_LIVE) return false;
         const uint64_t seq = load_acquire(&h->req_seq);
         if (seq == slot.seq) return false;  // a kick without a request (or a repeated one)
@@ -274,6 +332,7 @@ class Service {
             m_wait_deadline = std::chrono::steady_clock::now()
                               + std::chrono::milliseconds(req.wall_ms);
             m_clock_steps = 0;
+            m_revoke_steps = 0;
             m_inflight = Inflight::kWait;
             finish_if_done();  // the line may be high already
             return true;
@@ -319,6 +378,7 @@ class Service {
         }
         m_n_ops = req.n_ops;
         m_guard = guard;
+        m_revoke_steps = 0;
         // A batch Python's path cancelled (its caller went away) ends at the master's next
         // op boundary: this one starts after it.
         m_inflight = Inflight::kAwaitMaster;
@@ -391,6 +451,7 @@ class Service {
     uint64_t m_wait_max = 0;
     std::chrono::steady_clock::time_point m_wait_deadline{};
     uint32_t m_clock_steps = 0;
+    uint32_t m_revoke_steps = 0;  // steps since the in-flight ring's revoke fd was looked at
     uint32_t m_outcome = 0;
     uint64_t m_waited = 0;
 };
@@ -401,12 +462,14 @@ class Service {
 // (ctypes from the worker, through the executable's dynamic symbols: npu_worker_*)
 
 // Serve the ring in shared-memory file `mem_fd` with its eventfds in slot `slot`
-// (npu_ring::kLeaseSlot: the current lease's; kServerSlot: the server's own). Takes the
-// three descriptors (closes them at detach, or at once on failure). Returns 0, or -errno.
+// (npu_ring::kLeaseSlot: the current lease's; kServerSlot: the server's own): `kick` and
+// `done` shared with the ring's client, `revoke` with the server alone. Takes the four
+// descriptors (closes them at detach, or at once on failure). Returns 0, or -errno.
 extern "C" __attribute__((visibility("default"))) int npu_worker_ring_attach(int slot,
                                                                              int mem_fd,
                                                                              int kick_fd,
-                                                                             int done_fd) {
+                                                                             int done_fd,
+                                                                             int revoke_fd) {
     int error = 0;
     void* p = MAP_FAILED;
     if (slot < 0 || slot >= npu_ring::kSlots) {
@@ -429,13 +492,15 @@ extern "C" __attribute__((visibility("default"))) int npu_worker_ring_attach(int
     if (error != 0) {
         close(kick_fd);
         close(done_fd);
+        close(revoke_fd);
         return -error;
     }
     npu_ring::Slot& s = npu_ring::shared().slots[slot];
+    s = npu_ring::Slot{};
     s.ring = static_cast<uint8_t*>(p);
     s.kick_fd = kick_fd;
     s.done_fd = done_fd;
-    s.seq = 0;
+    s.revoke_fd = revoke_fd;
     return 0;
 }
 
@@ -447,6 +512,7 @@ extern "C" __attribute__((visibility("default"))) void npu_worker_ring_detach(in
     munmap(s.ring, NPU_RING_BYTES);
     close(s.kick_fd);
     close(s.done_fd);
+    close(s.revoke_fd);
     s = npu_ring::Slot{};
 }
 

@@ -33,7 +33,7 @@ from npuemu.server.checkpoint import Checkpoint, CheckpointError, Limits
 from npuemu.server.checkpoint_seal import SealKey, SealKeyError
 from npuemu.server.devices import DeviceManager, SimDevice
 from npuemu.server.handlers import add_to_server
-from npuemu.server.limits import HANDSHAKE_TIMEOUT_S, plan_descriptors
+from npuemu.server.limits import HANDSHAKE_TIMEOUT_S, keepalive_options, plan_descriptors
 from npuemu.server.local_handout import MAX_CLIENTS, LocalHandout
 from npuemu.server.observer import ObserverDeviceService
 from npuemu.server.recording import DEFAULT_KEEP_MIB, DEFAULT_MAX_MIB, RecordingFolder
@@ -248,6 +248,9 @@ async def serve(opts: ServeOptions) -> int:
             # Bounded connections: a flood of idle ones cannot take every descriptor.
             ("grpc.max_allowed_incoming_connections", connections),
             ("grpc.server_handshake_timeout_ms", int(HANDSHAKE_TIMEOUT_S * 1000)),
+            # A peer that stops answering (stopped, gone without a FIN) loses its
+            # connection, and so its HoldLease stream and lease, whatever its version.
+            *keepalive_options(opts.lease_ttl_s),
         ],
     )
     add_to_server(ObserverDeviceService(manager, waves, opts.admin_token), server)

@@ -24,7 +24,7 @@ from npuemu.server.checkpoint import Checkpoint
 from npuemu.server.checkpoint_seal import SealKey
 from npuemu.server.device_log import DeviceLogHub
 from npuemu.server.errors import ServiceError
-from npuemu.server.leases import UNCLAIMED_TTL_S, Lease, LeaseTable, check_transition
+from npuemu.server.leases import Lease, LeaseTable, check_transition
 from npuemu.server.register_ring import LeaseRing
 from npuemu.server.shm import DeviceMemory
 from npuemu.server.worker_process import (
@@ -659,12 +659,7 @@ class DeviceManager:
                 # server's doing: the holder cannot call while it lasts.
                 lease.touch()
                 continue
-            why = (
-                f"never used in the {UNCLAIMED_TTL_S:.0f} s after it was granted"
-                if not lease.claimed and lease.ttl_s > UNCLAIMED_TTL_S
-                else f"no keep-alive for {lease.ttl_s:.0f} s"
-            )
-            self.spawn(self.end(lease, why))
+            self.spawn(self.end(lease, lease.expiry_reason()))
 
     def stop_calls(self) -> int:
         """Server shutdown, grace period over: stop every request still running in the

@@ -2,12 +2,15 @@
 
 A device has at most one lease. A lease ends when its holder closes it, when its HoldLease
 stream closes (the client went away), or when its time-to-live passes without a call, a
-KeepAlive or an open HoldLease stream. A lease nobody has used since it was granted (no
-HoldLease, KeepAlive or call with its id) ends after `UNCLAIMED_TTL_S` whatever TTL it asked
-for: an OpenDevice whose answer never reached its client (a deadline, a dropped
-connection) must not keep the device for up to an hour. The table remembers recently ended
-leases so a late call is told why its lease is gone (ABORTED) rather than that it never
-existed.
+KeepAlive or an open HoldLease stream. A holder that said in its HoldLease request that it
+sends heartbeats (the runtime does: KeepAlive every TTL/3) gets no such exemption for its
+stream: its silence alone counts, so a holder that is stopped or paused loses the lease
+once its TTL passes, however long its connection stays open. A lease nobody has used since
+it was granted (no HoldLease, KeepAlive or call with its id) ends after `UNCLAIMED_TTL_S`
+whatever TTL it asked for: an OpenDevice whose answer never reached its client (a deadline,
+a dropped connection) must not keep the device for up to an hour. The table remembers
+recently ended leases so a late call is told why its lease is gone (ABORTED) rather than
+that it never existed.
 
 The device's state (`xrt.hw.wire.DeviceState`, reported by ListDevices) moves only along
 `LIFE_CYCLE`::
@@ -64,13 +67,21 @@ class Lease:
     last_seen: float = field(default_factory=time.monotonic)
     holds: int = 0  # open HoldLease streams
     claimed: bool = False  # its id has been used since OpenDevice
+    heartbeats: bool = False  # its holder calls KeepAlive: an open stream is no use
 
     def touch(self) -> None:
         self.last_seen = time.monotonic()
 
     def expired(self, now: float) -> bool:
         ttl = self.ttl_s if self.claimed else min(self.ttl_s, UNCLAIMED_TTL_S)
-        return self.holds == 0 and now - self.last_seen > ttl
+        return (self.holds == 0 or self.heartbeats) and now - self.last_seen > ttl
+
+    def expiry_reason(self) -> str:
+        """Why an `expired` lease ends, for the log and a late call's ABORTED."""
+        if not self.claimed and self.ttl_s > UNCLAIMED_TTL_S:
+            return f"never used in the {UNCLAIMED_TTL_S:g} s after it was granted"
+        silence = "heartbeat" if self.heartbeats and self.holds else "keep-alive"
+        return f"no {silence} for {self.ttl_s:g} s"
 
 
 class LeaseTable:

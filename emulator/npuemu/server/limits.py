@@ -17,6 +17,11 @@ hold is bounded:
   its handshake within `HANDSHAKE_TIMEOUT_S`; ``local.sock`` serves at most its own bound at
   a time (`npuemu.server.local_handout`). So no flood of idle connections can take the
   descriptors a lease end needs.
+- **Peers that stop answering.** The server pings every connection (HTTP/2 keepalive,
+  `keepalive_options`, derived from ``--lease-ttl``) and closes one whose peer does not
+  answer: a client that is stopped (SIGSTOP, a debugger) or gone without a FIN loses its
+  streams, its HoldLease among them, whatever its version. Clients may ping the server
+  too, down to every `CLIENT_PING_MIN_S`, without being told off (GOAWAY too_many_pings).
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ __all__ = [
     "MAX_STAGED_BYTES",
     "MAX_STREAMS_PER_LEASE",
     "StreamBudget",
+    "keepalive_options",
     "plan_descriptors",
 ]
 
@@ -53,6 +59,31 @@ MIN_CONNECTIONS = 16
 HANDSHAKE_TIMEOUT_S = 10.0  # a connection that has not spoken HTTP/2 by then is dropped
 FDS_PER_DEVICE = 16  # memory files (old and new at a lease end), worker sockets, its log
 FD_HEADROOM = 128  # the server's own: listening sockets, local.sock clients, logs, build
+# Keepalive pings: every TTL/2 within these bounds, an answer due within TTL/2 (at least
+# 2 s: a live but loaded peer must not be dropped; at most 20 s).
+KEEPALIVE_TIME_S = (1.0, 60.0)
+KEEPALIVE_TIMEOUT_S = (2.0, 20.0)
+CLIENT_PING_MIN_S = 1.0  # clients' own keepalive pings are welcome this often
+
+
+def keepalive_options(lease_ttl_s: float) -> list[tuple[str, int]]:
+    """gRPC server options that close a connection whose peer stops answering within
+    about the lease TTL (a ping every TTL/2, an answer due within TTL/2, within bounds)."""
+    if not lease_ttl_s > 0:
+        raise ValueError(f"lease TTL must be positive: {lease_ttl_s!r}")
+    time_s = min(max(lease_ttl_s / 2, KEEPALIVE_TIME_S[0]), KEEPALIVE_TIME_S[1])
+    timeout_s = min(max(lease_ttl_s / 2, KEEPALIVE_TIMEOUT_S[0]), KEEPALIVE_TIMEOUT_S[1])
+    return [
+        ("grpc.keepalive_time_ms", round(time_s * 1000)),
+        ("grpc.keepalive_timeout_ms", round(timeout_s * 1000)),
+        # gRPC lets any ping (keepalive's too) wait for its answer this long (default 60 s)
+        ("grpc.http2.ping_timeout_ms", round(timeout_s * 1000)),
+        # Idle connections too: a stopped holder's HoldLease may be its only stream.
+        ("grpc.keepalive_permit_without_calls", 1),
+        ("grpc.http2.max_pings_without_data", 0),  # keep pinging an idle connection
+        # (GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS)
+        ("grpc.http2.min_ping_interval_without_data_ms", round(CLIENT_PING_MIN_S * 1000)),
+    ]
 
 
 def plan_descriptors(devices: int, local_clients: int) -> tuple[int, int]:

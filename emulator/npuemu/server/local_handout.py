@@ -130,7 +130,10 @@ class LocalHandout:
                 lease_id, _, what = line.partition(" ")
                 if what == "ring":
                     ring, pidfd = await self.ring_of(lease_id)
-                    answer, fds = f"ring {RING_BYTES} {ring.generation}\n", [*ring.fds, pidfd]
+                    answer, fds = (
+                        f"ring {RING_BYTES} {ring.generation}\n",
+                        [*ring.holder_fds, pidfd],
+                    )
                     opened.append(pidfd)
                 elif what:
                     raise ValueError("ask for LEASE_ID (its memory) or LEASE_ID ring")

@@ -3,10 +3,14 @@
 
 The ring (layout and protocol: `xrt.hw.ring`) is a sealed memfd (no one holding it can
 shrink or grow it under the simulator's mapping) and two eventfds: *kick* (the client wakes
-the simulator) and *done* (the simulator wakes the client). The server keeps its own
-descriptors and mapping only to revoke: at the lease end it sets the ring's state to
-REVOKED and signals *done*, so a client waiting on it wakes and learns that the ring is
-gone, then tells the simulator to forget it (`Op.RING_DETACH`). A new lease gets a new
+the simulator) and *done* (the simulator wakes the client). A third eventfd, *revoke*, goes
+to the simulator only. The server keeps its own descriptors and mapping only to revoke: at
+the lease end it sets the ring's state to REVOKED and signals *done*, so a client waiting
+on it wakes and learns that the ring is gone, and signals *revoke*, so the simulator drops
+a request of the ring in flight (a wait for the interrupt of a holder that was killed)
+within about a thousand cycles instead of serving it to its end; then it tells the
+simulator to forget the ring (`Op.RING_DETACH`), which no longer queues behind that
+request. The holder can rewrite the ring's state word, not *revoke*. A new lease gets a new
 ring, with a new generation; a descriptor a former holder kept reaches a ring nobody
 serves.
 """
@@ -59,14 +63,17 @@ class LeaseRing:
     def __init__(self) -> None:
         self.generation = secrets.randbits(63) | 1
         self.mem_fd = os.memfd_create("npu-register-ring", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        made = [self.mem_fd]  # closed again when a later step fails (no descriptor leaks)
         try:
             os.ftruncate(self.mem_fd, RING_BYTES)
             fcntl.fcntl(self.mem_fd, fcntl.F_ADD_SEALS, _SEALS)
-            self.kick_fd = os.eventfd(0, os.EFD_CLOEXEC)
-            self.done_fd = os.eventfd(0, os.EFD_CLOEXEC)
+            for _ in range(3):
+                made.append(os.eventfd(0, os.EFD_CLOEXEC))
+            self.kick_fd, self.done_fd, self.revoke_fd = made[1:]
             self.map = mmap.mmap(self.mem_fd, RING_BYTES)
         except BaseException:
-            os.close(self.mem_fd)
+            for fd in made:
+                os.close(fd)
             raise
         HEADER.format.pack_into(
             self.map, 0, RING_MAGIC, RING_VERSION, RING_MAX_OPS, RingState.LIVE,
@@ -75,18 +82,26 @@ class LeaseRing:
         self.revoked = False
 
     @property
-    def fds(self) -> list[int]:
-        """The descriptors to hand out, in the order ``mem, kick, done``."""
+    def holder_fds(self) -> list[int]:
+        """The descriptors to hand out to the holder, in the order ``mem, kick, done``."""
         return [self.mem_fd, self.kick_fd, self.done_fd]
 
+    @property
+    def fds(self) -> list[int]:
+        """The descriptors the simulator takes: `holder_fds` and *revoke*, which no holder
+        gets."""
+        return [*self.holder_fds, self.revoke_fd]
+
     def revoke(self) -> None:
-        """The lease ended: nothing is served any more; a waiting client wakes and sees it."""
+        """The lease ended: nothing is served any more; a waiting client wakes and sees it,
+        and the simulator drops the ring's request in flight."""
         if self.revoked:
             return
         self.revoked = True
         state = HEADER.offsets["state"]
         self.map[state : state + 4] = int(RingState.REVOKED).to_bytes(4, "little")
         os.eventfd_write(self.done_fd, 1)
+        os.eventfd_write(self.revoke_fd, 1)
 
     def close(self) -> None:
         """Revoke (if not yet) and let go of the server's descriptors and mapping."""

@@ -214,6 +214,8 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
             lease = self.m.leases.get(request.lease_id)
         except ServiceError as exc:
             await context.abort(exc.code, exc.message, exc.trailing_metadata())
+        if request.heartbeats:  # its KeepAlives, not this stream, say that it still lives
+            lease.heartbeats = True
         lease.holds += 1
         beat = 0
         try:

@@ -26,8 +26,8 @@ wait_irq           max_cycles, wall_s                      outcome, waited
 remap              old: (device, inode) of the old file;   -
                    the new file comes over the fd channel
 ring_attach        slot (`xrt.hw.ring.RingSlot`; the ring     -
-                   file and its two eventfds come over
-                   the fd channel)
+                   file and its kick, done and revoke
+                   eventfds come over the fd channel)
 ring_detach        slot                                    -
 model_save         path (a file in the server's folder),   time_ps (the instant the
                    max_cycles (to wait for idle engines),  state is of), registers:

@@ -136,7 +136,7 @@ class MainLoop:
         self.idle_begin.argtypes = (ctypes.c_int,)
         self.idle_begin.restype = None
         self.ring_attach = lib.npu_worker_ring_attach
-        self.ring_attach.argtypes = (ctypes.c_int,) * 4  # slot, file, kick, done
+        self.ring_attach.argtypes = (ctypes.c_int,) * 5  # slot, file, kick, done, revoke
         self.ring_attach.restype = ctypes.c_int
         self.ring_detach = lib.npu_worker_ring_detach
         self.ring_detach.argtypes = (ctypes.c_int,)  # slot
@@ -272,7 +272,7 @@ class Worker:
                 os.close(fd)
             return {}
         if op == Op.RING_ATTACH:
-            fds = receive_fds(3, "the ring and its eventfds")
+            fds = receive_fds(4, "the ring and its kick, done and revoke eventfds")
             refusal = (
                 "this model's main loop serves no register ring"
                 if not self.main_loop.available

@@ -1,8 +1,9 @@
 """The gRPC transport: an emulated NPU served by ``npu-emu serve`` (``grpc://HOST:PORT``).
 
 `GrpcTransport` opens a channel, checks the server's protocol version, takes the lease of a
-device (``OpenDevice``) and keeps it with a ``HoldLease`` stream read by a daemon thread:
-the lease lives as long as the transport and ends with the process. It makes:
+device (``OpenDevice``) and keeps it with a ``HoldLease`` stream read by a daemon thread
+and heartbeats (``KeepAlive`` every TTL/3) from another: the lease lives as long as the
+transport and the process answer, and ends with either. It makes:
 
 - `GrpcRegRegion`: a register block. One RPC per single read or write; `RegRegion.execute`
   is one ``RegisterBatch`` RPC (server-side read-modify-write and poll-until);
@@ -38,7 +39,7 @@ The package, by idea:
 - `retry`: what is retried, by whom, for how long;
 - `errors`: gRPC statuses and register results -> `XrtError`;
 - `calls`: the client every call goes through (the retry loop, deadlines, memory streams);
-- `lease`: OpenDevice, the HoldLease stream, CloseDevice;
+- `lease`: OpenDevice, the HoldLease stream and the heartbeats, CloseDevice;
 - `local_memory`: the local fast path's memory file;
 - `regions`: `GrpcRegRegion`, `GrpcMemRegion`;
 - `transport`: `GrpcTransport`, `WaveFile`;

@@ -1,12 +1,16 @@
-"""A device's lease: taken with OpenDevice, held by a HoldLease stream, ended by CloseDevice.
+"""A device's lease: taken with OpenDevice, held by a HoldLease stream and heartbeats,
+ended by CloseDevice.
 
 `Lease.open` checks that the server speaks this runtime's protocol version (ListDevices)
 and takes the device (OpenDevice, waiting while it is busy when asked to). `Lease.start_hold`
-opens the HoldLease stream, read by a daemon thread: the server keeps the lease while the
-stream lives, so the lease ends with the process, or with `release`, the finalizer of a
-transport dropped without ``close()``. The client never needs KeepAlive: the stream keeps the
-lease alive; a time-to-live matters only when the stream is lost without the connection
-closing. `Lease.close` gives the device back (the server resets it for the next holder).
+opens the HoldLease stream, read by a daemon thread: its end (the process died, or
+`release`, the finalizer of a transport dropped without ``close()``) ends the lease at once.
+The stream says that this client sends heartbeats, and a second daemon thread does: a
+KeepAlive every `heartbeat_period` (TTL/3, 0.2 to 10 s apart). So the server keeps the lease
+while the process answers, not merely while its connection stays open: a holder that is
+stopped (SIGSTOP, a debugger) loses it once its TTL passes, a live one whose device idles
+or waits long keeps it. `Lease.close` stops the heartbeats and gives the device back (the
+server resets it for the next holder).
 """
 
 from __future__ import annotations
@@ -26,9 +30,26 @@ from xrt.transport import MemoryInfo, NpuInfo, RegisterBlock
 from xrt.transport.grpc.calls import RPC_SLACK_S, DeviceClient
 from xrt.transport.grpc.errors import rpc_error
 
-__all__ = ["CLOSE_TIMEOUT_S", "Lease", "LeaseHold", "default_client", "device_info", "release"]
+__all__ = [
+    "CLOSE_TIMEOUT_S",
+    "Lease",
+    "LeaseHold",
+    "default_client",
+    "device_info",
+    "heartbeat_period",
+    "release",
+]
 
 CLOSE_TIMEOUT_S = 30.0  # CloseDevice: a hung server must not hang close() for long
+HEARTBEAT_S = (0.2, 10.0)  # KeepAlives of a held lease: at least, at most this far apart
+
+
+def heartbeat_period(ttl_s: float) -> float:
+    """Seconds between two KeepAlives of a lease granted for `ttl_s`: a third of it (two
+    may be lost or late before the server gives up), within `HEARTBEAT_S`."""
+    if not ttl_s > 0:
+        raise ValueError(f"lease TTL must be positive: {ttl_s!r}")
+    return min(max(ttl_s / 3, HEARTBEAT_S[0]), HEARTBEAT_S[1])
 
 
 def _boot_id() -> str:
@@ -63,8 +84,8 @@ def device_info(info: pb.DeviceInfo) -> NpuInfo:
 
 
 class LeaseHold:
-    """State shared with the HoldLease reader thread (which must not keep the transport
-    alive: it holds only this)."""
+    """State shared with the HoldLease reader thread and the heartbeat thread (which must
+    not keep the transport alive: they hold only this)."""
 
     def __init__(self) -> None:
         self.beats = 0
@@ -73,6 +94,9 @@ class LeaseHold:
         self.first = threading.Event()
         self.call: Any = None
         self.thread: threading.Thread | None = None
+        self.stop = threading.Event()  # no more heartbeats (close, release)
+        self.heartbeats = 0  # KeepAlives answered
+        self.heartbeat_thread: threading.Thread | None = None
 
     def pump(self) -> None:
         """Read the stream until it ends (the thread's body)."""
@@ -89,11 +113,26 @@ class LeaseHold:
         finally:
             self.first.set()
 
+    def heartbeat(self, keep_alive: Any, request: Any, metadata: Any, period_s: float) -> None:
+        """Call ``keep_alive(request)`` every `period_s` until `stop` or the lease has
+        ended (the thread's body). A failed call (server busy, connection down) is tried
+        again at the next beat: the TTL allows for two of them."""
+        while not self.stop.wait(period_s):
+            try:
+                keep_alive(request, timeout=max(period_s, 1.0), metadata=metadata)
+                self.heartbeats += 1
+            except grpc.RpcError as exc:
+                if exc.code() in (grpc.StatusCode.ABORTED, grpc.StatusCode.FAILED_PRECONDITION):
+                    return  # the lease has ended (or never was): nothing left to keep
+            except Exception:  # the channel is closed (release): the thread must end quietly
+                return
+
 
 def release(channel: grpc.Channel, hold: LeaseHold) -> None:
-    """Finalizer of a transport dropped without close(): end the stream (the server then
-    ends the lease) and the channel."""
+    """Finalizer of a transport dropped without close(): stop the heartbeats, end the
+    stream (the server then ends the lease) and the channel."""
     try:
+        hold.stop.set()
         if hold.call is not None:
             hold.call.cancel()
         channel.close()
@@ -173,14 +212,17 @@ class Lease:
         return resp
 
     def start_hold(self, device_name: str) -> None:
-        """Open the HoldLease stream and wait for its first beat.
+        """Open the HoldLease stream (saying that heartbeats follow), wait for its first
+        beat, then start the heartbeats.
 
         Raises:
             XrtError: the mapped status when the server refuses the stream.
         """
         hold = self.hold
-        hold.call = self._client.stub.HoldLease(
-            pb.HoldLeaseRequest(lease_id=self.id), metadata=self._client.metadata
+        stub, metadata = self._client.stub, self._client.metadata
+        beats = self.ttl_s > 0  # (a server that names no TTL gets none: the stream holds)
+        hold.call = stub.HoldLease(
+            pb.HoldLeaseRequest(lease_id=self.id, heartbeats=beats), metadata=metadata
         )
         hold.thread = threading.Thread(
             target=hold.pump, name=f"xrt-hold-{device_name}", daemon=True
@@ -189,6 +231,20 @@ class Lease:
         hold.first.wait(RPC_SLACK_S)
         if hold.error is not None:
             raise rpc_error(hold.error, f"holding the lease of {device_name}")
+        if not beats:
+            return
+        hold.heartbeat_thread = threading.Thread(
+            target=hold.heartbeat,
+            args=(
+                stub.KeepAlive,
+                pb.KeepAliveRequest(lease_id=self.id),
+                metadata,
+                heartbeat_period(self.ttl_s),
+            ),
+            name=f"xrt-heartbeat-{device_name}",
+            daemon=True,
+        )
+        hold.heartbeat_thread.start()
 
     @property
     def alive(self) -> bool:
@@ -196,7 +252,9 @@ class Lease:
         return self.hold.error is None and not self.hold.ended
 
     def close(self) -> None:
-        """Give the device back (CloseDevice). A lease or server already gone is no error."""
+        """Stop the heartbeats and give the device back (CloseDevice). A lease or server
+        already gone is no error."""
+        self.hold.stop.set()
         try:
             if self.id:
                 self._client.stub.CloseDevice(
@@ -208,6 +266,7 @@ class Lease:
             pass  # the lease is gone already (or the server is): nothing left to release
 
     def join(self, timeout_s: float) -> None:
-        """Wait for the HoldLease reader thread to end (after `release`)."""
-        if self.hold.thread is not None:
-            self.hold.thread.join(timeout_s)
+        """Wait for the HoldLease reader and heartbeat threads to end (after `release`)."""
+        for thread in (self.hold.thread, self.hold.heartbeat_thread):
+            if thread is not None:
+                thread.join(timeout_s)

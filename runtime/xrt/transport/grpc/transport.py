@@ -63,9 +63,10 @@ class GrpcTransport(NpuTransport):
             and interrupt waits go straight to the device's simulator
             (`xrt.transport.grpc.register_ring`).
         client: Who is asking, shown to others as the lease holder.
-        lease_ttl_s: Lease time-to-live asked for (None: the server's default). The
-            HoldLease stream keeps the lease alive anyway; the TTL matters only when the
-            stream is lost without the connection closing.
+        lease_ttl_s: Lease time-to-live asked for (None: the server's default): how long
+            this process may stop answering (stopped, paused in a debugger) before the
+            server ends the lease. Heartbeats (KeepAlive every TTL/3) keep it meanwhile
+            (`xrt.transport.grpc.lease`).
         connect_timeout_s: How long to wait for the server to answer at all.
         tls: Channel credentials (`tls_credentials`): ``grpcs://``; None: plain.
         wait_s: How long to wait for the device (or a free one) when it is leased.

@@ -179,10 +179,12 @@ class OpenDeviceResponse(_message.Message):
     def __init__(self, lease_id: _Optional[str] = ..., lease_ttl_ms: _Optional[int] = ..., info: _Optional[_Union[DeviceInfo, _Mapping]] = ..., local_mappings: _Optional[_Iterable[_Union[LocalMapping, _Mapping]]] = ...) -> None: ...
 
 class HoldLeaseRequest(_message.Message):
-    __slots__ = ("lease_id",)
+    __slots__ = ("lease_id", "heartbeats")
     LEASE_ID_FIELD_NUMBER: _ClassVar[int]
+    HEARTBEATS_FIELD_NUMBER: _ClassVar[int]
     lease_id: str
-    def __init__(self, lease_id: _Optional[str] = ...) -> None: ...
+    heartbeats: bool
+    def __init__(self, lease_id: _Optional[str] = ..., heartbeats: _Optional[bool] = ...) -> None: ...
 
 class HoldLeaseResponse(_message.Message):
     __slots__ = ("beat",)

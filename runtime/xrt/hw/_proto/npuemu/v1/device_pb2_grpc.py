@@ -171,8 +171,9 @@ class DeviceServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def HoldLease(self, request, context):
-        """Keep a lease alive for as long as this stream stays open; the lease ends when it
-        closes (a client that dies loses its lease at once). Sends a beat every few seconds.
+        """Keep a lease alive for as long as this stream stays open (unless the request says the
+        client sends heartbeats: then KeepAlive does); the lease ends when it closes (a client
+        that dies loses its lease at once). Sends a beat every few seconds.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
