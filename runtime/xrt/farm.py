@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import getpass
 import itertools
+import logging
 import os
 import queue
 import socket
@@ -63,6 +64,8 @@ RESOURCE_CLASS = "NpuEmuDevice"
 DEFAULT_COORDINATOR = "127.0.0.1:20408"
 URL_PARAMS = ("coordinator", "name")
 """Query parameters ``labgrid://`` reads itself; the rest go to the ``grpc://`` device."""
+
+log = logging.getLogger("xrt.farm")
 
 
 def coordinator_address(address: str | None = None) -> str:
@@ -148,7 +151,14 @@ class FarmClient:
             self.address, options=[("grpc.use_local_subchannel_pool", 1)]
         )
         self._stub = lg_grpc.CoordinatorStub(self._channel)
-        self._call = self._stub.ClientStream(iter(self._out.get, None))
+        # gRPC runs the stream on two daemon threads of its own: one iterates the requests,
+        # one polls the channel and ends the call. `close` waits for both (see there).
+        self._sender: threading.Thread | None = None
+        self._sender_known = threading.Event()
+        self._poller: threading.Thread | None = None
+        self._call_done = threading.Event()
+        self._call = self._stub.ClientStream(self._requests())
+        self._call.add_done_callback(self._on_call_done)
         self._reader = threading.Thread(target=self._pump, name="xrt-farm-client", daemon=True)
         self._reader.start()
         startup = lg_pb.ClientInMessage()
@@ -166,6 +176,19 @@ class FarmClient:
             raise
 
     # -- the stream ------------------------------------------------------------------------
+
+    def _requests(self) -> Iterator[Any]:
+        """The stream's requests, until `close` puts None. gRPC's request thread runs this
+        generator: it notes which thread that is, for `close` to wait for it."""
+        self._sender = threading.current_thread()
+        self._sender_known.set()
+        yield from iter(self._out.get, None)
+
+    def _on_call_done(self, _call: Any) -> None:
+        """Done callback of the stream: gRPC runs it on the channel's poller thread, after the
+        call's last event, i.e. once that thread no longer takes the call's lock."""
+        self._poller = threading.current_thread()
+        self._call_done.set()
 
     def _pump(self) -> None:
         try:
@@ -246,11 +269,41 @@ class FarmClient:
             ) from None
 
     def close(self) -> None:
-        """End the session (what this user holds stays held: labgrid's locks outlive it)."""
-        self._out.put(None)
-        self._call.cancel()
-        self._channel.close()
-        self._reader.join(5)
+        """End the session (what this user holds stays held: labgrid's locks outlive it).
+
+        Returns once every thread of the session has ended (within `timeout_s`; a thread
+        left running is logged). gRPC's request and poller threads are daemons that run
+        Python code under the call's lock after the call is cancelled; in a process that
+        exits meanwhile, the interpreter kills such a thread where it stands and its
+        finalizer then collects the call (kept in a reference cycle by its own traceback),
+        whose ``__del__`` takes that lock: the process never exits (issue 38, finding 9).
+        """
+        self._call.cancel()  # first: the request thread then has nothing left to send
+        self._out.put(None)  # ends `_requests`: the request thread returns
+        deadline = time.monotonic() + self.timeout_s
+
+        def left() -> float:
+            return max(0.0, deadline - time.monotonic())
+
+        if self._sender_known.wait(left()) and self._sender is not None:
+            self._sender.join(left())
+        self._channel.close()  # returns once the call's events are in, not handled
+        self._reader.join(left())
+        poller = self._poller if self._call_done.wait(left()) else None
+        if poller is not None and poller is not threading.current_thread():
+            poller.join(left())  # it ends with the channel's last call: this one
+        running = [
+            t.name
+            for t in (self._sender, self._reader, poller)
+            if t is not None and t.is_alive() and t is not threading.current_thread()
+        ]
+        if running or not self._call_done.is_set():
+            log.warning(
+                "labgrid coordinator %s: session closed with %s still running after %.1f s",
+                self.address,
+                ", ".join(running) or "the stream's poller",
+                self.timeout_s,
+            )
 
     def __enter__(self) -> FarmClient:
         return self

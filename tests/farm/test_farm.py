@@ -98,6 +98,19 @@ def test_a_killed_job_frees_its_device_within_the_reapers_grace(farm, jobs, reap
     c.give_back()
 
 
+def test_a_job_exits_after_giving_back_whenever_grpcs_request_thread_runs(farm, jobs) -> None:
+    """Issue 38, finding 9: a job sent 'released' and never exited. gRPC's request thread of
+    its coordinator stream, starved until FarmClient.close() had returned (a loaded machine
+    does that now and then), took the call's lock and was killed holding it as the job
+    exited; the finalizer then collected the call, whose __del__ takes that lock. Here that
+    schedule is forced (tests/farm/starve_grpc.py): close() must wait for the thread."""
+    job = Job(farm, launcher=[str(Path(__file__).with_name("starve_grpc.py"))])
+    jobs.append(job)
+    job.wait_event("opened", OPEN_S)
+    job.give_back(60)  # a job that is still running then is reported with its stacks
+    assert "starve_grpc: the request thread holds its call's lock" in job.stderr  # forced
+
+
 def test_a_real_pytest_lg_env_run_uses_a_farm_device(farm, tmp_path: Path) -> None:
     """The CI job of docs/farm.md: reserve, acquire, `pytest --lg-env`, cancel, release."""
     (tmp_path / "farm.yaml").write_text(

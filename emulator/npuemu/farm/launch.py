@@ -22,6 +22,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -282,9 +283,18 @@ class FarmJob:
     when the wait runs out is reported as hanging, with its Python stacks.
     """
 
-    def __init__(self, farm: LoopbackFarm, tags: str = "target=zg330", wait_s: float = 300):
+    def __init__(
+        self,
+        farm: LoopbackFarm,
+        tags: str = "target=zg330",
+        wait_s: float = 300,
+        *,
+        launcher: Sequence[str] = (),
+    ):
+        """`launcher`: a script (and its arguments) that runs ``-m npuemu.farm.job ...``
+        itself, e.g. under a forced thread schedule (tests/farm/starve_grpc.py)."""
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "npuemu.farm.job", tags, str(wait_s)],
+            [sys.executable, *launcher, "-m", "npuemu.farm.job", tags, str(wait_s)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
