@@ -19,6 +19,7 @@ import getpass
 import os
 import socket
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +98,15 @@ class LeaseHold:
         self.stop = threading.Event()  # no more heartbeats (close, release)
         self.heartbeats = 0  # KeepAlives answered
         self.heartbeat_thread: threading.Thread | None = None
+        # gRPC's channel poller runs the stream's done callback after the call's last event
+        # (under the call's lock until then): `Lease.join` waits for it, as FarmClient does.
+        self.poller: threading.Thread | None = None
+        self.call_done = threading.Event()
+
+    def on_done(self, _call: Any) -> None:
+        """The stream's done callback (on gRPC's poller thread)."""
+        self.poller = threading.current_thread()
+        self.call_done.set()
 
     def pump(self) -> None:
         """Read the stream until it ends (the thread's body)."""
@@ -224,6 +234,7 @@ class Lease:
         hold.call = stub.HoldLease(
             pb.HoldLeaseRequest(lease_id=self.id, heartbeats=beats), metadata=metadata
         )
+        hold.call.add_done_callback(hold.on_done)
         hold.thread = threading.Thread(
             target=hold.pump, name=f"xrt-hold-{device_name}", daemon=True
         )
@@ -266,7 +277,17 @@ class Lease:
             pass  # the lease is gone already (or the server is): nothing left to release
 
     def join(self, timeout_s: float) -> None:
-        """Wait for the HoldLease reader and heartbeat threads to end (after `release`)."""
+        """Wait for the HoldLease reader and heartbeat threads, and gRPC's poller of the
+        stream, to be done with it (after `release`): a daemon thread killed at the
+        process's exit while it holds the call's lock would hang the finalizer of the call
+        (as `xrt.farm.FarmClient.close` explains)."""
+        deadline = time.monotonic() + timeout_s
         for thread in (self.hold.thread, self.hold.heartbeat_thread):
             if thread is not None:
-                thread.join(timeout_s)
+                thread.join(max(0.0, deadline - time.monotonic()))
+        if self.hold.call is not None and self.hold.call_done.wait(
+            max(0.0, deadline - time.monotonic())
+        ):
+            poller = self.hold.poller
+            if poller is not None and poller is not threading.current_thread():
+                poller.join(max(0.0, deadline - time.monotonic()))
