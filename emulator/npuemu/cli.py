@@ -12,6 +12,7 @@ npu-emu serve [--host 127.0.0.1] [--port 50051] [--target buyi|zg330] [--devices
               [--checkpoint-key-file FILE] [--allow-foreign-checkpoints]
               [--record DIR [--record-max-mib MIB] [--record-keep-mib MIB]]
 npu-emu replay REC [--target buyi|zg330] [--check] [--waves START:END [--out F.fst]] [--list]
+              [--max-cycles N] [--max-wall-s S]
               (a recorded lease again, in-process: npuemu.replay, npuemu.replay_waves)
 npu-emu build [--target buyi|zg330] [--waves]
 npu-emu checkpoint save|restore DEVICE FILE | info FILE   (npuemu.device_cli)
@@ -217,7 +218,22 @@ def _parser() -> argparse.ArgumentParser:
         "--out",
         type=Path,
         default=None,
-        help="the FST file of --waves (default: the recording's name with .fst, here)",
+        help="the FST file of --waves (default: the recording's name with .fst, here; "
+        "written 0600)",
+    )
+    # The replay's budget (npuemu.replay_checks): a recording is input from anyone.
+    r.add_argument(
+        "--max-cycles",
+        type=_positive(int, "--max-cycles"),
+        default=None,
+        help="simulated cycles the replay may run (default 2**30: 10.7 simulated seconds); "
+        "a recording that needs more is refused, or stopped where it runs out",
+    )
+    r.add_argument(
+        "--max-wall-s",
+        type=_positive(float, "--max-wall-s"),
+        default=None,
+        help="wall-clock seconds the replay may take (default 3600)",
     )
     return p
 
@@ -341,6 +357,7 @@ def _main(args: argparse.Namespace) -> int:
         print(f"npu-emu: NPU_EMU_TARGET={args.target!r} names no target ({known})", file=sys.stderr)
         return exitcodes.BAD_INPUT
     if args.command == "replay":
+        from npuemu.replay_checks import Budget
         from npuemu.replay_cli import main as replay_main
 
         return replay_main(
@@ -350,6 +367,9 @@ def _main(args: argparse.Namespace) -> int:
             waves=args.waves,
             out=args.out,
             listing=args.list,
+            budget=Budget(
+                args.max_cycles or Budget.max_cycles, args.max_wall_s or Budget.max_wall_s
+            ),
         )
     if args.command == "attach":
         from npuemu.attach import main as attach_main

@@ -28,26 +28,26 @@ target's (the header records the board's map); memory must sit where the target 
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import msgpack
 
-from npuemu.replay import (
-    MIN_SIM_SPEED,
-    WATCHDOG_S,
-    Divergence,
-    Replayer,
+from npuemu.replay import MIN_SIM_SPEED, WATCHDOG_S, Replayer
+from npuemu.replay_checks import (
+    Budget,
     ReplayError,
-    _outcome,
-    _result,
+    Summary,
+    board_poll_cycles,
+    board_rebase,
+    board_wait_cycles,
 )
+from npuemu.replay_report import Divergence, outcome_name, result_text
 from npuemu.server.worker_process import WorkerError
 from npuemu.sim.build import BuiltModel
 from npuemu.worker.protocol import Op
 from xrt import exitcodes
 from xrt.hw.config import TargetConfig
-from xrt.hw.regops import MAX_POLL_CYCLES, POLL_CYCLES_PER_S, RegKind, RegPoll, poll_max_cycles
+from xrt.hw.regops import RegKind
 from xrt.hw.targets import CLOCK_PERIOD_PS
 from xrt.hw.wire import RegisterStatus, WaitOutcome
 from xrt.recording import REPLY_FIELDS, Kind, Record, Recording
@@ -64,21 +64,24 @@ class BoardReplayer(Replayer):
 
     wall_clock = True
 
-    def __init__(self, rec: Recording, cfg: TargetConfig, model: BuiltModel, *, check: bool):
-        super().__init__(rec, cfg, model, check=check)
+    def __init__(
+        self,
+        rec: Recording,
+        cfg: TargetConfig,
+        model: BuiltModel,
+        *,
+        check: bool,
+        budget: Budget | None = None,
+        summary: Summary | None = None,
+    ) -> None:
+        super().__init__(rec, cfg, model, check=check, budget=budget, summary=summary)
         self.period_ps = CLOCK_PERIOD_PS  # the replay's own cycles (the board counted none)
         self.report.wall_clock = True
         self.handlers[Kind.REQUEST] = self._board_request
         self.handlers[Kind.POLL] = self._poll
-        self._blocks: list[tuple[int, int, int]] = []  # (board base, size, simulated base)
-        sim_blocks = {"npu": cfg.npu_base, "dma": cfg.dma_base}
-        for name, (base, size) in dict(rec.header.get("blocks") or {}).items():
-            if name in sim_blocks and int(base) != sim_blocks[name]:
-                self._blocks.append((int(base), int(size), sim_blocks[name]))
-                self.report.notes.append(
-                    f"the board's {name} registers at {int(base):#x} are replayed at "
-                    f"{sim_blocks[name]:#x}"
-                )
+        self._blocks = board_rebase(rec.header, cfg)  # (board base, size, simulated base)
+        for base, _, at in self._blocks:
+            self.report.notes.append(f"the board's registers at {base:#x} are replayed at {at:#x}")
         for name, (base, size) in dict(rec.header.get("memories") or {}).items():
             mem = next((m for m in cfg.memories if m.name == name), None)
             if mem is None or int(base) != mem.base or int(base) + int(size) > mem.base + mem.size:
@@ -100,23 +103,21 @@ class BoardReplayer(Replayer):
         self.report.cycles = int(reply["cycles"]) - self.base_ps // self.period_ps
 
     async def _board_request(self, index: int, rec: Record) -> Divergence | None:
-        b = rec.body
-        op = str(b["op"])
-        if op not in REPLY_FIELDS:
-            raise ValueError(f"no such request {op!r}")
+        b = rec.body  # checked: `xrt.recording_schema`, `npuemu.replay_checks`
+        op = b["op"]
         args = dict(b["args"])
         recorded = b["reply"]
         extra_s = 0.0
+        clamped = False
         if "addr" in args:
-            args["addr"] = self._addr(int(args["addr"]))
+            args["addr"] = self._addr(args["addr"])
         if op == Op.BATCH:
-            rows = [tuple(row) for row in args["ops"]]
-            args["ops"] = [(r[0], self._addr(int(r[1])), *r[2:]) for r in rows]
-            if any(r[0] == RegKind.POLL for r in rows):
-                raise ValueError("a board batch holds no polls (they are poll records)")
-            extra_s = len(rows) * 0.01
+            args["ops"] = [(r[0], self._addr(r[1]), *r[2:]) for r in args["ops"]]
+            extra_s = len(args["ops"]) * 0.01  # no polls (they are poll records)
         elif op == Op.WAIT_IRQ:
-            budget = _wait_cycles(args.get("max_cycles"), float(args.get("timeout_s") or 0))
+            own = board_wait_cycles(args.get("max_cycles"), args.get("timeout_s") or 0.0)
+            budget = min(own, self.cycles_left())
+            clamped = budget < own
             extra_s = budget / MIN_SIM_SPEED
             args = {"max_cycles": budget, "wall_s": extra_s + WATCHDOG_S}
         try:
@@ -124,6 +125,8 @@ class BoardReplayer(Replayer):
         except WorkerError as exc:
             return Divergence(index, rec, op, "the request", "a response", f"refused: {exc}")
         self._cycles(reply)
+        if clamped and reply.get("outcome") == WaitOutcome.CYCLE_LIMIT:
+            raise self.budget_spent(index, op)
         fields = [reply[name] for name in REPLY_FIELDS[op] if name != "waited"]
         self._responses.update(msgpack.packb([op, fields]))
         if not self.check:
@@ -133,7 +136,7 @@ class BoardReplayer(Replayer):
             came = (exp == WaitOutcome.INTERRUPT, got == WaitOutcome.INTERRUPT)
             if came[0] != came[1]:
                 what = "the interrupt (the board's wall-clock timeout: a cycle limit here)"
-                return Divergence(index, rec, op, what, _outcome(exp), _outcome(got))
+                return Divergence(index, rec, op, what, outcome_name(exp), outcome_name(got))
             return None
         what = self._compare(op, args, recorded, reply)
         return Divergence(index, rec, op, *what) if what is not None else None
@@ -142,9 +145,9 @@ class BoardReplayer(Replayer):
         """A poll the board ran as reads: a server-side poll here, compared by outcome and
         final value (not by its number of reads)."""
         b = rec.body
-        addr, mask, expected = int(b["addr"]), int(b["mask"]), int(b["expected"])
-        limits = RegPoll(addr, mask, expected, b.get("max_polls"), b.get("timeout_s"))
-        max_cycles = poll_max_cycles(limits)
+        addr, mask, expected = b["addr"], b["mask"], b["expected"]
+        own = board_poll_cycles(b)
+        max_cycles = min(own, self.cycles_left())
         row = (RegKind.POLL, self._addr(addr), 0, mask, expected, max_cycles)
         try:
             reply = await self._call(Op.BATCH, max_cycles / MIN_SIM_SPEED, ops=[row])
@@ -152,6 +155,8 @@ class BoardReplayer(Replayer):
             return Divergence(index, rec, "poll", "the poll", "a response", f"refused: {exc}")
         self._cycles(reply)
         status, value = (int(x) for x in reply["results"][0])
+        if max_cycles < own and status == RegisterStatus.POLL_TIMEOUT:
+            raise self.budget_spent(index, "poll")
         self._responses.update(msgpack.packb(["poll", status, value]))
         if not self.check:
             return None
@@ -172,21 +177,20 @@ def _poll_result(matched: bool, value: int, status: int | None = None) -> str:
     if matched:
         return f"matched, {value:#010x}"
     if status is not None and status != RegisterStatus.POLL_TIMEOUT:
-        return _result(status, value)
+        return result_text(status, value)
     return f"gave up, last value {value:#010x}"
 
 
-def _wait_cycles(max_cycles: int | None, timeout_s: float) -> int:
-    """The cycle budget of a replayed board wait: the driver's, else its wall-clock timeout
-    at `POLL_CYCLES_PER_S` (at least one cycle: a wait of 0 s just looks)."""
-    if max_cycles:
-        return max(1, min(int(max_cycles), MAX_POLL_CYCLES))
-    return max(1, min(math.ceil(timeout_s * POLL_CYCLES_PER_S), MAX_POLL_CYCLES))
-
-
-def replayer_for(rec: Recording, cfg: TargetConfig, model: BuiltModel, *, check: bool) -> Replayer:
+def replayer_for(
+    rec: Recording,
+    cfg: TargetConfig,
+    model: BuiltModel,
+    *,
+    check: bool,
+    budget: Budget | None = None,
+    summary: Summary | None = None,
+) -> Replayer:
     """The replayer of `rec`: a `BoardReplayer` for a board's (wall-clock) recording, else
     the server recordings' `Replayer`."""
-    if rec.wall_clock:
-        return BoardReplayer(rec, cfg, model, check=check)
-    return Replayer(rec, cfg, model, check=check)
+    cls = BoardReplayer if rec.wall_clock else Replayer
+    return cls(rec, cfg, model, check=check, budget=budget, summary=summary)

@@ -7,23 +7,21 @@ import asyncio
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
-from npuemu.replay import (
-    REQUEST_KINDS,
-    Replayer,
-    ReplayError,
-    choose_model,
-    run_replayer,
-)
+from npuemu.replay import REQUEST_KINDS, Replayer, ReplayError, choose_model, run_replayer
 from npuemu.replay_board import replayer_for
+from npuemu.replay_checks import Budget, limits_for, listing_limits, scan
 from xrt import exitcodes
+from xrt.hw.targets import TARGETS, target
 from xrt.progress import HEARTBEAT_S, step_progress
-from xrt.recording import Kind, Recording, RecordingError, read_recording
+from xrt.recording import Kind, Limits, Recording, RecordingError, open_recording
+from xrt.recording_schema import show
 from xrt.regtrace import RegisterNamer
 
-__all__ = ["list_requests", "main"]
+__all__ = ["iter_requests", "list_requests", "main"]
 
 
 def _progress_printer(total: int, name: str) -> tuple[Callable[[int], None], Callable[[], None]]:
@@ -48,20 +46,26 @@ def _progress_printer(total: int, name: str) -> tuple[Callable[[int], None], Cal
 def list_requests(rec: Recording) -> list[str]:
     """One line per request of `rec`: its index, kind, what it asked, and when it started
     and ended in cycles from the lease's first request (what ``--waves`` takes)."""
-    namer = RegisterNamer.for_target(str(rec.header.get("target", "buyi")))
-    period = int(rec.header.get("period_ps", 1)) or 1
-    lines, index = [], 0
-    for r in rec.records:
+    return list(iter_requests(rec))
+
+
+def iter_requests(rec: Recording) -> Iterator[str]:
+    """`list_requests`, a line at a time (a long recording's listing is not held)."""
+    name = rec.header.get("target")
+    namer = RegisterNamer.for_target(name if name in TARGETS else "buyi")
+    period = rec.header.get("period_ps") or 1  # checked: 1 or more
+    index = 0
+    for r in rec.records:  # each checked by the reader (`xrt.recording_schema`)
         b = r.body
         if r.kind not in REQUEST_KINDS:
             if r.kind != Kind.END:
-                lines.append(
-                    f"      -- {r.kind} {', '.join(f'{k}={v}' for k, v in b.items() if k != 'k')}"
-                )
+                fields = ", ".join(f"{k}={show(v)}" for k, v in b.items() if k != "k")
+                yield f"      -- {show(r.kind)} {fields}"
             continue
         when = ""
         if b.get("t") is not None:
-            when = f"cycles {int(b['t']) // period:>12,} .. {int(b['c']):>12,}  "
+            end = "?" if b.get("c") is None else f"{b['c']:,}"
+            when = f"cycles {b['t'] // period:>12,} .. {end:>12}  "
         elif b.get("w") is not None:  # a board's recording: wall-clock seconds
             when = f"wall {float(b['w']):>12.6f} s  "
         what = str(b.get("op", r.kind))
@@ -81,9 +85,18 @@ def list_requests(rec: Recording) -> list[str]:
             what += f" {n:,} B at {int(b['address']):#x}"
         if b.get("unfinished"):
             what += " (unfinished)"
-        lines.append(f"{index:>5}  {when}{what}")
+        yield f"{index:>5}  {when}{what}"
         index += 1
-    return lines
+
+
+def _limits(target_name: str | None) -> Callable[[dict[str, Any]], Limits]:
+    """The reader's bounds: the target replayed on (`--target`, else the recording's)."""
+
+    def limits(header: dict[str, Any]) -> Limits:
+        name = target_name or header.get("target")
+        return limits_for(target(name)) if name in TARGETS else listing_limits(header)
+
+    return limits
 
 
 def main(
@@ -94,16 +107,23 @@ def main(
     waves: str | None = None,
     out: Path | None = None,
     listing: bool = False,
+    budget: Budget | None = None,
 ) -> int:
     """``npu-emu replay``: the exit status (0; 4 for a divergence; 2 for a recording that
-    cannot be read or replayed here; 1 when the device fails)."""
+    cannot be read or replayed here, or that needs more than `budget`; 1 when the device
+    fails). The recording is read one record at a time, and every record is checked
+    (`npuemu.replay_checks`) before the model is built or the simulator starts."""
+    budget = budget or Budget()
     if listing:
         try:
-            rec = read_recording(path)
+            rec = open_recording(path, listing_limits)
+            for _ in rec.records:  # every record is checked before a line is printed
+                pass
+            for line in iter_requests(rec):
+                print(line)
         except (RecordingError, OSError) as exc:
             print(f"npu-emu replay: {exc}", file=sys.stderr)
             return exitcodes.BAD_INPUT
-        print("\n".join(list_requests(rec)))
         return exitcodes.OK
     window = None
     if waves is not None:
@@ -119,7 +139,9 @@ def main(
             print(f"npu-emu replay: --out {out} is a folder", file=sys.stderr)
             return exitcodes.BAD_INPUT
     try:
-        rec = read_recording(path)
+        rec = open_recording(path, _limits(target_name))
+        name = target_name or rec.header["target"]
+        summary = scan(rec, target(name), budget) if name in TARGETS else None
         cfg, model = choose_model(rec, target_name, waves=window is not None)
     except (RecordingError, OSError) as exc:
         print(f"npu-emu replay: {exc}", file=sys.stderr)
@@ -137,20 +159,24 @@ def main(
     recorded = rec.header.get("target")
     if target_name is not None and target_name != recorded:
         print(f"npu-emu replay: replaying a {recorded} recording on {target_name}", file=sys.stderr)
-    total = sum(r.kind in REQUEST_KINDS for r in rec.records)
-    update, close = _progress_printer(total, path.name)
+    assert summary is not None  # choose_model refused an unknown target
+    update, close = _progress_printer(summary.total, path.name)
+    opts = {"check": check, "budget": budget, "summary": summary}
     try:
         if window is not None:
             from npuemu.replay_waves import WavesReplayer
 
             assert out is not None
-            replayer: Replayer = WavesReplayer(rec, cfg, model, window=window, out=out, check=check)
+            replayer: Replayer = WavesReplayer(rec, cfg, model, window=window, out=out, **opts)
         else:
-            replayer = replayer_for(rec, cfg, model, check=check)
+            replayer = replayer_for(rec, cfg, model, **opts)
         report = asyncio.run(run_replayer(replayer, update))
     except ReplayError as exc:
         print(f"npu-emu replay: {exc}", file=sys.stderr)
         return exc.status
+    except (RecordingError, OSError) as exc:  # the file changed under the replay
+        print(f"npu-emu replay: {exc}", file=sys.stderr)
+        return exitcodes.BAD_INPUT
     finally:
         close()
     for line in report.lines():

@@ -22,18 +22,19 @@ from collections.abc import Callable
 from pathlib import Path
 
 from npuemu.replay import Replayer, ReplayError, ReplayReport
+from npuemu.replay_checks import Budget, Summary
 from npuemu.server import checkpoint_device
 from npuemu.server.checkpoint import CheckpointError
+from npuemu.server.storage import place_private_file
 from npuemu.server.worker_process import WorkerError
 from npuemu.sim.build import BuiltModel
 from npuemu.worker.protocol import Op
+from xrt import exitcodes
 from xrt.hw.config import TargetConfig
 from xrt.hw.wire import CheckpointScope
 from xrt.recording import Kind, Record, Recording
 
 __all__ = ["WavesReplayer", "parse_window"]
-
-_STATE_KINDS = (Kind.CHECKPOINT_SAVE, Kind.CHECKPOINT_RESTORE)
 
 
 def parse_window(text: str) -> tuple[int, int]:
@@ -70,8 +71,10 @@ class WavesReplayer(Replayer):
         window: tuple[int, int],
         out: Path,
         check: bool,
+        budget: Budget | None = None,
+        summary: Summary | None = None,
     ) -> None:
-        super().__init__(rec, cfg, model, check=check)
+        super().__init__(rec, cfg, model, check=check, budget=budget, summary=summary)
         if not model.waves:
             raise ReplayError("--waves needs the traced model (npu-emu build --waves)")
         self.first, self.last = window
@@ -84,9 +87,10 @@ class WavesReplayer(Replayer):
     # ---------------------------------------------------------------- the start
     async def start(self) -> None:
         await super().start()
-        rec = self._nearest_state()
-        if rec is None:
+        nearest = self._nearest_state()
+        if nearest is None:
             return
+        rec = next(r for r in self.rec.records if r.index == nearest)  # read it again
         try:
             state = self.parse_checkpoint(rec.body["file"])
             assert self.device is not None
@@ -109,13 +113,13 @@ class WavesReplayer(Replayer):
             f"{state_t // self.period_ps:,} of the lease): the requests before it were not run"
         )
 
-    def _nearest_state(self) -> Record | None:
-        """The latest checkpoint record whose state is from at or before START."""
+    def _nearest_state(self) -> int | None:
+        """The index of the latest checkpoint record whose state is from at or before
+        START (from the scan: before anything that stops the replay)."""
         best = None
-        for rec in self.rec.records:
-            state_t = rec.body.get("state_t") if rec.kind in _STATE_KINDS else None
-            if state_t is not None and int(state_t) // self.period_ps <= self.first:
-                best = rec
+        for index, state_t in self.summary.states:
+            if state_t // self.period_ps <= self.first:
+                best = index
         return best
 
     # ---------------------------------------------------------------- the window
@@ -149,8 +153,10 @@ class WavesReplayer(Replayer):
             self.report.notes.append("no waveform window was recorded (the replay ended first)")
             return
         path, first, last = window
-        self.out.parent.mkdir(parents=True, exist_ok=True)
-        shutil.move(path, self.out)
+        try:  # 0600, in folders made 0700, never through a symlink (npuemu.server.storage)
+            place_private_file(Path(path), self.out)
+        except OSError as exc:
+            raise ReplayError(f"cannot write {self.out}: {exc}", exitcodes.BAD_INPUT) from None
         base = self.base_ps // self.period_ps
         self.report.notes.append(
             f"waveform window: cycles {int(first) - base:,}..{int(last) - base:,} of the lease in "

@@ -1,6 +1,8 @@
-"""Recordings of device sessions: the file format, the writer of one recording file and
-its reader. Two writers produce them, and ``npu-emu replay`` (the emulator's
-`npuemu.replay`) runs either again on a fresh simulated device:
+"""Recordings of device sessions: the file format and the writer of one recording file
+(the reader: `xrt.recording_reader`; the fields each kind of record may hold and the bounds
+of reading one: `xrt.recording_schema`; this module re-exports their names). Two writers
+produce them, and ``npu-emu replay`` (the emulator's `npuemu.replay`) runs either again on
+a fresh simulated device:
 
 - a recording server (``npu-emu serve --record DIR``, `npuemu.server.recording`: the
   folder's size policy and the lease plumbing) writes one file per lease, every request at
@@ -76,27 +78,53 @@ access is a bus fault, not an answer): statuses are recorded OK. A replay of suc
 recording compares values, poll results, wait outcomes and memory, never times or cycles.
 
 **Size policy.** A recording stops at `max_bytes` with a truncated record (and still gets
-its end record).
+its end record). A file is created 0600, new (never an existing file or a symlink).
+
+**Reading one from elsewhere.** Recordings travel (mail, bug reports): a reader bounds each
+frame by its kind before reading it, decodes it within limits and checks its fields
+against its kind's schema (`xrt.recording_schema`); ``npu-emu replay`` checks them against
+the target and its budget too (`npuemu.replay_checks`). Writers put ``k`` first in every
+record but the header (a large record's kind is read from its first bytes).
 """
 
 from __future__ import annotations
 
 import contextlib
-import enum
 import hashlib
 import logging
 import os
-import struct
 import time
 import zlib
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import msgpack
 
 from xrt.hw.targets import CLOCK_PERIOD_PS
+from xrt.recording_reader import (
+    Record,
+    Recording,
+    RecordingError,
+    RecordStream,
+    open_recording,
+    read_recording,
+)
+from xrt.recording_schema import (
+    CLOCK_SIMULATED,
+    CLOCK_WALL,
+    FORMAT,
+    FRAME,
+    MAGIC,
+    OPS,
+    ORIGIN_CLIENT,
+    RECORDED_OPS,
+    REPLY_FIELDS,
+    VERSION,
+    Kind,
+    Limits,
+)
 
 __all__ = [
     "CLOCK_SIMULATED",
@@ -112,62 +140,26 @@ __all__ = [
     "SUFFIX",
     "VERSION",
     "Kind",
+    "Limits",
     "Record",
+    "RecordStream",
     "Recording",
     "RecordingError",
     "RecordingWriter",
     "WriterStats",
     "encode_record",
     "lease_digest",
+    "open_recording",
     "read_recording",
     "write_recording",
 ]
 
 log = logging.getLogger("xrt.recording")
 
-MAGIC = b"NPUEMREC"
-FORMAT = "npu-emu-recording"
-VERSION = 1
 SUFFIX = ".npurec"
 DEFAULT_MAX_MIB = 256
 INLINE_READ_BYTES = 64 << 10  # memory reads up to this many bytes are kept whole
 RESERVE_BYTES = 4096  # kept free under the cap for the truncated and end records
-MAX_RECORD_BYTES = 1 << 30  # the reader refuses a frame longer than this (corruption)
-_FRAME = struct.Struct(">II")  # payload length, CRC-32 of the payload
-
-CLOCK_SIMULATED = "simulated"
-"""A header's ``clock`` (the default when absent): requests carry simulated instants."""
-CLOCK_WALL = "wall"
-"""A header's ``clock`` for a client-side (board) recording: times are wall-clock."""
-ORIGIN_CLIENT = "client"
-"""A header's ``origin`` when the runtime wrote the recording (the default: a server)."""
-
-REPLY_FIELDS: dict[str, tuple[str, ...]] = {
-    "reset": (),
-    "read_reg": ("status", "value"),
-    "write_reg": ("status",),
-    "batch": ("results",),
-    "wait_irq": ("outcome", "waited"),
-}
-"""What a request record keeps of each op's reply (the ops are the worker's:
-``npuemu.worker.protocol.Op`` names them with these strings)."""
-OPS = tuple(REPLY_FIELDS)
-RECORDED_OPS = frozenset(OPS)
-
-
-class Kind(enum.StrEnum):
-    """What a record holds (the table in the module docstring)."""
-
-    HEADER = "header"
-    REQUEST = "request"
-    MEMORY_WRITE = "memory_write"
-    MEMORY_READ = "memory_read"
-    POLL = "poll"
-    CHECKPOINT_SAVE = "checkpoint_save"
-    CHECKPOINT_RESTORE = "checkpoint_restore"
-    TRUNCATED = "truncated"
-    WORKER_RESTART = "worker_restart"
-    END = "end"
 
 
 def lease_digest(lease_id: str) -> str:
@@ -179,7 +171,7 @@ def lease_digest(lease_id: str) -> str:
 def encode_record(body: Mapping[str, Any]) -> bytes:
     """One record's frame: length, CRC-32, msgpack payload."""
     payload = msgpack.packb(dict(body), use_bin_type=True)
-    return _FRAME.pack(len(payload), zlib.crc32(payload)) + payload
+    return FRAME.pack(len(payload), zlib.crc32(payload)) + payload
 
 
 @dataclass
@@ -228,7 +220,9 @@ class RecordingWriter:
         self.truncated = False
         self.closed = False
         self.base_ps: int | None = None  # when the lease's first worker request started
-        self._fd: int | None = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        # 0600, a new file (O_EXCL: never an existing one, never through a symlink).
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        self._fd: int | None = os.open(path, flags, 0o600)
         try:
             os.write(self._fd, MAGIC)
         except OSError:
@@ -389,129 +383,6 @@ class RecordingWriter:
         if fd is not None:
             with contextlib.suppress(OSError):
                 os.close(fd)
-
-
-# -------------------------------------------------------------------- reading
-class RecordingError(ValueError):
-    """A file that is not a readable recording; the message names where it broke."""
-
-    def __init__(self, path: Path, message: str, offset: int = 0, index: int = 0) -> None:
-        self.path, self.offset, self.index = path, offset, index
-        super().__init__(f"{path}: {message}")
-
-
-@dataclass(frozen=True)
-class Record:
-    """One record of a recording: its place in the file and its fields."""
-
-    index: int  # 0 is the header
-    offset: int  # byte offset of its frame in the file
-    kind: str  # a `Kind` (or a kind this reader does not know: the replay decides)
-    body: dict[str, Any]
-
-
-@dataclass
-class Recording:
-    """A recording as read: the header, the records after it (the end record included),
-    and ``cut`` when the file ends inside a record (a server that stopped mid-write)."""
-
-    path: Path
-    header: dict[str, Any]
-    records: list[Record] = field(default_factory=list)
-    cut: str = ""
-
-    @property
-    def end(self) -> dict[str, Any] | None:
-        last = self.records[-1] if self.records else None
-        return last.body if last is not None and last.kind == Kind.END else None
-
-    @property
-    def truncated(self) -> Record | None:
-        return next((r for r in self.records if r.kind == Kind.TRUNCATED), None)
-
-    @property
-    def clock(self) -> str:
-        """`CLOCK_SIMULATED` (a server's recording) or `CLOCK_WALL` (a board's)."""
-        return str(self.header.get("clock") or CLOCK_SIMULATED)
-
-    @property
-    def wall_clock(self) -> bool:
-        """True for a client-side recording of a board: no simulated instants or cycles."""
-        return self.clock == CLOCK_WALL
-
-
-def _corrupt(path: Path, index: int, offset: int, what: str) -> RecordingError:
-    return RecordingError(
-        path, f"record {index} at byte offset {offset} is corrupt: {what}", offset, index
-    )
-
-
-def _frames(path: Path, f: BinaryIO) -> Iterator[tuple[int, int, bytes | str]]:
-    """(index, offset, payload) per frame; a str payload says why the file ends early."""
-    offset = len(MAGIC)
-    index = 0
-    while True:
-        head = f.read(_FRAME.size)
-        if not head:
-            return
-        if len(head) < _FRAME.size:
-            yield index, offset, f"the file ends inside record {index}'s frame header"
-            return
-        length, crc = _FRAME.unpack(head)
-        if length > MAX_RECORD_BYTES:
-            raise _corrupt(path, index, offset, f"length {length} is not plausible")
-        payload = f.read(length)
-        if len(payload) < length:
-            cut = f"the file ends inside record {index} ({len(payload)} of its {length} bytes)"
-            yield index, offset, cut
-            return
-        if zlib.crc32(payload) != crc:
-            raise _corrupt(path, index, offset, "CRC mismatch")
-        yield index, offset, payload
-        offset += _FRAME.size + length
-        index += 1
-
-
-def read_recording(path: Path) -> Recording:
-    """Read a recording whole (memory data included).
-
-    Raises:
-        RecordingError: not a recording, an unsupported version, or a corrupt record (the
-            message names its index and byte offset).
-        OSError: the file cannot be read.
-    """
-    with path.open("rb") as f:
-        magic = f.read(len(MAGIC))
-        if magic != MAGIC:
-            raise RecordingError(path, f"not an npu-emu recording (it starts with {magic[:8]!r})")
-        rec: Recording | None = None
-        for index, offset, payload in _frames(path, f):
-            if isinstance(payload, str):
-                if rec is None:
-                    raise RecordingError(path, f"no whole header: {payload}", offset, index)
-                rec.cut = f"{payload}, at byte offset {offset}"
-                break
-            try:
-                body = msgpack.unpackb(payload, raw=False, strict_map_key=True)
-            except Exception as exc:  # msgpack raises several types
-                raise _corrupt(path, index, offset, f"undecodable ({exc})") from None
-            if not isinstance(body, dict) or not isinstance(body.get("k"), str):
-                raise _corrupt(path, index, offset, "not a record (no kind)")
-            if rec is None:
-                if body["k"] != Kind.HEADER or body.get("format") != FORMAT:
-                    raise RecordingError(path, "the first record is not a recording header")
-                if body.get("version") != VERSION:
-                    raise RecordingError(
-                        path,
-                        f"format version {body.get('version')}; this npu-emu reads "
-                        f"version {VERSION}",
-                    )
-                rec = Recording(path, body)
-                continue
-            rec.records.append(Record(index, offset, body["k"], body))
-        if rec is None:
-            raise RecordingError(path, "no header record (an empty recording)")
-        return rec
 
 
 def write_recording(path: Path, header: Mapping[str, Any], bodies: list[Mapping[str, Any]]) -> None:

@@ -49,6 +49,12 @@ class RegisterNamer:
         return "?"
 
 
+def _open_private(path: str) -> TextIO:
+    """`path` for appending lines; created 0600 (a trace shows what a driver did)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    return os.fdopen(fd, "a", buffering=1)
+
+
 class RegisterTraceLog:
     """Writes one line per register access to a file or stderr (thread-safe)."""
 
@@ -56,9 +62,8 @@ class RegisterTraceLog:
         self.destination = str(destination)
         self.namer = namer
         self._lock = threading.Lock()
-        self._out: TextIO = (
-            sys.stderr if self.destination == "-" else open(self.destination, "a", buffering=1)  # noqa: SIM115 - lives with the log
-        )
+        to_stderr = self.destination == "-"
+        self._out: TextIO = sys.stderr if to_stderr else _open_private(self.destination)
 
     def record(
         self,

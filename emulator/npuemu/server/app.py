@@ -39,7 +39,7 @@ from npuemu.server.observer import ObserverDeviceService
 from npuemu.server.recording import DEFAULT_KEEP_MIB, DEFAULT_MAX_MIB, RecordingFolder
 from npuemu.server.security import TlsFiles
 from npuemu.server.shm import new_server_dir, remove_stale_dirs
-from npuemu.server.storage import LogFolder, StartupError, choose_memory_dir
+from npuemu.server.storage import LogFolder, StartupError, choose_memory_dir, private_folder
 from npuemu.server.worker_process import WorkerError
 from npuemu.sim.build import ModelBuildError, build_npu_sim
 from npuemu.worker.protocol import Refusal
@@ -137,6 +137,15 @@ async def serve(opts: ServeOptions) -> int:
         return 2
     if warning:
         log.warning("%s", warning)
+    # Recordings and waveform windows hold the holders' data: private folders (0700).
+    for flag, named in (("--waves", opts.waves_dir), ("--record", opts.record_dir)):
+        try:
+            warning = private_folder(named, flag) if named is not None else ""
+        except StartupError as exc:
+            log.error("%s", exc)
+            return 2
+        if warning:
+            log.warning("%s", warning)
     for stale in remove_stale_dirs(memory_root):
         log.info("removed %s (left by a server that is gone)", stale)
 
@@ -183,7 +192,6 @@ async def serve(opts: ServeOptions) -> int:
     print(f"npu-emu: worker logs in {logs.path}", flush=True)
     worker_env = {}
     if opts.waves_dir is not None:
-        opts.waves_dir.mkdir(parents=True, exist_ok=True)
         worker_env["NPU_EMU_WAVES_DIR"] = str(opts.waves_dir.resolve())
         print(f"npu-emu: waveform windows go to {opts.waves_dir.resolve()}", flush=True)
     recordings = None

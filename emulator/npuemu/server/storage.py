@@ -9,10 +9,17 @@ warning. Worker logs go to their own folder, printed at start and kept after a c
 default in a root private to the user (``$TMPDIR/npu-emu-logs-<uid>``, mode 0700, checked
 to be a real folder owned by this user; if another user made it first, or made it open to
 others, the server uses a fresh private folder instead and says so).
+
+Folders a user names for files that hold a holder's data (``--record``, ``--waves``) are made
+private (`private_folder`): created 0700, and a folder there already that other users may
+write to is refused, unless it is the user's own (then tightened to 0700, with a warning). A
+file the replay writes where the user says (``--out``) is created 0600 and never written
+through a symlink (`place_private_file`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -32,6 +39,8 @@ __all__ = [
     "free_bytes",
     "memory_bytes_needed",
     "mib",
+    "place_private_file",
+    "private_folder",
     "private_log_root",
 ]
 
@@ -164,3 +173,70 @@ class LogFolder:
             return True
         shutil.rmtree(self.path, ignore_errors=True)
         return False
+
+
+def _make_folders(path: Path) -> None:
+    """Create `path` and any missing parents, each 0700."""
+    missing = []
+    while not os.path.lexists(path):
+        missing.append(path)
+        path = path.parent
+    for folder in reversed(missing):
+        folder.mkdir(mode=0o700, exist_ok=True)
+
+
+def private_folder(path: Path, flag: str) -> str:
+    """Make `path`, a folder the user named with `flag`, one only they can open: created
+    0700 (missing parents too); one that exists must be a folder, and if other users may
+    write to it, it must belong to this user and is then tightened to 0700 (a shared folder
+    with the sticky bit, such as /tmp, is refused: others' files live there). A symlink the
+    user named is followed: the folder it leads to is checked. Returns a warning ("" if
+    none).
+
+    Raises:
+        StartupError: not a folder, another user's or a shared one open to others.
+    """
+    try:
+        _make_folders(path)
+        st = os.stat(path)
+    except OSError as exc:
+        raise StartupError(f"{flag} {path}: {exc.strerror or exc}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise StartupError(f"{flag} {path} is not a folder")
+    mode = stat.S_IMODE(st.st_mode)
+    if not mode & 0o022:
+        return ""
+    why = f"{flag} {path} is writable by other users (mode {mode:o})"
+    if mode & stat.S_ISVTX:
+        raise StartupError(f"{why}: a shared folder; give a folder of its own (made 0700)")
+    if st.st_uid != os.getuid():
+        raise StartupError(
+            f"{why} and belongs to uid {st.st_uid}: give a folder of your own (made 0700)"
+        )
+    os.chmod(path, 0o700)
+    return f"{why}: tightened to 0700"
+
+
+def place_private_file(src: Path, out: Path) -> None:
+    """Copy `src` to `out`, mode 0600: missing folders are made 0700; the copy is written
+    beside `out` under a fresh name (``O_EXCL``: never through a symlink) and renamed over
+    it, so a symlink at `out` is replaced, not followed. A folder writable by every user
+    without the sticky bit is refused (anyone could swap the file).
+
+    Raises:
+        OSError: it cannot be written there (the message says why).
+    """
+    folder = out.absolute().parent
+    _make_folders(folder)
+    st = os.stat(folder)
+    if st.st_mode & 0o002 and not st.st_mode & stat.S_ISVTX:
+        raise PermissionError(f"{folder} is writable by every user: write {out.name} elsewhere")
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{out.name}.", suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as dst, src.open("rb") as data:
+            shutil.copyfileobj(data, dst)
+        os.replace(tmp, out)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

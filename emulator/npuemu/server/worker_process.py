@@ -131,7 +131,7 @@ class WorkerProcess:
     async def start(self, timeout_s: float = 120.0) -> None:
         """Launch the simulator, hand it its descriptors once it proves who it is, and wait
         for its worker loop to report ready."""
-        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.workdir.mkdir(mode=0o700, parents=True, exist_ok=True)
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         fd_parent, fd_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
         self._fd_channel = fd_parent
@@ -154,7 +154,8 @@ class WorkerProcess:
         )
         loop = asyncio.get_running_loop()
         try:
-            with self.log_path.open("ab") as logf:
+            log_flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+            with os.fdopen(os.open(self.log_path, log_flags, 0o600), "ab") as logf:
                 self.proc = await asyncio.create_subprocess_exec(
                     str(self.model.executable),
                     cwd=self.workdir,
@@ -163,6 +164,9 @@ class WorkerProcess:
                     stdout=logf,
                     stderr=asyncio.subprocess.STDOUT,
                     start_new_session=True,  # its own process group: killed as a whole
+                    # Its files (waveform windows, the tracer's own, state files) are the
+                    # holder's: nobody else's to read (npuemu.sim.waves).
+                    umask=0o077,
                 )
             handout = [("ipc", child.fileno()), ("fdchan", fd_child.fileno())]
             handout += [(f"mem:{name}", fd) for name, fd in self.memories.items()]

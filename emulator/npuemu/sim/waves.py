@@ -5,7 +5,8 @@ A model built with ``waves=True`` (``npu-emu serve --waves DIR``) carries
 edge of the clock, from a VPI value-change callback (no Python per edge). `WaveRecorder`
 reaches them through ctypes in its own process and names each finished window
 ``DEVICE-cFIRST-cLAST.fst`` by its first and last simulated cycle (an observer's
-``DEVICE-observer-cFIRST-cLAST.fst``).
+``DEVICE-observer-cFIRST-cLAST.fst``). Files are 0600 in a folder made 0700: they hold
+what the holder's device did.
 
 Only one window is open at a time. A window with a cycle limit closes itself when
 simulated time reaches it; time advances only while the device works or is asked to wait,
@@ -20,8 +21,10 @@ being refused, so an observer never changes what the holder's calls do.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import itertools
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -134,8 +137,19 @@ class WaveRecorder:
                     "stop it first (npu-emu waves --observe stops its own)"
                 )
         self._name()  # a window that closed itself gets its name now
-        self.folder.mkdir(parents=True, exist_ok=True)
+        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         partial = self.folder / f"{self.device}-window{next(self._serial)}.fst.part"
+        # The file holds the holder's data: made here 0600, never through a symlink (a
+        # stale one is removed, not followed), then opened by the tracer, which keeps the
+        # mode. The worker's umask (077, npuemu.server.worker_process) covers the files the
+        # tracer makes itself (FST's transient .hier beside it).
+        with contextlib.suppress(FileNotFoundError):
+            partial.unlink()
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        try:
+            os.close(os.open(partial, flags, 0o600))
+        except OSError as exc:
+            raise WavesUnavailableError(f"cannot create {partial}: {exc.strerror}") from None
         stop_ps = now_ps + cycles * self.period_ps if cycles else 0
         code = self._start(str(partial).encode(), self.clock_path.encode(), stop_ps)
         if code != 0:
