@@ -16,6 +16,7 @@ generated register maps, so an address is shown as ``block.REGISTER``.
 from __future__ import annotations
 
 import os
+import stat
 import sys
 import threading
 from pathlib import Path
@@ -50,8 +51,12 @@ class RegisterNamer:
 
 
 def _open_private(path: str) -> TextIO:
-    """`path` for appending lines; created 0600 (a trace shows what a driver did)."""
+    """`path` for appending lines, its owner's only: created 0600, an existing regular
+    file of ours made 0600 (a trace shows what a driver did)."""
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    st = os.fstat(fd)
+    if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and st.st_mode & 0o077:
+        os.fchmod(fd, 0o600)
     return os.fdopen(fd, "a", buffering=1)
 
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 import getpass
 import hashlib
 import os
+import re
 import socket
 import threading
 import time
@@ -59,6 +60,7 @@ from xrt.recording import (
     Kind,
     RecordingWriter,
 )
+from xrt.recording_schema import plain_name
 from xrt.registers import DEFAULT_POLL_TIMEOUT_S, RegRegion
 from xrt.transport import HostRegion, NpuInfo, NpuTransport
 
@@ -111,7 +113,7 @@ class SessionRecorder:
             "hw_version": info.hw_version,
             "model": None,  # a board runs a bitstream, not a verilated model
             "waves": False,
-            "device": info.name,
+            "device": _plain(info.name),
             "lease": None,
             "holder": _holder(),
             "started": time.time(),
@@ -447,3 +449,11 @@ def recording_from_url(inner: NpuTransport, url: DeviceURL) -> NpuTransport:
         inner.close()
         raise
     return RecordingTransport(inner, str(path), max_bytes=mib << 20)
+
+
+def _plain(name: str) -> str:
+    """`name` as a plain name (`xrt.recording_schema.plain_name`: a replay names folders and
+    files after it): a board's URL host such as ``[::1]`` or ``fe80::1%eth0`` becomes
+    ``1`` or ``fe80_1_eth0``."""
+    text = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._")[:64]
+    return text if plain_name(text) else "board"
