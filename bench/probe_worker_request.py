@@ -38,7 +38,7 @@ READS_ENV = "NPU_PROBE_READS"
 async def probe(dut) -> None:  # type: ignore[no-untyped-def]
     """Runs inside the simulator: writes its figures to $NPU_PROBE_OUT."""
     from npuemu.sim.harness import NpuHarness
-    from npuemu.worker.sim_main import _bit_reader
+    from npuemu.worker.handlers import bit_reader as _bit_reader
     from xrt.hw.regops import RegKind, RegRow
     from xrt.hw.regs import NPU
     from xrt.hw.targets import CLOCK_PERIOD_PS, target

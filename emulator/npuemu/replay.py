@@ -11,7 +11,7 @@ through the worker, memory reads from host-visible memory.
 a request starts when its client happened to send it. The replay's worker does not
 (``NPU_EMU_FROZEN_IDLE``): simulated time moves only when asked. Before each request the
 replay runs the clock to the instant the recording says it started
-(`npuemu.worker.protocol.Op.ADVANCE`), so the request meets the device exactly as it did.
+(`xrt.hw.port.Advance`), so the request meets the device exactly as it did.
 A wait that ended on its wall-clock deadline is replayed as a wait of the cycles it waited
 (no wall clock in a replay); its outcome matches a cycle limit.
 
@@ -61,13 +61,16 @@ from npuemu.server.devices import SimDevice
 from npuemu.server.shm import new_server_dir
 from npuemu.server.worker_process import WorkerError, WorkerProcess, WorkerUnavailableError
 from npuemu.sim.build import BuiltModel, ModelBuildError, build_npu_sim
-from npuemu.worker.protocol import STATE_SLACK_BYTES, Op
+from npuemu.worker.config import WorkerConfig
+from npuemu.worker.protocol import STATE_SLACK_BYTES
 from xrt import exitcodes
 from xrt.hw.config import TargetConfig
+from xrt.hw.port import Advance, Reply, Request
 from xrt.hw.regops import RegKind
-from xrt.hw.targets import CLOCK_PERIOD_PS, TARGETS, target
+from xrt.hw.targets import CLOCK_PERIOD_PS, MIN_SIM_CYCLES_PER_S, TARGETS, target
 from xrt.hw.wire import CheckpointScope, WaitOutcome
 from xrt.recording import REPLY_FIELDS, Kind, Record, Recording
+from xrt.recording_port import recorded_reply, request_of
 from xrt.recording_schema import show
 from xrt.regtrace import RegisterNamer
 
@@ -84,8 +87,9 @@ __all__ = [
 ]
 
 WATCHDOG_S = 60.0  # per worker request, beyond the time the request itself may take
-MIN_SIM_SPEED = 100_000  # cycles/s assumed for those budgets (as the server does)
-REPLAY_ENV = {"NPU_EMU_SERVER_RING": "0", "NPU_EMU_FROZEN_IDLE": "1"}
+# Time runs only when a request asks (Advance), never while the worker waits for one, so
+# every request starts where the recording says; everything goes over the pipe.
+REPLAY_CONFIG = WorkerConfig(server_ring=False, frozen_idle=True)
 
 
 class _StopError(Exception):
@@ -137,7 +141,7 @@ class Replayer:
         self.report = ReplayReport(rec.path, cfg.name, model.digest, check)
         self.device: SimDevice | None = None
         self.base_ps = 0  # the instant the replayed lease's first request starts at
-        self.worker_env = dict(REPLAY_ENV)
+        self.worker_config = REPLAY_CONFIG
         self.skip_through = 0  # records up to this index are not replayed (a later start)
         self.deadline = 0.0  # of the wall-time budget (monotonic), from `start`
         self._last_t = 0
@@ -172,7 +176,7 @@ class Replayer:
             self._folder,
             WATCHDOG_S,
             log_dir=self._logs,
-            worker_env=self.worker_env,
+            worker_config=self.worker_config,
         )
         try:
             await self.device.start()
@@ -180,7 +184,7 @@ class Replayer:
             raise ReplayError(f"the simulation worker did not start: {exc}") from None
         self.worker.on_exit = None  # no restarts: a worker that dies ends the replay
         # A new worker is in its pristine state: where every lease on a server starts.
-        self.base_ps = int((await self._call(Op.ADVANCE, 0.0, to_ps=None))["start_ps"])
+        self.base_ps = int((await self._call(Advance(None), 0.0)).start_ps or 0)
 
     async def stop(self) -> None:
         if self.device is not None:
@@ -198,15 +202,17 @@ class Replayer:
         limits = Limits.for_target(self.cfg, *(() if bound is None else (bound,)))
         return Checkpoint.parse(data, limits)
 
-    async def worker_call(self, op: str, **args: Any) -> dict[str, Any]:
+    async def worker_call(self, request: Request) -> Reply:
         """A worker request with no time budget of its own (checkpoints)."""
-        return await self._call(op, 0.0, **args)
+        return await self._call(request, 0.0)
 
     def _where(self) -> str:
         r = self._record
         return "" if r is None else f" at record {r.index} (byte offset {r.offset})"
 
-    async def _call(self, op: str, extra_s: float, **args: Any) -> dict[str, Any]:
+    async def _call(
+        self, request: Request, extra_s: float, *, read_only: bool = False
+    ) -> Reply:
         """A worker request, within its watchdog and what is left of the wall-time budget
         (past it the worker is stopped and the replay ends, naming --max-wall-s)."""
         left = self.deadline - time.monotonic()
@@ -217,7 +223,9 @@ class Replayer:
         if left <= 0:
             raise ReplayError(spent)
         try:
-            return await self.worker.call(op, min(WATCHDOG_S + extra_s, left), **args)
+            return await self.worker.call(
+                request, min(WATCHDOG_S + extra_s, left), read_only=read_only
+            )
         except WorkerUnavailableError as exc:
             if time.monotonic() >= self.deadline:
                 raise ReplayError(spent) from None
@@ -329,7 +337,7 @@ class Replayer:
         extra_s = 0.0
         left = self.cycles_left()
         clamped = False
-        if op == Op.BATCH:
+        if op == "batch":
             # A poll's limit is the recorded one: the register bus master keeps it (a
             # checkpoint's state would differ); only what is left of the budget cuts it.
             rows = [tuple(row) for row in args["ops"]]
@@ -338,27 +346,26 @@ class Replayer:
                     rows[i], clamped = (*row[:5], left), True
             args["ops"] = rows
             polls = sum(row[5] for row in rows if row[0] == RegKind.POLL)
-            extra_s = len(rows) * 0.01 + polls / MIN_SIM_SPEED
-        elif op == Op.WAIT_IRQ:
+            extra_s = len(rows) * 0.01 + polls / MIN_SIM_CYCLES_PER_S
+        elif op == "wait_irq":
             cycles = wait_budget(args["max_cycles"], recorded["outcome"], recorded["waited"])
             args["max_cycles"] = min(cycles, left)
             clamped = args["max_cycles"] < cycles
-            extra_s = args["max_cycles"] / MIN_SIM_SPEED
+            extra_s = args["max_cycles"] / MIN_SIM_CYCLES_PER_S
             args["wall_s"] = extra_s + WATCHDOG_S  # the cycles decide, not the wall clock
-        if b.get("observer"):
-            args["read_only"] = True
         t = b.get("t")
         try:
             if t is not None:
                 await self.advance_to(t)
-            reply = await self._call(op, extra_s, **args)
+            got = await self._call(request_of(op, args), extra_s, read_only=bool(b.get("observer")))
         except WorkerError as exc:
             return Divergence(index, rec, op, "the request", "a response", f"refused: {exc}")
-        c = int(reply["cycles"]) - self.base_ps // self.period_ps
+        reply = recorded_reply(op, got)
+        c = got.cycles - self.base_ps // self.period_ps
         self.report.cycles = c
         if clamped and c >= self.budget.max_cycles:
             raise self.budget_spent(index, op)
-        start = int(reply["start_ps"]) - self.base_ps
+        start = int(got.start_ps or 0) - self.base_ps
         fields = [reply[name] for name in REPLY_FIELDS[op]]
         self._responses.update(msgpack.packb([op, start, c, fields]))
         if not self.check:
@@ -368,13 +375,13 @@ class Replayer:
             return Divergence(index, rec, op, *what)
         return self._timing(index, rec, op, start, c)
 
-    async def advance_to(self, t: int | None) -> dict[str, Any]:
+    async def advance_to(self, t: int | None) -> Reply:
         """Run the clock to the instant `t` (ps after the lease's first request; None:
         stay), as the recorded device ran between requests; the worker's reply."""
         if t is None:
-            return await self._call(Op.ADVANCE, 0.0, to_ps=None)
-        gap_s = max(0, int(t) - self._last_t) / self.period_ps / MIN_SIM_SPEED
-        reply = await self._call(Op.ADVANCE, gap_s, to_ps=self.base_ps + int(t))
+            return await self._call(Advance(None), 0.0)
+        gap_s = max(0, int(t) - self._last_t) / self.period_ps / MIN_SIM_CYCLES_PER_S
+        reply = await self._call(Advance(self.base_ps + int(t)), gap_s)
         self._last_t = int(t)
         return reply
 
@@ -429,8 +436,8 @@ class Replayer:
                 )
         except (CheckpointError, WorkerError) as exc:
             return Divergence(index, rec, op, "the checkpoint", "as recorded", f"refused: {exc}")
-        c = int(reply["cycles"]) - self.base_ps // self.period_ps
-        start = int(reply["start_ps"]) - self.base_ps
+        c = reply.cycles - self.base_ps // self.period_ps
+        start = int(reply.start_ps or 0) - self.base_ps
         self.report.cycles = c
         self._responses.update(msgpack.packb([op, start, c, hashlib.sha256(b["file"]).digest()]))
         if not self.check:
@@ -446,15 +453,15 @@ class Replayer:
         self, op: str, args: dict[str, Any], recorded: dict[str, Any], reply: dict[str, Any]
     ) -> tuple[str, str, str] | None:
         """(what, expected, actual) of the first difference, or None."""
-        if op == Op.READ_REG:
+        if op == "read_reg":
             exp, got = (recorded["status"], recorded["value"]), (reply["status"], reply["value"])
             if exp != got:
                 return f"read {self._reg(args['addr'])}", result_text(*exp), result_text(*got)
-        elif op == Op.WRITE_REG:
+        elif op == "write_reg":
             if recorded["status"] != reply["status"]:
                 what = f"write {self._reg(args['addr'])}"
                 return what, status_name(recorded["status"]), status_name(reply["status"])
-        elif op == Op.BATCH:
+        elif op == "batch":
             exp_rows = [tuple(x) for x in recorded["results"]]
             got_rows = [tuple(x) for x in reply["results"]]
             rows = args["ops"]
@@ -465,7 +472,7 @@ class Replayer:
                     return what, result_text(*e), result_text(*g)
             if len(exp_rows) != len(got_rows):
                 return "ops run", f"{len(exp_rows)}", f"{len(got_rows)}"
-        elif op == Op.WAIT_IRQ:
+        elif op == "wait_irq":
             exp_out, got_out = int(recorded["outcome"]), int(reply["outcome"])
             if exp_out == WaitOutcome.DEADLINE:
                 exp_out = WaitOutcome.CYCLE_LIMIT  # replayed as a wait of the cycles it took

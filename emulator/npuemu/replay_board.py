@@ -28,11 +28,9 @@ target's (the header records the board's map); memory must sit where the target 
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgpack
 
-from npuemu.replay import MIN_SIM_SPEED, WATCHDOG_S, Replayer
+from npuemu.replay import WATCHDOG_S, Replayer
 from npuemu.replay_checks import (
     Budget,
     ReplayError,
@@ -44,13 +42,14 @@ from npuemu.replay_checks import (
 from npuemu.replay_report import Divergence, outcome_name, result_text
 from npuemu.server.worker_process import WorkerError
 from npuemu.sim.build import BuiltModel
-from npuemu.worker.protocol import Op
 from xrt import exitcodes
 from xrt.hw.config import TargetConfig
+from xrt.hw.port import RegBatch, Reply
 from xrt.hw.regops import RegKind
-from xrt.hw.targets import CLOCK_PERIOD_PS
+from xrt.hw.targets import CLOCK_PERIOD_PS, MIN_SIM_CYCLES_PER_S
 from xrt.hw.wire import RegisterStatus, WaitOutcome
 from xrt.recording import REPLY_FIELDS, Kind, Record, Recording
+from xrt.recording_port import recorded_reply, request_of
 
 __all__ = ["BoardReplayer", "replayer_for"]
 
@@ -99,8 +98,8 @@ class BoardReplayer(Replayer):
                 return sim + addr - base
         return addr
 
-    def _cycles(self, reply: dict[str, Any]) -> None:
-        self.report.cycles = int(reply["cycles"]) - self.base_ps // self.period_ps
+    def _cycles(self, reply: Reply) -> None:
+        self.report.cycles = reply.cycles - self.base_ps // self.period_ps
 
     async def _board_request(self, index: int, rec: Record) -> Divergence | None:
         b = rec.body  # checked: `xrt.recording_schema`, `npuemu.replay_checks`
@@ -111,32 +110,33 @@ class BoardReplayer(Replayer):
         clamped = False
         if "addr" in args:
             args["addr"] = self._addr(args["addr"])
-        if op == Op.BATCH:
+        if op == "batch":
             args["ops"] = [(r[0], self._addr(r[1]), *r[2:]) for r in args["ops"]]
             extra_s = len(args["ops"]) * 0.01  # no polls (they are poll records)
-        elif op == Op.WAIT_IRQ:
+        elif op == "wait_irq":
             own = board_wait_cycles(args.get("max_cycles"), args.get("timeout_s") or 0.0)
             budget = min(own, self.cycles_left())
             clamped = budget < own
-            extra_s = budget / MIN_SIM_SPEED
+            extra_s = budget / MIN_SIM_CYCLES_PER_S
             args = {"max_cycles": budget, "wall_s": extra_s + WATCHDOG_S}
         try:
-            reply = await self._call(op, extra_s, **args)
+            got = await self._call(request_of(op, args), extra_s)
         except WorkerError as exc:
             return Divergence(index, rec, op, "the request", "a response", f"refused: {exc}")
-        self._cycles(reply)
+        self._cycles(got)
+        reply = recorded_reply(op, got)
         if clamped and reply.get("outcome") == WaitOutcome.CYCLE_LIMIT:
             raise self.budget_spent(index, op)
         fields = [reply[name] for name in REPLY_FIELDS[op] if name != "waited"]
         self._responses.update(msgpack.packb([op, fields]))
         if not self.check:
             return None
-        if op == Op.WAIT_IRQ:
-            exp, got = int(recorded["outcome"]), int(reply["outcome"])
-            came = (exp == WaitOutcome.INTERRUPT, got == WaitOutcome.INTERRUPT)
+        if op == "wait_irq":
+            exp, out = int(recorded["outcome"]), int(reply["outcome"])
+            came = (exp == WaitOutcome.INTERRUPT, out == WaitOutcome.INTERRUPT)
             if came[0] != came[1]:
                 what = "the interrupt (the board's wall-clock timeout: a cycle limit here)"
-                return Divergence(index, rec, op, what, outcome_name(exp), outcome_name(got))
+                return Divergence(index, rec, op, what, outcome_name(exp), outcome_name(out))
             return None
         what = self._compare(op, args, recorded, reply)
         return Divergence(index, rec, op, *what) if what is not None else None
@@ -150,11 +150,11 @@ class BoardReplayer(Replayer):
         max_cycles = min(own, self.cycles_left())
         row = (RegKind.POLL, self._addr(addr), 0, mask, expected, max_cycles)
         try:
-            reply = await self._call(Op.BATCH, max_cycles / MIN_SIM_SPEED, ops=[row])
+            reply = await self._call(RegBatch.of_rows([row]), max_cycles / MIN_SIM_CYCLES_PER_S)
         except WorkerError as exc:
             return Divergence(index, rec, "poll", "the poll", "a response", f"refused: {exc}")
         self._cycles(reply)
-        status, value = (int(x) for x in reply["results"][0])
+        ((status, value, _),) = reply.body
         if max_cycles < own and status == RegisterStatus.POLL_TIMEOUT:
             raise self.budget_spent(index, "poll")
         self._responses.update(msgpack.packb(["poll", status, value]))

@@ -19,6 +19,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from npuemu.replay import Replayer, ReplayError, ReplayReport
@@ -28,9 +29,9 @@ from npuemu.server.checkpoint import CheckpointError
 from npuemu.server.storage import place_private_file
 from npuemu.server.worker_process import WorkerError
 from npuemu.sim.build import BuiltModel
-from npuemu.worker.protocol import Op
 from xrt import exitcodes
 from xrt.hw.config import TargetConfig
+from xrt.hw.port import WavesStart, WavesStop, WavesWindow
 from xrt.hw.wire import CheckpointScope
 from xrt.recording import Kind, Record, Recording
 
@@ -80,7 +81,7 @@ class WavesReplayer(Replayer):
         self.first, self.last = window
         self.out = out
         self._waves_dir = Path(tempfile.mkdtemp(prefix="npu-emu-replay-waves-"))
-        self.worker_env["NPU_EMU_WAVES_DIR"] = str(self._waves_dir)
+        self.worker_config = replace(self.worker_config, waves_dir=str(self._waves_dir))
         self._open = False
         self._done = False
 
@@ -105,7 +106,7 @@ class WavesReplayer(Replayer):
         # The recorded state was taken at state_t after the lease's first request; the
         # device holds it from now on: the requests after it keep their distances.
         state_t = int(rec.body["state_t"])
-        self.base_ps = int(reply["time_ps"]) - state_t
+        self.base_ps = int(reply.body.time_ps) - state_t
         self._last_t = state_t
         self.skip_through = rec.index
         self.report.notes.append(
@@ -137,18 +138,19 @@ class WavesReplayer(Replayer):
         start_ps = self.first * self.period_ps
         if int(rec.body.get("c", 0)) >= self.first or int(t) >= start_ps:
             reply = await self.advance_to(min(start_ps, int(t)))
-            now = int(reply["cycles"]) - self.base_ps // self.period_ps
-            got = await self._call(Op.WAVES_START, 0.0, cycles=max(1, self.last - now))
-            if got.get("waves_error"):
-                raise ReplayError(f"cannot open the waveform window: {got['waves_error']}")
+            now = reply.cycles - self.base_ps // self.period_ps
+            try:
+                await self._call(WavesStart(max(1, self.last - now)), 0.0)
+            except WorkerError as exc:
+                raise ReplayError(f"cannot open the waveform window: {exc.detail}") from None
             self._open = True
         return False
 
     async def _finish(self) -> None:
         """Close the window, move its file to `out`, say where it is."""
         self._done = True
-        reply = await self._call(Op.WAVES_STOP, 0.0)
-        window = reply.get("file")
+        reply = await self._call(WavesStop(), 0.0)
+        window = reply.body.file if isinstance(reply.body, WavesWindow) else None
         if not window:
             self.report.notes.append("no waveform window was recorded (the replay ended first)")
             return

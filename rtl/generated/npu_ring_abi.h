@@ -37,6 +37,7 @@
 #define NPU_RING_STATUS_OK 0u
 #define NPU_RING_STATUS_BAD_REQUEST 1u
 #define NPU_RING_STATUS_MASTER_HUNG 2u
+#define NPU_RING_STATUS_DEVICE_ERROR 3u
 
 /* One register operation, as the simulation's register bus master takes it. */
 struct npu_regbus_op {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <deque>
 #include <unordered_set>
 #include <vector>
@@ -65,11 +66,21 @@ Trace& trace() {
 
 }  // namespace
 
+// A device server's worker is told by its configuration (npu_sim_main.cpp's hand-out,
+// npuemu.worker.config: a "lockstep=1" line); a test run of a model by NPU_EMU_LOCKSTEP.
+extern "C" const char* npu_worker_config() __attribute__((weak));
+
 extern "C" {
 
 svBit npu_ls_enabled() {
-    const char* v = std::getenv("NPU_EMU_LOCKSTEP");
-    trace().enabled = v != nullptr && v[0] != '\0' && std::strcmp(v, "0") != 0;
+    const char* config = npu_worker_config ? npu_worker_config() : nullptr;
+    if (config != nullptr && config[0] != '\0') {
+        const std::string text = std::string("\n") + config + "\n";
+        trace().enabled = text.find("\nlockstep=1\n") != std::string::npos;
+    } else {
+        const char* v = std::getenv("NPU_EMU_LOCKSTEP");
+        trace().enabled = v != nullptr && v[0] != '\0' && std::strcmp(v, "0") != 0;
+    }
     return trace().enabled ? 1 : 0;
 }
 

@@ -30,6 +30,12 @@
 // any time. The request is copied out once and checked field by field; a bad one gets
 // BAD_REQUEST and a message, and nothing runs.
 //
+// While taps are on (a recording or tracing server, lockstep: npuemu.worker.port), every
+// ring request is handed over to Python instead of run here: the request is checked as
+// always, then Python is woken (host_wake_i) to run it through the worker's device port,
+// which answers it (npu_worker_ring_respond) into the ring. So every request reaches the
+// model through the one port, and its taps see it, whatever route it came by.
+//
 // Revocation comes from the server alone: each ring has a third eventfd, *revoke*, that only
 // the server and this loop hold (the holder could rewrite the ring's `state` word, so it is
 // not trusted for this). Once it is readable the ring is served no more: a request in flight
@@ -102,12 +108,18 @@ constexpr int kServerSlot = NPU_RING_SLOT_SERVER;
 constexpr int kSlots = 2;
 static_assert(kLeaseSlot < kSlots && kServerSlot < kSlots, "RingSlot in xrt.hw.ring");
 
-// What the worker's Python set up: the rings, and whether it is idle.
+// What the worker's Python set up: the rings, and whether it is idle; and the ring request
+// handed over to Python (taps on), until Python answers it.
 struct Shared {
     Slot slots[kSlots];
     bool idle = false;  // Python waits for host_wake_i: idle time is ours
     int ipc_fd = -1;
     pid_t server = 0;
+    bool handover = false;  // ring requests go to Python (npu_worker_ring_handover)
+    bool handed = false;    // one is with Python now
+    int handed_slot = 0;
+    npu_ring_request handed_req{};
+    std::vector<npu_regbus_op> handed_ops;
 };
 
 inline Shared& shared() {
@@ -126,6 +138,45 @@ inline void signal(int fd) {
     // A full eventfd (2**64 - 2 unread signals) cannot happen with one request at a time;
     // a client that closed its end changes nothing here.
     [[maybe_unused]] ssize_t n = write(fd, &one, sizeof(one));
+}
+
+// The server revoked the ring of slot `index` (its revoke eventfd is readable): mark it so
+// once and for all (the eventfd is read, so an idle poll() does not spin on it).
+inline void mark_revoked(int index) {
+    Slot& slot = shared().slots[index];
+    uint64_t count;
+    [[maybe_unused]] ssize_t r = read(slot.revoke_fd, &count, sizeof(count));
+    slot.revoked = true;
+}
+
+// Whether the ring of slot `index` is revoked, looking at its revoke eventfd now.
+inline bool revoked_now(int index) {
+    Slot& slot = shared().slots[index];
+    if (slot.revoked) return true;
+    if (slot.revoke_fd < 0) return false;
+    pollfd fd = {slot.revoke_fd, POLLIN, 0};
+    if (poll(&fd, 1, 0) <= 0) return false;
+    mark_revoked(index);
+    return true;
+}
+
+// Write the response to the ring's request `slot.seq` (its results are in place) and wake
+// its client.
+inline void write_response(const Slot& slot, uint32_t status, uint32_t n_results,
+                           uint64_t cycles, uint32_t outcome, uint64_t waited,
+                           const char* message) {
+    npu_ring_response resp{};
+    resp.status = status;
+    resp.n_results = n_results;
+    resp.cycles = cycles;
+    resp.outcome = outcome;
+    resp.waited = waited;
+    std::memcpy(slot.at<npu_ring_response>(NPU_RING_RESPONSE_OFFSET), &resp, sizeof(resp));
+    char* text = slot.at<char>(NPU_RING_MESSAGE_OFFSET);
+    std::snprintf(text, NPU_RING_MESSAGE_BYTES, "%s", message ? message : "");
+    slot.header()->cycles = cycles;
+    store_release(&slot.header()->resp_seq, slot.seq);
+    signal(slot.done_fd);
 }
 
 // Serves the ring from the main loop of a model `Top` (npu_sim: busy_o, irq_o, rbm_*,
@@ -200,26 +251,6 @@ class Service {
         }
     }
 
-    // The server revoked the ring of slot `index` (its revoke eventfd is readable): mark it
-    // so once and for all (the eventfd is read, so an idle poll() does not spin on it).
-    static void mark_revoked(int index) {
-        Slot& slot = shared().slots[index];
-        uint64_t count;
-        [[maybe_unused]] ssize_t r = read(slot.revoke_fd, &count, sizeof(count));
-        slot.revoked = true;
-    }
-
-    // Whether the ring of slot `index` is revoked, looking at its revoke eventfd now.
-    static bool revoked_now(int index) {
-        Slot& slot = shared().slots[index];
-        if (slot.revoked) return true;
-        if (slot.revoke_fd < 0) return false;
-        pollfd fd = {slot.revoke_fd, POLLIN, 0};
-        if (poll(&fd, 1, 0) <= 0) return false;
-        mark_revoked(index);
-        return true;
-    }
-
     // The ring of the request in flight was revoked: nobody waits for its answer any more.
     // A wait ends at once; a batch's master is told to stop (a poll gives up at its next
     // read) and the batch ends as a cancelled one does, answering into the dead ring.
@@ -274,23 +305,26 @@ class Service {
     }
 
     void respond(uint32_t status, uint32_t n_results, const char* message) {
-        const Slot& slot = shared().slots[m_slot];
-        npu_ring_response resp{};
-        resp.status = status;
-        resp.n_results = n_results;
-        resp.cycles = cycles();
-        resp.outcome = m_outcome;
-        resp.waited = m_waited;
-        std::memcpy(slot.at<npu_ring_response>(NPU_RING_RESPONSE_OFFSET), &resp, sizeof(resp));
-        char* text = slot.at<char>(NPU_RING_MESSAGE_OFFSET);
-        std::snprintf(text, NPU_RING_MESSAGE_BYTES, "%s", message ? message : "");
-        slot.header()->cycles = cycles();
-        store_release(&slot.header()->resp_seq, slot.seq);
-        signal(slot.done_fd);
+        write_response(shared().slots[m_slot], status, n_results, cycles(), m_outcome, m_waited,
+                       message);
         m_responded_at = std::chrono::steady_clock::now();
         m_inflight = Inflight::kNone;
         m_outcome = 0;
         m_waited = 0;
+    }
+
+    // Taps are on: the request checked goes to Python, which answers it through
+    // npu_worker_ring_respond. Python is woken as for a message on the pipe.
+    void hand_over(int index, const npu_ring_request& req) {
+        Shared& s = shared();
+        s.handed = true;
+        s.handed_slot = index;
+        s.handed_req = req;
+        s.handed_ops.assign(m_ops.begin(), m_ops.begin() + (req.kind == NPU_RING_KIND_BATCH
+                                                                 ? req.n_ops : 0));
+        s.idle = false;
+        m_top->host_wake_i = !m_top->host_wake_i;  // Python's Edge trigger fires
+        m_woke = true;
     }
 
     void refuse(const char* fmt, unsigned long long a = 0, unsigned long long b = 0) {
@@ -325,6 +359,10 @@ class Service {
             }
             if (req.wall_ms == 0 || req.wall_ms > NPU_RING_MAX_WALL_MS) {
                 refuse("wall_ms %llu is not within 1..%llu", req.wall_ms, NPU_RING_MAX_WALL_MS);
+                return true;
+            }
+            if (shared().handover) {
+                hand_over(index, req);
                 return true;
             }
             m_wait_start = cycles();
@@ -375,6 +413,10 @@ class Service {
                 }
                 guard += op.max_cycles + NPU_SIM_POLL_MAX_INTERVAL;
             }
+        }
+        if (shared().handover) {
+            hand_over(index, req);
+            return true;
         }
         m_n_ops = req.n_ops;
         m_guard = guard;
@@ -521,6 +563,52 @@ extern "C" __attribute__((visibility("default"))) void npu_worker_ring_detach(in
 extern "C" __attribute__((visibility("default"))) void npu_worker_idle_begin(int ipc_fd) {
     npu_ring::shared().idle = true;
     npu_ring::shared().ipc_fd = ipc_fd;
+}
+
+// Taps on (`on` 1): every ring request is handed over to Python (see the top of this file).
+extern "C" __attribute__((visibility("default"))) void npu_worker_ring_handover(int on) {
+    npu_ring::shared().handover = on != 0;
+}
+
+// The ring request handed over, if one waits for Python's answer: 1 and `info` = (slot,
+// kind, n_ops, max_cycles, wall_ms); its operations at npu_worker_ring_ops(). Else 0.
+extern "C" __attribute__((visibility("default"))) int npu_worker_ring_pending(uint64_t* info) {
+    const npu_ring::Shared& s = npu_ring::shared();
+    if (!s.handed) return 0;
+    info[0] = static_cast<uint64_t>(s.handed_slot);
+    info[1] = s.handed_req.kind;
+    info[2] = s.handed_req.kind == NPU_RING_KIND_BATCH ? s.handed_req.n_ops : 0;
+    info[3] = s.handed_req.max_cycles;
+    info[4] = s.handed_req.wall_ms;
+    return 1;
+}
+
+extern "C" __attribute__((visibility("default"))) const void* npu_worker_ring_ops() {
+    return npu_ring::shared().handed_ops.data();
+}
+
+// Python's answer to the request handed over: `n_results` REGBUS_RESULT records (a batch;
+// at most the request's ops), or a wait's outcome; a status other than OK with `message`.
+extern "C" __attribute__((visibility("default"))) void npu_worker_ring_respond(
+    uint32_t status, uint32_t n_results, const char* results, uint32_t outcome, uint64_t waited,
+    const char* message, uint64_t cycles) {
+    npu_ring::Shared& s = npu_ring::shared();
+    if (!s.handed) return;
+    s.handed = false;
+    const npu_ring::Slot& slot = s.slots[s.handed_slot];
+    if (slot.ring == nullptr) return;  // detached meanwhile
+    const uint32_t n = std::min<uint32_t>(n_results, static_cast<uint32_t>(s.handed_ops.size()));
+    if (n != 0 && results != nullptr)
+        std::memcpy(slot.at<npu_regbus_result>(NPU_RING_RESULTS_OFFSET), results,
+                    n * sizeof(npu_regbus_result));
+    npu_ring::write_response(slot, status, n, cycles, outcome, waited, message);
+}
+
+// Whether the server revoked the ring of `slot` (a request handed over stops then).
+extern "C" __attribute__((visibility("default"))) int npu_worker_ring_revoked(int slot) {
+    if (slot < 0 || slot >= npu_ring::kSlots || npu_ring::shared().slots[slot].ring == nullptr)
+        return 1;
+    return npu_ring::revoked_now(slot) ? 1 : 0;
 }
 
 #endif  // NPU_RING_SERVICE_H

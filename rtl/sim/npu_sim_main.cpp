@@ -124,9 +124,17 @@ void guard_worker() {
         std::exit(0);  // the server died before the signal was armed
 }
 
+// What the server handed out: the worker's pipe and descriptor channel, and the worker's
+// configuration (npuemu.worker.config.WorkerConfig: "key=value" lines). Python reads them
+// through npu_worker_fd and npu_worker_config.
+int g_ipc_fd = -1;
+int g_fdchan_fd = -1;
+std::string g_worker_config;
+
 // Connect to the server's hand-out socket (an abstract name: "@..." in `name`) and take the
-// descriptors it sends with their roles ("ipc", "fdchan", "mem:NAME"): the first two become
-// NPU_WORKER_FD and NPU_WORKER_FD_CHANNEL for the worker loop, each memory a plusarg.
+// descriptors it sends with their roles ("ipc", "fdchan", "mem:NAME": the first line of
+// the message) and the worker's configuration (the lines after it). Each memory becomes a
+// plusarg.
 std::vector<std::string> receive_handout(const std::string& name) {
     const int sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (sock < 0) handout_failed("socket");
@@ -140,7 +148,7 @@ std::vector<std::string> receive_handout(const std::string& name) {
     const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + name.size());
     if (connect(sock, reinterpret_cast<sockaddr*>(&addr), len) != 0) handout_failed("connect");
     constexpr int kMaxFds = 8;
-    char text[512] = {};
+    char text[4096] = {};
     alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFds)] = {};
     iovec iov{text, sizeof(text) - 1};
     msghdr msg{};
@@ -165,7 +173,10 @@ std::vector<std::string> receive_handout(const std::string& name) {
         }
     }
     close(sock);
-    std::istringstream roles(std::string(text, static_cast<size_t>(got)));
+    const std::string message(text, static_cast<size_t>(got));
+    const size_t line_end = message.find('\n');
+    g_worker_config = line_end == std::string::npos ? "" : message.substr(line_end + 1);
+    std::istringstream roles(message.substr(0, line_end));
     std::vector<std::string> plusargs;
     size_t i = 0;
     for (std::string role; roles >> role; ++i) {
@@ -173,13 +184,12 @@ std::vector<std::string> receive_handout(const std::string& name) {
             errno = EPROTO;
             handout_failed("fewer descriptors than roles");
         }
-        const std::string fd = std::to_string(fds[i]);
         if (role == "ipc") {
-            setenv("NPU_WORKER_FD", fd.c_str(), 1);
+            g_ipc_fd = fds[i];
         } else if (role == "fdchan") {
-            setenv("NPU_WORKER_FD_CHANNEL", fd.c_str(), 1);
+            g_fdchan_fd = fds[i];
         } else if (role.rfind("mem:", 0) == 0) {
-            plusargs.push_back("+npu_mem_" + role.substr(4) + "=/proc/self/fd/" + fd);
+            plusargs.push_back("+npu_mem_" + role.substr(4) + "=/proc/self/fd/" + std::to_string(fds[i]));
         } else {
             errno = EPROTO;
             handout_failed(("unknown role " + role).c_str());
@@ -448,6 +458,16 @@ extern "C" __attribute__((visibility("default"))) int npu_regbus_start(unsigned 
     return 0;
 }
 #endif
+
+// The worker's configuration text and its handed-out descriptors (npuemu.worker.mainloop).
+extern "C" __attribute__((visibility("default"))) const char* npu_worker_config() {
+    return g_worker_config.c_str();
+}
+
+extern "C" __attribute__((visibility("default"))) int npu_worker_fd(const char* role) {
+    const std::string r = role ? role : "";
+    return r == "ipc" ? g_ipc_fd : r == "fdchan" ? g_fdchan_fd : -1;
+}
 
 int main(int argc, char** argv) {
     const char* handout = std::getenv("NPU_WORKER_HANDOUT");

@@ -102,7 +102,9 @@ from typing import Any
 
 import msgpack
 
+from xrt.hw.port import Served
 from xrt.hw.targets import CLOCK_PERIOD_PS
+from xrt.recording_port import served_record
 from xrt.recording_reader import (
     Record,
     Recording,
@@ -266,6 +268,20 @@ class RecordingWriter:
         body["reply"] = {name: reply[name] for name in REPLY_FIELDS[op]}
         self._emit(body)
 
+    def served(self, served: Served) -> None:
+        """A request the device port served (`xrt.hw.port`: a recording server's taps give
+        it every one, whatever its route), as a request record (`xrt.recording_port`)."""
+        got = served_record(served)
+        if got is None:
+            return
+        op, args, fields = got
+        if served.read_only:
+            args = {**args, "read_only": True}
+        reply = served.reply
+        done = None if fields is None else {**fields, "cycles": reply.cycles,
+                                            "start_ps": reply.start_ps}  # fmt: skip
+        self.request(op, args, done)
+
     def memory_write(self, address: int, data: bytes | bytearray | memoryview) -> None:
         """Bytes the holder wrote to host-visible memory at `address`."""
         if self.closed:
@@ -286,24 +302,33 @@ class RecordingWriter:
             body["sha256"] = hashlib.sha256(data).hexdigest()
         self._emit(body)
 
-    def checkpoint(self, *, saved: bool, reply: Mapping[str, Any], data: bytes) -> None:
-        """A checkpoint the holder took (`saved`) or restored: the file's bytes, when it
-        started and ended (as for requests) and the instant the state was taken or put in
-        (``state_t``: a replay's waveform window starts from the nearest one)."""
+    def checkpoint(
+        self,
+        *,
+        saved: bool,
+        start_ps: int | None,
+        cycles: int,
+        time_ps: int,
+        data: bytes,
+        scope: int = 1,
+    ) -> None:
+        """A checkpoint the holder took (`saved`) or restored (in `scope`,
+        `xrt.hw.wire.CheckpointScope`): the file's bytes, when it started (`start_ps`) and
+        ended (`cycles`, as for requests) and the instant the state was taken or put in
+        (`time_ps`, as ``state_t``: a replay's waveform window starts from the nearest one)."""
         if self.closed:
             return
         self.stats.requests += 1
-        start = reply.get("start_ps")
-        if self.base_ps is None and start is not None:
-            self.base_ps = int(start)
+        if self.base_ps is None and start_ps is not None:
+            self.base_ps = int(start_ps)
         base = self.base_ps or 0
         kind = Kind.CHECKPOINT_SAVE if saved else Kind.CHECKPOINT_RESTORE
         body: dict[str, Any] = {"k": kind, "file": bytes(data)}
-        body["t"] = None if start is None else int(start) - base
-        body["c"] = int(reply["cycles"]) - base // self.period_ps
-        body["state_t"] = int(reply["time_ps"]) - base
+        body["t"] = None if start_ps is None else int(start_ps) - base
+        body["c"] = int(cycles) - base // self.period_ps
+        body["state_t"] = int(time_ps) - base
         if not saved:
-            body["scope"] = int(reply.get("scope", 1))  # xrt.hw.wire.CheckpointScope
+            body["scope"] = int(scope)
         self._emit(body)
 
     def worker_restarted(self, why: str) -> None:

@@ -22,13 +22,21 @@ import threading
 from pathlib import Path
 from typing import TextIO
 
+from xrt.hw.port import RegBatch, RegResults, Served
 from xrt.hw.regmap import RegisterBlockInfo
+from xrt.hw.regops import RegKind
 from xrt.hw.regs import DMA, NPU
 from xrt.hw.targets import target as target_config
+from xrt.hw.wire import RegisterStatus
 
 __all__ = ["RegisterNamer", "RegisterTraceLog", "env_trace_log"]
 
 ENV = "XRT_TRACE_REGISTERS"
+_KINDS = {RegKind.WRITE: "write", RegKind.MASKED_WRITE: "rmw", RegKind.POLL: "poll"}
+
+
+def _status(s: int) -> str:
+    return RegisterStatus(s).name if s in RegisterStatus._value2member_map_ else str(s)
 
 
 class RegisterNamer:
@@ -89,6 +97,21 @@ class RegisterTraceLog:
         line = f"cycle={when} {device} {kind:<5} {addr:#010x} {name} = {shown}{tail}\n"
         with self._lock:
             self._out.write(line)
+
+    def served(self, device: str, served: Served) -> None:
+        """The register accesses of one request the device port served (`xrt.hw.port`:
+        the server's taps give it every one, whatever its route); other requests are not
+        register accesses. The cycle is the reply's (end of the request). An observer's
+        reads are ``peek`` lines, so a holder's trace stays its own."""
+        request, reply = served.request, served.reply
+        if not isinstance(request, RegBatch):
+            return
+        results = reply.body if isinstance(reply.body, RegResults) else RegResults(b"")
+        read = "peek" if served.read_only else "read"
+        for row, (status, got, _) in zip(request.rows(), results, strict=False):
+            shown = row.value if row.kind == RegKind.WRITE else got  # a masked write: written
+            what = read if row.kind == RegKind.READ else _KINDS.get(row.kind, str(row.kind))
+            self.record(device, what, row.addr, shown, reply.cycles, _status(status))
 
     def close(self) -> None:
         if self._out is not sys.stderr:

@@ -31,10 +31,11 @@ from npuemu.process_guard import make_non_dumpable
 from npuemu.server.auth import TokenAuthInterceptor
 from npuemu.server.checkpoint import Checkpoint, CheckpointError, Limits
 from npuemu.server.checkpoint_seal import SealKey, SealKeyError
-from npuemu.server.devices import DeviceManager, SimDevice
+from npuemu.server.devices import SimDevice
 from npuemu.server.handlers import add_to_server
 from npuemu.server.limits import HANDSHAKE_TIMEOUT_S, keepalive_options, plan_descriptors
 from npuemu.server.local_handout import MAX_CLIENTS, LocalHandout
+from npuemu.server.manager import DeviceManager
 from npuemu.server.observer import ObserverDeviceService
 from npuemu.server.recording import DEFAULT_KEEP_MIB, DEFAULT_MAX_MIB, RecordingFolder
 from npuemu.server.security import TlsFiles
@@ -42,8 +43,9 @@ from npuemu.server.shm import new_server_dir, remove_stale_dirs
 from npuemu.server.storage import LogFolder, StartupError, choose_memory_dir, private_folder
 from npuemu.server.worker_process import WorkerError
 from npuemu.sim.build import ModelBuildError, build_npu_sim
-from npuemu.worker.protocol import Refusal
+from npuemu.worker.config import WorkerConfig
 from xrt.hw.config import TargetConfig
+from xrt.hw.port import PortErrorCode
 from xrt.hw.targets import target
 from xrt.hw.wire import pb as device_pb2
 from xrt.progress import progress
@@ -190,9 +192,7 @@ async def serve(opts: ServeOptions) -> int:
     log.info("open-file limit %d: at most %d client connections", fd_limit, connections)
     logs = LogFolder.create(opts.log_dir)
     print(f"npu-emu: worker logs in {logs.path}", flush=True)
-    worker_env = {}
     if opts.waves_dir is not None:
-        worker_env["NPU_EMU_WAVES_DIR"] = str(opts.waves_dir.resolve())
         print(f"npu-emu: waveform windows go to {opts.waves_dir.resolve()}", flush=True)
     recordings = None
     if opts.record_dir is not None:
@@ -204,15 +204,17 @@ async def serve(opts: ServeOptions) -> int:
             log.error("cannot record into %s: %s", opts.record_dir, exc)
             logs.finish(crashed=False)
             return 2
-        # Every request of a recorded lease must say when it started: over the IPC socket.
-        worker_env["NPU_EMU_SERVER_RING"] = "0"
         print(f"npu-emu: recording every lease into {recordings.folder}", flush=True)
     if opts.lockstep:
-        # The check runs in the worker's Python before it answers a request: every request
-        # must reach it (no server ring; the devices refuse client rings too).
-        worker_env["NPU_EMU_LOCKSTEP"] = "1"
-        worker_env["NPU_EMU_SERVER_RING"] = "0"
         print("npu-emu: every launch is checked against the golden model (--lockstep)", flush=True)
+    # The workers' taps: a recording or a register trace gets every request served, through
+    # whatever route (the worker's port runs the rings' requests itself then); lockstep
+    # checks every launch there.
+    worker_config = WorkerConfig(
+        waves_dir=str(opts.waves_dir.resolve()) if opts.waves_dir is not None else "",
+        lockstep=opts.lockstep,
+        taps=recordings is not None or opts.register_trace is not None,
+    )
     folder = new_server_dir(memory_root)
     manager = DeviceManager(
         cfg,
@@ -222,7 +224,7 @@ async def serve(opts: ServeOptions) -> int:
         opts.lease_ttl_s,
         opts.watchdog_s,
         log_dir=logs.path,
-        worker_env=worker_env,
+        worker_config=worker_config,
     )
     if warm is not None:
         for device in manager.devices.values():
@@ -237,8 +239,6 @@ async def serve(opts: ServeOptions) -> int:
         key.origin,
         "; foreign model states are restored too" if opts.allow_foreign_checkpoints else "",
     )
-    for device in manager.devices.values():
-        device.lockstep = opts.lockstep
     if opts.register_trace is not None:
         trace = RegisterTraceLog(opts.register_trace, RegisterNamer.for_target(cfg.name))
         for device in manager.devices.values():
@@ -299,7 +299,7 @@ async def serve(opts: ServeOptions) -> int:
         with progress(f"starting {opts.devices} simulation worker(s)"):
             await manager.start()
     except Exception as exc:
-        bad_warm = isinstance(exc, WorkerError) and exc.refusal == Refusal.BAD_STATE
+        bad_warm = isinstance(exc, WorkerError) and exc.code == PortErrorCode.BAD_STATE
         if bad_warm:  # the operator's file, not a fault of the server
             log.error("--warm %s: the worker refused its model state: %s", opts.warm, exc.detail)
         else:

@@ -26,13 +26,22 @@ import os
 import secrets
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
 from npuemu.server.checkpoint import PAGE, REG_DTYPE, Checkpoint, CheckpointError, MemoryImage
-from npuemu.worker.protocol import Op
 from xrt.hw.config import TargetConfig
+from xrt.hw.port import (
+    ModelRestore,
+    ModelSave,
+    PristineRestore,
+    RegBatch,
+    RegResults,
+    Reply,
+    Request,
+    StateSaved,
+)
 from xrt.hw.regops import RegKind, RegRow
 from xrt.hw.regs import DMA, NPU, configuration_registers
 from xrt.hw.wire import CheckpointScope, RegisterStatus
@@ -52,7 +61,8 @@ __all__ = [
 _FALLOC_FL_KEEP_SIZE = 0x01
 _FALLOC_FL_PUNCH_HOLE = 0x02
 
-WorkerCall = Callable[..., Awaitable[dict[str, Any]]]
+WorkerCall = Callable[[Request], Awaitable[Reply]]
+"""How a checkpoint's requests reach the worker (a holder's `SimDevice.bind`, a replay's)."""
 
 
 class _Memory(Protocol):
@@ -161,7 +171,7 @@ def _zero_file(fd: int, size: int) -> None:
 # ---------------------------------------------------------------------- on a device
 async def take(
     device: SimDevice, call: WorkerCall, wait_cycles: int = 0
-) -> tuple[Checkpoint, dict[str, Any]]:
+) -> tuple[Checkpoint, Reply]:
     """Take `device`'s checkpoint: in one request the worker saves the model's state
     (engines idle, or it waits up to `wait_cycles` for them), reads the configuration
     registers and puts the saved state back (the reads took bus cycles: a checkpoint
@@ -173,11 +183,13 @@ async def take(
     path = _state_path(device)
     addresses = configuration_addresses(device.target)
     try:
-        reply = await call(Op.MODEL_SAVE, path=str(path), max_cycles=wait_cycles, read=addresses)
+        reply = await call(ModelSave(str(path), wait_cycles, tuple(addresses)))
         state = path.read_bytes()
     finally:
         path.unlink(missing_ok=True)
-    results = reply["registers"]
+    saved = reply.body
+    assert isinstance(saved, StateSaved)
+    results = saved.registers
     if len(results) != len(addresses) or any(s != RegisterStatus.OK for s, _ in results):
         raise CheckpointError("the configuration registers could not be read")
     registers = np.array([(a, v) for a, (_, v) in zip(addresses, results, strict=True)], REG_DTYPE)
@@ -192,7 +204,7 @@ async def take(
     taken = Checkpoint(
         target=device.target.name,
         model_digest=device.model.digest,
-        cycle=int(reply["cycles"]),
+        cycle=reply.cycles,
         model_state=state,
         memories=await asyncio.to_thread(read),
         registers=registers,
@@ -206,7 +218,7 @@ async def apply(
     checkpoint: Checkpoint,
     call: WorkerCall,
     scope: CheckpointScope = CheckpointScope.WHOLE,
-) -> dict[str, Any]:
+) -> Reply:
     """Put `checkpoint` into `device` in `scope` (the module docstring), then make every
     memory file hold the checkpoint's pages (memories it lacks are zeroed). Returns the
     worker's reply to the state change (the cycle and instant it was put in). Checks that
@@ -216,18 +228,18 @@ async def apply(
         reply = await restore_model_state(device, checkpoint.model_state, call)
     else:
         checkpoint.check_portable(device.target)
-        reply = await call(Op.PRISTINE_RESTORE)
+        reply = await call(PristineRestore())
     await write_memories(device, checkpoint)
     if scope == CheckpointScope.PORTABLE and len(checkpoint.registers):
         regs = checkpoint.registers
         rows = [RegRow(RegKind.WRITE, int(r["addr"]), int(r["value"])) for r in regs]
-        results = (await call(Op.BATCH, ops=rows))["results"]
-        if len(results) != len(rows) or any(s != RegisterStatus.OK for s, _ in results):
+        results = (await call(RegBatch.of_rows(rows))).body
+        if not isinstance(results, RegResults) or len(results) != len(rows) or not results.all_ok:
             raise CheckpointError("the checkpoint's configuration registers could not be written")
     return reply
 
 
-async def restore_model_state(device: SimDevice, state: bytes, call: WorkerCall) -> dict[str, Any]:
+async def restore_model_state(device: SimDevice, state: bytes, call: WorkerCall) -> Reply:
     """Have the worker restore the model state `state` (through a 0600 file in the
     server's private folder; the worker checks it against its own layout first)."""
     path = _state_path(device)
@@ -235,7 +247,7 @@ async def restore_model_state(device: SimDevice, state: bytes, call: WorkerCall)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         with os.fdopen(fd, "wb") as f:
             f.write(state)
-        return await call(Op.MODEL_RESTORE, path=str(path), max_cycles=0)
+        return await call(ModelRestore(str(path)))
     finally:
         path.unlink(missing_ok=True)
 

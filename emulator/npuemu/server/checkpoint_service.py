@@ -22,13 +22,15 @@ import grpc
 
 from npuemu.server import checkpoint_device
 from npuemu.server.checkpoint import Checkpoint, CheckpointError, Limits
-from npuemu.server.devices import DeviceManager, SimDevice
+from npuemu.server.devices import SimDevice
 from npuemu.server.errors import ServiceError
 from npuemu.server.handlers import refuse_undecodable
 from npuemu.server.leases import Lease
-from npuemu.server.limits import MIN_SIM_SPEED, StreamBudget
+from npuemu.server.limits import StreamBudget
+from npuemu.server.manager import DeviceManager
 from npuemu.worker.protocol import STATE_SLACK_BYTES
 from xrt.errors import ErrorCode
+from xrt.hw.targets import MIN_SIM_CYCLES_PER_S
 from xrt.hw.wire import MAX_CHUNK, CheckpointScope, pb
 
 __all__ = ["restore_checkpoint", "save_checkpoint"]
@@ -43,12 +45,18 @@ async def save_checkpoint(
     refuse_undecodable(request)
     lease, d = m.use(request.lease_id)
     taken, reply = await checkpoint_device.take(
-        d, d.bind(lease, request.wait_cycles / MIN_SIM_SPEED), request.wait_cycles
+        d, d.bind(lease, request.wait_cycles / MIN_SIM_CYCLES_PER_S), request.wait_cycles
     )
     data = await asyncio.to_thread(taken.to_bytes, m.seal_key)
     m.check_live(lease)  # else the recording below is the next holder's
     if d.recording is not None:
-        d.recording.checkpoint(saved=True, reply=reply, data=data)
+        d.recording.checkpoint(
+            saved=True,
+            start_ps=reply.start_ps,
+            cycles=reply.cycles,
+            time_ps=reply.body.time_ps,
+            data=data,
+        )
     log.info(
         "%s saved a checkpoint of %s (%d bytes, cycle %d) from %s",
         lease.holder,
@@ -90,7 +98,12 @@ async def restore_checkpoint(
         m.check_live(lease)
         if d.recording is not None:
             d.recording.checkpoint(
-                saved=False, reply={**reply, "scope": int(scope)}, data=bytes(data)
+                saved=False,
+                start_ps=reply.start_ps,
+                cycles=reply.cycles,
+                time_ps=reply.body.time_ps,
+                data=bytes(data),
+                scope=int(scope),
             )
     finally:
         for lease_id, nbytes in admitted:
@@ -103,7 +116,7 @@ async def restore_checkpoint(
         scope.name.lower(),
     )
     return pb.RestoreCheckpointResponse(
-        cycles=int(reply["cycles"]), saved_cycle=ckpt.cycle, scope=int(scope)
+        cycles=reply.cycles, saved_cycle=ckpt.cycle, scope=int(scope)
     )
 
 

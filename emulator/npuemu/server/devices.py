@@ -1,10 +1,13 @@
-"""The devices a server hosts, their leases, and the restart of dead workers.
+"""One device a server hosts: its memory files, its worker process, its state and counters,
+the restart of a dead worker, and the clearing at a lease's end.
 
-`DeviceManager` owns N `SimDevice`s of one target. Each has its memory files, its worker
-process and its counters; the manager hands out leases, ends them (close, disconnect,
-time-to-live) and gives the next holder a pristine device: the worker's model goes back to
-the state it had when new (every flop and SRAM, whatever the reset tree clears: the boot
-state, or ``serve --warm``'s), and the memory files are new ones.
+`SimDevice.call` sends a request of the device port (`xrt.hw.port`) to the worker on a
+holder's behalf and turns a failure into the service's status (`ServiceError`). What the
+worker's taps saw comes back as `Served` records (`_served`): to the lease's recording and
+the register trace. At a lease's end the next holder gets a pristine device: the worker's
+model goes back to the state it had when new (every flop and SRAM, whatever the reset tree
+clears: the boot state, or ``serve --warm``'s), and the memory files are new ones. The
+leases themselves: `npuemu.server.manager`.
 """
 
 from __future__ import annotations
@@ -12,19 +15,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import grpc
 
 from npuemu.server import checkpoint_device
 from npuemu.server.checkpoint import Checkpoint
-from npuemu.server.checkpoint_seal import SealKey
-from npuemu.server.device_log import DeviceLogHub
 from npuemu.server.errors import ServiceError
-from npuemu.server.leases import Lease, LeaseTable, check_transition
+from npuemu.server.leases import Lease, check_transition
 from npuemu.server.register_ring import LeaseRing
 from npuemu.server.shm import DeviceMemory
 from npuemu.server.worker_process import (
@@ -34,21 +34,26 @@ from npuemu.server.worker_process import (
     WorkerUnavailableError,
 )
 from npuemu.sim.build import BuiltModel
-from npuemu.worker.protocol import Op, Refusal, trace_request
+from npuemu.worker.config import WorkerConfig
 from xrt.errors import ErrorCode
 from xrt.hw.config import TargetConfig
-from xrt.hw.wire import (
-    REASON_BUSY,
-    REASON_RESETTING,
-    REASON_RESTARTING,
-    DeviceState,
+from xrt.hw.port import (
+    PortErrorCode,
+    PristineRestore,
+    PristineSave,
+    Reply,
+    Request,
+    RingDetach,
+    Served,
+    TapFlush,
+    WavesForget,
 )
+from xrt.hw.ring import RingSlot
+from xrt.hw.wire import REASON_RESTARTING, DeviceState
+from xrt.recording import RecordingWriter
 from xrt.regtrace import RegisterTraceLog
 
-if TYPE_CHECKING:
-    from npuemu.server.recording import RecordingFolder, RecordingWriter
-
-__all__ = ["DeviceManager", "SimDevice"]
+__all__ = ["Counters", "SimDevice"]
 
 log = logging.getLogger("npuemu.server")
 
@@ -89,12 +94,14 @@ class SimDevice:
         watchdog_s: float = DEFAULT_CALL_TIMEOUT_S,
         *,
         log_dir: Path | None = None,
-        worker_env: dict[str, str] | None = None,
+        worker_config: WorkerConfig | None = None,
     ) -> None:
         self.name = name
         # The worker's folder (its log): beside the memory files unless a log folder is given.
         self.workdir = (log_dir or folder) / name
-        self.worker_env = {**(worker_env or {}), "NPU_TARGET": target.name}
+        self.worker_config = WorkerConfig(
+            **{**vars(worker_config or WorkerConfig()), "target": target.name, "device": name}
+        )
         self.watchdog_s = watchdog_s
         self.target = target
         self.model = model
@@ -110,7 +117,6 @@ class SimDevice:
         self.on_fault: Callable[[SimDevice], None] | None = None
         self.register_trace: RegisterTraceLog | None = None  # --trace-registers
         self.recording: RecordingWriter | None = None  # --record: the current lease's
-        self.lockstep = False  # --lockstep: the worker checks launches (no ring)
         self._restart_task: asyncio.Task[None] | None = None
         self._stopping = False
         self._calls_stopped = False  # server shutdown: no more requests to the worker
@@ -131,10 +137,19 @@ class SimDevice:
 
     def _new_worker(self) -> WorkerProcess:
         worker = WorkerProcess(
-            self.name, self.model, self.memory.fds, self.workdir, self.worker_env
+            self.name, self.model, self.memory.fds, self.workdir, self.worker_config
         )
         worker.on_exit = self.schedule_restart
+        worker.on_served = self._served
         return worker
+
+    def _served(self, served: Served) -> None:
+        """A request the worker's taps saw (whatever its route: the pipe, the server's ring,
+        the holder's ring): to the lease's recording and the register trace."""
+        if self.recording is not None:
+            self.recording.served(served)
+        if self.register_trace is not None:
+            self.register_trace.served(self.name, served)
 
     async def start(self) -> None:
         self.worker = self._new_worker()
@@ -149,11 +164,11 @@ class SimDevice:
         if self.warm is None:
             return
 
-        async def call(op: str, **args: Any) -> dict:
-            return await worker.call(op, self.watchdog_s, **args)
+        async def call(request: Request) -> Reply:
+            return await worker.call(request, self.watchdog_s)
 
         await checkpoint_device.restore_model_state(self, self.warm.model_state, call)
-        await worker.call(Op.PRISTINE_SAVE, self.watchdog_s)
+        await worker.call(PristineSave(), self.watchdog_s)
 
     async def _warm_memories(self) -> None:
         """The warm checkpoint's memories into the (new, zero) memory files."""
@@ -194,73 +209,72 @@ class SimDevice:
             self.worker.cancel_current()
         return busy
 
-    async def call(self, op: str, lease: Lease, extra_s: float = 0.0, **args: Any) -> dict:
-        """One worker request on behalf of `lease`; UNAVAILABLE while the worker restarts or
-        when it fails, ABORTED when the lease ends before or while it runs.
+    async def call(self, request: Request, lease: Lease, extra_s: float = 0.0) -> Reply:
+        """One request of the device port on behalf of `lease`; UNAVAILABLE while the
+        worker restarts or when it fails, ABORTED when the lease ends before or while it
+        runs, the status of a refusal otherwise (`_refused`).
 
         The watchdog allows `watchdog_s` plus `extra_s` (time the request itself may take,
         such as a wait for the interrupt) before it declares the worker hung.
         """
-        timeout_s = self.watchdog_s + extra_s
+        what = request.TAG
         if self._calls_stopped:
-            raise ServiceError(grpc.StatusCode.UNAVAILABLE, f"{SHUTTING_DOWN}: {op} not started")
+            raise ServiceError(grpc.StatusCode.UNAVAILABLE, f"{SHUTTING_DOWN}: {what} not started")
         if self.worker is None or self.state in (DeviceState.STARTING, DeviceState.RESTARTING):
             raise self.restarting_error()
         self._holder_calls += 1
-        reply = None
         try:
             reply = await self.worker.call(
-                op, timeout_s, guard=lambda: self.lease is lease and not self._calls_stopped, **args
+                request,
+                self.watchdog_s + extra_s,
+                guard=lambda: self.lease is lease and not self._calls_stopped,
             )
         except WorkerCancelledError:
             if self._calls_stopped:
                 raise ServiceError(
                     grpc.StatusCode.UNAVAILABLE,
-                    f"{SHUTTING_DOWN}: {op} on {self.name} was stopped before it ended",
+                    f"{SHUTTING_DOWN}: {what} on {self.name} was stopped before it ended",
                 ) from None
             raise ServiceError(
-                grpc.StatusCode.ABORTED, f"the lease on {self.name} ended before {op} did"
+                grpc.StatusCode.ABORTED, f"the lease on {self.name} ended before {what} did"
             ) from None
         except WorkerUnavailableError as exc:
             self.schedule_restart(str(exc))
             raise ServiceError(grpc.StatusCode.UNAVAILABLE, str(exc)) from exc
         except WorkerError as exc:
-            if exc.refusal == Refusal.BUSY:  # a checkpoint while an engine runs
-                raise ServiceError(grpc.StatusCode.FAILED_PRECONDITION, exc.detail) from None
-            if exc.refusal == Refusal.BAD_STATE:  # a model state that is not this model's
-                raise ServiceError(
-                    grpc.StatusCode.INVALID_ARGUMENT,
-                    f"checkpoint refused, nothing changed: {exc.detail}",
-                    xrt_code=ErrorCode.LOAD_FAILED,
-                ) from None
-            raise ServiceError(grpc.StatusCode.INTERNAL, str(exc)) from exc
+            raise _refused(exc) from None
         finally:
             self._holder_calls -= 1
-            if self.recording is not None:  # (None reply: it did not finish)
-                self.recording.request(op, args, reply)
-        self.counters.cycles = int(reply["cycles"])
-        if self.register_trace is not None:
-            trace_request(self.register_trace, self.name, op, args, reply)
+        self.counters.cycles = reply.cycles
         return reply
 
-    def bind(self, lease: Lease, extra_s: float = 0.0) -> Callable[..., Awaitable[dict]]:
-        """`call` on behalf of `lease`, as one function of the op and its arguments."""
+    def bind(self, lease: Lease, extra_s: float = 0.0) -> Callable[[Request], Awaitable[Reply]]:
+        """`call` on behalf of `lease`, as one function of the request."""
 
-        async def call(op: str, **args: Any) -> dict:
-            return await self.call(op, lease, extra_s, **args)
+        async def call(request: Request) -> Reply:
+            return await self.call(request, lease, extra_s)
 
         return call
 
-    async def observe(self, op: str, lease: Lease | None, **args: Any) -> dict:
+    async def flush_taps(self, lease: Lease) -> None:
+        """While the lease is recorded: every request served so far, ring requests
+        included, reaches the recording before what the server records next itself (a
+        memory access, a checkpoint)."""
+        if self.recording is not None and self.worker_config.taps:
+            await self.call(TapFlush(), lease)
+
+    async def observe(self, request: Request, lease: Lease | None) -> Reply:
         """One read-only request of an observer (`npuemu.server.observer`): the same worker
-        path as the holder's requests, marked ``read_only`` (the worker refuses anything
-        but reads and the observer's waveform window). No lease is used or touched.
+        path as the holder's requests, marked read-only (the worker refuses anything but
+        reads and the observer's waveform window). No lease is used or touched; the taps
+        see it as an observer's.
 
         With `lease`, the request runs only while that lease still holds the device (a
         lease end before its turn refuses it: ABORTED); without, whatever the holder.
         """
+        what = request.TAG
         if self._calls_stopped:
-            raise ServiceError(grpc.StatusCode.UNAVAILABLE, f"{SHUTTING_DOWN}: {op} not started")
+            raise ServiceError(grpc.StatusCode.UNAVAILABLE, f"{SHUTTING_DOWN}: {what} not started")
         if self.worker is None or self.state in (DeviceState.STARTING, DeviceState.RESTARTING):
             raise self.restarting_error()
 
@@ -271,31 +285,25 @@ class SimDevice:
         self.counters.observer_requests += 1
         self._observer_calls += 1
         try:
-            reply = await self.worker.call(
-                op, self.watchdog_s, guard=wanted, read_only=True, **args
-            )
+            reply = await self.worker.call(request, self.watchdog_s, wanted, read_only=True)
         except WorkerCancelledError:
             if self._calls_stopped:
                 raise ServiceError(
                     grpc.StatusCode.UNAVAILABLE,
-                    f"{SHUTTING_DOWN}: {op} on {self.name} was stopped before it ended",
+                    f"{SHUTTING_DOWN}: {what} on {self.name} was stopped before it ended",
                 ) from None
             raise ServiceError(
                 grpc.StatusCode.ABORTED,
-                f"the lease on {self.name} ended before the observer's {op} ran",
+                f"the lease on {self.name} ended before the observer's {what} ran",
             ) from None
         except WorkerUnavailableError as exc:
             self.schedule_restart(str(exc))
             raise ServiceError(grpc.StatusCode.UNAVAILABLE, str(exc)) from exc
         except WorkerError as exc:
-            raise ServiceError(grpc.StatusCode.INTERNAL, str(exc)) from exc
+            raise _refused(exc) from None
         finally:
             self._observer_calls -= 1
-        self.counters.cycles = int(reply["cycles"])
-        if self.register_trace is not None:
-            trace_request(self.register_trace, self.name, op, {**args, "read_only": True}, reply)
-        if self.recording is not None:  # its reads take bus cycles of the holder's time
-            self.recording.request(op, {**args, "read_only": True}, reply)
+        self.counters.cycles = reply.cycles
         return reply
 
     def schedule_restart(self, reason: str) -> None:
@@ -364,24 +372,6 @@ class SimDevice:
                     grpc.StatusCode.FAILED_PRECONDITION,
                     f"device {self.name} cannot serve a register ring now ({self.state.name})",
                 )
-            if self.register_trace is not None:  # a ring bypasses the server
-                raise ServiceError(
-                    grpc.StatusCode.FAILED_PRECONDITION,
-                    f"the server traces register accesses (--trace-registers): device "
-                    f"{self.name}'s registers are served through it, not a ring",
-                )
-            if self.recording is not None:  # a ring bypasses the recording too
-                raise ServiceError(
-                    grpc.StatusCode.FAILED_PRECONDITION,
-                    f"the server records this lease (--record): device {self.name}'s "
-                    "registers are served through it, not a ring",
-                )
-            if self.lockstep:  # the check runs where the server's requests arrive
-                raise ServiceError(
-                    grpc.StatusCode.FAILED_PRECONDITION,
-                    f"the server checks launches in lockstep (--lockstep): device "
-                    f"{self.name}'s registers are served through it, not a ring",
-                )
             if self.ring is None:
                 ring = LeaseRing()
                 try:
@@ -406,7 +396,7 @@ class SimDevice:
                 DeviceState.RESTARTING,
                 DeviceState.STARTING,
             ):
-                await worker.call(Op.RING_DETACH, self.watchdog_s)
+                await worker.call(RingDetach(RingSlot.LEASE), self.watchdog_s)
         finally:
             ring.close()
 
@@ -441,9 +431,9 @@ class SimDevice:
                     self.state = DeviceState.RESTARTING
                     self._replace_worker("its model cannot save its state (a coverage build)")
                     return
-                if "NPU_EMU_WAVES_DIR" in self.worker_env:  # this lease's window is not the next's
-                    await worker.call(Op.WAVES_FORGET, self.watchdog_s)
-                await worker.call(Op.PRISTINE_RESTORE, self.watchdog_s)
+                if self.worker_config.waves_dir:  # this lease's window is not the next's
+                    await worker.call(WavesForget(), self.watchdog_s)
+                await worker.call(PristineRestore(), self.watchdog_s)
                 # Fresh memory files per lease: a descriptor or mapping anyone kept of the old
                 # ones (a former holder's local fast path) never sees the next holder.
                 old = self.memory.renew()
@@ -481,7 +471,7 @@ class SimDevice:
     async def stop(self) -> None:
         """Stop the device for good: its worker gets `WORKER_QUIT_S` to quit (time to write
         a waveform window it closes: `WAVES_QUIT_S`), then it is killed."""
-        quit_s = WAVES_QUIT_S if "NPU_EMU_WAVES_DIR" in self.worker_env else WORKER_QUIT_S
+        quit_s = WAVES_QUIT_S if self.worker_config.waves_dir else WORKER_QUIT_S
         self._stopping = True
         if self._restart_task is not None:
             self._restart_task.cancel()
@@ -493,187 +483,22 @@ class SimDevice:
         self.memory.close()
 
 
-class DeviceManager:
-    """The server's devices and leases."""
+# What a refusal of the worker becomes for the client: (status, the manual's code or 0).
+_REFUSALS: dict[PortErrorCode, tuple[grpc.StatusCode, int]] = {
+    PortErrorCode.BUSY: (grpc.StatusCode.FAILED_PRECONDITION, 0),
+    PortErrorCode.BAD_STATE: (grpc.StatusCode.INVALID_ARGUMENT, ErrorCode.LOAD_FAILED),
+    PortErrorCode.BAD_REQUEST: (grpc.StatusCode.INVALID_ARGUMENT, 0),
+    PortErrorCode.READ_ONLY: (grpc.StatusCode.PERMISSION_DENIED, 0),
+    PortErrorCode.WAVES_UNAVAILABLE: (grpc.StatusCode.FAILED_PRECONDITION, 0),
+    PortErrorCode.UNSUPPORTED: (grpc.StatusCode.FAILED_PRECONDITION, 0),
+}
 
-    def __init__(
-        self,
-        target: TargetConfig,
-        model: BuiltModel,
-        count: int,
-        folder: Path,
-        default_ttl_s: float = 30.0,
-        watchdog_s: float = DEFAULT_CALL_TIMEOUT_S,
-        *,
-        log_dir: Path | None = None,
-        worker_env: dict[str, str] | None = None,
-    ) -> None:
-        self.target = target
-        self.folder = folder
-        self.default_ttl_s = default_ttl_s
-        self.devices = {
-            f"npu{i}": SimDevice(
-                f"npu{i}",
-                target,
-                model,
-                folder,
-                watchdog_s,
-                log_dir=log_dir,
-                worker_env=worker_env,
-            )
-            for i in range(count)
-        }
-        self.leases = LeaseTable()
-        self.closing = asyncio.Event()  # set when the server starts shutting down
-        self._expiry_task: asyncio.Task[None] | None = None
-        self._transitions: set[asyncio.Task[None]] = set()
-        self.recordings: RecordingFolder | None = None  # --record (npuemu.server.recording)
-        # Checkpoints (npuemu.server.checkpoint_seal): the key that seals this server's, and
-        # whether it restores model states it did not seal (one user's own server).
-        self.seal_key = SealKey.generate()
-        self.allow_foreign_checkpoints = False
-        # Device log capture: the holders' FollowDeviceLog streams (npuemu.server.device_log)
-        self.device_log = DeviceLogHub(list(self.devices))
 
-    async def start(self) -> None:
-        """Start every worker (in parallel) and the lease expiry loop."""
-        await asyncio.gather(*(d.start() for d in self.devices.values()))
-        self._expiry_task = asyncio.get_running_loop().create_task(self._expire_loop())
-
-    def device(self, name: str) -> SimDevice:
-        try:
-            return self.devices[name]
-        except KeyError:
-            raise ServiceError(
-                grpc.StatusCode.NOT_FOUND,
-                f"no device {name!r} (devices: {', '.join(self.devices)})",
-            ) from None
-
-    @staticmethod
-    def holder_of(device: SimDevice) -> str:
-        return device.lease.holder if device.lease else ""
-
-    def open(self, name: str, holder: str, ttl_s: float | None) -> tuple[Lease, SimDevice]:
-        """Lease device `name` (or the first free one when empty) to `holder`."""
-        if name:
-            device = self.device(name)
-            if device.lease is not None:
-                raise ServiceError(
-                    grpc.StatusCode.FAILED_PRECONDITION,
-                    f"device {name} is leased by {device.lease.holder}",
-                    retry_reason=REASON_BUSY,
-                    retry_after_s=RETRY_AFTER_S,
-                )
-            if device.state == DeviceState.RESTARTING:
-                raise device.restarting_error()
-            if device.state != DeviceState.FREE:
-                raise ServiceError(
-                    grpc.StatusCode.UNAVAILABLE,
-                    f"device {name} is {device.state.name.lower()}; retry shortly",
-                    retry_reason=REASON_RESETTING,
-                    retry_after_s=RETRY_AFTER_S / 5,
-                )
-        else:
-            device = next(
-                (d for d in self.devices.values() if d.state == DeviceState.FREE and not d.lease),
-                None,
-            )
-            if device is None:
-                busy = ", ".join(
-                    f"{d.name} leased by {d.lease.holder}"
-                    if d.lease
-                    else f"{d.name} {d.state.name.lower()}"
-                    for d in self.devices.values()
-                )
-                raise ServiceError(
-                    grpc.StatusCode.FAILED_PRECONDITION,
-                    f"no free device: {busy}",
-                    retry_reason=REASON_BUSY,
-                    retry_after_s=RETRY_AFTER_S,
-                )
-        lease = Lease(device.name, holder, ttl_s or self.default_ttl_s)
-        self.leases.add(lease)
-        device.lease = lease
-        device.state = DeviceState.LEASED
-        if self.recordings is not None:
-            device.recording = self.recordings.begin(device, lease)
-        # Lease ids are bearer credentials: never logged.
-        log.info("%s opened %s (ttl %.0f s)", holder, device.name, lease.ttl_s)
-        return lease, device
-
-    def is_live(self, lease: Lease) -> bool:
-        """`lease` has not ended (and its device is still its own)."""
-        return self.leases.live.get(lease.id) is lease and self.devices[lease.device].lease is lease
-
-    def check_live(self, lease: Lease) -> None:
-        """ABORTED unless `lease` is live (a stream checks this on every message)."""
-        if not self.is_live(lease):
-            reason = self.leases.ended_reason(lease.id) or "ended"
-            raise ServiceError(grpc.StatusCode.ABORTED, f"this lease has ended ({reason})")
-
-    def use(self, lease_id: str) -> tuple[Lease, SimDevice]:
-        """The lease and its device, for a call on the device."""
-        lease = self.leases.get(lease_id)
-        device = self.devices[lease.device]
-        device.counters.requests += 1
-        return lease, device
-
-    def spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
-        """Run a state transition as a task of its own: no RPC's cancellation reaches it."""
-        task = asyncio.get_running_loop().create_task(coro)
-        self._transitions.add(task)
-        task.add_done_callback(self._transitions.discard)
-        return task
-
-    async def end(self, lease: Lease, reason: str) -> None:
-        """End a lease, then stop, clear and reset its device for the next holder.
-
-        The lease is gone at once (every later call and every open memory stream of it is
-        refused); the clearing runs in a task the caller cannot cancel (a CloseDevice whose
-        client goes away half way still ends in FREE or a reported fault).
-        """
-        if not self.leases.remove(lease, reason):
-            return
-        device = self.devices[lease.device]
-        if device.lease is lease:
-            device.lease = None
-            if device.recording is not None and self.recordings is not None:
-                self.recordings.finish(device.recording, reason)
-                device.recording = None
-        log.info("%s released %s (%s)", lease.holder, device.name, reason)
-        await asyncio.shield(self.spawn(device.clear_after_lease()))
-
-    async def _expire_loop(self) -> None:
-        while True:
-            await asyncio.sleep(0.5)
-            try:
-                await self._expire_once()
-            except Exception:  # one bad pass must not stop expiry for every device
-                log.exception("lease expiry pass failed")
-
-    async def _expire_once(self) -> None:
-        for lease in self.leases.expired():
-            device = self.devices[lease.device]
-            if device.in_call or device.state in (DeviceState.RESTARTING, DeviceState.STARTING):
-                # A long call (a wait, a batch) is use, not absence; a worker restart is the
-                # server's doing: the holder cannot call while it lasts.
-                lease.touch()
-                continue
-            self.spawn(self.end(lease, lease.expiry_reason()))
-
-    def stop_calls(self) -> int:
-        """Server shutdown, grace period over: stop every request still running in the
-        workers (their calls end with UNAVAILABLE saying why); return how many ran."""
-        return sum(d.stop_calls() for d in self.devices.values())
-
-    async def stop(self) -> None:
-        if self._expiry_task is not None:
-            self._expiry_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._expiry_task
-        for task in list(self._transitions):
-            task.cancel()
-        for d in self.devices.values():
-            if d.worker is not None:
-                d.worker.cancel_current()  # a long wait must not hold up the quit
-        await asyncio.gather(*(d.stop() for d in self.devices.values()), return_exceptions=True)
+def _refused(exc: WorkerError) -> ServiceError:
+    """The service's status for a request the worker failed (`PortErrorCode`): the
+    caller's to fix, or INTERNAL (the worker's own failure, or a lockstep divergence)."""
+    status, xrt_code = _REFUSALS.get(exc.code, (grpc.StatusCode.INTERNAL, 0))
+    message = exc.detail if status != grpc.StatusCode.INTERNAL else str(exc)
+    if exc.code == PortErrorCode.BAD_STATE:
+        message = f"checkpoint refused, nothing changed: {exc.detail}"
+    return ServiceError(status, message, xrt_code=xrt_code)

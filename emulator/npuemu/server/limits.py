@@ -47,8 +47,6 @@ __all__ = [
 ]
 
 
-MIN_SIM_SPEED = 100_000
-"""Simulated cycles per second assumed for watchdog budgets (measured: about 1,000,000)."""
 
 log = logging.getLogger("npuemu.server")
 

@@ -29,8 +29,8 @@ from pathlib import Path
 
 import grpc
 
-from npuemu.server.devices import DeviceManager
 from npuemu.server.errors import ServiceError
+from npuemu.server.manager import DeviceManager
 from npuemu.server.register_ring import LeaseRing
 from xrt.hw.ring import RING_BYTES
 

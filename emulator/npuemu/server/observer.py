@@ -45,7 +45,7 @@ from npuemu.server.devices import SimDevice
 from npuemu.server.errors import ServiceError, check_register, clip
 from npuemu.server.service import _unary
 from npuemu.server.waves_service import MAX_WINDOW_CYCLES, WavesDeviceService
-from npuemu.worker.protocol import Op
+from xrt.hw.port import RegBatch, WavesStart, WavesStatus, WavesStop
 from xrt.hw.regops import MASK32, RegKind
 from xrt.hw.regs import read_side_effects
 from xrt.hw.wire import MAX_BATCH_OPS, DeviceState, pb
@@ -124,9 +124,10 @@ class ObserverDeviceService(WavesDeviceService):
         d, who = self._admit(request, context, held=True)
         self._check_read(d, request.address)
         self._log(who, d, f"read {self._namer.name(request.address)} ({request.address:#010x})")
-        r = await d.observe(Op.READ_REG, d.lease, addr=request.address)
+        r = await d.observe(RegBatch.read(request.address), d.lease)
+        ((status, value, _),) = r.body
         return pb.ObserveReadRegisterResponse(
-            value=r["value"], cycles=r["cycles"], status=r["status"], holder=self.m.holder_of(d)
+            value=value, cycles=r.cycles, status=status, holder=self.m.holder_of(d)
         )
 
     @_unary
@@ -156,9 +157,9 @@ class ObserverDeviceService(WavesDeviceService):
         names = [self._namer.name(row[1]) for row in rows[:LOGGED_NAMES]]
         more = f", ... ({len(rows)} in all)" if len(rows) > LOGGED_NAMES else ""
         self._log(who, d, f"read {', '.join(names) or 'nothing'}{more}")
-        r = await d.observe(Op.BATCH, d.lease, ops=rows)
-        response = pb.ObserveRegisterBatchResponse(cycles=r["cycles"], holder=self.m.holder_of(d))
-        for s, v in r["results"]:
+        r = await d.observe(RegBatch.of_rows(rows), d.lease)
+        response = pb.ObserveRegisterBatchResponse(cycles=r.cycles, holder=self.m.holder_of(d))
+        for s, v, _ in r.body:
             response.results.add(status=s, value=v)
         return response
 
@@ -174,8 +175,8 @@ class ObserverDeviceService(WavesDeviceService):
             )
         length = f"{request.cycles} cycles" if request.cycles else "until stopped"
         self._log(who, d, f"start a waveform window ({length})")
-        r = self._checked(await d.observe(Op.WAVES_START, d.lease, cycles=request.cycles))
-        return pb.ObserveStartWavesResponse(cycles=r["cycles"], holder=self.m.holder_of(d))
+        r = await d.observe(WavesStart(request.cycles), d.lease)
+        return pb.ObserveStartWavesResponse(cycles=r.cycles, holder=self.m.holder_of(d))
 
     @_unary
     async def ObserveWavesStatus(self, request, context):
@@ -195,14 +196,14 @@ class ObserverDeviceService(WavesDeviceService):
         # Each look is a worker request that runs no simulated time; between looks the
         # holder's requests (and busy engines) fill the window.
         deadline = time.monotonic() + wait_s
-        r = self._checked(await d.observe(Op.WAVES_STATUS, None))
-        while r["state"] == "recording" and time.monotonic() < deadline:
+        r = await d.observe(WavesStatus(), None)
+        while r.body.state == "recording" and time.monotonic() < deadline:
             await asyncio.sleep(min(STATUS_LOOK_S, max(0.0, deadline - time.monotonic())))
-            r = self._checked(await d.observe(Op.WAVES_STATUS, None))
+            r = await d.observe(WavesStatus(), None)
         return pb.ObserveWavesStatusResponse(
-            state=_STATE[r["state"]],
-            first_cycle=r["first"],
-            cycles=r["cycles"],
+            state=_STATE[r.body.state],
+            first_cycle=r.body.first,
+            cycles=r.cycles,
             holder=self.m.holder_of(d),
         )
 
@@ -211,12 +212,12 @@ class ObserverDeviceService(WavesDeviceService):
         d, who = self._admit(request, context, held=False)
         self._check_enabled()
         self._log(who, d, "stop its waveform window")
-        r = self._checked(await d.observe(Op.WAVES_STOP, None))
-        if r["file"] is None:
+        r = await d.observe(WavesStop(), None)
+        if r.body.file is None:
             raise ServiceError(
                 grpc.StatusCode.FAILED_PRECONDITION,
                 f"no observer's waveform window was started on {d.name}",
             )
         return pb.ObserveStopWavesResponse(
-            file=self._wave_file(r["file"]), cycles=r["cycles"], state=_STATE[r["state"]]
+            file=self._wave_file(r.body.file), cycles=r.cycles, state=_STATE[r.body.state]
         )

@@ -15,8 +15,10 @@ import contextlib
 import logging
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from npuemu.server.leases import Lease
+from xrt.hw.config import TargetConfig
 from xrt.hw.targets import CLOCK_PERIOD_PS, HW_VERSION
 from xrt.recording import (
     DEFAULT_MAX_MIB,
@@ -38,9 +40,18 @@ from xrt.recording import (
     write_recording,
 )
 
-if TYPE_CHECKING:
-    from npuemu.server.devices import SimDevice
-    from npuemu.server.leases import Lease
+
+class _Model(Protocol):
+    digest: str
+    waves: bool
+
+
+class RecordedDevice(Protocol):
+    """What a recording needs of a device (`npuemu.server.devices.SimDevice`)."""
+
+    name: str
+    target: TargetConfig
+    model: _Model
 
 __all__ = [
     "DEFAULT_KEEP_MIB",
@@ -92,7 +103,7 @@ class RecordingFolder:
             )
         self.enforce_budget()
 
-    def begin(self, device: SimDevice, lease: Lease) -> RecordingWriter | None:
+    def begin(self, device: RecordedDevice, lease: Lease) -> RecordingWriter | None:
         """Start the recording of `lease` on `device` (None, logged, if the file cannot be
         created: the lease goes on unrecorded)."""
         started = time.time()

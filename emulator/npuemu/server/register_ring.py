@@ -9,7 +9,7 @@ the lease end it sets the ring's state to REVOKED and signals *done*, so a clien
 on it wakes and learns that the ring is gone, and signals *revoke*, so the simulator drops
 a request of the ring in flight (a wait for the interrupt of a holder that was killed)
 within about a thousand cycles instead of serving it to its end; then it tells the
-simulator to forget the ring (`Op.RING_DETACH`), which no longer queues behind that
+simulator to forget the ring (`RingDetach`), which no longer queues behind that
 request. The holder can rewrite the ring's state word, not *revoke*. A new lease gets a new
 ring, with a new generation; a descriptor a former holder kept reaches a ring nobody
 serves.
@@ -18,37 +18,17 @@ serves.
 from __future__ import annotations
 
 import asyncio
-import ctypes
 import fcntl
 import mmap
 import os
 import secrets
 import time
-from collections.abc import Sequence
 
-from xrt.hw.ring import (
-    HEADER,
-    OPS_OFFSET,
-    REGBUS_RESULT,
-    REQUEST,
-    REQUEST_OFFSET,
-    RESPONSE,
-    RESPONSE_OFFSET,
-    RESULTS_OFFSET,
-    RING_BYTES,
-    RING_MAGIC,
-    RING_MAX_OPS,
-    RING_VERSION,
-    RingKind,
-    RingState,
-    RingStatus,
-    encode_ops,
-    refusal,
-)
+from xrt.hw.port import RegBatch, RegResults
+from xrt.hw.ring import HEADER, RING_BYTES, RING_MAGIC, RING_MAX_OPS, RING_VERSION, RingState
+from xrt.hw.ring_core import RingCore
 
 __all__ = ["LeaseRing", "ServerRing"]
-
-Row = tuple[int, int, int, int, int, int]  # `xrt.hw.regops.RegRow`'s fields
 
 _SEALS = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
 # How long `ServerRing.submit` looks for the answer before it leaves it to the event loop:
@@ -112,48 +92,46 @@ class LeaseRing:
 
 
 class ServerRing:
-    """The server's own ring into one worker's simulator (`Op.RING_ATTACH` with
-    ``slot=SERVER_SLOT``): the register reads, writes and batches of a holder that reaches the
-    device through gRPC go through it to the simulator's main loop, not through the worker's
-    Python request loop (no pickled frame, no Python in the simulator process).
+    """The server's own ring into one worker's simulator (`RingAttach` with
+    ``slot=RingSlot.SERVER``): the register reads, writes and batches of a holder that
+    reaches the device through gRPC go through it to the simulator's main loop, not through
+    the worker's Python request loop (no frame, no Python in the simulator process; while
+    the worker's taps are on, the simulator hands them to its port all the same).
 
-    One request at a time (`WorkerProcess.call` holds its lock). `submit` writes and kicks;
-    the future it returns is resolved at once when the answer comes within a few
-    microseconds (the simulator looks for a holder's next request for a while after each
-    response, so a short batch is usually answered that fast), else by the event loop's
-    reader on *done*, whose wake-up costs tens of microseconds. The simulator does
-    not trust this ring more than a holder's: it checks every request the same way.
+    One request at a time (`WorkerProcess.call` holds its lock). `submit` writes and kicks
+    (`xrt.hw.ring_core.RingCore`, as the holder's ring does); the future it returns is
+    resolved at once when the answer comes within a few microseconds (the simulator looks
+    for a holder's next request for a while after each response, so a short batch is
+    usually answered that fast), else by the event loop's reader on *done*, whose wake-up
+    costs tens of microseconds. The simulator does not trust this ring more than a
+    holder's: it checks every request the same way.
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.ring = LeaseRing()
+        self._core = RingCore(self.ring.map)
         self._loop = loop
-        at = HEADER.offsets
-        view = self.ring.map
-        self._req_seq = ctypes.c_uint64.from_buffer(view, at["req_seq"])
-        self._resp_seq = ctypes.c_uint64.from_buffer(view, at["resp_seq"])
         self._seq = 0
         self._waiter: asyncio.Future[None] | None = None
         os.set_blocking(self.ring.done_fd, False)
         loop.add_reader(self.ring.done_fd, self._on_done)
         self.closed = False
 
-    def submit(self, rows: Sequence[Row]) -> asyncio.Future[None]:
-        """Start a batch of register operations (at most `RING_MAX_OPS`, no polls: a poll
-        may run long and only the worker's path can stop it). The future resolves when the
+    @property
+    def cycles(self) -> int:
+        return self._core.cycles
+
+    def submit(self, batch: RegBatch) -> asyncio.Future[None]:
+        """Start a register batch (at most `RING_MAX_OPS` operations, no polls: a poll may
+        run long and only the worker's path can stop it). The future resolves when the
         response is in (`results`)."""
-        ops = encode_ops(rows)
-        view = self.ring.map
-        view[OPS_OFFSET : OPS_OFFSET + len(ops)] = ops
-        REQUEST.format.pack_into(view, REQUEST_OFFSET, RingKind.BATCH, len(rows), 0, 0, 0)
-        self._seq += 1
-        self._req_seq.value = self._seq
+        self._seq = seq = self._core.put_batch(batch)
         waiter = self._waiter = self._loop.create_future()
         os.eventfd_write(self.ring.kick_fd, 1)
-        resp_seq, seq = self._resp_seq, self._seq
-        spin_until = time.perf_counter() + min(SPIN_MAX_S, SPIN_BASE_S + SPIN_PER_OP_S * len(rows))
+        answered = self._core.answered
+        spin_until = time.perf_counter() + min(SPIN_MAX_S, SPIN_BASE_S + SPIN_PER_OP_S * batch.n)
         while time.perf_counter() < spin_until:
-            if resp_seq.value == seq:
+            if answered(seq):
                 waiter.set_result(None)
                 break
         return waiter
@@ -161,19 +139,17 @@ class ServerRing:
     def rewait(self) -> asyncio.Future[None]:
         """A new future for the request in flight (its first waiter was cancelled)."""
         self._waiter = self._loop.create_future()
-        if self._resp_seq.value == self._seq:
+        if self._core.answered(self._seq):
             self._waiter.set_result(None)
         return self._waiter
 
-    def results(self) -> tuple[list[tuple[int, int, int]], int] | str:
-        """The response in: ``(results, cycles)``, or the simulator's reason for refusing."""
-        view = self.ring.map
-        status, n, cycles, *_ = RESPONSE.format.unpack_from(view, RESPONSE_OFFSET)
-        if status != RingStatus.OK:
-            return refusal(view)
-        n = min(n, RING_MAX_OPS)
-        data = view[RESULTS_OFFSET : RESULTS_OFFSET + n * REGBUS_RESULT.size]
-        return list(REGBUS_RESULT.format.iter_unpack(data)), cycles
+    def results(self) -> RegResults:
+        """The results of the batch answered.
+
+        Raises:
+            RingError: the simulator refused it (its reason in the message).
+        """
+        return self._core.batch_results()
 
     def _on_done(self) -> None:
         try:
@@ -181,7 +157,7 @@ class ServerRing:
         except BlockingIOError:
             return
         waiter = self._waiter
-        if waiter is not None and not waiter.done() and self._resp_seq.value == self._seq:
+        if waiter is not None and not waiter.done() and self._core.answered(self._seq):
             waiter.set_result(None)
 
     def close(self) -> None:
@@ -190,5 +166,5 @@ class ServerRing:
             return
         self.closed = True
         self._loop.remove_reader(self.ring.done_fd)
-        del self._req_seq, self._resp_seq  # the ctypes views hold the mapping open
+        self._core.release()
         self.ring.close()

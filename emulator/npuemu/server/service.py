@@ -19,8 +19,9 @@ from typing import TypeVar
 
 import grpc
 
+from npuemu import __version__
 from npuemu.server import checkpoint_service
-from npuemu.server.devices import DeviceManager, SimDevice
+from npuemu.server.devices import SimDevice
 from npuemu.server.errors import (
     ServiceError,
     check_memory_range,
@@ -28,12 +29,14 @@ from npuemu.server.errors import (
     clip,
 )
 from npuemu.server.handlers import refuse_undecodable
-from npuemu.server.limits import MIN_SIM_SPEED, StreamBudget
+from npuemu.server.limits import StreamBudget
 from npuemu.server.local_handout import handout_socket
-from npuemu.worker.protocol import Op
+from npuemu.server.manager import DeviceManager
 from xrt.hw.config import TargetConfig
-from xrt.hw.regops import DEFAULT_POLL_CYCLES, MASK32, MAX_POLL_CYCLES, RegKind
-from xrt.hw.targets import CLOCK_PERIOD_PS, DMA, HW_VERSION
+from xrt.hw.port import RegBatch, Reset, WaitIrq
+from xrt.hw.port_wire import WireOpError, batch_of_pb, results_to_pb
+from xrt.hw.ring import REGBUS_OP
+from xrt.hw.targets import CLOCK_PERIOD_PS, DMA, HW_VERSION, MIN_SIM_CYCLES_PER_S
 from xrt.hw.wire import (
     MAX_BATCH_OPS,
     MAX_CHUNK,
@@ -49,17 +52,8 @@ __all__ = ["DeviceService", "boot_id"]
 
 log = logging.getLogger("npuemu.server")
 
-SERVER_VERSION = "0.1.0"
 HOLD_BEAT_S = 2.0
 DEFAULT_WAIT_MS = 10_000
-
-# Rows of a batch, in `xrt.hw.regops.RegRow`'s field order (plain tuples: see there).
-_READ, _WRITE, _MASKED_WRITE, _POLL = (
-    RegKind.READ,
-    RegKind.WRITE,
-    RegKind.MASKED_WRITE,
-    RegKind.POLL,
-)
 
 Req = TypeVar("Req")
 Resp = TypeVar("Resp")
@@ -157,7 +151,7 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
         return pb.ListDevicesResponse(
             devices=[self._info(d) for d in self.m.devices.values()],
             protocol_version=PROTOCOL_VERSION,
-            server_version=SERVER_VERSION,
+            server_version=__version__,
         )
 
     @_unary
@@ -276,17 +270,19 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
     async def ReadRegister(self, request, context):
         lease, d = self.m.use(request.lease_id)
         self._check_register(d, request.address)
-        r = await d.call(Op.READ_REG, lease, addr=request.address)
+        r = await d.call(RegBatch.read(request.address), lease)
         d.counters.register_ops += 1
-        return pb.ReadRegisterResponse(value=r["value"], cycles=r["cycles"], status=r["status"])
+        ((status, value, _),) = r.body
+        return pb.ReadRegisterResponse(value=value, cycles=r.cycles, status=status)
 
     @_unary
     async def WriteRegister(self, request, context):
         lease, d = self.m.use(request.lease_id)
         self._check_register(d, request.address)
-        r = await d.call(Op.WRITE_REG, lease, addr=request.address, value=request.value)
+        r = await d.call(RegBatch.write(request.address, request.value), lease)
         d.counters.register_ops += 1
-        return pb.WriteRegisterResponse(cycles=r["cycles"], status=r["status"])
+        ((status, _, _),) = r.body
+        return pb.WriteRegisterResponse(cycles=r.cycles, status=status)
 
     @_unary
     async def RegisterBatch(self, request, context):
@@ -296,53 +292,31 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
                 grpc.StatusCode.INVALID_ARGUMENT,
                 f"{len(request.ops)} ops in one batch; at most {MAX_BATCH_OPS}",
             )
-        ops: list[tuple[int, int, int, int, int, int]] = []
-        append = ops.append
-        poll_cycles = 0
-        # Per op only what must be per op (a batch of 1024 made Python's per-op costs show):
-        # the window test inline, check_register only to word a refusal.
-        lo0, hi0, lo1, hi1 = self._windows
-        for i, op in enumerate(request.ops):
-            kind = op.WhichOneof("op")
-            if kind is None:
-                raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT, f"op {i} is empty")
-            body = getattr(op, kind)
-            address = body.address
-            if address & 3 or not (lo0 <= address < hi0 or lo1 <= address < hi1):
-                try:
-                    check_register(d.target, address)
-                except ServiceError as exc:
-                    raise ServiceError(exc.code, f"op {i}: {exc.message}") from None
-            if kind == "read":
-                append((_READ, address, 0, MASK32, 0, 0))
-            elif kind == "write":
-                append((_WRITE, address, body.value, MASK32, 0, 0))
-            elif kind == "masked_write":
-                append((_MASKED_WRITE, address, body.value, body.mask, 0, 0))
-            else:
-                cycles = body.max_cycles or DEFAULT_POLL_CYCLES
-                if cycles > MAX_POLL_CYCLES:
-                    raise ServiceError(
-                        grpc.StatusCode.INVALID_ARGUMENT,
-                        f"op {i}: max_cycles {cycles} is more than 2**40",
-                    )
-                poll_cycles += cycles
-                append((_POLL, address, 0, body.mask, body.expected, cycles))
-        budget = len(ops) * 0.01 + poll_cycles / MIN_SIM_SPEED  # beyond the watchdog
+        try:
+            batch = batch_of_pb(request.ops)
+        except WireOpError as exc:
+            raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT, str(exc)) from None
+        self._check_batch(d, batch)
+        budget = batch.n * 0.01 + batch.poll_cycles() / MIN_SIM_CYCLES_PER_S  # beyond the watchdog
         remaining = context.time_remaining()
         if remaining is not None:
             # Nobody waits past the client's deadline: then the call is cancelled (and so is
             # the batch in the worker), so the watchdog need not allow more.
             budget = min(budget, max(0.0, remaining))
-        r = await d.call(Op.BATCH, lease, budget, ops=ops)
-        d.counters.register_ops += len(r["results"])
-        response = pb.RegisterBatchResponse(cycles=r["cycles"])
-        add = response.results.add  # fields set on added messages: a fifth of the cost of
-        for s, v in r["results"]:  # a RegisterResult(...) per op
-            result = add()
-            result.status = s  # already the proto's RegisterStatus (from the RTL on)
-            result.value = v
-        return response
+        r = await d.call(batch, lease, budget)
+        d.counters.register_ops += len(r.body)
+        return results_to_pb(r.body, r.cycles)
+
+    def _check_batch(self, d: SimDevice, batch: RegBatch) -> None:
+        """Every op's address an aligned register of a block (the window test inline:
+        `check_register` only words a refusal)."""
+        lo0, hi0, lo1, hi1 = self._windows
+        for i, (_, address, *_) in enumerate(REGBUS_OP.format.iter_unpack(batch.records)):
+            if address & 3 or not (lo0 <= address < hi0 or lo1 <= address < hi1):
+                try:
+                    check_register(d.target, address)
+                except ServiceError as exc:
+                    raise ServiceError(exc.code, f"op {i}: {exc.message}") from None
 
     # ------------------------------------------------------------------ memory
     @_unary
@@ -401,6 +375,7 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
                 f"the stream declared {total} bytes but carried {received} (nothing was written)",
             )
         assert d is not None and lease is not None
+        await d.flush_taps(lease)  # a recording keeps the requests before it first
         self.m.check_live(lease)  # no await from here to the copy: the lease cannot end
         d.memory.udma_view[offset : offset + total] = staged
         d.counters.memory_bytes_written += total
@@ -418,6 +393,7 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
                 raise ServiceError(
                     grpc.StatusCode.INVALID_ARGUMENT, f"chunk_size {chunk} is more than {MAX_CHUNK}"
                 )
+            await d.flush_taps(lease)  # a recording keeps the requests before it first
         except ServiceError as exc:
             log.warning("ReadMemory from %s: %s %s", context.peer(), exc.code.name, exc.message)
             await context.abort(exc.code, exc.message, exc.trailing_metadata())
@@ -455,9 +431,9 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
             timeout_s = max(0.0, min(timeout_s, remaining - 0.05))
         max_cycles = request.max_cycles or (1 << 62)
         # The watchdog allows the wait itself plus slack for a busy machine.
-        r = await d.call(Op.WAIT_IRQ, lease, timeout_s, max_cycles=max_cycles, wall_s=timeout_s)
+        r = await d.call(WaitIrq(max_cycles, timeout_s), lease, timeout_s)
         return pb.WaitInterruptResponse(
-            outcome=r["outcome"], waited_cycles=r["waited"], cycles=r["cycles"]
+            outcome=r.body.outcome, waited_cycles=r.body.waited, cycles=r.cycles
         )
 
     # ------------------------------------------------------------------ checkpoints
@@ -494,5 +470,5 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
     @_unary
     async def ResetDevice(self, request, context):
         lease, d = self.m.use(request.lease_id)
-        r = await d.call(Op.RESET, lease)
-        return pb.ResetDeviceResponse(cycles=r["cycles"])
+        r = await d.call(Reset(), lease)
+        return pb.ResetDeviceResponse(cycles=r.cycles)

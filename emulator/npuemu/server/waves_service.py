@@ -13,8 +13,9 @@ from pathlib import Path
 import grpc
 
 from npuemu.server.errors import ServiceError
+from npuemu.server.manager import DeviceManager
 from npuemu.server.service import DeviceService, _unary
-from npuemu.worker.protocol import Op
+from xrt.hw.port import WavesStart, WavesStop
 from xrt.hw.wire import pb
 
 __all__ = ["MAX_WINDOW_CYCLES", "WavesDeviceService"]
@@ -27,7 +28,7 @@ MAX_WINDOW_CYCLES = 10_000_000
 class WavesDeviceService(DeviceService):
     """DeviceService with waveform windows."""
 
-    def __init__(self, manager, waves_enabled: bool) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, manager: DeviceManager, waves_enabled: bool) -> None:
         super().__init__(manager)
         self.waves_enabled = waves_enabled
 
@@ -38,12 +39,6 @@ class WavesDeviceService(DeviceService):
                 "waveforms are off: start the server with --waves DIR",
             )
 
-    @staticmethod
-    def _checked(reply: dict) -> dict:
-        if "waves_error" in reply:
-            raise ServiceError(grpc.StatusCode.FAILED_PRECONDITION, reply["waves_error"])
-        return reply
-
     @_unary
     async def StartWaves(self, request, context):
         self._check_enabled()
@@ -53,20 +48,20 @@ class WavesDeviceService(DeviceService):
                 f"cycles {request.cycles} is more than {MAX_WINDOW_CYCLES}",
             )
         lease, d = self.m.use(request.lease_id)
-        r = self._checked(await d.call(Op.WAVES_START, lease, cycles=request.cycles))
-        return pb.StartWavesResponse(cycles=r["cycles"])
+        r = await d.call(WavesStart(request.cycles), lease)
+        return pb.StartWavesResponse(cycles=r.cycles)
 
     @_unary
     async def StopWaves(self, request, context):
         self._check_enabled()
         lease, d = self.m.use(request.lease_id)
-        r = self._checked(await d.call(Op.WAVES_STOP, lease))
-        if r["file"] is None:
+        r = await d.call(WavesStop(), lease)
+        if r.body.file is None:
             raise ServiceError(
                 grpc.StatusCode.FAILED_PRECONDITION,
                 f"no waveform window was started on {d.name} in this lease",
             )
-        return pb.StopWavesResponse(file=self._wave_file(r["file"]), cycles=r["cycles"])
+        return pb.StopWavesResponse(file=self._wave_file(r.body.file), cycles=r.cycles)
 
     @staticmethod
     def _wave_file(file: tuple[str, int, int]) -> pb.WaveFile:

@@ -12,13 +12,15 @@ sends the IPC socket and the memory files. A process of the same user that opens
 worker's /proc/PID/fd while it starts finds nothing there; one that connects to the
 hand-out socket is refused.
 
-Register reads, writes and batches without polls go to the simulator through the server's
-own register ring (`npuemu.server.register_ring.ServerRing`) when the model serves one:
-no pickled frame and no Python in the simulator process. Everything else (polls and waits,
-which may run long and can be stopped; memory; waveforms; an observer's reads, which the
-worker checks) goes over the IPC socket. ``NPU_EMU_SERVER_RING=0`` in the server's
-environment (or in a worker's `extra_env`: a recording server, `npuemu.server.recording`)
-sends everything over the socket.
+Requests and replies are the device port's records (`xrt.hw.port`). Register batches
+without polls go to the simulator through the server's own register ring
+(`npuemu.server.register_ring.ServerRing`) when the model serves one: no frame and no
+Python in the simulator process. Everything else (polls and waits, which may run long and
+can be stopped; waveforms; an observer's reads, which the worker checks) goes over the
+pipe. `WorkerConfig.server_ring` off sends everything over the pipe.
+
+A worker whose taps are on (`WorkerConfig.taps`) sends every request it served, whatever
+its route, as a ``served`` event on the pipe; `on_served` gets each (`Served`), in order.
 """
 
 from __future__ import annotations
@@ -39,9 +41,26 @@ from typing import Any
 from npuemu.server.register_ring import ServerRing
 from npuemu.sim.build import BuiltModel
 from npuemu.sim.cocotb_run import simulator_env
-from npuemu.worker.protocol import ChannelClosedError, FrameProtocol, Op, Refusal, frame
-from xrt.hw.regops import RegKind
+from npuemu.worker.config import Hello, WorkerConfig
+from npuemu.worker.protocol import ChannelClosedError, FrameProtocol, frame
+from xrt.hw.port import (
+    Cancel,
+    PortError,
+    PortErrorCode,
+    Quit,
+    RegBatch,
+    Remap,
+    Reply,
+    Request,
+    RingAttach,
+    Route,
+    Served,
+    decode_reply,
+    decode_request,
+    encode_request,
+)
 from xrt.hw.ring import RingSlot
+from xrt.hw.ring_core import RingError
 
 __all__ = ["WorkerCancelledError", "WorkerError", "WorkerProcess", "WorkerUnavailableError"]
 
@@ -55,13 +74,21 @@ class WorkerUnavailableError(Exception):
 
 
 class WorkerError(Exception):
-    """The worker answered that a request failed: a bug, not a device response, unless
-    `refusal` says the caller asked for something it must fix (`Refusal`)."""
+    """The worker answered that a request failed; `error.code` says whether the caller
+    must fix it (`PortErrorCode`) or the worker failed (INTERNAL)."""
 
-    def __init__(self, message: str, refusal: Refusal | None = None, detail: str = "") -> None:
+    def __init__(self, message: str, error: PortError) -> None:
         super().__init__(message)
-        self.refusal = refusal
-        self.detail = detail or message  # the worker's own words
+        self.error = error
+
+    @property
+    def code(self) -> PortErrorCode:
+        return self.error.code
+
+    @property
+    def detail(self) -> str:
+        """The worker's own words."""
+        return self.error.message
 
 
 class WorkerCancelledError(Exception):
@@ -76,7 +103,7 @@ class WorkerProcess:
         model: The built `npu_sim` model.
         memories: Memory name -> descriptor of its file (handed to the worker at start).
         workdir: Folder for the worker's log and results file.
-        extra_env: More environment for the simulator process.
+        config: The worker's configuration (handed out with the descriptors).
     """
 
     def __init__(
@@ -85,17 +112,18 @@ class WorkerProcess:
         model: BuiltModel,
         memories: dict[str, int],
         workdir: Path,
-        extra_env: dict[str, str] | None = None,
+        config: WorkerConfig,
     ) -> None:
         self.name = name
         self.memories = dict(memories)
         self._fd_channel: socket.socket | None = None  # hands the worker new memory files
-        self.extra_env = dict(extra_env or {})
+        self.config = config
         self.model = model
         self.workdir = workdir
         self.proc: asyncio.subprocess.Process | None = None
         self._transport: asyncio.Transport | None = None
         self._hello: asyncio.Future[dict[str, Any]] | None = None
+        self.on_served: Callable[[Served], None] | None = None  # the worker's taps' events
         self._ids = itertools.count(1)
         self._lock = asyncio.Lock()
         self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
@@ -141,16 +169,14 @@ class WorkerProcess:
         listener.bind("\0" + handout_name)
         listener.listen(8)
         listener.setblocking(False)
+        # Only the process's bootstrap goes in the environment (the hand-out socket, and the
+        # server's pid: the simulator's main ties itself to it before anything else); the
+        # worker's configuration comes with the hand-out.
         env = simulator_env(
             self.model,
             WORKER_MODULE,
             self.workdir / "results.xml",
-            {
-                **self.extra_env,
-                "NPU_WORKER_HANDOUT": "@" + handout_name,
-                "NPU_DEVICE": self.name,
-                "NPU_SERVER_PID": str(os.getpid()),  # the worker dies with this process
-            },
+            {"NPU_WORKER_HANDOUT": "@" + handout_name, "NPU_SERVER_PID": str(os.getpid())},
         )
         loop = asyncio.get_running_loop()
         try:
@@ -185,12 +211,11 @@ class WorkerProcess:
             listener.close()
             child.close()
             fd_child.close()
-        self.cycles = int(hello.get("cycles", 0))
-        self.savable = bool(hello.get("savable", False))  # it keeps a pristine state
-        self.state_bytes = int(hello.get("state_bytes", 0))  # the size of its saved state
-        # (A recording server sets it per worker: its replies must say when each started.)
-        ring = self.extra_env.get("NPU_EMU_SERVER_RING", os.environ.get("NPU_EMU_SERVER_RING"))
-        if ring != "0":
+        said = Hello.decode(hello)
+        self.cycles = said.cycles
+        self.savable = said.savable  # it keeps a pristine state
+        self.state_bytes = said.state_bytes  # the size of its saved state
+        if self.config.server_ring:
             await self._attach_server_ring(timeout_s)
         log.info("worker %s ready (pid %d)", self.name, self.proc.pid)
 
@@ -201,7 +226,7 @@ class WorkerProcess:
         ring = ServerRing(asyncio.get_running_loop())
         try:
             socket.send_fds(self._fd_channel, [b"ring"], ring.ring.fds)
-            await self.call(Op.RING_ATTACH, timeout_s, slot=int(RingSlot.SERVER))
+            await self.call(RingAttach(RingSlot.SERVER), timeout_s)
         except WorkerError as exc:
             ring.close()
             log.info("worker %s: no register ring for the server (%s)", self.name, exc)
@@ -213,12 +238,13 @@ class WorkerProcess:
 
     async def call(
         self,
-        op: str,
+        request: Request,
         timeout_s: float,
         guard: Callable[[], bool] | None = None,
-        **args: Any,
-    ) -> dict[str, Any]:
-        """Send one request; return the worker's answer (with "cycles").
+        *,
+        read_only: bool = False,
+    ) -> Reply:
+        """Send one request; return the worker's reply (with its cycles).
 
         Requests go one at a time. A caller cancelled while its request runs (its client's
         deadline, a client gone) sends the worker a cancel for that request id and returns
@@ -229,12 +255,13 @@ class WorkerProcess:
         Raises:
             WorkerUnavailableError: the worker is gone or did not answer in `timeout_s`
                 (it is killed then; the caller restarts it).
-            WorkerError: the worker reported the request as failed.
+            WorkerError: the worker answered that the request failed (`PortError`).
             WorkerCancelledError: the worker stopped the request (see `cancel_current`), or
                 `guard()` was false once the request's turn came (nothing was sent).
         """
         await self._lock.acquire()
         release = True
+        what = request.TAG
         try:
             transport = self._transport
             if (
@@ -246,12 +273,13 @@ class WorkerProcess:
             ):
                 raise WorkerUnavailableError(f"simulation worker of {self.name} is not running")
             if guard is not None and not guard():  # e.g. its lease ended while it queued
-                raise WorkerCancelledError(f"{op} on {self.name} was no longer wanted")
+                raise WorkerCancelledError(f"{what} on {self.name} was no longer wanted")
             req_id = next(self._ids)
             loop = asyncio.get_running_loop()
-            ring = self._ring
-            rows = _ring_rows(op, args) if ring is not None else None
-            fut: asyncio.Future[Any] = loop.create_future() if rows is None else ring.submit(rows)
+            ring = self._ring if _ring_carries(request, read_only) else None
+            fut: asyncio.Future[Any] = (
+                loop.create_future() if ring is None else ring.submit(request)  # type: ignore[arg-type]
+            )
             self._pending[req_id] = fut
             self._current = req_id
             # The answer's future is awaited directly, its watchdog a timer on the loop: no
@@ -260,12 +288,12 @@ class WorkerProcess:
             try:
                 # One request at a time, at most a few hundred KiB (4096 ops): the transport
                 # sends it at once or buffers the rest; nothing to drain.
-                if rows is None:
-                    transport.write(frame({"id": req_id, "op": op, **args}))
-                    reply = await fut
+                if ring is None:
+                    transport.write(frame(encode_request(req_id, request, read_only=read_only)))
+                    reply = decode_reply(await fut)
                 else:
                     await fut
-                    reply = _ring_reply(op, ring.results())  # type: ignore[union-attr]
+                    reply = _ring_reply(req_id, ring)
             except asyncio.CancelledError:
                 if fut.done() and not fut.cancelled():
                     raise  # the answer is in: nothing left in the worker to stop
@@ -274,25 +302,25 @@ class WorkerProcess:
                 # (dropped) answer is in, or kills a worker that never answers.
                 release = False
                 stale: asyncio.Future[Any]
-                if rows is None:
+                if ring is None:
                     self._send_cancel(req_id)
                     stale = loop.create_future()
                 else:
-                    stale = ring.rewait()  # type: ignore[union-attr]
+                    stale = ring.rewait()
                 self._pending[req_id] = stale
                 self._drain_task = loop.create_task(self._drain(stale, req_id, timeout_s))
                 raise
             except TimeoutError:
                 await self.kill()
                 raise WorkerUnavailableError(
-                    f"simulation worker of {self.name} did not answer {op} within "
+                    f"simulation worker of {self.name} did not answer {what} within "
                     f"{timeout_s:.0f} s; it was stopped and is being restarted"
                 ) from None
             except (ChannelClosedError, ConnectionError, BrokenPipeError):
                 code = await self._reap()
                 raise WorkerUnavailableError(
-                    f"simulation worker of {self.name} died (exit status {code}) during {op}; "
-                    "it is being restarted"
+                    f"simulation worker of {self.name} died (exit status {code}) during "
+                    f"{what}; it is being restarted"
                 ) from None
             finally:
                 timer.cancel()
@@ -302,22 +330,20 @@ class WorkerProcess:
         finally:
             if release:
                 self._lock.release()
-        self.cycles = int(reply.get("cycles", self.cycles))
-        if reply.get("cancelled"):
-            raise WorkerCancelledError(f"{op} on {self.name} was stopped before it ended")
-        if not reply.get("ok"):
-            refusal = reply.get("refusal")
+        self.cycles = reply.cycles or self.cycles
+        if reply.cancelled:
+            raise WorkerCancelledError(f"{what} on {self.name} was stopped before it ended")
+        if reply.error is not None:
             raise WorkerError(
-                f"{op} failed in the worker of {self.name}: {reply.get('error')}",
-                Refusal(refusal) if refusal in tuple(Refusal) else None,
-                str(reply.get("error", "")),
+                f"{what} failed in the worker of {self.name}: {reply.error.message}", reply.error
             )
         return reply
 
     async def _hand_out(self, listener: socket.socket, handout: list[tuple[str, int]]) -> None:
         """Serve the hand-out socket until the worker itself connects: send it `handout`
-        (roles and descriptors). Any other process that connects (a same-user process that
-        found the name) is refused and logged; a worker that exits first ends the wait."""
+        (roles and descriptors) and its configuration (the lines after the roles). Any
+        other process that connects (a same-user process that found the name) is refused
+        and logged; a worker that exits first ends the wait."""
         loop = asyncio.get_running_loop()
         assert self.proc is not None
         exited = loop.create_task(self.proc.wait())
@@ -339,9 +365,10 @@ class WorkerProcess:
                             self.name, pid, uid,
                         )  # fmt: skip
                         continue
-                    roles = " ".join(role for role, _ in handout).encode()
+                    roles = " ".join(role for role, _ in handout)
+                    message = f"{roles}\n{self.config.encode()}".encode()
                     conn.setblocking(True)
-                    socket.send_fds(conn, [roles], [fd for _, fd in handout])
+                    socket.send_fds(conn, [message], [fd for _, fd in handout])
                     return
         finally:
             if not exited.done():
@@ -355,7 +382,7 @@ class WorkerProcess:
 
     def _send_cancel(self, req_id: int) -> None:
         if self._transport is not None and not self._transport.is_closing():
-            self._transport.write(frame({"id": req_id, "op": Op.CANCEL}))
+            self._transport.write(frame(encode_request(0, Cancel(req_id))))
 
     async def _drain(
         self, fut: asyncio.Future[dict[str, Any]], req_id: int, timeout_s: float
@@ -375,10 +402,14 @@ class WorkerProcess:
 
     def _on_frame(self, reply: dict[str, Any]) -> None:
         """Every message from the worker, in the loop's reader callback: the first is its
-        hello; each later one answers the request of its id (a stale answer nobody waits
-        for any more is dropped)."""
+        hello; a ``served`` event goes to `on_served`; each other one answers the request
+        of its id (a stale answer nobody waits for any more is dropped)."""
         if self._hello is not None and not self._hello.done():
             self._hello.set_result(reply)
+            return
+        if reply.get("ev") == "served":
+            if self.on_served is not None:
+                self.on_served(decode_served(reply))
             return
         fut = self._pending.pop(reply.get("id", -1), None)
         if fut is None or fut.done():
@@ -429,7 +460,7 @@ class WorkerProcess:
             raise WorkerUnavailableError(f"simulation worker of {self.name} is not running")
         socket.send_fds(self._fd_channel, [b"fd"], [new_fd])
         st = os.fstat(old_fd)
-        await self.call(Op.REMAP, timeout_s, old=(st.st_dev, st.st_ino))
+        await self.call(Remap((st.st_dev, st.st_ino)), timeout_s)
 
     async def attach_ring(self, fds: list[int], timeout_s: float) -> None:
         """Have the worker serve a lease's register ring (`npuemu.server.register_ring`):
@@ -437,7 +468,7 @@ class WorkerProcess:
         if self._fd_channel is None:
             raise WorkerUnavailableError(f"simulation worker of {self.name} is not running")
         socket.send_fds(self._fd_channel, [b"ring"], fds)
-        await self.call(Op.RING_ATTACH, timeout_s)
+        await self.call(RingAttach(RingSlot.LEASE), timeout_s)
 
     def _close_channel(self) -> None:
         ring, self._ring = self._ring, None
@@ -459,7 +490,7 @@ class WorkerProcess:
         proc = self.proc
 
         async def quit_and_exit() -> None:
-            await self.call(Op.QUIT, timeout_s)
+            await self.call(Quit(), timeout_s)
             await proc.wait()
 
         with contextlib.suppress(WorkerUnavailableError, WorkerError, TimeoutError):
@@ -473,32 +504,25 @@ def _expire(fut: asyncio.Future[dict[str, Any]]) -> None:
         fut.set_exception(TimeoutError())
 
 
-_RING_OPS = frozenset({Op.READ_REG, Op.WRITE_REG, Op.BATCH})
+def _ring_carries(request: Request, read_only: bool) -> bool:
+    """Whether the server's ring can carry `request`: a register batch of the holder's
+    (1..4096 ops) without polls (a poll may run long, and only the pipe can stop it). An
+    observer's goes over the pipe, where the worker checks it."""
+    if not isinstance(request, RegBatch) or read_only:
+        return False
+    return request.n > 0 and not request.has_poll
 
 
-def _ring_rows(op: str, args: dict[str, Any]) -> list[tuple[int, int, int, int, int, int]] | None:
-    """The register operations of a request the server's ring can carry, or None (another
-    request, an observer's, or a batch with a poll: those go over the IPC socket)."""
-    if op not in _RING_OPS or args.get("read_only"):
-        return None
-    if op == Op.READ_REG:
-        return [(RegKind.READ, args["addr"], 0, 0, 0, 0)]
-    if op == Op.WRITE_REG:
-        return [(RegKind.WRITE, args["addr"], args["value"], 0, 0, 0)]
-    ops = args["ops"]
-    if not ops or any(row[0] == RegKind.POLL for row in ops):
-        return None  # (an empty batch: the worker answers it, the ring takes 1..4096 ops)
-    return ops
+def _ring_reply(req_id: int, ring: ServerRing) -> Reply:
+    """The server ring's answer, as the pipe's would be."""
+    try:
+        return Reply(req_id, ring.cycles, None, ring.results())
+    except RingError as exc:
+        code = PortErrorCode.BAD_REQUEST if exc.status == 1 else PortErrorCode.INTERNAL
+        return Reply(req_id, ring.cycles, None, None, PortError(code, str(exc)))
 
 
-def _ring_reply(op: str, answer: tuple[list[tuple[int, int, int]], int] | str) -> dict[str, Any]:
-    """The ring's answer in the shape of the worker's (`npuemu.worker.protocol`)."""
-    if isinstance(answer, str):
-        return {"ok": False, "error": answer}
-    results, cycles = answer
-    if op == Op.BATCH:
-        return {"ok": True, "cycles": cycles, "results": [(s, v) for s, v, _ in results]}
-    if len(results) != 1:
-        return {"ok": False, "error": f"the simulator answered {len(results)} results for one op"}
-    ((status, value, _),) = results
-    return {"ok": True, "cycles": cycles, "status": status, "value": value}
+def decode_served(msg: dict[str, Any]) -> Served:
+    """A ``served`` event of the worker's taps (`npuemu.worker.port.encode_served`)."""
+    _, request, read_only = decode_request(msg["request"])
+    return Served(request, decode_reply(msg["reply"]), Route(int(msg["route"])), read_only)

@@ -14,7 +14,6 @@ import ctypes
 import logging
 import os
 import time
-from typing import Any
 
 import numpy as np
 
@@ -95,10 +94,6 @@ class LaunchVetter:
         self.divergences = 0
         self.seconds = 0.0  # wall time spent taking and checking traces
 
-    @classmethod
-    def from_env(cls, target_name: str) -> LaunchVetter | None:
-        """The vetter when this simulator records the trace (`ENV`), else None."""
-        return cls(target_name) if enabled_in_env() else None
 
     def forget(self) -> None:
         """The engine's buffers are no longer the golden model's (a checkpoint was
@@ -117,17 +112,18 @@ class LaunchVetter:
         self.reader.checker.machine = Machine(self.reader.checker.config)
         self.reader.checker.trusted = True
 
-    def vet(self, reply: dict[str, Any]) -> dict[str, Any]:
-        """`reply` as it is, or failed with the first divergence of the launches that ended."""
+    def divergence(self) -> str | None:
+        """None, or what the first launch that ended since the last look did otherwise than
+        the golden model (the request that ended it fails with this)."""
         if not self.reader.ended():
-            return reply
+            return None
         t0 = time.perf_counter()
         try:
             found = self.reader.check()
         except Exception as exc:  # a checker bug fails the request, not the worker
             log.exception("lockstep: the check failed")
             self.reader.checker.trusted = False
-            return {**reply, "ok": False, "error": f"LockstepCheckError: lockstep: {exc}"}
+            return f"LockstepCheckError: lockstep: {exc}"
         finally:
             self.seconds += time.perf_counter() - t0
         ck = self.reader.checker
@@ -135,7 +131,7 @@ class LaunchVetter:
                  "a wipe), %s, %.2f s checking in all", ck.checked, ck.skipped, dict(ck.stats),
                  self.seconds)  # fmt: skip
         if not found:
-            return reply
+            return None
         self.divergences += len(found)
         log.error("%s", found[0])
-        return {**reply, "ok": False, "error": f"LockstepDivergence: {found[0]}"}
+        return f"LockstepDivergence: {found[0]}"

@@ -40,8 +40,9 @@ from cocotb.triggers import FallingEdge, Timer
 from cocotb.utils import get_sim_time
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster
 
-from xrt.hw.regops import RegKind, RegRow
-from xrt.hw.ring import REGBUS_OP, REGBUS_RESULT, encode_ops
+from xrt.hw.port import RegBatch
+from xrt.hw.regops import DEFAULT_POLL_CYCLES, RegKind, RegRow
+from xrt.hw.ring import REGBUS_OP, REGBUS_RESULT
 from xrt.hw.targets import POLL_FIRST_INTERVAL, POLL_MAX_INTERVAL
 from xrt.hw.wire import RegisterStatus
 
@@ -73,13 +74,13 @@ class RegbusError(RuntimeError):
 
 
 def encode_rows(rows: Sequence[Row]) -> bytes:
-    """Rows -> the queue's packed layout (`xrt.hw.ring.encode_ops`, which the register ring's
-    clients use too).
+    """Rows -> the queue's packed layout: the device port's `RegBatch` records, which every
+    route carries (`xrt.hw.port`).
 
     Raises:
         ValueError: an unknown kind, an address outside 32 bits or a negative cycle limit.
     """
-    return encode_ops(rows)
+    return RegBatch.of_rows(rows).records
 
 
 class RegbusMaster:
@@ -150,22 +151,37 @@ class RegbusMaster:
         """
         if not rows:
             return []
-        ops = encode_rows(rows)
+        results = await self.run_records(encode_rows(rows), len(rows))
+        return list(RESULT_LAYOUT.iter_unpack(results))
+
+    async def run_records(self, ops: bytes, n_ops: int) -> bytes:
+        """Run `n_ops` operations given as the queue's records (`xrt.hw.ring.REGBUS_OP`:
+        the device port's `RegBatch.records`); the results as `REGBUS_RESULT` records, one
+        per op run.
+
+        Raises:
+            ValueError: records of another size than `n_ops` of them.
+            RegbusError: the master did not finish the batch within its guard.
+        """
+        if n_ops == 0:
+            return b""
+        if len(ops) != n_ops * OP_LAYOUT.size:
+            raise ValueError(f"{len(ops)} bytes are not {n_ops} register operations")
         size = RESULT_LAYOUT.size
-        if len(rows) * size > len(self._results):  # more than the server's batches
-            self._results = (ctypes.c_char * (len(rows) * size))()
+        if n_ops * size > len(self._results):  # more than the server's batches
+            self._results = (ctypes.c_char * (n_ops * size))()
         if self._running and self._busy_h.value:
             # The last batch was cancelled: the master ends it at its next op boundary.
             await FallingEdge(self._busy_h)
-        if self._submit(ops, len(rows)) != 0:
+        if self._submit(ops, n_ops) != 0:
             raise RegbusError("the register bus master is still running a batch")
         # A bound no correct batch reaches: each poll's limit plus its last read and
         # interval, and a generous number of cycles per access. npu_sim drops rbm_wait_o
         # when the batch ends or when it has run that long: one trigger either way.
-        bound = 256 * len(rows) + 4096
-        for row in rows:
-            if row[0] == RegKind.POLL:
-                bound += row[5] + POLL_MAX_INTERVAL
+        bound = 256 * n_ops + 4096
+        for kind, _, _, _, _, _, cycles in OP_LAYOUT.iter_unpack(ops):
+            if kind == RegKind.POLL:
+                bound += (cycles or DEFAULT_POLL_CYCLES) + POLL_MAX_INTERVAL
         if self._start is not None:
             if self._start(bound) != 0:
                 raise RegbusError("the simulator's main loop has no register ring service")
@@ -181,11 +197,12 @@ class RegbusMaster:
         except BaseException:  # cancelled (the worker's caller went away)
             self._cancel()
             raise
-        n = self._collect(self._results, len(rows))
-        results = list(RESULT_LAYOUT.iter_unpack(memoryview(self._results).cast("B")[: n * size]))
+        n = self._collect(self._results, n_ops)
+        results = bytes(memoryview(self._results).cast("B")[: n * size])
         # Finished: every op ran, or one failed (the queue stops there). Else the guard
         # ended the wait (read from the results: a signal read costs a VPI call per batch).
-        if n < len(rows) and not (n and results[-1][0] != _OK) and self._busy_h.value:
+        last_failed = n and RESULT_LAYOUT.unpack_from(results, (n - 1) * size)[0] != _OK
+        if n < n_ops and not last_failed and self._busy_h.value:
             raise RegbusError(f"the register bus master did not finish a batch in {bound} cycles")
         self._running = False
         return results
@@ -241,6 +258,14 @@ class CocotbextMaster:
                 return RegisterStatus.POLL_TIMEOUT, value
             await Timer(min(interval, max_cycles - spent) * self.period_ps, unit="ps")
             interval = min(interval * 2, POLL_MAX_INTERVAL)
+
+    async def run_records(self, ops: bytes, n_ops: int) -> bytes:
+        """`RegbusMaster.run_records`, op by op through cocotbext-axi."""
+        rows = [(k, a, v, m, e, c) for k, a, v, m, e, _, c in OP_LAYOUT.iter_unpack(ops)]
+        if len(rows) != n_ops:
+            raise ValueError(f"{len(ops)} bytes are not {n_ops} register operations")
+        pack = RESULT_LAYOUT.pack
+        return b"".join([pack(*r) for r in await self.run(rows)])
 
     async def run(self, rows: Sequence[Row]) -> list[Result]:
         """Run the batch op by op; one `(status, value, cycles)` per op run."""

@@ -7,7 +7,8 @@ device's simulator, whose own C++ main loop serves it between clock steps with n
 in the way. One request at a time (the client serialises its threads):
 
 1. the client writes the request (`REQUEST`) and its operations (`OPS`, the layout of
-   `REGBUS_OP`: the same records the simulation's register bus master takes), then
+   `REGBUS_OP`: the same records the simulation's register bus master takes, the device
+   port's `xrt.hw.port.RegBatch`), then
    increments ``req_seq`` and writes 1 to the *kick* eventfd;
 2. the simulator validates everything it reads (nothing in the ring is trusted: a bad
    request gets `RingStatus.BAD_REQUEST` and a message), runs the operations, writes the
@@ -26,7 +27,6 @@ library), and a test fails when that file is stale.
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
 from enum import IntEnum
 from typing import ClassVar
 
@@ -53,7 +53,6 @@ __all__ = [
     "RingStatus",
     "Struct",
     "c_header",
-    "encode_ops",
     "refusal",
 ]
 
@@ -87,6 +86,7 @@ class RingStatus(IntEnum):
     OK = 0
     BAD_REQUEST = 1  # something in the request is out of range: nothing ran
     MASTER_HUNG = 2  # the register bus master overran its guard (a simulation bug)
+    DEVICE_ERROR = 3  # the device port failed it (a lockstep divergence, the worker's error)
 
 
 class Struct:
@@ -182,36 +182,6 @@ MAX_CYCLES = MAX_POLL_CYCLES
 """The longest poll or wait, in simulated cycles."""
 MAX_WALL_MS = 600_000
 """The longest wait, in wall-clock milliseconds (as the server's WaitInterrupt)."""
-
-_KINDS = frozenset({0, 1, 2, 3})
-_M32 = 0xFFFF_FFFF
-
-
-def encode_ops(rows: Sequence[tuple[int, int, int, int, int, int]]) -> bytes:
-    """Register operations ``(kind, addr, value, mask, expected, max_cycles)`` (the fields
-    of `xrt.hw.regops.RegRow`) -> packed `REGBUS_OP` records; values, masks and expected
-    values are taken modulo 2**32.
-
-    Plain `struct`: for one row it costs a thirtieth of building a numpy record array, and
-    half for a thousand (single reads are the path that must be cheap).
-
-    Raises:
-        ValueError: an unknown kind, an address outside 32 bits or a negative cycle limit.
-    """
-    pack = REGBUS_OP.format.pack
-    for row in rows:
-        if row[0] not in _KINDS:
-            raise ValueError(f"unknown register operation kind {row[0]!r}")
-    try:
-        try:  # rows from the server hold 32-bit values already: no masking (40% faster)
-            return b"".join([pack(k, a, v, m, e, 0, c) for k, a, v, m, e, c in rows])
-        except struct.error:  # a value, mask or expected value outside 0..2**32-1
-            return b"".join(
-                [pack(k, a, v & _M32, m & _M32, e & _M32, 0, c) for k, a, v, m, e, c in rows]
-            )
-    except struct.error as exc:
-        raise ValueError(f"register operation out of range: {exc}") from None
-
 
 assert HEADER.size <= REQUEST_OFFSET and REQUEST_OFFSET + REQUEST.size <= RESPONSE_OFFSET
 assert RESPONSE_OFFSET + RESPONSE.size <= MESSAGE_OFFSET

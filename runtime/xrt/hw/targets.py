@@ -24,12 +24,19 @@ __all__ = [
     "CLOCK_PERIOD_PS",
     "DMA",
     "HW_VERSION",
+    "MIN_SIM_CYCLES_PER_S",
     "NPU",
     "POLL_FIRST_INTERVAL",
     "POLL_MAX_INTERVAL",
     "TARGETS",
     "target",
 ]
+
+
+MIN_SIM_CYCLES_PER_S = 100_000
+"""The slowest simulation this project allows for (simulated cycles per wall-clock second;
+measured here: about 1,000,000): every wall-clock guard on simulated work (a poll's or a
+wait's deadline, a DMA's, a worker's watchdog) gives the work its cycles at this speed."""
 
 
 def target(name: str) -> TargetConfig:

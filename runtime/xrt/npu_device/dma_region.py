@@ -31,6 +31,7 @@ from xrt.errors import ErrorCode, XrtError
 from xrt.hw import dma
 from xrt.hw.dma import DMA_ERRORS
 from xrt.hw.regs import DMA
+from xrt.hw.targets import MIN_SIM_CYCLES_PER_S
 from xrt.memory import MemChunk, MemRegion
 from xrt.registers import RegRegion
 from xrt.transport import NpuTransport
@@ -41,7 +42,6 @@ _BUSY = DMA.register("STATUS").field("BUSY").mask
 MAX_TRANSFER = 1 << 30  # bytes per programmed transfer (ROW_BYTES is 32 bits)
 BUDGET_CYCLES_PER_BEAT = 4  # simulated-cycle budget of a transfer: 4x its beats ...
 BUDGET_BASE_CYCLES = 200_000  # ... plus this (measured: ~1 beat per cycle)
-SIM_MIN_CYCLES_PER_S = 100_000  # wall-clock guard: a simulator this slow is broken
 MIN_WALL_S = 30.0
 
 
@@ -115,7 +115,7 @@ class DmaEngine:
     def _finish(self, dst: int, src: int, n: int) -> None:
         beats = math.ceil(n / self._bus) + 2
         budget = BUDGET_CYCLES_PER_BEAT * beats + BUDGET_BASE_CYCLES
-        wall = max(MIN_WALL_S, budget / SIM_MIN_CYCLES_PER_S)
+        wall = max(MIN_WALL_S, budget / MIN_SIM_CYCLES_PER_S)
         what = f"DMA of {n} B from {src:#x} to {dst:#x}"
         base = self._dma.base
         if not self._transport.wait_irq(wall, budget):

@@ -27,6 +27,7 @@ from xrt.device import DeviceURL
 from xrt.errors import ErrorCode, XrtError
 from xrt.hw.regmap import RegisterBlockInfo
 from xrt.hw.ring import MAX_CYCLES
+from xrt.hw.ring_core import RingError, RingRevokedError
 from xrt.hw.wire import MAX_WAIT_MS, CheckpointScope, WaitOutcome, pb
 from xrt.transport import NpuTransport
 from xrt.transport.grpc.calls import RPC_SLACK_S, DeviceClient
@@ -35,7 +36,7 @@ from xrt.transport.grpc.device_log import LogLineCallback, follow_device_log
 from xrt.transport.grpc.lease import Lease, default_client, device_info, release
 from xrt.transport.grpc.local_memory import MappedMemory, map_memory_file
 from xrt.transport.grpc.regions import GrpcMemRegion, GrpcRegRegion
-from xrt.transport.grpc.register_ring import RegisterRing, RingError, RingRevokedError
+from xrt.transport.grpc.register_ring import RegisterRing
 from xrt.transport.grpc.retry import DEFAULT_RETRY_S
 
 __all__ = ["GrpcTransport", "WaveFile"]
@@ -313,7 +314,7 @@ class GrpcTransport(NpuTransport):
         ring = self.ring
         if ring is not None:
             try:
-                outcome, _ = ring.wait_irq(cycles_left or MAX_CYCLES, max(t, 0.001))
+                waited = ring.wait_irq(cycles_left or MAX_CYCLES, max(t, 0.001))
             except RingRevokedError as exc:
                 self.drop_ring(str(exc))  # the server's call below says what happened
             except RingError as exc:
@@ -322,7 +323,7 @@ class GrpcTransport(NpuTransport):
                 ) from None
             else:
                 self.note_cycles(ring.cycles)
-                return outcome == WaitOutcome.INTERRUPT
+                return waited.interrupted
         deadline = time.monotonic() + t
         while True:
             remaining = deadline - time.monotonic()
