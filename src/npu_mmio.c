@@ -284,14 +284,15 @@ static int one_op(npu_dev *d, uint32_t kind, uint64_t addr, uint32_t value, uint
     memcpy(d->ring + NPU_RING_OPS_OFFSET, &op, sizeof(op));
     struct npu_ring_request req = {NPU_RING_KIND_BATCH, 1, 0, 0, 0};
     memcpy(d->ring + NPU_RING_REQUEST_OFFSET, &req, sizeof(req));
-    const uint32_t timeout_ms = 30000u + (uint32_t)(max_cycles / 100000u);
+    const uint32_t timeout_ms = 30000u + (uint32_t)(max_cycles * 1000u / NPU_MIN_SIM_CYCLES_PER_S);
     int err = exchange(d, timeout_ms);
     if (err != NPU_OK) return err;
     memcpy(res, d->ring + NPU_RING_RESULTS_OFFSET, sizeof(*res));
-    if (res->status == 1) return NPU_OK;                 /* RegisterStatus.OK */
-    if (res->status == 4) return fail(d, NPU_ETIMEOUT, "poll of %#llx gave up", (unsigned long long)addr);
+    if (res->status == NPU_REGISTER_STATUS_OK) return NPU_OK;
+    if (res->status == NPU_REGISTER_STATUS_POLL_TIMEOUT)
+        return fail(d, NPU_ETIMEOUT, "poll of %#llx gave up", (unsigned long long)addr);
     return fail(d, NPU_EBUS, "%#llx answered %s", (unsigned long long)addr,
-                res->status == 2 ? "SLVERR" : "DECERR");
+                res->status == NPU_REGISTER_STATUS_SLVERR ? "SLVERR" : "DECERR");
 }
 
 int npu_read32(npu_dev *d, uint64_t addr, uint32_t *value) {
@@ -326,6 +327,6 @@ int npu_wait_irq(npu_dev *d, uint32_t timeout_ms) {
     if (err != NPU_OK) return err;
     const struct npu_ring_response *r =
         (const struct npu_ring_response *)(d->ring + NPU_RING_RESPONSE_OFFSET);
-    return r->outcome == 1 ? 1 : 0; /* WaitOutcome.INTERRUPT */
+    return r->outcome == NPU_WAIT_OUTCOME_INTERRUPT ? 1 : 0;
 }
 #endif

@@ -210,9 +210,7 @@ class Replayer:
         r = self._record
         return "" if r is None else f" at record {r.index} (byte offset {r.offset})"
 
-    async def _call(
-        self, request: Request, extra_s: float, *, read_only: bool = False
-    ) -> Reply:
+    async def _call(self, request: Request, extra_s: float, *, read_only: bool = False) -> Reply:
         """A worker request, within its watchdog and what is left of the wall-time budget
         (past it the worker is stopped and the replay ends, naming --max-wall-s)."""
         left = self.deadline - time.monotonic()

@@ -44,7 +44,7 @@ from npuemu.server.worker_process import WorkerError
 from npuemu.sim.build import BuiltModel
 from xrt import exitcodes
 from xrt.hw.config import TargetConfig
-from xrt.hw.port import RegBatch, Reply
+from xrt.hw.port import RegBatch, RegResults, Reply
 from xrt.hw.regops import RegKind
 from xrt.hw.targets import CLOCK_PERIOD_PS, MIN_SIM_CYCLES_PER_S
 from xrt.hw.wire import RegisterStatus, WaitOutcome
@@ -154,7 +154,7 @@ class BoardReplayer(Replayer):
         except WorkerError as exc:
             return Divergence(index, rec, "poll", "the poll", "a response", f"refused: {exc}")
         self._cycles(reply)
-        ((status, value, _),) = reply.body
+        ((status, value, _),) = reply.body_as(RegResults)
         if max_cycles < own and status == RegisterStatus.POLL_TIMEOUT:
             raise self.budget_spent(index, "poll")
         self._responses.update(msgpack.packb(["poll", status, value]))

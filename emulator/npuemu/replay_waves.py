@@ -31,7 +31,7 @@ from npuemu.server.worker_process import WorkerError
 from npuemu.sim.build import BuiltModel
 from xrt import exitcodes
 from xrt.hw.config import TargetConfig
-from xrt.hw.port import WavesStart, WavesStop, WavesWindow
+from xrt.hw.port import StateTime, WavesStart, WavesStop, WavesWindow
 from xrt.hw.wire import CheckpointScope
 from xrt.recording import Kind, Record, Recording
 
@@ -106,7 +106,7 @@ class WavesReplayer(Replayer):
         # The recorded state was taken at state_t after the lease's first request; the
         # device holds it from now on: the requests after it keep their distances.
         state_t = int(rec.body["state_t"])
-        self.base_ps = int(reply.body.time_ps) - state_t
+        self.base_ps = reply.body_as(StateTime).time_ps - state_t
         self._last_t = state_t
         self.skip_through = rec.index
         self.report.notes.append(

@@ -24,6 +24,7 @@
 #define NPU_RING_MAX_CYCLES 1099511627776ull
 #define NPU_RING_DEFAULT_POLL_CYCLES 1000000ull
 #define NPU_RING_MAX_WALL_MS 600000u
+#define NPU_MIN_SIM_CYCLES_PER_S 100000ull  /* xrt.hw.targets */
 
 #define NPU_RING_STATE_LIVE 0u
 #define NPU_RING_STATE_REVOKED 1u
@@ -38,6 +39,15 @@
 #define NPU_RING_STATUS_BAD_REQUEST 1u
 #define NPU_RING_STATUS_MASTER_HUNG 2u
 #define NPU_RING_STATUS_DEVICE_ERROR 3u
+
+#define NPU_REGISTER_STATUS_OK 1u
+#define NPU_REGISTER_STATUS_SLVERR 2u
+#define NPU_REGISTER_STATUS_DECERR 3u
+#define NPU_REGISTER_STATUS_POLL_TIMEOUT 4u
+
+#define NPU_WAIT_OUTCOME_INTERRUPT 1u
+#define NPU_WAIT_OUTCOME_CYCLE_LIMIT 2u
+#define NPU_WAIT_OUTCOME_DEADLINE 3u
 
 /* One register operation, as the simulation's register bus master takes it. */
 struct npu_regbus_op {

@@ -82,9 +82,6 @@ constexpr int kOrphanCheckMs = 1000;                 // an idle worker checks on
 // long after the response before it, as a remote holder's do (a gRPC round trip each).
 constexpr auto kSpinBeforeSleep = std::chrono::microseconds(100);
 constexpr auto kSpinMax = std::chrono::microseconds(2000);
-constexpr uint32_t kWaitOutcomeInterrupt = 1;        // the wire's WaitOutcome
-constexpr uint32_t kWaitOutcomeCycleLimit = 2;
-constexpr uint32_t kWaitOutcomeDeadline = 3;
 
 // A ring attached: the current lease's (kLeaseSlot), or the server's own (kServerSlot: the
 // register requests of holders that come through gRPC).
@@ -447,13 +444,13 @@ class Service {
             const uint64_t waited = cycles() - m_wait_start;
             uint32_t outcome = 0;
             if (m_top->irq_o) {
-                outcome = kWaitOutcomeInterrupt;
+                outcome = NPU_WAIT_OUTCOME_INTERRUPT;
             } else if (waited >= m_wait_max) {
-                outcome = kWaitOutcomeCycleLimit;
+                outcome = NPU_WAIT_OUTCOME_CYCLE_LIMIT;
             } else if (++m_clock_steps >= kClockLookSteps) {
                 m_clock_steps = 0;
                 if (std::chrono::steady_clock::now() >= m_wait_deadline)
-                    outcome = kWaitOutcomeDeadline;
+                    outcome = NPU_WAIT_OUTCOME_DEADLINE;
             }
             if (outcome != 0) {
                 m_outcome = outcome;

@@ -24,13 +24,22 @@ import pytest
 from rpc_client import NPU_BASE, Client, connect, rd, wr
 
 from npuemu.server.launch import ServerProcess
-from npuemu.worker.protocol import Op, read_only_refusal
 from xrt import Device
 from xrt.errors import XrtError
+from xrt.hw.port import (
+    Quit,
+    RegBatch,
+    Remap,
+    Reset,
+    WaitIrq,
+    WavesForget,
+    WavesStatus,
+    read_only_refusal,
+)
 from xrt.hw.regops import MASK32, RegKind
 from xrt.hw.regs import DMA, NPU, read_side_effects
 from xrt.hw.targets import CLOCK_PERIOD_PS
-from xrt.hw.wire import ADMIN_KEY, DeviceState, pb
+from xrt.hw.wire import ADMIN_KEY, DeviceState, RegisterStatus, pb
 
 TOKEN = "cl1ent-t0ken-for-observer-tests"
 ADMIN = "adm1n-t0ken-for-observer-tests"
@@ -128,16 +137,18 @@ def test_registers_with_read_side_effects_come_from_the_rdl():
 
 def test_the_worker_gate_lets_only_reads_through():
     effects = read_side_effects(NPU_BASE, 0x8000_0000)
-    ok = {"op": Op.BATCH, "ops": ((RegKind.READ, SCRATCH, 0, MASK32, 0, 0),)}
-    assert read_only_refusal(ok, effects) == ""
-    assert read_only_refusal({"op": Op.READ_REG, "addr": MAGIC}, effects) == ""
-    assert read_only_refusal({"op": Op.WAVES_STATUS}, effects) == ""
+    read = (RegKind.READ, SCRATCH, 0, MASK32, 0, 0)
+    assert read_only_refusal(RegBatch.of_rows([read]), effects) == ""
+    assert read_only_refusal(RegBatch.read(MAGIC), effects) == ""
+    assert read_only_refusal(WavesStatus(), effects) == ""
     for kind in (RegKind.WRITE, RegKind.MASKED_WRITE, RegKind.POLL):
-        req = {"op": Op.BATCH, "ops": ok["ops"] + ((kind, SCRATCH, 1, MASK32, 0, 10),)}
+        req = RegBatch.of_rows([read, (kind, SCRATCH, 1, MASK32, 0, 10)])
         assert f"op 1 is a {kind.name.lower()}" in read_only_refusal(req, effects)
-    for op in (Op.WRITE_REG, Op.RESET, Op.WAIT_IRQ, Op.REMAP, Op.WAVES_FORGET, Op.QUIT):
-        assert "not a read-only request" in read_only_refusal({"op": op}, effects)
-    assert "latches" in read_only_refusal({"op": Op.READ_REG, "addr": CYCLES_LO}, effects)
+    for other in (RegBatch.write(SCRATCH, 1), Reset(), WaitIrq(10, 1.0), Remap((1, 2)),
+                  WavesForget(), Quit()):  # fmt: skip
+        why = read_only_refusal(other, effects)
+        assert why == "op 0 is a write, not a read" or "not a read-only request" in why, why
+    assert "latches" in read_only_refusal(RegBatch.read(CYCLES_LO), effects)
 
 
 def test_the_admin_token_comes_from_a_file_and_is_not_the_client_token(tmp_path, monkeypatch):
@@ -213,39 +224,40 @@ def test_the_worker_refuses_anything_but_reads_on_the_read_only_path(tmp_path):
         try:
             await d.start()
             w = d.worker
-            await w.call(Op.WRITE_REG, 30, addr=SCRATCH, value=0x600D)
-            before = (await w.call(Op.READ_REG, 30, read_only=True, addr=SCRATCH))["cycles"]
+            await w.call(RegBatch.write(SCRATCH, 0x600D), 30)
+            before = (await w.call(RegBatch.read(SCRATCH), 30, read_only=True)).cycles
             refused = [
-                dict(op=Op.WRITE_REG, addr=SCRATCH, value=0xBAD),
-                dict(op=Op.BATCH, ops=[(RegKind.WRITE, SCRATCH, 0xBAD, MASK32, 0, 0)]),
-                dict(op=Op.BATCH, ops=[(RegKind.POLL, SCRATCH, 0, 1, 1, 100_000)]),
-                dict(op=Op.READ_REG, addr=CYCLES_LO),
-                dict(op=Op.RESET),
+                RegBatch.write(SCRATCH, 0xBAD),
+                RegBatch.of_rows([(RegKind.WRITE, SCRATCH, 0xBAD, MASK32, 0, 0)]),
+                RegBatch.of_rows([(RegKind.POLL, SCRATCH, 0, 1, 1, 100_000)]),
+                RegBatch.read(CYCLES_LO),
+                Reset(),
             ]
             for req in refused:
-                op = req.pop("op")
                 with pytest.raises(WorkerError, match="refused on the read-only path"):
-                    await w.call(op, 30, read_only=True, **req)
-            after = await w.call(Op.READ_REG, 30, read_only=True, addr=SCRATCH)
-            assert after["value"] == 0x600D
+                    await w.call(req, 30, read_only=True)
+            after = await w.call(RegBatch.read(SCRATCH), 30, read_only=True)
+            assert after.body.pairs() == [(RegisterStatus.OK, 0x600D)]
             # Nothing ran: the only cycles spent since are this last read's own.
-            again = await w.call(Op.READ_REG, 30, read_only=True, addr=SCRATCH)
-            assert after["cycles"] - before == again["cycles"] - after["cycles"]
+            again = await w.call(RegBatch.read(SCRATCH), 30, read_only=True)
+            assert after.cycles - before == again.cycles - after.cycles
 
             # While an observer's request runs the holder's lease is not in use (the lease
-            # expiry looks at `in_call`); while the holder's runs, it is.
-            reads = [(RegKind.READ, SCRATCH, 0, MASK32, 0, 0)] * 4096
+            # expiry looks at `in_call`); while the holder's runs, it is. Both go over the
+            # pipe (an observer's always; a holder's poll too), so both are seen under way.
+            reads = RegBatch.of_rows([(RegKind.READ, SCRATCH, 0, MASK32, 0, 0)] * 4096)
+            poll = RegBatch.of_rows([(RegKind.POLL, SCRATCH, 0, 1, 0, 200_000)])
             lease = Lease("npu0", "holder", 30.0)
             d.lease, d.state = lease, DeviceState.LEASED
             for name, call in (
-                ("observer", lambda: d.observe(Op.BATCH, lease, ops=reads)),
-                ("holder", lambda: d.call(Op.BATCH, lease, ops=reads)),
+                ("observer", lambda: d.observe(reads, lease)),
+                ("holder", lambda: d.call(poll, lease)),
             ):
                 task = asyncio.ensure_future(call())
                 while not w.busy:
                     await asyncio.sleep(0)
                 assert d.in_call == (name == "holder"), name
-                assert len((await task)["results"]) == 4096
+                assert len((await task).body) == (4096 if name == "observer" else 1)
                 assert not d.in_call
             assert d.counters.observer_requests == 1
         finally:

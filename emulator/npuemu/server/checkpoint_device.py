@@ -187,9 +187,7 @@ async def take(
         state = path.read_bytes()
     finally:
         path.unlink(missing_ok=True)
-    saved = reply.body
-    assert isinstance(saved, StateSaved)
-    results = saved.registers
+    results = reply.body_as(StateSaved).registers
     if len(results) != len(addresses) or any(s != RegisterStatus.OK for s, _ in results):
         raise CheckpointError("the configuration registers could not be read")
     registers = np.array([(a, v) for a, (_, v) in zip(addresses, results, strict=True)], REG_DTYPE)
@@ -233,8 +231,8 @@ async def apply(
     if scope == CheckpointScope.PORTABLE and len(checkpoint.registers):
         regs = checkpoint.registers
         rows = [RegRow(RegKind.WRITE, int(r["addr"]), int(r["value"])) for r in regs]
-        results = (await call(RegBatch.of_rows(rows))).body
-        if not isinstance(results, RegResults) or len(results) != len(rows) or not results.all_ok:
+        results = (await call(RegBatch.of_rows(rows))).body_as(RegResults)
+        if len(results) != len(rows) or not results.all_ok:
             raise CheckpointError("the checkpoint's configuration registers could not be written")
     return reply
 

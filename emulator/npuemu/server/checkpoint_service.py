@@ -30,6 +30,7 @@ from npuemu.server.limits import StreamBudget
 from npuemu.server.manager import DeviceManager
 from npuemu.worker.protocol import STATE_SLACK_BYTES
 from xrt.errors import ErrorCode
+from xrt.hw.port import StateSaved, StateTime
 from xrt.hw.targets import MIN_SIM_CYCLES_PER_S
 from xrt.hw.wire import MAX_CHUNK, CheckpointScope, pb
 
@@ -54,7 +55,7 @@ async def save_checkpoint(
             saved=True,
             start_ps=reply.start_ps,
             cycles=reply.cycles,
-            time_ps=reply.body.time_ps,
+            time_ps=reply.body_as(StateSaved).time_ps,
             data=data,
         )
     log.info(
@@ -101,7 +102,7 @@ async def restore_checkpoint(
                 saved=False,
                 start_ps=reply.start_ps,
                 cycles=reply.cycles,
-                time_ps=reply.body.time_ps,
+                time_ps=reply.body_as(StateTime).time_ps,
                 data=bytes(data),
                 scope=int(scope),
             )

@@ -47,7 +47,6 @@ __all__ = [
 ]
 
 
-
 log = logging.getLogger("npuemu.server")
 
 MAX_STREAMS_PER_LEASE = 4

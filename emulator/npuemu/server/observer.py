@@ -45,7 +45,15 @@ from npuemu.server.devices import SimDevice
 from npuemu.server.errors import ServiceError, check_register, clip
 from npuemu.server.service import _unary
 from npuemu.server.waves_service import MAX_WINDOW_CYCLES, WavesDeviceService
-from xrt.hw.port import RegBatch, WavesStart, WavesStatus, WavesStop
+from xrt.hw.port import (
+    RegBatch,
+    RegResults,
+    WavesStart,
+    WavesState,
+    WavesStatus,
+    WavesStop,
+    WavesWindow,
+)
 from xrt.hw.regops import MASK32, RegKind
 from xrt.hw.regs import read_side_effects
 from xrt.hw.wire import MAX_BATCH_OPS, DeviceState, pb
@@ -125,7 +133,7 @@ class ObserverDeviceService(WavesDeviceService):
         self._check_read(d, request.address)
         self._log(who, d, f"read {self._namer.name(request.address)} ({request.address:#010x})")
         r = await d.observe(RegBatch.read(request.address), d.lease)
-        ((status, value, _),) = r.body
+        ((status, value, _),) = r.body_as(RegResults)
         return pb.ObserveReadRegisterResponse(
             value=value, cycles=r.cycles, status=status, holder=self.m.holder_of(d)
         )
@@ -159,7 +167,7 @@ class ObserverDeviceService(WavesDeviceService):
         self._log(who, d, f"read {', '.join(names) or 'nothing'}{more}")
         r = await d.observe(RegBatch.of_rows(rows), d.lease)
         response = pb.ObserveRegisterBatchResponse(cycles=r.cycles, holder=self.m.holder_of(d))
-        for s, v, _ in r.body:
+        for s, v, _ in r.body_as(RegResults):
             response.results.add(status=s, value=v)
         return response
 
@@ -197,12 +205,13 @@ class ObserverDeviceService(WavesDeviceService):
         # holder's requests (and busy engines) fill the window.
         deadline = time.monotonic() + wait_s
         r = await d.observe(WavesStatus(), None)
-        while r.body.state == "recording" and time.monotonic() < deadline:
+        while r.body_as(WavesState).state == "recording" and time.monotonic() < deadline:
             await asyncio.sleep(min(STATUS_LOOK_S, max(0.0, deadline - time.monotonic())))
             r = await d.observe(WavesStatus(), None)
+        status = r.body_as(WavesState)
         return pb.ObserveWavesStatusResponse(
-            state=_STATE[r.body.state],
-            first_cycle=r.body.first,
+            state=_STATE[status.state],
+            first_cycle=status.first,
             cycles=r.cycles,
             holder=self.m.holder_of(d),
         )
@@ -213,11 +222,12 @@ class ObserverDeviceService(WavesDeviceService):
         self._check_enabled()
         self._log(who, d, "stop its waveform window")
         r = await d.observe(WavesStop(), None)
-        if r.body.file is None:
+        window = r.body_as(WavesWindow)
+        if window.file is None:
             raise ServiceError(
                 grpc.StatusCode.FAILED_PRECONDITION,
                 f"no observer's waveform window was started on {d.name}",
             )
         return pb.ObserveStopWavesResponse(
-            file=self._wave_file(r.body.file), cycles=r.cycles, state=_STATE[r.body.state]
+            file=self._wave_file(window.file), cycles=r.cycles, state=_STATE[window.state]
         )

@@ -53,6 +53,7 @@ class RecordedDevice(Protocol):
     target: TargetConfig
     model: _Model
 
+
 __all__ = [
     "DEFAULT_KEEP_MIB",
     "DEFAULT_MAX_MIB",

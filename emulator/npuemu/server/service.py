@@ -33,7 +33,7 @@ from npuemu.server.limits import StreamBudget
 from npuemu.server.local_handout import handout_socket
 from npuemu.server.manager import DeviceManager
 from xrt.hw.config import TargetConfig
-from xrt.hw.port import RegBatch, Reset, WaitIrq
+from xrt.hw.port import RegBatch, RegResults, Reset, WaitIrq, WaitResult
 from xrt.hw.port_wire import WireOpError, batch_of_pb, results_to_pb
 from xrt.hw.ring import REGBUS_OP
 from xrt.hw.targets import CLOCK_PERIOD_PS, DMA, HW_VERSION, MIN_SIM_CYCLES_PER_S
@@ -272,7 +272,7 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
         self._check_register(d, request.address)
         r = await d.call(RegBatch.read(request.address), lease)
         d.counters.register_ops += 1
-        ((status, value, _),) = r.body
+        ((status, value, _),) = r.body_as(RegResults)
         return pb.ReadRegisterResponse(value=value, cycles=r.cycles, status=status)
 
     @_unary
@@ -281,7 +281,7 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
         self._check_register(d, request.address)
         r = await d.call(RegBatch.write(request.address, request.value), lease)
         d.counters.register_ops += 1
-        ((status, _, _),) = r.body
+        ((status, _, _),) = r.body_as(RegResults)
         return pb.WriteRegisterResponse(cycles=r.cycles, status=status)
 
     @_unary
@@ -304,8 +304,9 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
             # the batch in the worker), so the watchdog need not allow more.
             budget = min(budget, max(0.0, remaining))
         r = await d.call(batch, lease, budget)
-        d.counters.register_ops += len(r.body)
-        return results_to_pb(r.body, r.cycles)
+        results = r.body_as(RegResults)
+        d.counters.register_ops += len(results)
+        return results_to_pb(results, r.cycles)
 
     def _check_batch(self, d: SimDevice, batch: RegBatch) -> None:
         """Every op's address an aligned register of a block (the window test inline:
@@ -432,8 +433,9 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
         max_cycles = request.max_cycles or (1 << 62)
         # The watchdog allows the wait itself plus slack for a busy machine.
         r = await d.call(WaitIrq(max_cycles, timeout_s), lease, timeout_s)
+        waited = r.body_as(WaitResult)
         return pb.WaitInterruptResponse(
-            outcome=r.body.outcome, waited_cycles=r.body.waited, cycles=r.cycles
+            outcome=waited.outcome, waited_cycles=waited.waited, cycles=r.cycles
         )
 
     # ------------------------------------------------------------------ checkpoints

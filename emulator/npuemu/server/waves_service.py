@@ -15,7 +15,7 @@ import grpc
 from npuemu.server.errors import ServiceError
 from npuemu.server.manager import DeviceManager
 from npuemu.server.service import DeviceService, _unary
-from xrt.hw.port import WavesStart, WavesStop
+from xrt.hw.port import WavesStart, WavesStop, WavesWindow
 from xrt.hw.wire import pb
 
 __all__ = ["MAX_WINDOW_CYCLES", "WavesDeviceService"]
@@ -56,12 +56,13 @@ class WavesDeviceService(DeviceService):
         self._check_enabled()
         lease, d = self.m.use(request.lease_id)
         r = await d.call(WavesStop(), lease)
-        if r.body.file is None:
+        window = r.body_as(WavesWindow)
+        if window.file is None:
             raise ServiceError(
                 grpc.StatusCode.FAILED_PRECONDITION,
                 f"no waveform window was started on {d.name} in this lease",
             )
-        return pb.StopWavesResponse(file=self._wave_file(r.body.file), cycles=r.cycles)
+        return pb.StopWavesResponse(file=self._wave_file(window.file), cycles=r.cycles)
 
     @staticmethod
     def _wave_file(file: tuple[str, int, int]) -> pb.WaveFile:

@@ -94,7 +94,6 @@ class LaunchVetter:
         self.divergences = 0
         self.seconds = 0.0  # wall time spent taking and checking traces
 
-
     def forget(self) -> None:
         """The engine's buffers are no longer the golden model's (a checkpoint was
         restored): launches are not checked until the next wipe."""

@@ -221,4 +221,3 @@ async def serve(dut: Any) -> None:
     state_bytes = int(main_loop.state_bytes()) if main_loop.savable else 0
     chan.send(Hello(worker.h.cycles, main_loop.savable, state_bytes).encode())
     await Loop(worker, WorkerPort(worker, taps), chan, server).run()
-

@@ -26,7 +26,7 @@ import struct
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
 from functools import lru_cache
-from typing import Any, ClassVar, TypeAlias
+from typing import Any, ClassVar, TypeAlias, TypeVar
 
 from xrt.hw.regops import (
     DEFAULT_POLL_CYCLES,
@@ -440,6 +440,8 @@ class WavesState:
 ReplyBody: TypeAlias = (
     Done | RegResults | WaitResult | StateTime | StateSaved | WavesWindow | WavesState
 )
+_Body = TypeVar("_Body", Done, RegResults, WaitResult, StateTime, StateSaved, WavesWindow,
+                WavesState)  # fmt: skip
 
 
 class PortErrorCode(enum.StrEnum):
@@ -478,6 +480,13 @@ class Reply:
     @property
     def ok(self) -> bool:
         return self.error is None and not self.cancelled
+
+    def body_as(self, kind: type[_Body]) -> _Body:
+        """The body, which the request's type says is a `kind` (TypeError otherwise: a bug
+        of the worker's, not an answer)."""
+        if not isinstance(self.body, kind):
+            raise TypeError(f"reply {self.id}: {type(self.body).__name__}, not {kind.__name__}")
+        return self.body
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,9 +38,7 @@ def batch_to_pb(lease_id: str, batch: RegBatch) -> pb.RegisterBatchRequest:
     # Fields set on added messages: a fifth of the cost of building each op with
     # RegisterOp(read=RegisterRead(...)) (measured: that was several us per op).
     add = request.ops.add
-    for kind, addr, value, mask, expected, _, cycles in REGBUS_OP.format.iter_unpack(
-        batch.records
-    ):
+    for kind, addr, value, mask, expected, _, cycles in REGBUS_OP.format.iter_unpack(batch.records):
         if kind == _READ:
             add().read.address = addr
         elif kind == _WRITE:

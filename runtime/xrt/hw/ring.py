@@ -31,7 +31,8 @@ from enum import IntEnum
 from typing import ClassVar
 
 from xrt.hw.regops import DEFAULT_POLL_CYCLES, MAX_POLL_CYCLES
-from xrt.hw.wire import MAX_BATCH_OPS
+from xrt.hw.targets import MIN_SIM_CYCLES_PER_S
+from xrt.hw.wire import MAX_BATCH_OPS, RegisterStatus, WaitOutcome
 
 __all__ = [
     "HEADER",
@@ -227,10 +228,15 @@ def c_header() -> str:
         f"#define NPU_RING_MAX_CYCLES {MAX_CYCLES}ull",
         f"#define NPU_RING_DEFAULT_POLL_CYCLES {DEFAULT_POLL_CYCLES}ull",
         f"#define NPU_RING_MAX_WALL_MS {MAX_WALL_MS}u",
+        f"#define NPU_MIN_SIM_CYCLES_PER_S {MIN_SIM_CYCLES_PER_S}ull  /* xrt.hw.targets */",
         "",
     ]
     for enum in (RingState, RingKind, RingSlot, RingStatus):
         prefix = "NPU_RING_" + enum.__name__.removeprefix("Ring").upper()
+        out += [f"#define {prefix}_{m.name} {m.value}u" for m in enum] + [""]
+    # The wire's values a ring carries (xrt.hw.wire): a result's status, a wait's outcome.
+    wire = ((RegisterStatus, "NPU_REGISTER_STATUS"), (WaitOutcome, "NPU_WAIT_OUTCOME"))
+    for enum, prefix in wire:
         out += [f"#define {prefix}_{m.name} {m.value}u" for m in enum] + [""]
     for s in (REGBUS_OP, REGBUS_RESULT, HEADER, REQUEST, RESPONSE):
         out.append(f"/* {s.doc} */")
