@@ -6,7 +6,7 @@ both use these (protobuf is imported here, not by `xrt.hw.port`: a board needs n
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from xrt.hw.port import RegBatch, RegResults
 from xrt.hw.regops import DEFAULT_POLL_CYCLES, MASK32, MAX_POLL_CYCLES, RegKind
@@ -59,33 +59,40 @@ def batch_to_pb(lease_id: str, batch: RegBatch) -> pb.RegisterBatchRequest:
     return request
 
 
-def batch_of_pb(ops: Sequence[pb.RegisterOp]) -> RegBatch:
+def batch_of_pb(
+    ops: Sequence[pb.RegisterOp], check: Callable[[int, int], None] | None = None
+) -> RegBatch:
     """The `RegBatch` of a wire batch's ops (a poll's ``max_cycles`` of 0 is
-    `DEFAULT_POLL_CYCLES`).
+    `DEFAULT_POLL_CYCLES`). ``check(index, address)`` vets each op's address first (the
+    server's register windows); an address past 32 bits is refused in any case.
 
     Raises:
-        WireOpError: an empty op, or a poll longer than 2**40 cycles.
+        WireOpError: an empty op, an address past 32 bits, a poll longer than 2**40 cycles.
+        Whatever `check` raises.
     """
     parts: list[bytes] = []
     append = parts.append
     for i, op in enumerate(ops):
         kind = op.WhichOneof("op")
+        if kind is None:
+            raise WireOpError(i, "empty")
+        body = getattr(op, kind)
+        address = body.address
+        if check is not None:
+            check(i, address)
+        if address > MASK32:
+            raise WireOpError(i, f"register address {address:#x} is past 32 bits")
         if kind == "read":
-            append(_PACK_OP(_READ, op.read.address, 0, MASK32, 0, 0, 0))
+            append(_PACK_OP(_READ, address, 0, MASK32, 0, 0, 0))
         elif kind == "write":
-            body = op.write
-            append(_PACK_OP(_WRITE, body.address, body.value, MASK32, 0, 0, 0))
+            append(_PACK_OP(_WRITE, address, body.value, MASK32, 0, 0, 0))
         elif kind == "masked_write":
-            body = op.masked_write
-            append(_PACK_OP(_MASKED_WRITE, body.address, body.value, body.mask, 0, 0, 0))
-        elif kind == "poll":
-            body = op.poll
+            append(_PACK_OP(_MASKED_WRITE, address, body.value, body.mask, 0, 0, 0))
+        else:
             cycles = body.max_cycles or DEFAULT_POLL_CYCLES
             if cycles > MAX_POLL_CYCLES:
                 raise WireOpError(i, f"max_cycles {cycles} is more than 2**40")
-            append(_PACK_OP(_POLL, body.address, 0, body.mask, body.expected, 0, cycles))
-        else:
-            raise WireOpError(i, "empty")
+            append(_PACK_OP(_POLL, address, 0, body.mask, body.expected, 0, cycles))
     return RegBatch(b"".join(parts), len(parts))
 
 
