@@ -22,8 +22,8 @@ Prints medians of:
 - the load average before and after (the machine is shared: ratios from one loop are the
   figures to read);
 - the same register figures with every request through the worker's Python loop (the path
-  before the server's ring: NPU_EMU_SERVER_RING=0) and with the worker's cocotbext-axi
-  master (the path before the RTL master; NPU_EMU_REG_MASTER=cocotbext), in the same run;
+  before the server's ring: serve --no-server-ring) and with the worker's cocotbext-axi
+  master (the path before the RTL master: serve --register-master cocotbext), in the same run;
 - with the register ring (a client on the server's machine, the default): one read and the
   batches again, and a C driver's read p50/p99.
 """
@@ -216,13 +216,12 @@ def main() -> None:
         # The remote path as it is (the server's ring into the simulator), as it was (every
         # request through the worker's Python loop), and with cocotbext-axi's master.
         configs = {
-            "regbus": {"NPU_EMU_REG_MASTER": "regbus"},
-            "worker": {"NPU_EMU_REG_MASTER": "regbus", "NPU_EMU_SERVER_RING": "0"},
-            "cocotbext": {"NPU_EMU_REG_MASTER": "cocotbext"},
+            "regbus": (),
+            "worker": ("--no-server-ring",),
+            "cocotbext": ("--register-master", "cocotbext"),
         }
-        for name, env in configs.items():
-            os.environ.update(env)
-            srv = ServerProcess.start(target="buyi", devices=1)
+        for name, serve_args in configs.items():
+            srv = ServerProcess.start(target="buyi", devices=1, extra_args=serve_args)
             try:
                 results[name] = measure(srv.address, echo, n, name)
                 if name == "regbus":
@@ -230,8 +229,6 @@ def main() -> None:
                     results["c"] = c_driver_reads(srv.url, n)
             finally:
                 srv.stop()
-                for key in env:
-                    os.environ.pop(key, None)
         channel.close()
     finally:
         proc.kill()

@@ -309,7 +309,7 @@ def _add_storage_and_debug_options(s: argparse.ArgumentParser) -> None:
         action="store_true",
         help="check every launch of every device's compute engine against the golden model "
         "(docs/verification.md): a divergence is an engine error (XrtError 11014 naming "
-        "'lockstep'); local clients then go through the server (no register ring)",
+        "'lockstep'); register rings then run through the simulator's Python port",
     )
     debug.add_argument(
         "--record",
@@ -317,8 +317,21 @@ def _add_storage_and_debug_options(s: argparse.ArgumentParser) -> None:
         metavar="DIR",
         default=None,
         help="record every lease (each request, its data and response) into a file in DIR, "
-        "for `npu-emu replay` (local clients then go through the server: no register ring, "
-        "no mapped memory)",
+        "for `npu-emu replay` (register rings are recorded too; memory is not mapped, local "
+        "clients read and write it through the server)",
+    )
+    debug.add_argument(
+        "--no-server-ring",
+        action="store_true",
+        help="send remote clients' register requests through the simulator's Python port "
+        "instead of the server's register ring (the route before it: for comparisons)",
+    )
+    debug.add_argument(
+        "--register-master",
+        choices=("regbus", "cocotbext"),
+        default="regbus",
+        help="the simulation's register bus master: the RTL one (default) or cocotbext-axi's "
+        "(the independent reference, for benches; slower, and no register rings)",
     )
     debug.add_argument(
         "--record-max-mib",
@@ -428,6 +441,8 @@ def _main(args: argparse.Namespace) -> int:
             waves_dir=args.waves,
             register_trace=args.trace_registers,
             lockstep=args.lockstep,
+            server_ring=not args.no_server_ring,
+            register_master=args.register_master,
             warm=args.warm,
             checkpoint_key_file=args.checkpoint_key_file,
             allow_foreign_checkpoints=args.allow_foreign_checkpoints,

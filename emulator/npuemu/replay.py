@@ -9,7 +9,7 @@ through the worker, memory reads from host-visible memory.
 
 **Time.** A server's worker runs busy engines on while it waits for the next request, so
 a request starts when its client happened to send it. The replay's worker does not
-(``NPU_EMU_FROZEN_IDLE``): simulated time moves only when asked. Before each request the
+(``WorkerConfig.frozen_idle``): simulated time moves only when asked. Before each request the
 replay runs the clock to the instant the recording says it started
 (`xrt.hw.port.Advance`), so the request meets the device exactly as it did.
 A wait that ended on its wall-clock deadline is replayed as a wait of the cycles it waited

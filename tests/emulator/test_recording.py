@@ -265,23 +265,34 @@ def test_five_replays_give_identical_results(dma_recording_path: Path) -> None:
     assert reports[0].cycles == reports[0].recorded_cycles > 0
 
 
-def test_a_local_client_goes_through_the_server_and_is_recorded(
+def test_a_local_clients_register_ring_is_recorded_and_replays_bit_exact(
     server: ServerProcess, record_dir: Path
 ) -> None:
+    """A local holder gets its register ring on a recording server (the ring's requests
+    reach the model through the worker's port, where the taps see them) but not the mapped
+    memory (its accesses would bypass the server); its lease, register accesses, DMA
+    through plddr and interrupt waits all over the ring, replays bit-exact."""
     from xrt import Device
 
+    data = random.Random(5).randbytes(20_000)
     with Device.open(server.url) as dev:
         t = dev.transport
         assert not t.local_fast_path and "--record" in t.local_note, t.local_note
-        assert t.ring is None and "--record" in t.ring_note, t.ring_note
-        t.write_memory(UDMA_BASE + 0x40, memoryview(b"recorded bytes!!"))
-        assert bytes(t.read_memory(UDMA_BASE + 0x40, 16)) == b"recorded bytes!!"
+        assert t.ring is not None, t.ring_note
         scratch = NPU_BASE + NPU.register("SCRATCH").offset
         dev.write_reg(scratch, 0x1234, region="npu")
         assert dev.read_reg(scratch, region="npu") == 0x1234
+        plddr = dev.get_mem_region("plddr")  # the DMA moves it: registers and waits on the ring
+        plddr.write(plddr.base + 0x100, data)
+        back = bytearray(len(data))
+        plddr.read(back, plddr.base + 0x100)
+        assert bytes(back) == data
+        assert t.ring is not None, "the ring was dropped during the lease"
         lease = t.lease_id
     path = recording_of(record_dir, lease)
     rec = read_recording(path)
+    requests = [r for r in rec.records if r.kind == Kind.REQUEST]
+    assert sum(r.body["op"] == "wait_irq" for r in requests) >= 2  # the DMA's waits
     assert [r.kind for r in rec.records].count(Kind.MEMORY_WRITE) >= 1
     done = replay_cli(path, "--check")
     assert done.returncode == 0 and "bit-exact" in done.stdout, done.stdout + done.stderr

@@ -115,7 +115,7 @@ def test_the_servers_ring_and_the_workers_loop_give_the_same_results(
 ) -> None:
     """A holder through gRPC (no ring of its own): its reads, writes and poll-free batches
     go to the simulator through the server's ring, its polls through the worker's Python
-    loop. A server that sends everything through the worker (NPU_EMU_SERVER_RING=0) gives
+    loop. A server that sends everything through the worker (--no-server-ring) gives
     the same statuses, values and register state, batch by batch."""
     monkeypatch.setenv("NPU_TARGET", "buyi")
     pool = Pool()
@@ -128,7 +128,7 @@ def test_the_servers_ring_and_the_workers_loop_give_the_same_results(
         + [random_batch(rng, pool, rng.choice([1, 5, 20, 60])) for _ in range(20)]
     )
     state = [(0, a, 0, 0xFFFF_FFFF, 0, 0) for a in pool.state]
-    with ServerProcess.start(devices=1, env={"NPU_EMU_SERVER_RING": "0"}) as plain:
+    with ServerProcess.start(devices=1, extra_args=("--no-server-ring",)) as plain:
         answers = []
         for srv in (server, plain):
             with Device.open(f"{srv.url}?ring=0") as dev:

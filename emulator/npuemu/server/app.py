@@ -22,6 +22,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -83,6 +84,10 @@ class ServeOptions:
     waves_dir: Path | None = None
     register_trace: Path | None = None
     lockstep: bool = False  # every launch checked against the golden model (npuemu.sim.lockstep)
+    # The register path (WorkerConfig): the server's ring into the simulator, and which bus
+    # master the simulation drives the registers with (benches compare them).
+    server_ring: bool = True
+    register_master: str = "regbus"
     warm: Path | None = None  # a checkpoint every lease starts from (npuemu.server.checkpoint)
     # Checkpoint seals (npuemu.server.checkpoint_seal): the key file (None: a key of this
     # process's own), and whether model states this server did not seal are restored too.
@@ -214,6 +219,8 @@ async def serve(opts: ServeOptions) -> int:
         waves_dir=str(opts.waves_dir.resolve()) if opts.waves_dir is not None else "",
         lockstep=opts.lockstep,
         taps=recordings is not None or opts.register_trace is not None,
+        server_ring=opts.server_ring,
+        reg_master=opts.register_master,
     )
     folder = new_server_dir(memory_root)
     manager = DeviceManager(
@@ -300,7 +307,7 @@ async def serve(opts: ServeOptions) -> int:
             await manager.start()
     except Exception as exc:
         bad_warm = isinstance(exc, WorkerError) and exc.code == PortErrorCode.BAD_STATE
-        if bad_warm:  # the operator's file, not a fault of the server
+        if isinstance(exc, WorkerError) and bad_warm:  # the operator's file, not our fault
             log.error("--warm %s: the worker refused its model state: %s", opts.warm, exc.detail)
         else:
             log.exception("device workers failed to start (their logs: %s)", logs.path)
@@ -354,7 +361,7 @@ async def _wait_or_signal(
 ) -> None:
     """Wait `seconds`, or less when `stop` is set (another signal) or `task` ends."""
     stop.clear()
-    waits = [asyncio.ensure_future(stop.wait())]
+    waits: list[asyncio.Future[Any]] = [asyncio.ensure_future(stop.wait())]
     if task is not None:
         waits.append(task)
     try:

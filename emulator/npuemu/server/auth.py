@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hmac
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 
 import grpc
 
@@ -82,16 +82,12 @@ class AdminCredential:
     def enabled(self) -> bool:
         return self._expected is not None
 
-    def check(self, metadata: object, what: str) -> None:
+    def check(self, metadata: Iterable[tuple[str, str]] | None, what: str) -> None:
         """Raise ServiceError unless `metadata` (a call's invocation metadata) carries the
         admin token: PERMISSION_DENIED when observing is off or the credential is missing
         (a client, with or without the client token, is not an observer), UNAUTHENTICATED
         when it is wrong. `what` names the access for the message ("observing npu0")."""
-        given = [
-            value
-            for key, value in (metadata or ())  # type: ignore[attr-defined]
-            if key == ADMIN_KEY
-        ]
+        given = [value for key, value in (metadata or ()) if key == ADMIN_KEY]
         if self._expected is None:
             raise ServiceError(
                 grpc.StatusCode.PERMISSION_DENIED,

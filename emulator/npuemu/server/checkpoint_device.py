@@ -66,11 +66,13 @@ WorkerCall = Callable[[Request], Awaitable[Reply]]
 
 
 class _Memory(Protocol):
-    fds: dict[str, int]
+    @property
+    def fds(self) -> dict[str, int]: ...
 
 
 class _Model(Protocol):
-    digest: str
+    @property
+    def digest(self) -> str: ...
 
 
 class SimDevice(Protocol):
@@ -78,9 +80,13 @@ class SimDevice(Protocol):
 
     name: str
     target: TargetConfig
-    model: _Model
-    memory: _Memory
     folder: Path
+
+    @property
+    def model(self) -> _Model: ...
+
+    @property
+    def memory(self) -> _Memory: ...
 
 
 def configuration_addresses(cfg: TargetConfig) -> list[int]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
+from typing import cast
 
 import grpc
 
@@ -117,7 +118,7 @@ async def restore_checkpoint(
         scope.name.lower(),
     )
     return pb.RestoreCheckpointResponse(
-        cycles=reply.cycles, saved_cycle=ckpt.cycle, scope=int(scope)
+        cycles=reply.cycles, saved_cycle=ckpt.cycle, scope=cast(pb.CheckpointScope, int(scope))
     )
 
 

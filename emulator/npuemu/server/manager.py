@@ -113,11 +113,11 @@ class DeviceManager:
                     retry_after_s=RETRY_AFTER_S / 5,
                 )
         else:
-            device = next(
+            free = next(
                 (d for d in self.devices.values() if d.state == DeviceState.FREE and not d.lease),
                 None,
             )
-            if device is None:
+            if free is None:
                 busy = ", ".join(
                     f"{d.name} leased by {d.lease.holder}"
                     if d.lease
@@ -130,6 +130,7 @@ class DeviceManager:
                     retry_reason=REASON_BUSY,
                     retry_after_s=RETRY_AFTER_S,
                 )
+            device = free
         lease = Lease(device.name, holder, ttl_s or self.default_ttl_s)
         self.leases.add(lease)
         device.lease = lease

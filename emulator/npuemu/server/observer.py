@@ -37,12 +37,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from typing import cast
 
 import grpc
 
 from npuemu.server.auth import AdminCredential
 from npuemu.server.devices import SimDevice
 from npuemu.server.errors import ServiceError, check_register, clip
+from npuemu.server.manager import DeviceManager
 from npuemu.server.service import _unary
 from npuemu.server.waves_service import MAX_WINDOW_CYCLES, WavesDeviceService
 from xrt.hw.port import (
@@ -80,7 +82,9 @@ _STATE = {
 class ObserverDeviceService(WavesDeviceService):
     """DeviceService with waveform windows and observers."""
 
-    def __init__(self, manager, waves_enabled: bool, admin_token: str | None = None) -> None:  # type: ignore[no-untyped-def]
+    def __init__(
+        self, manager: DeviceManager, waves_enabled: bool, admin_token: str | None = None
+    ) -> None:
         super().__init__(manager, waves_enabled)
         self.admin = AdminCredential(admin_token)
         t = manager.target
@@ -135,7 +139,10 @@ class ObserverDeviceService(WavesDeviceService):
         r = await d.observe(RegBatch.read(request.address), d.lease)
         ((status, value, _),) = r.body_as(RegResults)
         return pb.ObserveReadRegisterResponse(
-            value=value, cycles=r.cycles, status=status, holder=self.m.holder_of(d)
+            value=value,
+            cycles=r.cycles,
+            status=cast(pb.RegisterStatus, status),
+            holder=self.m.holder_of(d),
         )
 
     @_unary

@@ -42,8 +42,11 @@ from xrt.recording import (
 
 
 class _Model(Protocol):
-    digest: str
-    waves: bool
+    @property
+    def digest(self) -> str: ...
+
+    @property
+    def waves(self) -> bool: ...
 
 
 class RecordedDevice(Protocol):
@@ -51,7 +54,9 @@ class RecordedDevice(Protocol):
 
     name: str
     target: TargetConfig
-    model: _Model
+
+    @property
+    def model(self) -> _Model: ...
 
 
 __all__ = [

@@ -15,7 +15,7 @@ import logging
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import grpc
 
@@ -55,6 +55,7 @@ HOLD_BEAT_S = 2.0
 DEFAULT_WAIT_MS = 10_000
 
 Req = TypeVar("Req")
+Svc = TypeVar("Svc", bound="DeviceService")
 Resp = TypeVar("Resp")
 
 
@@ -73,14 +74,19 @@ def _register_windows(target: TargetConfig) -> tuple[int, int, int, int]:
     return target.npu_base, target.npu_base + size, target.dma_base, target.dma_base + size
 
 
+def _status(status: int) -> pb.RegisterStatus:
+    """A register status for the wire (the proto's own numbers, from the RTL on)."""
+    return cast(pb.RegisterStatus, status)
+
+
 def _unary(
-    method: Callable[[DeviceService, Req, grpc.aio.ServicerContext], Awaitable[Resp]],
-) -> Callable[[DeviceService, Req, grpc.aio.ServicerContext], Awaitable[Resp]]:
+    method: Callable[[Svc, Req, grpc.aio.ServicerContext], Awaitable[Resp]],
+) -> Callable[[Svc, Req, grpc.aio.ServicerContext], Awaitable[Resp]]:
     """Turn ServiceError into a status and log it; anything else is INTERNAL (and logged
     with its traceback) so the server keeps serving."""
 
     @functools.wraps(method)
-    async def wrapper(self: DeviceService, request: Req, context: grpc.aio.ServicerContext) -> Resp:
+    async def wrapper(self: Svc, request: Req, context: grpc.aio.ServicerContext) -> Resp:
         try:
             refuse_undecodable(request)
             return await method(self, request, context)
@@ -139,7 +145,7 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
                 )
                 for m in t.memories
             ],
-            state=int(d.state),
+            state=cast(pb.DeviceState, int(d.state)),
             holder=self.m.holder_of(d),
             clock_period_ps=CLOCK_PERIOD_PS,
             dma_bus_bytes=DMA.bus_bytes,
@@ -272,7 +278,7 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
         r = await d.call(RegBatch.read(request.address), lease)
         d.counters.register_ops += 1
         ((status, value, _),) = r.body_as(RegResults)
-        return pb.ReadRegisterResponse(value=value, cycles=r.cycles, status=status)
+        return pb.ReadRegisterResponse(value=value, cycles=r.cycles, status=_status(status))
 
     @_unary
     async def WriteRegister(self, request, context):
@@ -281,7 +287,7 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
         r = await d.call(RegBatch.write(request.address, request.value), lease)
         d.counters.register_ops += 1
         ((status, _, _),) = r.body_as(RegResults)
-        return pb.WriteRegisterResponse(cycles=r.cycles, status=status)
+        return pb.WriteRegisterResponse(cycles=r.cycles, status=_status(status))
 
     @_unary
     async def RegisterBatch(self, request, context):
@@ -349,7 +355,7 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
                 offset = check_memory_range(d.target, msg.address, total)
                 self.streams.admit(lease.id, total)
                 admitted.append((lease.id, total))
-            else:
+            elif lease is not None:
                 self.m.check_live(lease)
             if len(msg.data) > MAX_CHUNK:
                 raise ServiceError(
@@ -365,7 +371,8 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
                 )
             staged += msg.data
             received += len(msg.data)
-            lease.touch()
+            if lease is not None:
+                lease.touch()
         if first is None:
             raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT, "empty WriteMemory stream")
         if received != total:
@@ -433,7 +440,9 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
         r = await d.call(WaitIrq(max_cycles, timeout_s), lease, timeout_s)
         waited = r.body_as(WaitResult)
         return pb.WaitInterruptResponse(
-            outcome=waited.outcome, waited_cycles=waited.waited, cycles=r.cycles
+            outcome=cast(pb.WaitOutcome, waited.outcome),
+            waited_cycles=waited.waited,
+            cycles=r.cycles,
         )
 
     # ------------------------------------------------------------------ checkpoints

@@ -55,10 +55,8 @@ from xrt.hw.port import (
     RingAttach,
     Route,
     Served,
-    decode_reply,
-    decode_request,
-    encode_request,
 )
+from xrt.hw.port_pipe import decode_reply, decode_request, encode_request
 from xrt.hw.ring import RingSlot
 from xrt.hw.ring_core import RingError
 
@@ -126,7 +124,7 @@ class WorkerProcess:
         self.on_served: Callable[[Served], None] | None = None  # the worker's taps' events
         self._ids = itertools.count(1)
         self._lock = asyncio.Lock()
-        self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._pending: dict[int, asyncio.Future[Any]] = {}  # by request id
         self._current: int | None = None
         self._drain_task: asyncio.Task[None] | None = None
         self._channel_closed = False
@@ -276,9 +274,10 @@ class WorkerProcess:
                 raise WorkerCancelledError(f"{what} on {self.name} was no longer wanted")
             req_id = next(self._ids)
             loop = asyncio.get_running_loop()
-            ring = self._ring if _ring_carries(request, read_only) else None
+            batch = request if isinstance(request, RegBatch) else None
+            ring = self._ring if batch is not None and _ring_carries(batch, read_only) else None
             fut: asyncio.Future[Any] = (
-                loop.create_future() if ring is None else ring.submit(request)  # type: ignore[arg-type]
+                loop.create_future() if ring is None or batch is None else ring.submit(batch)
             )
             self._pending[req_id] = fut
             self._current = req_id
@@ -301,7 +300,7 @@ class WorkerProcess:
                 # few cycles per op, runs to its end); a task keeps the lock until its
                 # (dropped) answer is in, or kills a worker that never answers.
                 release = False
-                stale: asyncio.Future[Any]
+                stale: asyncio.Future[Any] | asyncio.Future[None]
                 if ring is None:
                     self._send_cancel(req_id)
                     stale = loop.create_future()
@@ -384,9 +383,7 @@ class WorkerProcess:
         if self._transport is not None and not self._transport.is_closing():
             self._transport.write(frame(encode_request(0, Cancel(req_id))))
 
-    async def _drain(
-        self, fut: asyncio.Future[dict[str, Any]], req_id: int, timeout_s: float
-    ) -> None:
+    async def _drain(self, fut: asyncio.Future[Any], req_id: int, timeout_s: float) -> None:
         try:
             await asyncio.wait_for(fut, timeout_s)
         except TimeoutError:
@@ -504,13 +501,11 @@ def _expire(fut: asyncio.Future[dict[str, Any]]) -> None:
         fut.set_exception(TimeoutError())
 
 
-def _ring_carries(request: Request, read_only: bool) -> bool:
-    """Whether the server's ring can carry `request`: a register batch of the holder's
-    (1..4096 ops) without polls (a poll may run long, and only the pipe can stop it). An
-    observer's goes over the pipe, where the worker checks it."""
-    if not isinstance(request, RegBatch) or read_only:
-        return False
-    return request.n > 0 and not request.has_poll
+def _ring_carries(batch: RegBatch, read_only: bool) -> bool:
+    """Whether the server's ring can carry `batch`: the holder's (1..4096 ops) without polls
+    (a poll may run long, and only the pipe can stop it). An observer's goes over the pipe,
+    where the worker checks it."""
+    return not read_only and batch.n > 0 and not batch.has_poll
 
 
 def _ring_reply(req_id: int, ring: ServerRing) -> Reply:

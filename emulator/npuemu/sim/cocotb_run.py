@@ -59,6 +59,7 @@ def run_cocotb(
     results = test_dir / "results.xml"
     saved_env = dict(os.environ)
     os.environ.update(verilator_env())
+    os.environ.update(cocotb_library_path(os.environ))  # the runner starts from os.environ
     try:
         runner = get_runner("verilator")
         # The runner raises SystemExit when a test fails; the results file says which.
@@ -146,6 +147,19 @@ def _libpython() -> str:
     return libpython
 
 
+def cocotb_library_path(env: Mapping[str, str]) -> dict[str, str]:
+    """`LD_LIBRARY_PATH` with this interpreter's cocotb libraries first.
+
+    A model's executable records the cocotb library folder of the venv that built it (its
+    RUNPATH); a shared build cache (`NPU_EMU_BUILD_DIR`) can outlive that venv, and the
+    loader searches `LD_LIBRARY_PATH` before RUNPATH.
+    """
+    from cocotb_tools import config
+
+    rest = env.get("LD_LIBRARY_PATH", "")
+    return {"LD_LIBRARY_PATH": os.pathsep.join(p for p in (str(config.libs_dir), rest) if p)}
+
+
 def simulator_env(
     model: BuiltModel, test_module: str, results_file: Path, extra_env: Mapping[str, str]
 ) -> dict[str, str]:
@@ -169,6 +183,7 @@ def simulator_env(
             "COCOTB_TEST_MODULES": test_module,
             "TOPLEVEL_LANG": "verilog",
             "COCOTB_RESULTS_FILE": str(results_file),
+            **cocotb_library_path(env),
             **extra_env,
         }
     )

@@ -18,7 +18,9 @@ import ctypes.util
 import mmap
 import os
 import socket
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from xrt.hw.ring import REGBUS_OP, REGBUS_RESULT, RING_MAX_OPS, RingKind, RingSlot
 
@@ -80,7 +82,7 @@ class MainLoop:
             self.state_bytes = self._fn("npu_worker_state_bytes", ctypes.c_ulonglong)
         self._info = (ctypes.c_uint64 * 5)()
 
-    def _fn(self, name: str, restype: object, *argtypes: object) -> ctypes._CFuncPtr:
+    def _fn(self, name: str, restype: object, *argtypes: object) -> Callable[..., Any]:
         fn = getattr(self._lib, name)
         fn.argtypes = argtypes
         fn.restype = restype

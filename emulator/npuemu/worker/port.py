@@ -11,7 +11,8 @@ a `PortError` whose code says why it failed. Then every tap sees it (`Served`):
   ended against the golden model, and fails the request that ended it on a divergence;
 - `ForwardTap` (a server that records or traces): sends the `Served` record to the server
   (an ``{"ev": "served"}`` frame on the pipe, in order with the replies), where the
-  recorder and the register trace take it (`npuemu.server.taps`).
+  device hands it to the lease's recording and the register trace
+  (`npuemu.server.devices.SimDevice`).
 
 A new route is a new caller of `serve`; a new tap is one class with ``__call__``.
 """
@@ -36,10 +37,9 @@ from xrt.hw.port import (
     Request,
     Route,
     Served,
-    encode_reply,
-    encode_request,
     read_only_refusal,
 )
+from xrt.hw.port_pipe import encode_reply, encode_request
 from xrt.hw.regs import read_side_effects
 from xrt.hw.targets import target
 

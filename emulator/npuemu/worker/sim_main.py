@@ -47,9 +47,8 @@ from xrt.hw.port import (
     Route,
     WaitIrq,
     WaitResult,
-    decode_request,
-    encode_reply,
 )
+from xrt.hw.port_pipe import decode_request, encode_reply
 from xrt.hw.ring import RingKind, RingSlot, RingStatus
 from xrt.hw.targets import CLOCK_PERIOD_PS
 
@@ -173,6 +172,7 @@ class Loop:
         """
         if self.main_loop.available:
             if not self.chan.pending():
+                assert self._wake_h is not None  # the main loop exists only with host_wake_i
                 self.main_loop.idle_begin(self.chan.sock.fileno())
                 await Edge(self._wake_h)
             return

@@ -170,14 +170,12 @@ def poll_max_cycles(op: RegPoll) -> int:
 
 def to_row(op: RegOp) -> RegRow:
     """The row `op` runs as on a device that counts cycles."""
-    kind = type(op)
-    if kind is RegRead:
+    if isinstance(op, RegRead):
         return RegRow(RegKind.READ, op.addr)
-    if kind is RegWrite:
-        return RegRow(RegKind.WRITE, op.addr, op.value)  # type: ignore[union-attr]
-    if kind is RegMaskedWrite:
-        return RegRow(RegKind.MASKED_WRITE, op.addr, op.value, op.mask)  # type: ignore[union-attr]
-    if kind is RegPoll:
-        assert isinstance(op, RegPoll)
+    if isinstance(op, RegWrite):
+        return RegRow(RegKind.WRITE, op.addr, op.value)
+    if isinstance(op, RegMaskedWrite):
+        return RegRow(RegKind.MASKED_WRITE, op.addr, op.value, op.mask)
+    if isinstance(op, RegPoll):
         return RegRow(RegKind.POLL, op.addr, 0, op.mask, op.expected, poll_max_cycles(op))
     raise TypeError(f"not a register operation: {op!r}")

@@ -26,6 +26,7 @@ library), and a test fails when that file is stale.
 
 from __future__ import annotations
 
+import mmap
 import struct
 from enum import IntEnum
 from typing import ClassVar
@@ -189,11 +190,11 @@ assert RESPONSE_OFFSET + RESPONSE.size <= MESSAGE_OFFSET
 assert MESSAGE_OFFSET + MESSAGE_BYTES <= OPS_OFFSET
 
 
-def refusal(ring: bytes | bytearray | memoryview | object) -> str:
+def refusal(ring: bytes | bytearray | memoryview | mmap.mmap) -> str:
     """The simulator's reason for a response that is not OK, from a ring's mapping: its
     status name and the NUL-terminated message at `MESSAGE_OFFSET`."""
-    status = RESPONSE.format.unpack_from(ring, RESPONSE_OFFSET)[0]  # type: ignore[arg-type]
-    raw = bytes(ring[MESSAGE_OFFSET : MESSAGE_OFFSET + MESSAGE_BYTES])  # type: ignore[index]
+    status = RESPONSE.format.unpack_from(ring, RESPONSE_OFFSET)[0]
+    raw = bytes(ring[MESSAGE_OFFSET : MESSAGE_OFFSET + MESSAGE_BYTES])
     text = raw.split(b"\0", 1)[0].decode("ascii", errors="replace")
     name = RingStatus(status).name if status in RingStatus._value2member_map_ else status
     return f"the device's simulator refused the request ({name}): {text}"
@@ -231,12 +232,15 @@ def c_header() -> str:
         f"#define NPU_MIN_SIM_CYCLES_PER_S {MIN_SIM_CYCLES_PER_S}ull  /* xrt.hw.targets */",
         "",
     ]
-    for enum in (RingState, RingKind, RingSlot, RingStatus):
-        prefix = "NPU_RING_" + enum.__name__.removeprefix("Ring").upper()
-        out += [f"#define {prefix}_{m.name} {m.value}u" for m in enum] + [""]
-    # The wire's values a ring carries (xrt.hw.wire): a result's status, a wait's outcome.
-    wire = ((RegisterStatus, "NPU_REGISTER_STATUS"), (WaitOutcome, "NPU_WAIT_OUTCOME"))
-    for enum, prefix in wire:
+    # The ring's enums, and the wire's values a ring carries (xrt.hw.wire): a result's
+    # status, a wait's outcome.
+    enums: tuple[tuple[type[IntEnum], str], ...] = (
+        *((e, "NPU_RING_" + e.__name__.removeprefix("Ring").upper())
+          for e in (RingState, RingKind, RingSlot, RingStatus)),
+        (RegisterStatus, "NPU_REGISTER_STATUS"),
+        (WaitOutcome, "NPU_WAIT_OUTCOME"),
+    )  # fmt: skip
+    for enum, prefix in enums:
         out += [f"#define {prefix}_{m.name} {m.value}u" for m in enum] + [""]
     for s in (REGBUS_OP, REGBUS_RESULT, HEADER, REQUEST, RESPONSE):
         out.append(f"/* {s.doc} */")

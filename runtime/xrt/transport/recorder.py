@@ -137,7 +137,7 @@ class SessionRecorder:
         return time.monotonic() - self._t0
 
     def _request(self, op: str, args: dict[str, Any], reply: dict[str, Any], w: float) -> None:
-        body = {"k": Kind.REQUEST, "op": op, "args": args, "reply": reply}
+        body: dict[str, Any] = {"k": Kind.REQUEST, "op": op, "args": args, "reply": reply}
         body |= {"t": None, "c": None, "w": round(w, 6)}
         with self._lock:
             self.writer.record(body)
@@ -179,7 +179,7 @@ class SessionRecorder:
         outcome = WaitOutcome.INTERRUPT if high else WaitOutcome.DEADLINE
         waited_s = round(self.now() - w, 6)
         args = {"timeout_s": timeout_s, "max_cycles": max_cycles}
-        body = {"k": Kind.REQUEST, "op": "wait_irq", "args": args}
+        body: dict[str, Any] = {"k": Kind.REQUEST, "op": "wait_irq", "args": args}
         body |= {"reply": {"outcome": int(outcome), "waited": None}, "waited_s": waited_s}
         body |= {"t": None, "c": None, "w": round(w, 6)}
         with self._lock:
@@ -330,8 +330,9 @@ class RecordingHostRegion(HostRegion):
         w = self._rec.now()
         data = bytearray(nbytes)
         self._inner._get(addr, memoryview(data))
-        self._rec.memory_read(addr, data, w)
-        return bytes(data)
+        got = bytes(data)
+        self._rec.memory_read(addr, got, w)
+        return got
 
     def _write(self, addr: int, data: memoryview) -> None:
         w = self._rec.now()

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import grpc
 
@@ -221,7 +221,10 @@ class DeviceClient:
 
         def messages() -> Iterator[pb.RestoreCheckpointRequest]:
             yield pb.RestoreCheckpointRequest(
-                lease_id=lease_id, total_bytes=n, data=view[:MAX_CHUNK].tobytes(), scope=scope
+                lease_id=lease_id,
+                total_bytes=n,
+                data=view[:MAX_CHUNK].tobytes(),
+                scope=cast(pb.CheckpointScope, int(scope)),
             )
             for off in range(MAX_CHUNK, n, MAX_CHUNK):
                 yield pb.RestoreCheckpointRequest(data=view[off : off + MAX_CHUNK].tobytes())

@@ -21,6 +21,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import TracebackType
+from typing import Any
 
 from xrt.errors import ErrorCode, XrtError
 from xrt.hw.wire import ADMIN_KEY, RegisterStatus, pb
@@ -131,7 +132,7 @@ class Observer:
                 return int(b.base)
         raise XrtError(ErrorCode.OUT_OF_RANGE, f"{self.device} has no register block {block!r}")
 
-    def _call(self, method: str, request: object, what: str) -> object:
+    def _call(self, method: str, request: object, what: str) -> Any:  # the RPC's response
         return self._client.unary(
             method, request, f"{what} ({self.device}, observing)", timeout=RPC_SLACK_S
         )

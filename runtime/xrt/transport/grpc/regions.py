@@ -19,7 +19,7 @@ spurious timeout.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from xrt.errors import ErrorCode, XrtError
 from xrt.hw.port import RegBatch, RegResults
@@ -33,15 +33,14 @@ from xrt.registers import RegOp, RegPoll, RegRead, RegRegion
 from xrt.transport import HostRegion
 from xrt.transport.grpc.calls import RPC_SLACK_S
 from xrt.transport.grpc.errors import register_status_error
-
-if TYPE_CHECKING:
-    from xrt.transport.grpc.transport import GrpcTransport
+from xrt.transport.grpc.register_ring import RegisterRing
 
 __all__ = ["MAX_BATCH_OPS", "GrpcMemRegion", "GrpcRegRegion", "RegionCalls"]
 
 
 class RegionCalls(Protocol):
-    """What a region asks of its transport (`GrpcTransport` provides it). Each method checks
+    """What a region asks of its transport (`GrpcTransport` provides it: typed here, so
+    the regions need not import the transport that makes them). Each method checks
     that the transport is open, makes one call and raises `XrtError` for any failure."""
 
     @property
@@ -61,13 +60,26 @@ class RegionCalls(Protocol):
         """Write host-visible memory (one WriteMemory stream)."""
         ...
 
+    @property
+    def ring(self) -> RegisterRing | None:
+        """The register ring the server handed out, while it is in use."""
+        ...
+
+    def drop_ring(self, why: str) -> None:
+        """Stop using the register ring (the regions fall back to the server's calls)."""
+        ...
+
+    def note_cycles(self, cycles: int) -> None:
+        """The device's cycle count a reply that bypassed the server (the ring's) reported."""
+        ...
+
 
 class GrpcRegRegion(RegRegion):
     """A register block of a leased device (see the module docstring)."""
 
     def __init__(
         self,
-        transport: GrpcTransport,
+        transport: RegionCalls,
         name: str,
         base: int,
         size: int,
@@ -75,11 +87,10 @@ class GrpcRegRegion(RegRegion):
         regmap: RegisterBlockInfo | None = None,
     ) -> None:
         self._transport = transport
-        self._calls: RegionCalls = transport  # the same object, seen through what regions use
         super().__init__(name, base, size, regmap=regmap)
 
     @property
-    def transport(self) -> GrpcTransport:
+    def transport(self) -> RegionCalls:
         return self._transport
 
     def _on_ring(self, batch: RegBatch, what: str, timeout_s: float) -> RegResults | None:
@@ -104,7 +115,7 @@ class GrpcRegRegion(RegRegion):
         if done is not None:
             ((status, value, _),) = done
         else:
-            calls = self._calls
+            calls = self._transport
             resp = calls.call(
                 "ReadRegister",
                 pb.ReadRegisterRequest(lease_id=calls.lease_id, address=addr),
@@ -124,7 +135,7 @@ class GrpcRegRegion(RegRegion):
         if done is not None:
             ((status, _, _),) = done
         else:
-            calls = self._calls
+            calls = self._transport
             resp = calls.call(
                 "WriteRegister",
                 pb.WriteRegisterRequest(lease_id=calls.lease_id, address=addr, value=value),
@@ -154,7 +165,7 @@ class GrpcRegRegion(RegRegion):
         done = self._on_ring(batch, what, timeout)
         if done is not None:
             return self._results(ops, done.pairs(), first_index, batch)
-        calls = self._calls
+        calls = self._transport
         resp = calls.call(
             "RegisterBatch", batch_to_pb(calls.lease_id, batch), what, timeout=timeout
         )
@@ -182,7 +193,7 @@ class GrpcRegRegion(RegRegion):
                 kind = type(op)
                 name = {RegRead: "read", RegPoll: "poll"}.get(kind, "write")
                 extra = ""
-                if kind is RegPoll:
+                if isinstance(op, RegPoll):
                     extra = (
                         f" after {limits[i]} simulated cycles (from max_polls={op.max_polls}, "
                         f"timeout_s={op.timeout_s}) waiting for value & {op.mask:#x} == "
@@ -216,7 +227,7 @@ class GrpcMemRegion(HostRegion):
 
     def __init__(
         self,
-        transport: GrpcTransport,
+        transport: RegionCalls,
         name: str,
         base: int,
         size: int,
@@ -225,19 +236,18 @@ class GrpcMemRegion(HostRegion):
         min_alignment: int = 64,
     ) -> None:
         self._transport = transport
-        self._calls: RegionCalls = transport  # the same object, seen through what regions use
         self._view = view
         super().__init__(name, base, size, min_alignment=min_alignment)
 
     @property
-    def transport(self) -> GrpcTransport:
+    def transport(self) -> RegionCalls:
         return self._transport
 
     def _read(self, addr: int, nbytes: int) -> bytearray:
-        return self._calls.read_memory(addr, nbytes)
+        return self._transport.read_memory(addr, nbytes)
 
     def _write(self, addr: int, data: memoryview) -> None:
-        self._calls.write_memory(addr, data)
+        self._transport.write_memory(addr, data)
 
     def _host_map(self) -> memoryview | None:
         return self._view
