@@ -81,14 +81,24 @@ _fingerprint: str | None = None
 
 def npu_code_fingerprint() -> str:
     """The fingerprint of the code that makes a tiling a program and a cycle count: the
-    tiler, the convolution emitter, the emitter, the token pass, the driver and the golden
-    model's cost model and executor."""
+    tiler, the convolution emitter, the emitter, the token pass, the driver with its op
+    table, lowerings and stem fold, and the golden model's cost model and executor."""
     global _fingerprint
     if _fingerprint is None:
-        from xrt.npu.compiler import _compile, _conv, _emit, _tiler, _tokens
+        from xrt.npu.compiler import (
+            _compile,
+            _conv,
+            _emit,
+            _lowering,
+            _op_table,
+            _stem_fold,
+            _tiler,
+            _tokens,
+        )
         from xrt.npu.golden import cost, executor
 
-        _fingerprint = code_fingerprint([_tiler, _conv, _emit, _tokens, _compile, cost, executor])
+        modules = [_tiler, _conv, _emit, _tokens, _compile, _op_table, _lowering, _stem_fold]
+        _fingerprint = code_fingerprint([*modules, cost, executor])
     return _fingerprint
 
 

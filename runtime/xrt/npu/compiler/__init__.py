@@ -2,7 +2,8 @@
 
 Passes as small functions over plain data (each testable alone):
 
-* `refusal` (legalize): None, or why an operator must stay on the host;
+* `refusal` (legalize): None, or why an operator must stay on the host; the op types the
+  NPU runs, each with its check and lowering, are one table (`_op_table`, `NPU_OP_TYPES`);
 * `conv_blocks`, `bias_rows`, `prm_rows`, `lut_rows` (pack) into one `ConstBlob`;
 * placement (in `compile_run`): base register per input, output, constants, scratch;
 * `plan_conv` (tile): the printable tiling of a convolution or dense layer
@@ -17,7 +18,8 @@ outputs.
 from xrt.npu.compiler._compile import Plans, compile_run, tiled_geoms
 from xrt.npu.compiler._golden_run import run_on_golden, simulated_cycles
 from xrt.npu.compiler._layout import View, as_nchw, from_tiled, tiled_bytes, to_tiled, view_of
-from xrt.npu.compiler._legalize import NPU_OP_TYPES, accumulator_bound, is_alias, refusal
+from xrt.npu.compiler._legalize import accumulator_bound
+from xrt.npu.compiler._op_table import NPU_OP_TYPES, is_alias, refusal
 from xrt.npu.compiler._pack import ConstBlob, bias_rows, conv_blocks, lut_rows, prm_rows
 from xrt.npu.compiler._program import (
     BaseRole,

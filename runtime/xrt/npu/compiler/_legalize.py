@@ -1,17 +1,19 @@
-"""Legalize: which operators the compute engine runs exactly, and why not the others.
+"""Legalize: the checks that say whether the compute engine runs an operator exactly.
 
-`refusal` returns None when the compiler can lower an operator bit-exactly within the
-buffers and instruction fields, else a sentence naming the reason. A backend's constraint
-binds a refused operator to the host: the NPU never gives a silently wrong answer. In
-particular a convolution or dense layer is refused unless its int32 accumulator provably
-cannot overflow: ``|bias| + 128 * sum|w|`` per output channel must stay below 2**31 (the
-engine wraps, the host kernel raises).
+Each check returns None when the compiler can lower the operator bit-exactly within the
+buffers and instruction fields, else a sentence naming the reason. `operand_refusal` holds
+what every operator must meet (int8, a channel-tiled rank, rows a loop counts and a buffer
+half holds); the `check_*` functions what one operator family needs beyond it. The table of
+`xrt.npu.compiler._op_table` says which check belongs to which op type, and its `refusal`
+runs them. A backend's constraint binds a refused operator to the host: the NPU never gives
+a silently wrong answer. In particular a convolution or dense layer is refused unless its
+int32 accumulator provably cannot overflow: ``|bias| + 128 * sum|w|`` per output channel
+must stay below 2**31 (the engine wraps, the host kernel raises).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -25,19 +27,28 @@ from xrt.npu.compiler._movement import channel_permutation, flatten_fits, select
 from xrt.npu.compiler._tiler import plan_conv
 from xrt.npu.compiler._vector import pool_tile_rows
 
-__all__ = ["NPU_OP_TYPES", "accumulator_bound", "is_alias", "refusal", "reshape_kind"]
+__all__ = [
+    "Check",
+    "accumulator_bound",
+    "check_binary",
+    "check_concat",
+    "check_conv",
+    "check_gemm",
+    "check_pad",
+    "check_reshape",
+    "check_resize",
+    "check_transpose",
+    "check_window",
+    "operand_refusal",
+    "reshape_kind",
+]
 
-NPU_OP_TYPES = frozenset(
-    {
-        "QConv2d", "QGemm", "QAdd", "QMul", "MaxPool2d", "QAvgPool2d", "QGlobalAvgPool",
-        "QClip", "Relu", "QLut", "Concat", "QConcat", "Pad", "Resize", "Transpose",
-        "Reshape", "Flatten", "Identity",
-    }
-)  # fmt: skip
-"""Operator types with a lowering (each still subject to `refusal`)."""
+Types = Sequence[TensorType]
+Params = Mapping[str, np.ndarray]
 
-ALIAS_OP_TYPES = frozenset({"Reshape", "Flatten", "Identity"})
-"""Operators that only rename bytes (when `refusal` accepts them)."""
+Check = Callable[[Operator, Types, Types, Params, NpuConfig], str | None]
+"""An operator family's check: ``(op, input types, output types, params, cfg)`` -> None
+when the compiler lowers it exactly, else why not."""
 
 _PAD_MAX = 15
 
@@ -46,15 +57,6 @@ def accumulator_bound(weight: np.ndarray, bias: np.ndarray) -> int:
     """Largest ``|acc|`` any int8 input can produce: ``max_o |b[o]| + 128 * sum|w[o]|``."""
     w = np.abs(weight.astype(np.int64)).reshape(weight.shape[0], -1).sum(axis=1)
     return int((np.abs(bias.astype(np.int64)) + 128 * w).max(initial=0))
-
-
-def _rank_ok(t: TensorType, op_type: str) -> bool:
-    """Ranks 2 and 4 have the channel-tiled layout; rank 5 ``(N, G, C/G, H, W)`` too, for
-    the operators that only move its channels (a channel shuffle's reshapes and transpose)."""
-    return len(t.shape) in (2, 4) or (len(t.shape) == 5 and op_type in _RANK5_OP_TYPES)
-
-
-_RANK5_OP_TYPES = frozenset({"Reshape", "Flatten", "Identity", "Transpose"})
 
 
 def reshape_kind(src: tuple[int, ...], dst: tuple[int, ...]) -> str | None:
@@ -73,43 +75,29 @@ def reshape_kind(src: tuple[int, ...], dst: tuple[int, ...]) -> str | None:
     return None
 
 
-def is_alias(op: Operator, types: Mapping[str, TensorType]) -> bool:
-    """Whether `op` only renames its input's bytes (a reshape that keeps the layout)."""
-    return (
-        op.op_type in ALIAS_OP_TYPES
-        and reshape_kind(types[op.inputs[0]].shape, types[op.outputs[0]].shape) == "alias"
-    )
-
-
-def refusal(
-    op: Operator,
-    types: Mapping[str, TensorType],
-    params: Mapping[str, np.ndarray],
-    cfg: NpuConfig,
+def operand_refusal(
+    op_type: str, ins: Types, outs: Types, cfg: NpuConfig, rank5: bool = False
 ) -> str | None:
-    """None if the compiler lowers `op` exactly, else why not (see the module docstring)."""
-    if op.op_type not in NPU_OP_TYPES:
-        return f"op type {op.op_type} has no NPU lowering"
-    ins = [types[v] for v in op.inputs]
-    outs = [types[v] for v in op.outputs]
-    for t in ins + outs:
+    """What every operator's tensors must meet: int8, a rank with the channel-tiled layout
+    (2 and 4; 5, ``(N, G, C/G, H, W)``, only where `rank5`: operators that just move
+    channels), rows that a loop counts and a buffer half holds, pixel strides a LOAD holds."""
+    for t in [*ins, *outs]:
         if t.dtype is not DataType.SINT8:
             return f"operates on {t.dtype.manual_name}, the NPU only on int8"
-        if not _rank_ok(t, op.op_type):
-            return f"rank {len(t.shape)} tensors have no channel-tiled layout for {op.op_type}"
-    for t in ins + outs:
+        if not (len(t.shape) in (2, 4) or (len(t.shape) == 5 and rank5)):
+            return f"rank {len(t.shape)} tensors have no channel-tiled layout for {op_type}"
+    for t in [*ins, *outs]:
         n, _, _, w = as_nchw(t.shape)
         cols = w if len(t.shape) == 4 else n
         if cols > MAX_COUNT or 2 * cols > cfg.inp_rows // 2 or cols > cfg.acc_rows // 2:
             return f"rows of {cols} pixels exceed what a loop counts or a buffer half holds"
         if len(t.shape) == 2 and -(-t.shape[1] // cfg.block) * cfg.block >= 2**16:
             return f"{t.shape[1]} features: a pixel stride beyond a LOAD's 16-bit field"
+    return None
+
+
+def check_conv(op: Operator, ins: Types, outs: Types, params: Params, cfg: NpuConfig) -> str | None:
     a = op.attrs
-    fn = _CHECKS.get(op.op_type)
-    return fn(op, a, ins, outs, params, cfg) if fn else None
-
-
-def _conv(op, a, ins, outs, params, cfg):  # type: ignore[no-untyped-def]
     if len(ins[0].shape) != 4:
         return "QConv2d needs a rank-4 input"
     if max(a["pads"]) > _PAD_MAX:
@@ -121,7 +109,7 @@ def _conv(op, a, ins, outs, params, cfg):  # type: ignore[no-untyped-def]
     return plan if isinstance(plan, str) else None
 
 
-def _gemm(op, a, ins, outs, params, cfg):  # type: ignore[no-untyped-def]
+def check_gemm(op: Operator, ins: Types, outs: Types, params: Params, cfg: NpuConfig) -> str | None:
     bound = accumulator_bound(params["weight"], params["bias"])
     if bound >= 2**31:
         return f"int32 accumulator bound {bound} cannot be proven (>= 2**31)"
@@ -129,7 +117,9 @@ def _gemm(op, a, ins, outs, params, cfg):  # type: ignore[no-untyped-def]
     return plan if isinstance(plan, str) else None
 
 
-def _binary(op, a, ins, outs, params, cfg):  # type: ignore[no-untyped-def]
+def check_binary(
+    op: Operator, ins: Types, outs: Types, params: Params, cfg: NpuConfig
+) -> str | None:
     sa, sb = ins[0].shape, ins[1].shape
     if sa == sb:
         return None
@@ -145,7 +135,10 @@ def _binary(op, a, ins, outs, params, cfg):  # type: ignore[no-untyped-def]
     return f"broadcast {list(sa)} with {list(sb)} is not per-channel over pixels"
 
 
-def _window(op, a, ins, outs, params, cfg):  # type: ignore[no-untyped-def]
+def check_window(
+    op: Operator, ins: Types, outs: Types, params: Params, cfg: NpuConfig
+) -> str | None:
+    a = op.attrs
     if len(ins[0].shape) != 4:
         return "pooling needs a rank-4 input"
     kh, kw, sh, sw, dh, dw, pt, pl, pb, pr = pool_window(a)
@@ -161,7 +154,10 @@ def _window(op, a, ins, outs, params, cfg):  # type: ignore[no-untyped-def]
     return None
 
 
-def _concat(op, a, ins, outs, params, cfg):  # type: ignore[no-untyped-def]
+def check_concat(
+    op: Operator, ins: Types, outs: Types, params: Params, cfg: NpuConfig
+) -> str | None:
+    a = op.attrs
     rank = len(outs[0].shape)
     axis = a["axis"] % rank
     if axis != 1:
@@ -177,7 +173,8 @@ def _concat(op, a, ins, outs, params, cfg):  # type: ignore[no-untyped-def]
     return None
 
 
-def _pad(op, a, ins, outs, params, cfg):  # type: ignore[no-untyped-def]
+def check_pad(op: Operator, ins: Types, outs: Types, params: Params, cfg: NpuConfig) -> str | None:
+    a = op.attrs
     if a["mode"] != "constant":
         return f"pad mode {a['mode']} (only constant)"
     if int(a["value"]) not in (0, -128):
@@ -191,7 +188,9 @@ def _pad(op, a, ins, outs, params, cfg):  # type: ignore[no-untyped-def]
     return None
 
 
-def _resize(op, a, ins, outs, params, cfg):  # type: ignore[no-untyped-def]
+def check_resize(
+    op: Operator, ins: Types, outs: Types, params: Params, cfg: NpuConfig
+) -> str | None:
     si, so = ins[0].shape, outs[0].shape
     if len(si) != 4 or si[:2] != so[:2]:
         return "only spatial resizing of rank-4 tensors"
@@ -200,7 +199,10 @@ def _resize(op, a, ins, outs, params, cfg):  # type: ignore[no-untyped-def]
     return None
 
 
-def _transpose(op, a, ins, outs, params, cfg):  # type: ignore[no-untyped-def]
+def check_transpose(
+    op: Operator, ins: Types, outs: Types, params: Params, cfg: NpuConfig
+) -> str | None:
+    a = op.attrs
     if len(ins[0].shape) == 4 and list(a["perm"]) == [0, 1, 3, 2]:
         return None
     src = channel_permutation(ins[0].shape, list(a["perm"]))
@@ -219,7 +221,9 @@ def _transpose(op, a, ins, outs, params, cfg):  # type: ignore[no-untyped-def]
     return None
 
 
-def _reshape(op, a, ins, outs, params, cfg):  # type: ignore[no-untyped-def]
+def check_reshape(
+    op: Operator, ins: Types, outs: Types, params: Params, cfg: NpuConfig
+) -> str | None:
     kind = reshape_kind(ins[0].shape, outs[0].shape)
     if kind == "flatten":
         _, c, h, w = ins[0].shape
@@ -227,21 +231,3 @@ def _reshape(op, a, ins, outs, params, cfg):  # type: ignore[no-untyped-def]
     if kind is None:
         return f"reshape {list(ins[0].shape)} -> {list(outs[0].shape)} reorders channel-tiled bytes"
     return None
-
-
-_CHECKS: dict[str, Any] = {
-    "QConv2d": _conv,
-    "QGemm": _gemm,
-    "QAdd": _binary,
-    "QMul": _binary,
-    "MaxPool2d": _window,
-    "QAvgPool2d": _window,
-    "Concat": _concat,
-    "QConcat": _concat,
-    "Pad": _pad,
-    "Resize": _resize,
-    "Transpose": _transpose,
-    "Reshape": _reshape,
-    "Flatten": _reshape,
-    "Identity": _reshape,
-}

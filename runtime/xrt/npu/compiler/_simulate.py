@@ -20,7 +20,7 @@ from xrt.network import Network, NetworkView, Operator
 from xrt.network.reference import check_inputs
 from xrt.npu.compiler._compile import Plans, compile_run
 from xrt.npu.compiler._golden_run import run_on_golden
-from xrt.npu.compiler._legalize import refusal
+from xrt.npu.compiler._op_table import RELABELLING_OP_TYPES, refusal
 from xrt.npu.compiler._program import NpuProgram
 
 __all__ = ["NpuRun", "partition", "simulate_network"]
@@ -46,7 +46,7 @@ def partition(net: Network, cfg: NpuConfig = NPU) -> list[tuple[bool, list[Opera
             groups.append((npu, [op]))
     # A run of only aliases (reshapes) is no work for the NPU.
     return [
-        (npu and any(o.op_type not in ("Reshape", "Flatten", "Identity") for o in ops), ops)
+        (npu and any(o.op_type not in RELABELLING_OP_TYPES for o in ops), ops)
         for npu, ops in groups
     ]
 
