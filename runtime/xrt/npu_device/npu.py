@@ -282,9 +282,6 @@ class ZG330Device(NpuDevice):
     TARGET = "zg330"
 
 
-Zg330Device = ZG330Device  # the spelling before ZG330 was written one way everywhere
-
-
 _CLASSES: dict[str, type[NpuDevice]] = {"buyi": BuyiDevice, "zg330": ZG330Device}
 
 
