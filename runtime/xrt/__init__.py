@@ -93,4 +93,3 @@ __all__ = [
     "register_device",
     "registered_devices",
 ]
-

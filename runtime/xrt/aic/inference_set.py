@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from xrt.aic.context import Context, LogLevel, ProgramSource
+from xrt.backend.npu import LaunchStats, NpuBackend
 from xrt.device import Device
 from xrt.errors import ErrorCode, XrtError
 
@@ -194,7 +195,7 @@ class _Activation:
         self.index = index
         self.device = device
         self.session = session
-        self.name = str(getattr(device, "name", device))
+        self.name = device.name or repr(device)
         self.alive = True
         self.busy = False  # running an inference
         self.thread: threading.Thread | None = None
@@ -277,8 +278,8 @@ class InferenceSet:
         try:
             for i, dev in enumerate(devices):
                 session = self.qpc.create_session(dev)
-                for b in session.backends:  # the retry timeout bounds each launch
-                    if hasattr(b, "timeout_s"):
+                for b in session.backends:  # the retry timeout bounds each NPU launch
+                    if isinstance(b, NpuBackend):
                         b.timeout_s = self.properties.submit_retry_timeout_ms / 1000
                 made.append(_Activation(i, dev, session))
         except BaseException:
@@ -688,10 +689,9 @@ class InferenceSet:
         )
 
 
-def _npu_stats(session: Session) -> list:  # type: ignore[type-arg]
+def _npu_stats(session: Session) -> list[LaunchStats]:
     """The launch counters of the session's NPU backend (empty for host-only sessions)."""
     for b in session.backends:
-        stats = getattr(b, "launch_stats", None)
-        if stats is not None:
-            return list(stats)
+        if isinstance(b, NpuBackend):
+            return list(b.launch_stats)
     return []

@@ -143,8 +143,7 @@ class Executor:
         if placed is not None:
             run.placed = dict(zip(self._flow.outputs, placed, strict=True))
         for b in {id(b): b for b in self._bindings.values()}.values():
-            if hasattr(b, "output_paths"):
-                b.output_paths = {}
+            b.output_paths = {}
         self._advance(run, plan.end, None)
         self._run = run  # finished: step_to restarts from its inputs
         t1 = time.perf_counter()
@@ -158,7 +157,7 @@ class Executor:
                 dst = Tensor(src.tensor_type).malloc_on(plan.host_region)
             op = self._flow.producer.get(name)
             producer = self._bindings.get(op.op_id) if op is not None else None
-            told = getattr(producer, "output_paths", {}).get(name)
+            told = producer.output_paths.get(name) if producer is not None else None
             if src is dst:  # the backend filled the caller's tensor itself
                 paths[name] = told or f"copied by {type(producer).__name__}"
             else:
@@ -295,7 +294,7 @@ class Executor:
             # Allocated per forward at the resolved shape; dropped after its last reader.
             return Tensor(resolved).malloc_on(self._plan().host_region)
         placed = run.placed.get(value)
-        if placed is not None and getattr(backend, "DIRECT_OUTPUTS", False):
+        if placed is not None and backend.DIRECT_OUTPUTS:
             return placed  # the backend may have its engine store straight into it
         plan = self._plan()
         slot = plan.slots.get(value)
@@ -403,9 +402,8 @@ class Executor:
         self, dump: DumpTarget, call: BackendCall, produced: list[tuple[str, Tensor]]
     ) -> None:
         dump.write(produced, self._flow.producer)
-        backend = call.backend
-        if call.merged and hasattr(backend, "intermediate_values"):
-            inside = backend.intermediate_values(call.ops)
+        if call.merged:
+            inside = call.backend.intermediate_values(call.ops)
             dump.write([(v, self._host_tensor(v, a)) for v, a in inside], self._flow.producer)
 
     def _host_tensor(self, value: str, array: np.ndarray) -> Tensor:

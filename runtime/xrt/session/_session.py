@@ -397,8 +397,7 @@ class Session:
         """
         on = as_bool(enabled, "enabled")
         for b in self.backends:
-            if hasattr(b, "keep_intermediates"):
-                b.keep_intermediates = on
+            b.keep_intermediates = on
         self._options.dump = dump_target(on, folder, format)
 
     def set_pre_callback(self, callback: Callback | None) -> None:
@@ -471,15 +470,16 @@ class Session:
         )
 
     def set_tuning(self, records: TuningRecords | None, tune: bool = False) -> None:
-        """Use tuning `records` (`xrt.tuning`) in every backend that tunes (the NPU
-        backends' tilings, the host's kernel variants); with `tune`, what has no trusted
-        record is measured and recorded at `apply`. Call before `apply`; save the records
-        after it (``records.save()``). None turns tuning off.
+        """Use tuning `records` (`xrt.tuning`) in every backend (`Backend.tuning`: the NPU
+        backends' tilings, the host's kernel variants; a backend without variants ignores
+        them); with `tune`, what has no trusted record is measured and recorded at `apply`.
+        Call before `apply`; save the records after it (``records.save()``). None turns
+        tuning off.
         """
+        tune = as_bool(tune, "tune")
         for b in self.backends:
-            if hasattr(b, "tuning"):
-                b.tuning = records
-                b.tune = as_bool(tune, "tune")
+            b.tuning = records
+            b.tune = tune
 
     def output_paths(self) -> dict[str, str]:
         """How each output of the last `forward` reached its tensor: ``"written by the

@@ -335,7 +335,7 @@ def _backend_objects(
     have = [type(b).__name__ for b in objects]
     if want != have:
         target = contents.manifest.get("target")
-        given_targets = [t for b in objects if (t := getattr(b, "TARGET", ""))]
+        given_targets = [b.TARGET for b in objects if b.TARGET]
         why = f"it was made with backends {want}, not {have}"
         if target and given_targets and target not in given_targets:
             why = (
@@ -355,8 +355,8 @@ def _check_device_targets(
     if not target or not isinstance(devices, Sequence):
         return
     for device in devices:
-        got = getattr(device, "target", None)
-        if isinstance(got, str) and got and got != target:
+        got = device.target if isinstance(device, Device) else None  # others: refused later
+        if got and got != target:
             raise _bad(
                 contents.label,
                 f"it was compiled for target {target!r}, but {device!r} is a {got!r} device "

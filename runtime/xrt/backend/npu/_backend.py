@@ -68,7 +68,7 @@ from xrt.npu.compiler import (
 from xrt.npu_device.npu import NpuDevice
 from xrt.ops import get_op_def
 from xrt.tensor import Tensor
-from xrt.tuning import TuneReport, TuningRecords
+from xrt.tuning import TuneReport
 
 __all__ = ["NpuBackend", "Segment"]
 
@@ -128,10 +128,8 @@ class NpuBackend(Backend):
             or the golden model's cost model (``"cost-model"``); `tune_report` counts it.
     """
 
-    TARGET: ClassVar[str] = ""
     DEVICE_CLASS: ClassVar[type[NpuDevice]] = NpuDevice
     OCM_REGION: ClassVar[str | None] = None
-    DIRECT_OUTPUTS: ClassVar[bool] = False
     merged_label = "HardOp (Merged)"
 
     def __init__(self) -> None:
@@ -148,10 +146,6 @@ class NpuBackend(Backend):
         self._driver: EngineDriver | None = None
         self._ocm_arena: MemChunk | None = None
         self._arena_in_use = False
-        self.keep_intermediates = False
-        self.output_paths: dict[str, str] = {}
-        self.tuning: TuningRecords | None = None
-        self.tune = False
         self.tune_measure = "rtl"
         self.tune_report = TuneReport()
         self._plans_memo: dict[tuple[int, bool, tuple[int, ...], int], Plans] = {}

@@ -61,12 +61,6 @@ def compile_only_refusal(backend: NpuBackend) -> XrtError:
     )
 
 
-def _device_hw_version(backend: NpuBackend) -> str:
-    """The hardware version the backend's device reports ('' when it does not say)."""
-    transport = getattr(backend.device, "transport", None)
-    return str(getattr(getattr(transport, "info", None), "hw_version", "") or "")
-
-
 def check_options(backend: NpuBackend, options: Mapping[str, Any]) -> None:
     """Refuse a snapshot's NPU options that do not fit `backend` and its device.
 
@@ -98,7 +92,8 @@ def check_options(backend: NpuBackend, options: Mapping[str, Any]) -> None:
             f"configuration than this {name}'s ({what}: the container's vs this device's)",
         )
     version = options.get("hw_version")
-    device_version = _device_hw_version(backend) or HW_VERSION_TEXT
+    device = backend.device  # None when compiling without a device: the runtime's version
+    device_version = (device.hw_version if device is not None else None) or HW_VERSION_TEXT
     if version is not None and version != device_version:
         raise XrtError(
             ErrorCode.LOAD_FAILED,
