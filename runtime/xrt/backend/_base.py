@@ -94,7 +94,7 @@ def _as_view(graph: object, what: str) -> NetworkView:
     )
 
 
-class Backend(OpRegistry):
+class Backend(OpRegistry["Backend"]):
     """A compute resource that runs operators (the manual's ``Backend``).
 
     Life cycle (the manual's): ``Backend()`` (``Init``) makes an unbound backend;
