@@ -15,7 +15,6 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -24,14 +23,11 @@ from xrt.dtypes import TensorType
 from xrt.errors import ErrorCode, XrtError
 from xrt.network import FedResolver, Operator
 from xrt.session._io_checks import InputLike, check_inputs
-from xrt.session._options import Callback, DumpTarget, SessionOptions
+from xrt.session._options import DumpTarget, SessionOptions, UnitCallback
 from xrt.session._units import BackendCall, ExecutionPlan, Position, ValueFlow
 from xrt.session.profile import OpTime
 from xrt.tensor import Tensor
 from xrt.timeline import TraceRecorder
-
-if TYPE_CHECKING:
-    from xrt.session._session import Session
 
 __all__ = ["Executor", "RunRecord"]
 
@@ -95,7 +91,7 @@ class Executor:
     """Runs one session's `ExecutionPlan` (set by `Session.apply`) with its options.
 
     Args:
-        session: What callbacks receive as their session.
+        session: What callbacks receive as their session (the `Session` running it).
         flow: The values of the session's view.
         bindings: Op id -> backend.
         options: The session's options (read at every unit, so changes apply at once).
@@ -107,7 +103,7 @@ class Executor:
 
     def __init__(
         self,
-        session: Session,
+        session: object,
         flow: ValueFlow,
         bindings: Mapping[int, Backend],
         options: SessionOptions,
@@ -412,7 +408,7 @@ class Executor:
         return t
 
     def _callback(
-        self, callback: Callback, which: str, call: BackendCall, tensors: list[Tensor]
+        self, callback: UnitCallback, which: str, call: BackendCall, tensors: list[Tensor]
     ) -> None:
         try:
             callback(self._session, call.handle, call.backend, tensors)
