@@ -214,7 +214,11 @@ class Tensor:
     @property
     def region(self) -> MemRegion | None:
         """The region the data is in (the manual's ``memRegion()``), or None."""
-        return None if self._chunk is None else self._chunk.region
+        if self._chunk is None:
+            return None
+        region = self._chunk.region
+        assert isinstance(region, MemRegion)  # chunks come only from MemRegion.malloc
+        return region
 
     @property
     def data_ptr(self) -> MemPtr:
@@ -484,8 +488,11 @@ class Tensor:
         if self._ready:
             return True
         if self._check_func is not None:
-            assert self._chunk is not None
-            ok = self._check_func(self._chunk.region.device)
+            region = self.region
+            assert region is not None
+            device = region.device
+            assert device is None or isinstance(device, Device)  # set by Device.add_region
+            ok = self._check_func(device)
             if not isinstance(ok, bool | np.bool_):
                 raise XrtError(
                     ErrorCode.WRONG_TYPE,
