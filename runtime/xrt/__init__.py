@@ -25,8 +25,6 @@ Running networks:
 ``docs/api-mapping.md`` maps the manual's names to these.
 """
 
-import sys as _sys
-
 from xrt.backend import Backend, HostBackend
 from xrt.device import Device, DeviceURL, HostDevice, register_device, registered_devices
 from xrt.dtypes import DataType, QuantParams, TensorType
@@ -95,27 +93,3 @@ __all__ = [
     "register_device",
     "registered_devices",
 ]
-
-
-def _keep_old_module_names() -> None:
-    """Modules renamed so that each name says what it holds still import under their old
-    names (docs/architecture.md, "Renamed modules"): the old name is the same module object."""
-    import xrt.npu_device
-    from xrt.backend.npu import hardop_builder
-    from xrt.npu_device import dma_region, npu
-    from xrt.ops import hardop_placeholder
-
-    renamed = {
-        "xrt.devices": xrt.npu_device,
-        "xrt.devices.npu": npu,
-        "xrt.devices.dma_region": dma_region,
-        "xrt.ops.hardop": hardop_placeholder,
-        "xrt.backend.npu.hardop": hardop_builder,
-    }
-    for old, module in renamed.items():
-        _sys.modules.setdefault(old, module)
-        parent, _, child = old.rpartition(".")
-        setattr(_sys.modules[parent], child, module)
-
-
-_keep_old_module_names()

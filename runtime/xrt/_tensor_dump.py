@@ -1,27 +1,58 @@
 """The dump formats of `Tensor.dump`: which format a request resolves to, the array it
-writes, and the binary and text writers.
+writes, and the binary and text writers. They read a tensor through its public API
+(`DumpSource`), so the tensor itself stays about data, layout and readiness.
 
-The formats and the manual's rule (H -> S and Q -> F allowed, never the reverse) are
-specified once, in `xrt.tensor`'s module docstring; this module implements them over a
-tensor's public API, so the tensor itself stays about data, layout and readiness.
+Dump formats (`Tensor.dump`): the empty format (the default, as in the manual's
+``dump(std::ostream& os, const std::string& format = "")``) writes the data exactly as
+stored in memory (hardware layout included, native little-endian values); otherwise three
+letters, one from each pair:
+
+- layout: ``H`` the hardware (stored) layout, ``S`` the software (logical) layout;
+- values: ``F`` float, ``Q`` the quantized (raw integer) values;
+- form: ``B`` binary (raw little-endian array, C order, no header), ``T`` text: one
+  header line ``# xrt.Tensor format=SFT dtype=float32 shape=[1, 4] layout=NHWC type=FP32``
+  (the format written, the dtype and shape of the values, their layout), then one value
+  per line in C order: integers in decimal, floats with 9 significant digits, which read
+  back exactly as the header's dtype (``numpy.loadtxt(f).astype(dtype)``).
+
+The manual's rule: a tensor stored in H can be dumped as S, and one holding Q values can
+be dumped as F; never the reverse. So:
+
+- ``S`` is always possible (converted from the hardware layout when there is one);
+- ``H`` needs a hardware layout: on a tensor without one it is an error (11010);
+- ``F`` is always possible: float tensors give their own values in their own type, quantized
+  ones are dequantized to float32 (``scale * (q - zero_point)``), plain integer and bool
+  tensors are converted to float32;
+- ``Q`` needs integer values: quantized tensors give the raw integers, plain integer and
+  bool tensors their values; on a float tensor it is an error (11010).
+
+With ``fallback=True`` the impossible requests degrade instead of failing: H becomes S and
+Q becomes F (useful to dump every tensor of a network with one format); the text header
+always names the format actually written. ``HF`` on a quantized tensor with a hardware
+layout dequantizes the logical values and re-tiles them, so padding reads 0.0.
 """
 
 from __future__ import annotations
 
 import io
 import os
-from typing import IO, TYPE_CHECKING
+from typing import IO, Protocol
 
 import numpy as np
 
 from xrt._checks import as_bool
-from xrt.dtypes import DataType
+from xrt.dtypes import DataType, TensorType
 from xrt.errors import ErrorCode, XrtError
+from xrt.layout import HwLayout
 
-if TYPE_CHECKING:
-    from xrt.tensor import Tensor
-
-__all__ = ["DUMP_FORMATS", "dump_values", "resolve_dump_format", "write_dump"]
+__all__ = [
+    "DUMP_FORMATS",
+    "DumpSource",
+    "DumpTarget",
+    "dump_values",
+    "resolve_dump_format",
+    "write_dump",
+]
 
 DUMP_FORMATS = tuple(a + b + c for a in "HS" for b in "FQ" for c in "BT")
 """The eight dump formats: ``HFB``, ``HFT``, ``HQB``, ..., ``SQT``."""
@@ -30,7 +61,21 @@ DumpTarget = IO[bytes] | IO[str] | str | os.PathLike[str]
 """Where a dump goes: a binary stream, a text stream (T formats only) or a file path."""
 
 
-def resolve_dump_format(tensor: Tensor, format: str, fallback: bool = False) -> str:
+class DumpSource(Protocol):
+    """What the dump writers read of a tensor (`xrt.tensor.Tensor` is the one)."""
+
+    @property
+    def tensor_type(self) -> TensorType: ...
+    @property
+    def dtype(self) -> DataType: ...
+    @property
+    def layout(self) -> str: ...
+    @property
+    def hw_layout(self) -> HwLayout | None: ...
+    def numpy(self, copy: bool = True, *, hardware: bool = False) -> np.ndarray: ...
+
+
+def resolve_dump_format(tensor: DumpSource, format: str, fallback: bool = False) -> str:
     """The format `Tensor.dump` writes for `format` on `tensor` (``""``: the stored data).
 
     Raises:
@@ -64,7 +109,7 @@ def resolve_dump_format(tensor: Tensor, format: str, fallback: bool = False) -> 
     return layout + values + form
 
 
-def dump_values(tensor: Tensor, fmt: str) -> np.ndarray:
+def dump_values(tensor: DumpSource, fmt: str) -> np.ndarray:
     """The array a dump in the resolved format `fmt` writes (``""``: the stored array)."""
     if fmt == "":
         return tensor.numpy(hardware=True)
@@ -82,7 +127,7 @@ def dump_values(tensor: Tensor, fmt: str) -> np.ndarray:
     return arr
 
 
-def write_dump(tensor: Tensor, target: DumpTarget, fmt: str) -> None:
+def write_dump(tensor: DumpSource, target: DumpTarget, fmt: str) -> None:
     """Write `tensor` in the resolved format `fmt` to a stream or a file path.
 
     Raises:
@@ -106,7 +151,7 @@ def write_dump(tensor: Tensor, target: DumpTarget, fmt: str) -> None:
     _write(target, dump_values(tensor, fmt), fmt, tensor)
 
 
-def _write(stream: IO[bytes] | IO[str], arr: np.ndarray, fmt: str, tensor: Tensor) -> None:
+def _write(stream: IO[bytes] | IO[str], arr: np.ndarray, fmt: str, tensor: DumpSource) -> None:
     """Write `arr` (the values of `tensor` in format `fmt`) to an open stream."""
     text_stream = isinstance(stream, io.TextIOBase)
     if fmt == "" or fmt[2] == "B":

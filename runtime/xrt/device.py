@@ -34,6 +34,7 @@ __all__ = [
     "Device",
     "DeviceURL",
     "HostDevice",
+    "ServerLogCallback",
     "register_device",
     "registered_devices",
     "unregister_device",
@@ -129,6 +130,8 @@ class DeviceURL:
 
 
 DeviceFactory = Callable[[DeviceURL], "Device"]
+ServerLogCallback = Callable[[int, str, str], None]
+"""``callback(level, device, message)`` of `Device.follow_server_log` (a `logging` level)."""
 F = TypeVar("F", bound=Callable[..., Any])
 
 _registry: dict[tuple[str, str | None], DeviceFactory] = {}
@@ -199,6 +202,11 @@ class Device:
 
     Subclasses (real devices, transports) build their regions in ``__init__`` with
     `add_region` and may override `_close` and `wait_irq`.
+
+    What callers may ask of any device is declared here, with the answer of a device that
+    does not know (None) or cannot (an error), and overridden by the devices that do (the
+    NPU devices, `xrt.npu_device`): `name`, `target`, `hw_version`, `cycles`, `has_irq`
+    and `wait_irq`, `follow_server_log`.
 
     Args:
         url: The URL the device was opened with (a `DeviceURL` or a str), if any.
@@ -288,6 +296,27 @@ class Device:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @property
+    def name(self) -> str | None:
+        """The device's own name (``"npu0"`` on the emulator); None when it has none."""
+        return None
+
+    @property
+    def target(self) -> str | None:
+        """The NPU target the device is (``"buyi"``, ``"zg330"``); None for other devices."""
+        return None
+
+    @property
+    def hw_version(self) -> str | None:
+        """The hardware version the device reports; None when it does not say."""
+        return None
+
+    @property
+    def cycles(self) -> int | None:
+        """Simulated cycles at the device's last response; None where time is not
+        simulated (real hardware, the host)."""
+        return None
 
     @property
     def mem_regions(self) -> Mapping[str, MemRegion]:
@@ -397,6 +426,19 @@ class Device:
         self._check_open()
         raise XrtError(
             ErrorCode.WRONG_ORDER, f"{type(self).__name__} has no interrupt line to wait for"
+        )
+
+    # -- logs ------------------------------------------------------------------------------
+
+    def follow_server_log(self, callback: ServerLogCallback) -> Callable[[], None]:
+        """Send the log lines a device server writes about this device to
+        ``callback(level, device, message)`` until the returned function is called.
+
+        Raises:
+            XrtError: 11010 on a device without a server (this default).
+        """
+        raise XrtError(
+            ErrorCode.WRONG_TYPE, f"{self!r} is not an emulator device: it has no server log"
         )
 
     # -- closing ---------------------------------------------------------------------------

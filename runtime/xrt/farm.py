@@ -34,7 +34,7 @@ from urllib.parse import quote, urlencode, urlsplit
 
 import grpc
 
-from xrt.device import DeviceURL
+from xrt.device import Device, DeviceURL
 from xrt.errors import ErrorCode, XrtError
 
 try:
@@ -510,8 +510,6 @@ def _device_url(device: FarmDevice, url: DeviceURL, place: str) -> str:
 
 def open_labgrid(url: DeviceURL) -> Any:
     """Factory of ``labgrid://`` URLs (see the module docstring)."""
-    from xrt.device import Device
-
     place = urlsplit(url.raw.strip()).netloc  # not url.host: that one is lower-cased
     if not place:
         raise XrtError(

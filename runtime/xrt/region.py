@@ -9,21 +9,30 @@ region and how an access outside it is worded) and the one hook both have, `_clo
 
 A `Device` owns its regions: `Device.add_region` sets the back-reference (`device`), and
 `Device.close` marks each region closed and calls its `_close` hook; from then on every
-operation that checks `_check_open` raises XrtError 11012.
+operation that checks `_check_open` raises XrtError 11012. Regions sit below devices: what
+a region knows of its device is `RegionOwner`.
 """
 
 from __future__ import annotations
 
 from abc import ABC
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from xrt._checks import ADDR_LIMIT, as_size, hex_range
 from xrt.errors import ErrorCode, XrtError
 
-if TYPE_CHECKING:
-    from xrt.device import Device
+__all__ = ["Region", "RegionOwner"]
 
-__all__ = ["Region"]
+
+class RegionOwner(Protocol):
+    """What a region knows of the device it belongs to (`xrt.device.Device` is the one):
+    its name and its simulated cycle count, which register traces record. Whoever needs
+    the device itself gets it from `Region.device`."""
+
+    @property
+    def name(self) -> str | None: ...
+    @property
+    def cycles(self) -> int | None: ...
 
 
 class Region(ABC):  # noqa: B024 - the kinds of region declare the abstract hooks
@@ -54,7 +63,7 @@ class Region(ABC):  # noqa: B024 - the kinds of region declare the abstract hook
                 f"{self._kind} {name!r} {hex_range(self._base, self._size)} exceeds 64-bit "
                 f"addresses",
             )
-        self._device: Device | None = None  # set by Device.add_region
+        self._device: RegionOwner | None = None  # set by Device.add_region
         self._closed = False  # set by Device.close
 
     # -- transport hook --------------------------------------------------------------------
@@ -85,8 +94,8 @@ class Region(ABC):  # noqa: B024 - the kinds of region declare the abstract hook
         return self._base + self._size
 
     @property
-    def device(self) -> Device | None:
-        """The device the region belongs to (None for a free-standing region)."""
+    def device(self) -> RegionOwner | None:
+        """The device the region belongs to (a `Device`; None for a free-standing region)."""
         return self._device
 
     @property

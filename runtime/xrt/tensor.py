@@ -16,42 +16,16 @@ calls ``f(device)`` until it returns True (then the tensor stays ready until `se
 (False)). `is_ready`, `wait_for_ready`; reading data (`numpy`, `read`, `dump`, `to`) from a
 tensor that is not ready raises XrtError 11012 rather than return stale bytes.
 
-Dump formats (`Tensor.dump`): the empty format (the default, as in the manual's
-``dump(std::ostream& os, const std::string& format = "")``) writes the data exactly as
-stored in memory (hardware layout included, native little-endian values); otherwise three
-letters, one from each pair:
-
-- layout: ``H`` the hardware (stored) layout, ``S`` the software (logical) layout;
-- values: ``F`` float, ``Q`` the quantized (raw integer) values;
-- form: ``B`` binary (raw little-endian array, C order, no header), ``T`` text: one
-  header line ``# xrt.Tensor format=SFT dtype=float32 shape=[1, 4] layout=NHWC type=FP32``
-  (the format written, the dtype and shape of the values, their layout), then one value
-  per line in C order: integers in decimal, floats with 9 significant digits, which read
-  back exactly as the header's dtype (``numpy.loadtxt(f).astype(dtype)``).
-
-The manual's rule: a tensor stored in H can be dumped as S, and one holding Q values can
-be dumped as F; never the reverse. So:
-
-- ``S`` is always possible (converted from the hardware layout when there is one);
-- ``H`` needs a hardware layout: on a tensor without one it is an error (11010);
-- ``F`` is always possible: float tensors give their own values in their own type, quantized
-  ones are dequantized to float32 (``scale * (q - zero_point)``), plain integer and bool
-  tensors are converted to float32;
-- ``Q`` needs integer values: quantized tensors give the raw integers, plain integer and
-  bool tensors their values; on a float tensor it is an error (11010).
-
-With ``fallback=True`` the impossible requests degrade instead of failing: H becomes S and
-Q becomes F (useful to dump every tensor of a network with one format); the text header
-always names the format actually written. ``HF`` on a quantized tensor with a hardware
-layout dequantizes the logical values and re-tiles them, so padding reads 0.0. (The
-writers live in `xrt._tensor_dump`.)
+Dump formats (`Tensor.dump`): ``""`` (the default, as the manual's) writes the data as
+stored; otherwise three letters ``[H|S][F|Q][B|T]`` choose the layout, the values and the
+form. `xrt._tensor_dump` specifies them and the manual's rule of what may become what.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -63,67 +37,18 @@ from xrt._tensor_dump import (
     resolve_dump_format,
     write_dump,
 )
+from xrt._tensor_values import as_array, exact_values
+from xrt.device import Device, HostDevice
 from xrt.dtypes import DataType, QuantParams, TensorType
 from xrt.errors import ErrorCode, XrtError
 from xrt.layout import ChannelTiled, HwLayout
 from xrt.memory import MemChunk, MemRegion, _dest_view, _src_view
 from xrt.memptr import MemPtr
 
-if TYPE_CHECKING:
-    from xrt.device import Device
-
 __all__ = ["DUMP_FORMATS", "ChannelTiled", "HwLayout", "Tensor"]
 
-CheckFunc = Callable[["Device | None"], bool]
+CheckFunc = Callable[[Device | None], bool]
 """Readiness function: called with the tensor's device, True once the data is valid."""
-
-
-def _as_array(obj: object, what: str) -> np.ndarray:
-    """np.asarray that reports ragged or odd input as XrtError 11010."""
-    try:
-        return np.asarray(obj)
-    except (ValueError, TypeError) as exc:
-        raise XrtError(ErrorCode.WRONG_TYPE, f"{what}: not an array ({exc})") from None
-
-
-def _check_values(values: np.ndarray, dtype: DataType, what: str) -> np.ndarray:
-    """Cast `values` to `dtype` only when no value changes (no wrap, no rounding)."""
-    target = dtype.numpy
-    if values.dtype == target:
-        return values
-    if values.dtype.kind not in "biuf":
-        raise XrtError(
-            ErrorCode.WRONG_TYPE, f"{what}: values of type {values.dtype} are not numbers"
-        )
-    if dtype is DataType.BOOL:
-        if not np.all((values == 0) | (values == 1)):
-            raise XrtError(ErrorCode.OUT_OF_RANGE, f"{what}: Bool values must be 0 or 1")
-        return values.astype(target)
-    if dtype.is_float:
-        with np.errstate(over="ignore", invalid="ignore"):
-            out = values.astype(target)
-        bad = np.isinf(out) & np.isfinite(values)
-        if np.any(bad):
-            raise XrtError(
-                ErrorCode.OUT_OF_RANGE,
-                f"{what}: {values[bad].flat[0]!r} overflows {dtype.manual_name}",
-            )
-        return out
-    info = np.iinfo(target)
-    if values.dtype.kind == "f" and (
-        not np.all(np.isfinite(values)) or np.any(values != np.round(values))
-    ):
-        raise XrtError(
-            ErrorCode.OUT_OF_RANGE,
-            f"{what}: {dtype.manual_name} takes whole numbers, got fractions or non-finite",
-        )
-    if values.size and (values.min() < info.min or values.max() > info.max):
-        raise XrtError(
-            ErrorCode.OUT_OF_RANGE,
-            f"{what}: values in [{values.min()}, {values.max()}] do not fit "
-            f"{dtype.manual_name} [{info.min}, {info.max}]",
-        )
-    return values.astype(target)
 
 
 class Tensor:
@@ -206,7 +131,7 @@ class Tensor:
         Raises:
             XrtError: 11010 for a dtype without a DataType or not matching `dtype`.
         """
-        arr = _as_array(array, "from_numpy")
+        arr = as_array(array, "from_numpy")
         try:
             dt = DataType.from_numpy(arr.dtype)
         except XrtError:
@@ -224,8 +149,6 @@ class Tensor:
             raise XrtError(ErrorCode.WRONG_TYPE, f"layout must be a str, got {layout!r}")
         ttype = TensorType(dt, arr.shape, layout, quant)
         if region is None:
-            from xrt.device import HostDevice
-
             region = HostDevice.default_region()
         tensor = cls(ttype, hw_layout=hw_layout).malloc_on(region)
         tensor.copy_data(arr)
@@ -291,7 +214,11 @@ class Tensor:
     @property
     def region(self) -> MemRegion | None:
         """The region the data is in (the manual's ``memRegion()``), or None."""
-        return None if self._chunk is None else self._chunk.region
+        if self._chunk is None:
+            return None
+        region = self._chunk.region
+        assert isinstance(region, MemRegion)  # chunks come only from MemRegion.malloc
+        return region
 
     @property
     def data_ptr(self) -> MemPtr:
@@ -443,7 +370,7 @@ class Tensor:
                 differs, 11012 when the tensor has no data.
         """
         chunk, base = self._data()
-        arr = _as_array(array, "copy_data")
+        arr = as_array(array, "copy_data")
         if arr.dtype != self.dtype.numpy:
             raise XrtError(
                 ErrorCode.WRONG_TYPE,
@@ -478,7 +405,7 @@ class Tensor:
         n = self._type.numel()
         if callable(fn):
             if as_bool(vectorized, "vectorized"):
-                values = _as_array(fn(np.arange(n)), "fill")
+                values = as_array(fn(np.arange(n)), "fill")
                 if values.shape not in ((n,), ()):
                     raise XrtError(
                         ErrorCode.OUT_OF_RANGE,
@@ -486,17 +413,17 @@ class Tensor:
                     )
                 values = np.broadcast_to(values, (n,))
             else:
-                values = _as_array([fn(i) for i in range(n)], "fill")
+                values = as_array([fn(i) for i in range(n)], "fill")
                 if values.shape != (n,):
                     raise XrtError(
                         ErrorCode.WRONG_TYPE, "fill: the function must return one number"
                     )
         else:
-            value = _as_array(fn, "fill")
+            value = as_array(fn, "fill")
             if value.shape != ():
                 raise XrtError(ErrorCode.WRONG_TYPE, f"fill takes a function or a number: {fn!r}")
             values = np.full(n, value)
-        self.copy_data(_check_values(values, self.dtype, "fill").reshape(self.shape))
+        self.copy_data(exact_values(values, self.dtype, "fill").reshape(self.shape))
         return self
 
     def numpy(self, copy: bool = True, *, hardware: bool = False) -> np.ndarray:
@@ -561,8 +488,11 @@ class Tensor:
         if self._ready:
             return True
         if self._check_func is not None:
-            assert self._chunk is not None
-            ok = self._check_func(self._chunk.region.device)
+            region = self.region
+            assert region is not None
+            device = region.device
+            assert device is None or isinstance(device, Device)  # set by Device.add_region
+            ok = self._check_func(device)
             if not isinstance(ok, bool | np.bool_):
                 raise XrtError(
                     ErrorCode.WRONG_TYPE,

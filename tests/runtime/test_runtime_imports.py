@@ -54,21 +54,3 @@ def test_no_runtime_source_names_the_emulator_package() -> None:
             offenders += [f"{path}: {n}" for n in names if n.split(".")[0] == "npuemu"]
     assert not offenders, offenders
 
-
-def test_renamed_modules_and_classes_keep_their_old_import_paths() -> None:
-    """Code written against the old names keeps working: each old name is the same object."""
-    import xrt.backend.npu
-    import xrt.npu_device
-    import xrt.ops.hardop_placeholder
-    from xrt.backend.npu.hardop import to_hardop as old_to_hardop
-    from xrt.devices import BuyiDevice as OldBuyiDevice
-    from xrt.devices import Zg330Device
-    from xrt.devices.dma_region import DmaEngine as OldDmaEngine
-    from xrt.ops.hardop import output_type_to_json as old_output_type_to_json
-
-    assert OldBuyiDevice is xrt.npu_device.BuyiDevice is xrt.BuyiDevice
-    assert Zg330Device is xrt.ZG330Device
-    assert OldDmaEngine is xrt.npu_device.DmaEngine
-    assert old_to_hardop is xrt.backend.npu.to_hardop
-    assert old_output_type_to_json is xrt.ops.hardop_placeholder.output_type_to_json
-    assert xrt.devices is xrt.npu_device  # type: ignore[attr-defined]

@@ -326,7 +326,8 @@ def test_npu_options_that_do_not_fit_are_refused_naming_both_sides() -> None:
 
     backend = ZG330Backend()
     options = backend.snapshot_options()
-    check_options(backend, options)  # its own options fit
+    here = (backend.config, backend.ocm_capacity())
+    check_options(backend, options, *here)  # its own options fit
     acc = options["config"]["acc_rows"]
     cases = [
         ({"target": "buyi"}, ["target 'buyi'", "target 'zg330'", "--target zg330"]),
@@ -336,6 +337,6 @@ def test_npu_options_that_do_not_fit_are_refused_naming_both_sides() -> None:
     ]
     for edit, words in cases:
         with pytest.raises(XrtError) as err:
-            check_options(backend, {**options, **edit})
+            check_options(backend, {**options, **edit}, *here)
         assert err.value.code == ErrorCode.LOAD_FAILED
         assert all(w in err.value.message for w in words), err.value.message

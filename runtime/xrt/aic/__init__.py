@@ -13,13 +13,13 @@ docs/api-mapping.md).
 """
 
 from xrt.aic.context import Context, LogLevel
-from xrt.aic.inference_set import (
+from xrt.aic.handles import (
     HandleState,
     InferenceHandle,
     InferenceSample,
-    InferenceSet,
     InferenceSetProperties,
 )
+from xrt.aic.inference_set import InferenceSet
 from xrt.aic.profiling import (
     ProfilingHandle,
     ProfilingReport,

@@ -59,10 +59,6 @@ def _default_error(context_id: int, error: XrtError) -> None:
     _log.error("context %d: %s", context_id, error)
 
 
-def _target_of(device: Device) -> str | None:
-    return getattr(device, "target", None)
-
-
 class Context:
     """Devices plus log and error callbacks (the AIC100 ``Context``).
 
@@ -160,7 +156,7 @@ class Context:
     # -- devices ------------------------------------------------------------------------------
 
     def _names(self) -> str:
-        return ", ".join(str(getattr(d, "name", d)) for d in self.devices)
+        return ", ".join(d.name or repr(d) for d in self.devices)
 
     def find_device(self, program: ProgramSource | None = None) -> Device:
         """A device of this context no activation holds, of `program`'s target when given.
@@ -173,9 +169,9 @@ class Context:
             if self._closed:
                 raise XrtError(ErrorCode.WRONG_ORDER, f"context {self.id} is closed")
             want = program.target if program is not None else None
-            fits = [d for d in self.devices if want is None or _target_of(d) == want]
+            fits = [d for d in self.devices if want is None or d.target == want]
             if not fits:
-                have = sorted({str(_target_of(d)) for d in self.devices})
+                have = sorted({str(d.target) for d in self.devices})
                 raise XrtError(
                     ErrorCode.WRONG_TYPE,
                     f"context {self.id} has no {want} device (its devices are {have})",
@@ -217,11 +213,8 @@ class Context:
 
     def _start_device_logs(self) -> None:
         for dev in self.devices:
-            follow = getattr(dev, "follow_server_log", None)
             try:
-                if follow is None:
-                    raise XrtError(ErrorCode.WRONG_TYPE, "not an emulator device")
-                self._log_streams.append(follow(self._device_log_line))
+                self._log_streams.append(dev.follow_server_log(self._device_log_line))
             except XrtError as exc:
                 self.log(
                     LogLevel.WARN,

@@ -31,26 +31,24 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from enum import Enum
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numpy as np
 
 from xrt.aic.context import Context, LogLevel, ProgramSource
+from xrt.aic.handles import (
+    BufferTypes,
+    HandleState,
+    InferenceHandle,
+    InferenceSample,
+    InferenceSetProperties,
+)
+from xrt.backend.npu import LaunchStats, NpuBackend
 from xrt.device import Device
 from xrt.errors import ErrorCode, XrtError
+from xrt.session import Session
 
-if TYPE_CHECKING:
-    from xrt.session import Session
-
-__all__ = [
-    "HandleState",
-    "InferenceHandle",
-    "InferenceSample",
-    "InferenceSet",
-    "InferenceSetProperties",
-]
+__all__ = ["InferenceSet"]
 
 _set_ids = itertools.count(1)
 _open_sets: weakref.WeakSet[InferenceSet] = weakref.WeakSet()
@@ -64,129 +62,6 @@ class Program(ProgramSource, Protocol):
     def create_session(self, device: Device) -> Session: ...
 
 
-@dataclass(frozen=True)
-class InferenceSetProperties:
-    """The AIC100 ``InferenceSetProperties`` that mean something here.
-
-    Attributes:
-        submit_retry_timeout_ms: How long one inference may run on a device before it
-            counts as failed (the NPU backend's launch timeout); ``SubmitRetryTimeoutMs``.
-        submit_num_retries: How many more activations a failed inference is tried on;
-            ``SubmitNumRetries``.
-        name: The set's name (profilers match it).
-    """
-
-    submit_retry_timeout_ms: int = 600_000
-    submit_num_retries: int = 1
-    name: str = ""
-
-
-class HandleState(Enum):
-    """Where a handle is in its life cycle."""
-
-    AVAILABLE = "available"  # in the available list
-    HELD = "held"  # returned by get_available, not submitted yet
-    QUEUED = "queued"  # submitted, waiting for an activation
-    RUNNING = "running"  # on an activation
-    COMPLETED = "completed"  # done (or failed), not yet fetched
-    DELIVERED = "delivered"  # fetched by get_completed*, not yet put back
-
-
-@dataclass(frozen=True)
-class InferenceSample:
-    """One finished inference, as profilers see it.
-
-    Attributes:
-        set_name: The set's name.
-        id: The submission id.
-        activation: Index of the activation that ran it last (-1: none did).
-        device: That activation's device name.
-        submitted_s / started_s / completed_s: ``time.perf_counter()`` instants.
-        device_cycles: Engine busy cycles of its NPU launches (0 on the host).
-        attempts: Activations it was tried on.
-        ok: Whether it succeeded.
-    """
-
-    set_name: str
-    id: int
-    activation: int
-    device: str
-    submitted_s: float
-    started_s: float
-    completed_s: float
-    device_cycles: int
-    attempts: int
-    ok: bool
-
-    @property
-    def latency_s(self) -> float:
-        """Submission to completion."""
-        return self.completed_s - self.submitted_s
-
-    @property
-    def run_s(self) -> float:
-        """On the activation (upload, launch, readback)."""
-        return self.completed_s - self.started_s
-
-
-class InferenceHandle:
-    """One inference's buffers and id (the AIC100 ``InferenceHandle``); get one from
-    `InferenceSet.get_available`, never construct it.
-
-    Attributes:
-        index: The handle's own number in its set (fixed).
-        id: The id of its last submission (None before the first).
-        state: Its `HandleState`.
-        error: The XrtError of a failed inference, else None.
-        activation: The activation that ran its last inference (-1: none).
-    """
-
-    def __init__(self, owner: InferenceSet, index: int) -> None:
-        self._owner = owner
-        self.index = index
-        self.id: int | None = None
-        self.state = HandleState.AVAILABLE
-        self.error: XrtError | None = None
-        self.activation = -1
-        self._inputs: list[np.ndarray] = []
-        self._outputs: list[np.ndarray] | None = None  # caller's, written in place
-        self._results: list[np.ndarray] = []
-        self._attempts = 0
-        self._times = [0.0, 0.0, 0.0]  # submitted, started, completed
-        self._cycles = 0
-
-    @property
-    def attempts(self) -> int:
-        """Activations its last submission was tried on (more than 1: it was retried)."""
-        return self._attempts
-
-    @property
-    def ok(self) -> bool:
-        """Completed without error."""
-        return self.state in (HandleState.COMPLETED, HandleState.DELIVERED) and self.error is None
-
-    def set_buffers(self, buffers: Sequence[np.ndarray]) -> None:
-        """The inputs in mapping order, optionally followed by one array per output that
-        the results are written into (else the set makes them).
-
-        Raises:
-            XrtError: 11012 unless the handle is HELD (from `get_available`); 11003 for a
-                wrong count or shape; 11010 for a wrong dtype (each naming the buffer).
-        """
-        self._owner._set_buffers(self, list(buffers))
-
-    def get_buffers(self) -> list[np.ndarray]:
-        """Inputs then outputs, in mapping order (outputs after completion)."""
-        return [*self._inputs, *self._results]
-
-    def outputs(self) -> list[np.ndarray]:
-        """The outputs alone (after completion)."""
-        return list(self._results)
-
-    def __repr__(self) -> str:
-        return f"InferenceHandle(index={self.index}, id={self.id}, {self.state.value})"
-
-
 class _Activation:
     """One device running the program, with its thread."""
 
@@ -194,7 +69,7 @@ class _Activation:
         self.index = index
         self.device = device
         self.session = session
-        self.name = str(getattr(device, "name", device))
+        self.name = device.name or repr(device)
         self.alive = True
         self.busy = False  # running an inference
         self.thread: threading.Thread | None = None
@@ -251,9 +126,15 @@ class InferenceSet:
         values = first.network_view.values
         self.input_names: tuple[str, ...] = first.inputs
         self.output_names: tuple[str, ...] = first.outputs
-        self._in_types = [(values[n].dtype.numpy, tuple(values[n].shape)) for n in first.inputs]
-        self._out_types = [(values[n].dtype.numpy, tuple(values[n].shape)) for n in first.outputs]
-        self._handles = [InferenceHandle(self, i) for i in range(set_size * num_activations)]
+        types = BufferTypes(
+            self.name,
+            self.input_names,
+            self.output_names,
+            tuple((values[n].dtype.numpy, tuple(values[n].shape)) for n in first.inputs),
+            tuple((values[n].dtype.numpy, tuple(values[n].shape)) for n in first.outputs),
+        )
+        count = set_size * num_activations
+        self._handles = [InferenceHandle(self, i, types) for i in range(count)]
         self._available: collections.deque[InferenceHandle] = collections.deque(self._handles)
         for act in self._activations:
             act.thread = threading.Thread(
@@ -277,8 +158,8 @@ class InferenceSet:
         try:
             for i, dev in enumerate(devices):
                 session = self.qpc.create_session(dev)
-                for b in session.backends:  # the retry timeout bounds each launch
-                    if hasattr(b, "timeout_s"):
+                for b in session.backends:  # the retry timeout bounds each NPU launch
+                    if isinstance(b, NpuBackend):
                         b.timeout_s = self.properties.submit_retry_timeout_ms / 1000
                 made.append(_Activation(i, dev, session))
         except BaseException:
@@ -349,38 +230,6 @@ class InferenceSet:
             handle.state = HandleState.HELD
             handle.error, handle._results, handle._outputs = None, [], None
             return handle
-
-    def _set_buffers(self, handle: InferenceHandle, buffers: list[np.ndarray]) -> None:
-        self._own(handle, "set_buffers")
-        if handle.state is not HandleState.HELD:
-            raise XrtError(
-                ErrorCode.WRONG_ORDER,
-                f"set_buffers on {handle!r}: only a handle from get_available takes buffers",
-            )
-        n_in, n_out = len(self._in_types), len(self._out_types)
-        if len(buffers) not in (n_in, n_in + n_out):
-            raise XrtError(
-                ErrorCode.OUT_OF_RANGE,
-                f"set_buffers: {len(buffers)} buffer(s); {self.name} takes {n_in} input(s) "
-                f"{list(self.input_names)}, optionally followed by {n_out} output(s)",
-            )
-        names = [*self.input_names, *self.output_names]
-        for name, buf, (dtype, shape) in zip(
-            names, buffers, [*self._in_types, *self._out_types], strict=False
-        ):
-            if not isinstance(buf, np.ndarray):
-                raise XrtError(ErrorCode.WRONG_TYPE, f"buffer {name!r}: {type(buf).__name__}")
-            if buf.dtype != dtype:
-                raise XrtError(
-                    ErrorCode.WRONG_TYPE, f"buffer {name!r}: dtype {buf.dtype}, expected {dtype}"
-                )
-            if tuple(buf.shape) != shape:
-                raise XrtError(
-                    ErrorCode.OUT_OF_RANGE,
-                    f"buffer {name!r}: shape {list(buf.shape)}, expected {list(shape)}",
-                )
-        handle._inputs = buffers[:n_in]
-        handle._outputs = buffers[n_in:] or None
 
     def submit(
         self,
@@ -688,10 +537,9 @@ class InferenceSet:
         )
 
 
-def _npu_stats(session: Session) -> list:  # type: ignore[type-arg]
+def _npu_stats(session: Session) -> list[LaunchStats]:
     """The launch counters of the session's NPU backend (empty for host-only sessions)."""
     for b in session.backends:
-        stats = getattr(b, "launch_stats", None)
-        if stats is not None:
-            return list(stats)
+        if isinstance(b, NpuBackend):
+            return list(b.launch_stats)
     return []

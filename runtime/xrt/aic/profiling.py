@@ -19,7 +19,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import Enum
 
-from xrt.aic.inference_set import InferenceSample, InferenceSet
+from xrt.aic.handles import InferenceSample
+from xrt.aic.inference_set import InferenceSet
 from xrt.errors import ErrorCode, XrtError
 
 __all__ = [

@@ -236,7 +236,8 @@ class Qpc:
         """
         types = self.backend_types()
         devices: list[Device | None] = [None if t.is_host else device for t in types]
-        return load_snapshot(Session, self._contents, types, devices, verify=verify)
+        restored = load_snapshot(self._contents, types, devices, verify=verify)
+        return Session(restored.graph, restored.backends, restored.bindings).apply()
 
     # -- reading the manifest -------------------------------------------------------------
 

@@ -24,6 +24,7 @@ from xrt.errors import ErrorCode, XrtError
 from xrt.network import Network, NetworkView, Operator
 from xrt.tensor import Tensor
 from xrt.timeline import TraceRecorder
+from xrt.tuning import TuningRecords
 
 __all__ = ["Backend", "Subgraph"]
 
@@ -93,7 +94,7 @@ def _as_view(graph: object, what: str) -> NetworkView:
     )
 
 
-class Backend(OpRegistry):
+class Backend(OpRegistry["Backend"]):
     """A compute resource that runs operators (the manual's ``Backend``).
 
     Life cycle (the manual's): ``Backend()`` (``Init``) makes an unbound backend;
@@ -109,6 +110,13 @@ class Backend(OpRegistry):
     class: a subclass starts with its parent's entries and may add or override entries
     without changing the parent.
 
+    Capabilities. What the session, snapshots and tools may ask of any backend is declared
+    here with a default that suits a backend without the capability, and overridden by the
+    backends that have it: the class attributes `is_host`, `merged_label`,
+    `supports_output_placement`, `TARGET`, `DIRECT_OUTPUTS` and `runtime_params`, the
+    attributes `tuning`, `tune`, `keep_intermediates` and `output_paths`, and the method
+    `intermediate_values`. Nobody probes a backend for an attribute.
+
     Attributes:
         is_host: True for backends computing on the host CPU: their operators are never
             grouped into subgraphs.
@@ -117,6 +125,19 @@ class Backend(OpRegistry):
             callbacks, step_to into the run).
         time_profile: Set by the session while profiling: forward functions then report
             memory and hardware time with `add_time`.
+        tuning: Tuning records (`xrt.tuning.TuningRecords`) choosing this backend's
+            kernels: the NPU backends' tilings, the host's kernel variants (None: none).
+            `Session.set_tuning` sets it on every backend; a backend whose kernels have no
+            variants ignores it.
+        tune: With `tuning`, measure at `apply` what has no trusted record, and record it.
+        keep_intermediates: Set by the session while it dumps outputs: a backend that runs
+            merged subgraphs as one program then keeps every intermediate readable for
+            `intermediate_values` (the others ignore it).
+        output_paths: For each output of a merged run that the backend itself stored into
+            its tensor, how it got there (``"written by the engine at ADDR (REGION)"``,
+            ``"copied: WHY"``); the session empties it before each forward and reports it
+            (`Session.output_paths`). Backends that only fill the tensors they are given
+            leave it empty.
     """
 
     is_host: ClassVar[bool] = False
@@ -124,6 +145,13 @@ class Backend(OpRegistry):
     """How logs name a merged run (`Subgraph.describe`)."""
     supports_output_placement: ClassVar[bool] = True
     """False when ``Session.forward(inputs, outputs)`` must be refused (Buyi, per the manual)."""
+    TARGET: ClassVar[str] = ""
+    """The NPU target the backend compiles for (``"buyi"``, ``"zg330"``); empty for a
+    backend of no particular target (the host). Snapshots and containers name it."""
+    DIRECT_OUTPUTS: ClassVar[bool] = False
+    """True when the backend may store outputs straight into tensors the caller placed
+    (``Session.forward(inputs, outputs)``, ZG330): the session then hands it those tensors
+    instead of its own, and the backend decides per tensor (`output_paths` says how)."""
 
     def __init__(self) -> None:
         self.network_view: NetworkView | None = None
@@ -131,6 +159,10 @@ class Backend(OpRegistry):
         self.auto_merge: bool = True
         self.time_profile: bool = False
         self.tracer: TraceRecorder | None = None
+        self.tuning: TuningRecords | None = None
+        self.tune = False
+        self.keep_intermediates = False
+        self.output_paths: dict[str, str] = {}
         self._states: Mapping[int, Any] = MappingProxyType({})
         self._applied = False
         self._memory_s = 0.0
@@ -451,6 +483,13 @@ class Backend(OpRegistry):
     def subgraph_label(self, ops: Sequence[Operator]) -> str:
         """How logs name a merged run of `ops` (`Subgraph.describe`): `merged_label`."""
         return self.merged_label
+
+    def intermediate_values(self, ops: Sequence[Operator]) -> list[tuple[str, np.ndarray]]:
+        """The values produced and consumed inside the last run of the merged subgraph of
+        `ops` that this backend can still read back, as (value name, logical array), for
+        the session's dumps (manual 1.4.3). The default has none: a backend running a
+        subgraph op by op keeps its intermediates in temporary tensors it drops."""
+        return []
 
     # -- snapshots ----------------------------------------------------------------------------
 

@@ -6,6 +6,9 @@ an optional constraint (the manual's ``ICRAFT_ADD_OP_TO_BACKEND(Op, Backend).set
 .set_forward(...).set_constraint(...)``). `OpRegistry` is the part of `Backend` that keeps
 it, apart from the life cycle in `xrt.backend._base`; `BindContext` is what a constraint
 may ask about the bindings made so far.
+
+The registry is generic over the backend type `B` its functions are given: `Backend`
+derives from ``OpRegistry["Backend"]``, so this module, below it, never names it.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 
@@ -21,9 +24,6 @@ from xrt.errors import ErrorCode, XrtError
 from xrt.network import Network, NetworkView, Operator, runtime_note
 from xrt.ops import get_op_def
 from xrt.tensor import Tensor
-
-if TYPE_CHECKING:
-    from xrt.backend._base import Backend
 
 __all__ = [
     "BackendOp",
@@ -34,11 +34,14 @@ __all__ = [
     "OpRegistry",
 ]
 
-OpInitFn = Callable[[Operator, "Backend"], Any]
+B = TypeVar("B")
+"""The backend objects a registry's functions are given (`xrt.backend.Backend`)."""
+
+OpInitFn = Callable[[Operator, B], Any]
 """``init(op, backend) -> state``: prepares one operator; the state is `Backend.op_state`."""
 
 OpForwardFn = Callable[
-    [Operator, list[Tensor], list[Tensor], "Backend"], "Sequence[np.ndarray | Tensor] | None"
+    [Operator, list[Tensor], list[Tensor], B], "Sequence[np.ndarray | Tensor] | None"
 ]
 """``forward(op, inputs, outputs, backend)``.
 
@@ -48,12 +51,12 @@ or returns one array (or tensor) per output, which the backend checks against th
 types and copies into `outputs`.
 """
 
-OpConstraintFn = Callable[[Operator, "Backend", "BindContext"], bool]
+OpConstraintFn = Callable[[Operator, B, "BindContext[B]"], bool]
 """``constraint(op, backend, ctx) -> bool``: may this backend run `op` here?"""
 
 
 @dataclass(frozen=True)
-class BackendOp:
+class BackendOp(Generic[B]):
     """One registry entry: how a backend class runs one op type.
 
     Attributes:
@@ -66,12 +69,12 @@ class BackendOp:
     """
 
     op_type: str
-    forward: OpForwardFn
-    init: OpInitFn | None = None
-    constraint: OpConstraintFn | None = None
+    forward: OpForwardFn[B]
+    init: OpInitFn[B] | None = None
+    constraint: OpConstraintFn[B] | None = None
 
 
-class BindContext:
+class BindContext(Generic[B]):
     """What a constraint may ask about the network and the bindings made so far.
 
     `Session.create` binds operators in network order, so when an operator's constraint
@@ -85,15 +88,13 @@ class BindContext:
         bindings: Op id -> backend, for the operators bound so far.
     """
 
-    def __init__(
-        self, graph: Network | NetworkView | None, bindings: Mapping[int, Backend]
-    ) -> None:
+    def __init__(self, graph: Network | NetworkView | None, bindings: Mapping[int, B]) -> None:
         self.graph = graph
         self._bindings = bindings
         ops = graph.ops if graph is not None else ()
         self._producer = {v: op for op in ops for v in op.outputs}
 
-    def backend_of(self, op_id: int) -> Backend | None:
+    def backend_of(self, op_id: int) -> B | None:
         """The backend op `op_id` is bound to, or None (not bound yet)."""
         return self._bindings.get(op_id)
 
@@ -101,13 +102,13 @@ class BindContext:
         """The operator of the graph producing `value` (None for the graph's inputs)."""
         return self._producer.get(value)
 
-    def producer_backend(self, value: str) -> Backend | None:
+    def producer_backend(self, value: str) -> B | None:
         """The backend producing `value`; None for graph inputs and unbound producers."""
         op = self._producer.get(value)
         return None if op is None else self._bindings.get(op.op_id)
 
 
-class OpRegistry:
+class OpRegistry(Generic[B]):
     """The operator registry a backend class carries (`Backend` derives from it).
 
     Registries are per class: a subclass starts with its parent's entries and may add or
@@ -120,7 +121,7 @@ class OpRegistry:
     """
 
     network_view: NetworkView | None
-    _own_ops: ClassVar[dict[str, BackendOp]] = {}
+    _own_ops: ClassVar[dict[str, BackendOp[Any]]] = {}
     runtime_params: ClassVar[bool] = False
     """True when the backend takes operators with parameters fed at run time
     (``Operator.fed``) and values whose shapes are known only at run time (the host);
@@ -134,12 +135,12 @@ class OpRegistry:
     def add_op(
         cls,
         op_type: str,
-        forward: OpForwardFn,
+        forward: OpForwardFn[B],
         *,
-        init: OpInitFn | None = None,
-        constraint: OpConstraintFn | None = None,
+        init: OpInitFn[B] | None = None,
+        constraint: OpConstraintFn[B] | None = None,
         replace: bool = False,
-    ) -> BackendOp:
+    ) -> BackendOp[B]:
         """Register how this backend class runs `op_type` (``ICRAFT_ADD_OP_TO_BACKEND``).
 
         Args:
@@ -178,23 +179,23 @@ class OpRegistry:
         cls,
         op_type: str,
         *,
-        init: OpInitFn | None = None,
-        constraint: OpConstraintFn | None = None,
+        init: OpInitFn[B] | None = None,
+        constraint: OpConstraintFn[B] | None = None,
         replace: bool = False,
-    ) -> Callable[[OpForwardFn], OpForwardFn]:
+    ) -> Callable[[OpForwardFn[B]], OpForwardFn[B]]:
         """Decorator form of `add_op`: ``@MyBackend.op("Conv2d", constraint=...)`` on the
         forward function (which is returned unchanged)."""
 
-        def decorate(forward: OpForwardFn) -> OpForwardFn:
+        def decorate(forward: OpForwardFn[B]) -> OpForwardFn[B]:
             cls.add_op(op_type, forward, init=init, constraint=constraint, replace=replace)
             return forward
 
         return decorate
 
     @classmethod
-    def op_registry(cls) -> Mapping[str, BackendOp]:
+    def op_registry(cls) -> Mapping[str, BackendOp[B]]:
         """Every entry of this class, its own over its parents' (read-only)."""
-        merged: dict[str, BackendOp] = {}
+        merged: dict[str, BackendOp[B]] = {}
         for klass in reversed(cls.__mro__):
             own = klass.__dict__.get("_own_ops")
             if own:
@@ -202,7 +203,7 @@ class OpRegistry:
         return MappingProxyType(merged)
 
     @classmethod
-    def lookup(cls, op_type: str) -> BackendOp | None:
+    def lookup(cls, op_type: str) -> BackendOp[B] | None:
         """This class's entry for `op_type` (searching its parents), or None."""
         for klass in cls.__mro__:
             own = klass.__dict__.get("_own_ops")
@@ -215,7 +216,7 @@ class OpRegistry:
         """True when the registry has `op_type` (constraints are not consulted)."""
         return cls.lookup(op_type) is not None
 
-    def is_op_supported(self, op: Operator, ctx: BindContext | None = None) -> bool:
+    def is_op_supported(self, op: Operator, ctx: BindContext[B] | None = None) -> bool:
         """True when the registry has ``op.op_type`` and its constraint accepts `op`.
 
         Args:
@@ -253,7 +254,7 @@ class OpRegistry:
             )
         return bool(ok)
 
-    def runtime_refusal(self, op: Operator, ctx: BindContext | None = None) -> str | None:
+    def runtime_refusal(self, op: Operator, ctx: BindContext[B] | None = None) -> str | None:
         """Why this backend does not take `op` because of run-time parameters (a role
         fed at run time, a shape known only at run time), or None; always None when the
         backend has `runtime_params`."""
@@ -266,7 +267,7 @@ class OpRegistry:
         need = "constants" if op.fed else "static shapes"
         return f"{note}; {type(self).__name__} needs {need}"
 
-    def refusal(self, op: Operator, ctx: BindContext | None = None) -> str | None:
+    def refusal(self, op: Operator, ctx: BindContext[B] | None = None) -> str | None:
         """None when this backend takes `op` (`is_op_supported`), else one sentence saying
         why not, for placement reports. Backends with richer reasons override it (the NPU
         backends give the compiler's legality verdict).

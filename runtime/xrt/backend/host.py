@@ -27,7 +27,6 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -39,9 +38,7 @@ from xrt.errors import ErrorCode, XrtError
 from xrt.network import Operator, bind_fed
 from xrt.ops import ForwardFn, get_op_def, op_types
 from xrt.tensor import Tensor
-
-if TYPE_CHECKING:
-    from xrt.tuning import TuningRecords
+from xrt.tuning import HostTuner
 
 __all__ = ["HostBackend", "HostOpState", "host_forward", "host_init"]
 
@@ -81,11 +78,8 @@ def host_init(op: Operator, backend: Backend) -> HostOpState:
     assert view is not None
     params = {role: _readonly(view.params[name]) for role, name in op.params.items()}
     kernel = get_op_def(op.op_type).forward
-    records = getattr(backend, "tuning", None)
-    if records is not None:  # a kernel variant, timed once and recorded (`xrt.tuning`)
-        from xrt.tuning import HostTuner
-
-        chosen = HostTuner(records, tune=getattr(backend, "tune", False)).kernel_for(op, view)
+    if backend.tuning is not None:  # a kernel variant, timed once and recorded (`xrt.tuning`)
+        chosen = HostTuner(backend.tuning, tune=backend.tune).kernel_for(op, view)
         kernel = chosen or kernel
     return HostOpState(kernel, MappingProxyType(params))
 
@@ -122,13 +116,6 @@ class HostBackend(Backend):
 
     is_host = True
     runtime_params = True
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.tuning: TuningRecords | None = None
-        """Tuning records choosing kernel variants (``QConv2d``; `xrt.tuning.HostTuner`)."""
-        self.tune = False
-        """Time the variants of operators without a trusted record at `apply`."""
 
     def default_device(self) -> Device:
         return HostDevice.default()

@@ -6,25 +6,49 @@ allocated with ``auto_free=True`` (the default) is freed when its last reference
 chunks can be shared (two tensors over one chunk free it when both are gone);
 ``auto_free=False`` chunks stay allocated, and listed by their manager, until freed
 explicitly. Data access goes through the region, whose checks and transport hooks apply.
+
+This module sits below the region and the manager: what a chunk asks of them is declared
+here (`ChunkRegion`, `ChunkBooks`), and `MemRegion` and `MemManager` are what fill them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from xrt._checks import BufferLike, as_size
 from xrt.errors import ErrorCode, XrtError
 from xrt.memory._views import _dest_view, _src_view
 from xrt.memptr import MemPtr
 
-if TYPE_CHECKING:
-    from xrt.memory.regions import MemRegion
-
-__all__ = ["Deleter", "MemChunk"]
+__all__ = ["ChunkBooks", "ChunkRegion", "Deleter", "MemChunk"]
 
 Deleter = Callable[[MemPtr], None]
 """Custom deleter of a fixed-address chunk: called with the chunk's begin when it is freed."""
+
+
+class ChunkRegion(Protocol):
+    """What a chunk asks of the region it was allocated from (`MemRegion` is the one): its
+    name, and its checked data access, which the chunk's own methods go through."""
+
+    @property
+    def name(self) -> str: ...
+    def read(
+        self, dest: BufferLike | MemPtr, src: MemPtr | int, nbytes: int | None = None
+    ) -> None: ...
+    def write(
+        self, dest: MemPtr | int, src: BufferLike | MemPtr, nbytes: int | None = None
+    ) -> None: ...
+    def memcpy(self, dest: MemPtr | int, *args: Any) -> None: ...
+    def view(self, ptr: MemPtr | int, nbytes: int) -> memoryview: ...
+
+
+class ChunkBooks(Protocol):
+    """What a chunk asks of the memory manager that keeps its books (`MemManager`): to free
+    it now, or, from its finalizer, once the manager's lock allows (package-internal)."""
+
+    def _free_chunk(self, chunk: MemChunk) -> None: ...
+    def _release_dead(self, key: int, deleter: Deleter | None, begin: MemPtr) -> None: ...
 
 
 class MemChunk:
@@ -38,6 +62,7 @@ class MemChunk:
         "__weakref__",
         "_auto_free",
         "_begin",
+        "_books",
         "_deleter",
         "_freed",
         "_key",
@@ -45,7 +70,8 @@ class MemChunk:
         "_size",
     )
 
-    _region: MemRegion
+    _region: ChunkRegion
+    _books: ChunkBooks
     _begin: MemPtr
     _size: int
     _key: int
@@ -61,7 +87,8 @@ class MemChunk:
     @classmethod
     def _new(
         cls,
-        region: MemRegion,
+        books: ChunkBooks,
+        region: ChunkRegion,
         begin: MemPtr,
         size: int,
         key: int,
@@ -69,6 +96,7 @@ class MemChunk:
         deleter: Deleter | None,
     ) -> MemChunk:
         c = object.__new__(cls)
+        c._books = books
         c._region = region
         c._begin = begin
         c._size = size
@@ -91,7 +119,7 @@ class MemChunk:
         try:
             if self._auto_free and not self._freed:
                 self._freed = True
-                self._region._mem_manager._release_dead(self._key, self._deleter, self._begin)
+                self._books._release_dead(self._key, self._deleter, self._begin)
         except Exception:  # a finalizer must not raise (e.g. at interpreter shutdown)
             pass
 
@@ -113,8 +141,8 @@ class MemChunk:
         return self._begin + self._size
 
     @property
-    def region(self) -> MemRegion:
-        """The region the chunk was allocated from."""
+    def region(self) -> ChunkRegion:
+        """The region the chunk was allocated from (a `MemRegion`)."""
         return self._region
 
     @property
@@ -127,7 +155,7 @@ class MemChunk:
         """True once the chunk has been freed; every data access then raises 11012."""
         return self._freed
 
-    def is_on(self, region: MemRegion) -> bool:
+    def is_on(self, region: ChunkRegion) -> bool:
         """True when the chunk belongs to `region`."""
         return self._region is region
 
@@ -261,4 +289,4 @@ class MemChunk:
         Raises:
             XrtError: 11012 when the chunk is already freed.
         """
-        self._region._mem_manager._free_chunk(self)
+        self._books._free_chunk(self)

@@ -2,9 +2,10 @@
 questions about them.
 
 Every region has one (``region.mem_manager``): `MemManager.all_chunks`,
-`MemManager.get_chunk`, used and free bytes, the largest free block. Regions with physical
-addresses use `_RangeManager`, a best-fit allocator with coalescing (`xrt._allocator`, whose
-docstring gives the complexity); host memory has its own manager in `xrt.memory.host`.
+`MemManager.get_chunk`, used and free bytes, the largest free block. Each kind of region
+brings its manager: regions with physical addresses a best-fit allocator with coalescing
+(`xrt.memory.regions`, over `xrt._allocator`, whose docstring gives the complexity), host
+memory its own (`xrt.memory.host`). What a manager asks of its region is `ManagedRegion`.
 
 Thread safety: allocation, freeing and introspection hold the manager's lock. A chunk
 freed automatically from a finalizer that runs while its manager is busy (another thread,
@@ -21,18 +22,24 @@ import warnings
 import weakref
 from abc import ABC, abstractmethod
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from xrt._allocator import RangeAllocator
-from xrt._checks import as_int, as_size
+from xrt._checks import as_size
 from xrt.errors import ErrorCode, XrtError
-from xrt.memory.chunk import Deleter, MemChunk
+from xrt.memory.chunk import ChunkRegion, Deleter, MemChunk
 from xrt.memptr import MemPtr
 
-if TYPE_CHECKING:
-    from xrt.memory.regions import MemRegion
+__all__ = ["ManagedRegion", "MemManager"]
 
-__all__ = ["MemManager"]
+
+class ManagedRegion(ChunkRegion, Protocol):
+    """What a memory manager asks of its region (`MemRegion` is the one): its range, for
+    `MemManager.info`, besides what the chunks it makes ask of it (`ChunkRegion`)."""
+
+    @property
+    def base(self) -> int: ...
+    @property
+    def size(self) -> int: ...
 
 
 class MemManager(ABC):
@@ -40,7 +47,7 @@ class MemManager(ABC):
     ``MemManager``). Get one from `MemRegion.mem_manager`.
     """
 
-    def __init__(self, region: MemRegion) -> None:
+    def __init__(self, region: ManagedRegion) -> None:
         self._region = region
         self._lock = threading.Lock()
         # key -> (chunk, or a weak reference to it for auto-free chunks; begin). The record
@@ -50,8 +57,8 @@ class MemManager(ABC):
         self._pending: deque[tuple[int, Deleter | None, MemPtr]] = deque()
 
     @property
-    def region(self) -> MemRegion:
-        """The region this manager allocates from."""
+    def region(self) -> ManagedRegion:
+        """The region this manager allocates from (a `MemRegion`)."""
         return self._region
 
     # -- subclass hooks --------------------------------------------------------------------
@@ -121,7 +128,7 @@ class MemManager(ABC):
                 key, ptr = self._reserve(nbytes, alignment)
             else:
                 key, ptr = self._reserve_at(begin, nbytes)
-            chunk = MemChunk._new(self._region, ptr, nbytes, key, auto_free, deleter)
+            chunk = MemChunk._new(self, self._region, ptr, nbytes, key, auto_free, deleter)
             self._chunks[key] = (weakref.ref(chunk) if auto_free else chunk, ptr)
         return chunk
 
@@ -262,38 +269,3 @@ def _run_deleters(deleters: list[tuple[Deleter, MemPtr]], *, raise_first: bool) 
                 )
     if error is not None:
         raise error
-
-
-class _RangeManager(MemManager):
-    """Manager of a region with physical addresses: a best-fit range allocator."""
-
-    def __init__(self, region: MemRegion) -> None:
-        super().__init__(region)
-        self._ranges = RangeAllocator(region.base, region.size, region.name)
-
-    def _reserve(self, nbytes: int, alignment: int) -> tuple[int, MemPtr]:
-        addr = self._ranges.alloc(nbytes or 1, alignment)
-        return addr, self._region._ptr(addr)
-
-    def _reserve_at(self, begin: MemPtr, nbytes: int) -> tuple[int, MemPtr]:
-        addr = begin.addr
-        self._ranges.alloc_at(addr, nbytes or 1)
-        return addr, self._region._ptr(addr)
-
-    def _unreserve(self, key: int) -> None:
-        self._ranges.free(key)
-
-    def _key_of(self, ptr: MemPtr | int) -> int:
-        if isinstance(ptr, MemPtr):
-            return ptr.addr
-        return as_int(ptr, "chunk address")
-
-    def _stats(self) -> tuple[int, int, int]:
-        r = self._ranges
-        return r.used_bytes, r.free_bytes, r.largest_free
-
-    def _check(self) -> None:
-        # Test helper: allocator invariants plus agreement with the chunk records.
-        with self._with_lock():
-            self._ranges.check()
-            assert sorted(self._chunks) == [a for a, _ in self._ranges.allocations()]

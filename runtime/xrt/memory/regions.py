@@ -30,7 +30,8 @@ nbytes)``                                 (optional; default through the host in
 ========================================  =====================================================
 
 Chunks (`xrt.memory.chunk`) come from `MemRegion.malloc`; the region's memory manager
-(`xrt.memory.managers`) keeps their books.
+(`xrt.memory.managers`; here `_RangeManager`, a best-fit allocator over physical
+addresses) keeps their books.
 """
 
 from __future__ import annotations
@@ -38,11 +39,12 @@ from __future__ import annotations
 from abc import abstractmethod
 from typing import Any, overload
 
+from xrt._allocator import RangeAllocator
 from xrt._checks import BufferLike, as_alignment, as_bool, as_int, as_size, byte_view
 from xrt.errors import ErrorCode, XrtError
 from xrt.memory._views import _dest_view, _src_view
 from xrt.memory.chunk import Deleter, MemChunk
-from xrt.memory.managers import MemManager, _RangeManager
+from xrt.memory.managers import MemManager
 from xrt.memptr import MemPtr, PtrKind
 from xrt.region import Region
 
@@ -494,3 +496,40 @@ class MemRegion(Region):
                 f"(already freed, or never allocated)",
             )
         chunk.free()
+
+
+class _RangeManager(MemManager):
+    """Manager of a region with physical addresses: a best-fit range allocator."""
+
+    _region: MemRegion  # its addresses become pointers through the region (`MemRegion._ptr`)
+
+    def __init__(self, region: MemRegion) -> None:
+        super().__init__(region)
+        self._ranges = RangeAllocator(region.base, region.size, region.name)
+
+    def _reserve(self, nbytes: int, alignment: int) -> tuple[int, MemPtr]:
+        addr = self._ranges.alloc(nbytes or 1, alignment)
+        return addr, self._region._ptr(addr)
+
+    def _reserve_at(self, begin: MemPtr, nbytes: int) -> tuple[int, MemPtr]:
+        addr = begin.addr
+        self._ranges.alloc_at(addr, nbytes or 1)
+        return addr, self._region._ptr(addr)
+
+    def _unreserve(self, key: int) -> None:
+        self._ranges.free(key)
+
+    def _key_of(self, ptr: MemPtr | int) -> int:
+        if isinstance(ptr, MemPtr):
+            return ptr.addr
+        return as_int(ptr, "chunk address")
+
+    def _stats(self) -> tuple[int, int, int]:
+        r = self._ranges
+        return r.used_bytes, r.free_bytes, r.largest_free
+
+    def _check(self) -> None:
+        # Test helper: allocator invariants plus agreement with the chunk records.
+        with self._with_lock():
+            self._ranges.check()
+            assert sorted(self._chunks) == [a for a, _ in self._ranges.allocations()]

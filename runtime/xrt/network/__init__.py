@@ -14,10 +14,12 @@
   package is imported only when a model is imported.
 """
 
+from xrt.network._builder import NetworkBuilder
 from xrt.network._fed import FedResolver, bind_fed, needs_resolution, runtime_note
 from xrt.network._format import FORMAT_NAME, FORMAT_VERSION, load_network, save_network
-from xrt.network._graph import Network, NetworkBuilder, NetworkView, Operator
+from xrt.network._graph import Network, NetworkView
 from xrt.network._onnx_limits import ONNX_FED_INPUTS, ONNX_OP_LIMITS
+from xrt.network._operator import Operator
 from xrt.network.classify import is_float_op, is_quantized_op
 from xrt.network.onnx_import import MIN_OPSET, SUPPORTED_ONNX_OPS, import_onnx
 from xrt.network.reference import check_inputs, run_network_reference

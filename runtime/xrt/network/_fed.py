@@ -22,15 +22,13 @@ declaration (XrtError 11003 naming the value and the contradiction).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from xrt.dtypes import TensorType
 from xrt.errors import ErrorCode, XrtError
-
-if TYPE_CHECKING:
-    from xrt.network._graph import Operator
+from xrt.network._operator import Operator
 
 __all__ = [
     "FedResolver",

@@ -20,7 +20,8 @@ import numpy as np
 
 from xrt.dtypes import DataType, QuantParams, TensorType
 from xrt.errors import ErrorCode, XrtError
-from xrt.network._graph import Network, Operator
+from xrt.network._graph import Network
+from xrt.network._operator import Operator
 
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "PARAM_ALIGNMENT", "load_network", "save_network"]
 

@@ -1,4 +1,5 @@
-"""The network model: `Operator`, `Network`, `NetworkView` and `NetworkBuilder`.
+"""The network model: `Network` and `NetworkView` over `Operator` (`xrt.network._operator`);
+`NetworkBuilder` (`xrt.network._builder`) makes networks op by op.
 
 A network is a list of operators in topological order. Each operator has a stable integer
 id (strictly increasing along the list), an op type from `xrt.ops`, input and output value
@@ -14,24 +15,24 @@ edge) whose data the operator reads at each forward (``Operator.fed``; see
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from math import prod
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from xrt.dtypes import DataType, TensorType
 from xrt.errors import ErrorCode, XrtError
 from xrt.network._fed import build_types, check_fed, is_dynamic_op
-from xrt.ops import OpDef, get_op_def
+from xrt.network._operator import Operator
+from xrt.ops import get_op_def
 
 if TYPE_CHECKING:
     from os import PathLike
 
     import onnx
 
-__all__ = ["Network", "NetworkBuilder", "NetworkView", "Operator"]
+__all__ = ["MAX_DIM", "MAX_ELEMENTS", "Network", "NetworkView", "check_param", "check_value_type"]
 
 MAX_DIM = 2**31 - 1
 """Largest dimension a value may have."""
@@ -39,76 +40,7 @@ MAX_ELEMENTS = 2**40
 """Largest element count a value may have (a guard against corrupt files)."""
 
 
-@dataclass(frozen=True)
-class Operator:
-    """One operator of a network.
-
-    Attributes:
-        op_id: Stable id; ids increase along the network's operator list.
-        op_type: A registered op type (`xrt.ops.op_types`).
-        inputs: Names of the values it reads, in the op type's order.
-        outputs: Names of the values it produces.
-        attrs: Attribute values (JSON data), complete with defaults once in a network.
-            Treat as read-only; use `replace` to change an operator.
-        params: Parameter role (``"weight"``) -> parameter name in the network.
-        name: Free-form name (the ONNX node name), "" when there is none.
-        fed: Role (a parameter role or attribute of `OpDef.fed_roles`) -> the value fed at
-            run time for it. These values are also the last ``len(fed)`` `inputs`, in this
-            order; `data_inputs` are the others.
-    """
-
-    op_id: int
-    op_type: str
-    inputs: tuple[str, ...]
-    outputs: tuple[str, ...]
-    attrs: Mapping[str, Any] = field(default_factory=dict)
-    params: Mapping[str, str] = field(default_factory=dict)
-    name: str = ""
-    fed: Mapping[str, str] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "inputs", tuple(self.inputs))
-        object.__setattr__(self, "outputs", tuple(self.outputs))
-        object.__setattr__(self, "attrs", dict(self.attrs))
-        object.__setattr__(self, "params", dict(self.params))
-        object.__setattr__(self, "fed", dict(self.fed))
-
-    @property
-    def data_inputs(self) -> tuple[str, ...]:
-        """The inputs the kernel reads as data: all but the fed values at the end."""
-        return self.inputs[: len(self.inputs) - len(self.fed)] if self.fed else self.inputs
-
-    def __hash__(self) -> int:
-        # attrs and params are dicts; equal operators still hash equal.
-        return hash((self.op_id, self.op_type, self.inputs, self.outputs, self.name))
-
-    @property
-    def op_def(self) -> OpDef:
-        """The registry entry of this op's type."""
-        return get_op_def(self.op_type)
-
-    def describe(self) -> str:
-        """``"op 3 (Conv2d 'conv1')"``."""
-        name = f" {self.name!r}" if self.name else ""
-        return f"op {self.op_id} ({self.op_type}{name})"
-
-    def replace(self, **changes: Any) -> Operator:
-        """A copy with some fields changed."""
-        fields = {
-            "op_id": self.op_id,
-            "op_type": self.op_type,
-            "inputs": self.inputs,
-            "outputs": self.outputs,
-            "attrs": self.attrs,
-            "params": self.params,
-            "name": self.name,
-            "fed": self.fed,
-        }
-        fields.update(changes)
-        return Operator(**fields)
-
-
-def _check_value_type(name: str, t: object, *, dynamic: bool = False) -> TensorType:
+def check_value_type(name: str, t: object, *, dynamic: bool = False) -> TensorType:
     """`t` checked as the type of value `name`; -1 dimensions only when `dynamic`."""
     if not isinstance(t, TensorType):
         raise XrtError(
@@ -126,7 +58,7 @@ def _check_value_type(name: str, t: object, *, dynamic: bool = False) -> TensorT
     return t
 
 
-def _check_param(name: object, arr: object) -> np.ndarray:
+def check_param(name: object, arr: object) -> np.ndarray:
     if not isinstance(name, str) or not name:
         raise XrtError(ErrorCode.WRONG_TYPE, f"parameter names must be non-empty strings: {name!r}")
     if not isinstance(arr, np.ndarray):
@@ -230,10 +162,10 @@ class Network(_Graph):
             raise XrtError(ErrorCode.WRONG_TYPE, f"network name must be a string: {name!r}")
         self.name = name
         self._values = {
-            str(k): _check_value_type(k, v, dynamic=True) for k, v in dict(values).items()
+            str(k): check_value_type(k, v, dynamic=True) for k, v in dict(values).items()
         }
         self.values = MappingProxyType(self._values)
-        self._params = {k: _check_param(k, v) for k, v in dict(params or {}).items()}
+        self._params = {k: check_param(k, v) for k, v in dict(params or {}).items()}
         self.params = MappingProxyType(self._params)
         self.inputs = tuple(inputs)
         self.outputs = tuple(outputs)
@@ -259,7 +191,7 @@ class Network(_Graph):
                 raise XrtError(
                     ErrorCode.OUT_OF_RANGE, f"network input {name!r} has no declared type"
                 )
-            _check_value_type(name, self._values[name])
+            check_value_type(name, self._values[name])
             defined.add(name)
         checked: list[Operator] = []
         last_id = -1
@@ -493,193 +425,3 @@ class NetworkView(_Graph):
             f"NetworkView({self.name!r}, ops={self.op_ids}, inputs={list(self.inputs)}, "
             f"outputs={list(self.outputs)})"
         )
-
-
-class NetworkBuilder:
-    """Builds a `Network` op by op, inferring every output type as it goes.
-
-    Example:
-        >>> b = NetworkBuilder("tiny")
-        >>> x = b.input("x", TensorType("FP32", [1, 3, 8, 8]))
-        >>> w = b.param("w", np.ones((4, 3, 3, 3), np.float32))
-        >>> (y,) = b.add("Conv2d", [x], params={"weight": w}, attrs={"pads": [1, 1, 1, 1]})
-        >>> net = b.build([y])
-
-    Errors surface at the op that causes them (XrtError 11003/11010 naming it).
-    """
-
-    def __init__(self, name: str = "network", first_id: int = 0) -> None:
-        self.name = name
-        self.ops: list[Operator] = []
-        self.values: dict[str, TensorType] = {}
-        self.inputs: list[str] = []
-        self.params: dict[str, np.ndarray] = {}
-        self._next_id = first_id
-
-    def unique(self, base: str) -> str:
-        """`base`, or `base` with a numeric suffix, such that no value or parameter has it."""
-        name, i = base, 1
-        while name in self.values or name in self.params:
-            name = f"{base}_{i}"
-            i += 1
-        return name
-
-    def input(self, name: str, ttype: TensorType) -> str:
-        """Declare a network input and return its name."""
-        if name in self.values:
-            raise XrtError(ErrorCode.OUT_OF_RANGE, f"value {name!r} already exists")
-        self.values[name] = _check_value_type(name, ttype)
-        self.inputs.append(name)
-        return name
-
-    def param(self, name: str, array: np.ndarray, *, unique: bool = False) -> str:
-        """Add a parameter array; with ``unique``, rename it on a clash. Returns its name."""
-        if unique:
-            name = self.unique(name)
-        elif name in self.params:
-            raise XrtError(ErrorCode.OUT_OF_RANGE, f"parameter {name!r} already exists")
-        # np.asarray(order="C") keeps a 0-d array 0-d (np.ascontiguousarray makes it [1]).
-        self.params[name] = _check_param(name, np.asarray(array, order="C"))
-        return name
-
-    def add(
-        self,
-        op_type: str,
-        inputs: Sequence[str],
-        attrs: Mapping[str, Any] | None = None,
-        params: Mapping[str, str] | None = None,
-        *,
-        outputs: Sequence[str] | None = None,
-        name: str = "",
-        n_outputs: int | None = None,
-        op_id: int | None = None,
-        fed: Mapping[str, str] | None = None,
-        types: Sequence[TensorType] | None = None,
-    ) -> list[str]:
-        """Append an operator, infer its output types and return its output names.
-
-        Args:
-            op_type: A registered op type.
-            inputs: Input value names (already defined).
-            attrs: Attributes (defaults are filled in).
-            params: Parameter role -> parameter name (added with `param`).
-            outputs: Output names; default: derived from `name` or the op type, made unique.
-            name: Operator name.
-            n_outputs: Number of outputs when the op type allows several (HardOp).
-            op_id: Id to use (must exceed the previous one); default: the next id.
-            fed: Role -> value fed at run time for it (`OpDef.fed_roles`); the values are
-                appended to `inputs`.
-            types: Output types of a dynamic operator (one feeding a shape role, or reading
-                a value with -1 dimensions), -1 for a dimension known only at run time;
-                ignored for others, whose types are inferred.
-        """
-        op_def = get_op_def(op_type)
-        count = len(outputs) if outputs is not None else (n_outputs or op_def.num_outputs or 1)
-        oid = self._next_id if op_id is None else op_id
-        if outputs is None:
-            base = name or f"{op_type.lower()}{oid}"
-            outputs = [self.unique(base if count == 1 else f"{base}:{k}") for k in range(count)]
-        fed = dict(fed or {})
-        op = Operator(
-            oid,
-            op_type,
-            (*inputs, *fed.values()),
-            tuple(outputs),
-            dict(attrs or {}),
-            dict(params or {}),
-            name,
-            fed,
-        )
-        what = op.describe()
-        check_fed(what, op)
-        op_def.check_arity(what, len(op.data_inputs), len(op.outputs), list(op.params), list(fed))
-        op = op.replace(attrs=op_def.normalize_attrs(what, op.attrs, list(fed)))
-        for v in op.inputs:
-            if v not in self.values:
-                raise XrtError(ErrorCode.OUT_OF_RANGE, f"{what}: input {v!r} does not exist yet")
-        for role, pname in op.params.items():
-            if pname not in self.params:
-                raise XrtError(
-                    ErrorCode.OUT_OF_RANGE,
-                    f"{what}: parameter {role!r} -> {pname!r} does not exist",
-                )
-        for v in op.outputs:
-            if v in self.values:
-                raise XrtError(ErrorCode.OUT_OF_RANGE, f"{what}: value {v!r} already exists")
-        types = self._types(op, types)
-        for v, t in zip(op.outputs, types, strict=True):
-            self.values[v] = _check_value_type(v, t, dynamic=True)
-        self.ops.append(op)
-        self._next_id = oid + 1
-        return list(op.outputs)
-
-    def _types(self, op: Operator, declared: Sequence[TensorType] | None) -> list[TensorType]:
-        return build_types(
-            op,
-            [self.values[v] for v in op.data_inputs],
-            {r: self.params[p] for r, p in op.params.items()},
-            {r: self.values[v] for r, v in op.fed.items()},
-            declared,
-        )
-
-    def producer(self, value: str) -> Operator | None:
-        """The op added so far that produces `value` (None for inputs and unknown names)."""
-        for op in reversed(self.ops):
-            if value in op.outputs:
-                return op
-        return None
-
-    def rewrite(self, op_id: int, **changes: Any) -> list[str]:
-        """Replace fields of an op already added (its outputs must be unused so far).
-
-        Output types are inferred again (a dynamic op keeps its declared types). Used by
-        graph rewrites such as folding a BatchNormalization into the convolution before it.
-        Returns the new output names.
-        """
-        index = next((i for i, op in enumerate(self.ops) if op.op_id == op_id), None)
-        if index is None:
-            raise XrtError(ErrorCode.OUT_OF_RANGE, f"no op id {op_id} to rewrite")
-        old = self.ops[index]
-        used = {v for op in self.ops[index + 1 :] for v in op.inputs}
-        if used.intersection(old.outputs):
-            raise XrtError(ErrorCode.WRONG_ORDER, f"{old.describe()}: outputs are already in use")
-        new = old.replace(**changes)
-        saved = {v: self.values.pop(v) for v in old.outputs}
-        try:
-            op_def, what, fed = new.op_def, new.describe(), list(new.fed)
-            check_fed(what, new)
-            op_def.check_arity(what, len(new.data_inputs), len(new.outputs), list(new.params), fed)
-            new = new.replace(attrs=op_def.normalize_attrs(what, new.attrs, fed))
-            types = self._types(new, list(saved.values()))
-            clash = [v for v in new.outputs if v in self.values]
-            if clash:
-                raise XrtError(ErrorCode.OUT_OF_RANGE, f"value(s) {clash} already exist")
-        except XrtError:
-            self.values.update(saved)
-            raise
-        for v, t in zip(new.outputs, types, strict=True):
-            self.values[v] = _check_value_type(v, t, dynamic=True)
-        self.ops[index] = new
-        return list(new.outputs)
-
-    def build(self, outputs: Sequence[str], *, prune: bool = True) -> Network:
-        """The finished `Network` with `outputs`.
-
-        Args:
-            outputs: Network output names.
-            prune: Drop ops (and their values and parameters) that no output depends on.
-        """
-        ops, values, params = self.ops, self.values, self.params
-        if prune:
-            needed = set(outputs)
-            keep: list[Operator] = []
-            for op in reversed(self.ops):
-                if needed.intersection(op.outputs):
-                    keep.append(op)
-                    needed.update(op.inputs)
-            ops = keep[::-1]
-            live = set(self.inputs) | {v for op in ops for v in op.outputs}
-            values = {k: t for k, t in self.values.items() if k in live}
-            used = {p for op in ops for p in op.params.values()}
-            params = {k: a for k, a in self.params.items() if k in used}
-        return Network(ops, values, self.inputs, outputs, params, self.name)

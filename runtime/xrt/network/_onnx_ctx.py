@@ -15,7 +15,7 @@ import numpy as np
 
 from xrt.dtypes import DataType, TensorType
 from xrt.errors import ErrorCode, XrtError
-from xrt.network._graph import NetworkBuilder
+from xrt.network._builder import NetworkBuilder
 
 __all__ = ["ONNX_DTYPES", "Ctx", "onnx_dtype", "require_onnx"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from xrt.dtypes import TensorType
-from xrt.network._graph import Operator
+from xrt.network._operator import Operator
 
 __all__ = ["EDGE_CAST_OPS", "is_float_op", "is_quantized_op"]
 

@@ -40,6 +40,7 @@ import numpy as np
 from xrt.dtypes import TensorType
 from xrt.errors import ErrorCode, XrtError
 from xrt.network._graph import Network
+from xrt.network._onnx_conv import CONV_HANDLERS
 from xrt.network._onnx_ctx import ONNX_DTYPES, Ctx, onnx_dtype, require_onnx
 from xrt.network._onnx_nn import NN_HANDLERS
 from xrt.network._onnx_tensor import TENSOR_HANDLERS
@@ -54,7 +55,7 @@ OLDEST_OPSET = 1
 """Oldest default-domain opset the importer tries: anything below `MIN_OPSET` goes through
 onnx.version_converter (tested on opset 6 and 9 models; the converter's own limits apply)."""
 
-HANDLERS: dict[str, Callable[[Ctx], None]] = {**TENSOR_HANDLERS, **NN_HANDLERS}
+HANDLERS: dict[str, Callable[[Ctx], None]] = {**TENSOR_HANDLERS, **CONV_HANDLERS, **NN_HANDLERS}
 
 SUPPORTED_ONNX_OPS: tuple[str, ...] = tuple(sorted(HANDLERS))
 """ONNX operator types the importer maps (constant-foldable nodes of any type also work)."""

@@ -13,7 +13,8 @@ import numpy as np
 
 from xrt.errors import ErrorCode, XrtError
 from xrt.network._fed import FedResolver, bind_fed, concrete, needs_resolution
-from xrt.network._graph import Network, NetworkView, Operator
+from xrt.network._graph import Network, NetworkView
+from xrt.network._operator import Operator
 
 __all__ = ["check_inputs", "run_network_reference"]
 

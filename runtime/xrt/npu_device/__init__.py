@@ -32,9 +32,6 @@ from xrt.npu_device.npu import (
     ZG330Device,
     device_class,
 )
-from xrt.npu_device.npu import (
-    Zg330Device as Zg330Device,  # the old spelling, kept for imports
-)
 from xrt.transport import NpuTransport
 
 __all__ = [

@@ -87,7 +87,9 @@ class DmaEngine:
     @property
     def staging(self) -> MemRegion:
         """The host-visible region the bounce buffer lives in."""
-        return self._bounce.region
+        region = self._bounce.region
+        assert isinstance(region, MemRegion)  # chunks come only from MemRegion.malloc
+        return region
 
     def attach(self, region: MemRegion) -> None:
         """Let the engine copy to and from `region` directly (its memories)."""

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from typing import ClassVar
 
 from xrt._checks import as_seconds
-from xrt.device import Device, DeviceURL
+from xrt.device import Device, DeviceURL, ServerLogCallback
 from xrt.errors import ErrorCode, XrtError
 from xrt.hw.regs import DMA, NPU
 from xrt.hw.targets import target as target_config
@@ -166,7 +166,12 @@ class NpuDevice(Device):
         """The device's name (``"npu0"`` on the emulator)."""
         return self._transport.info.name
 
-    def follow_server_log(self, callback: Callable[[int, str, str], None]) -> Callable[[], None]:
+    @property
+    def hw_version(self) -> str | None:
+        """The hardware version the transport reports (None when it does not say)."""
+        return self._transport.info.hw_version or None
+
+    def follow_server_log(self, callback: ServerLogCallback) -> Callable[[], None]:
         """Device log capture: the server's log lines about this device (its lease, worker
         restarts, checkpoints, faults) go to ``callback(level, device, message)`` from a
         background thread until the lease ends; returns the function that stops it.
@@ -174,6 +179,7 @@ class NpuDevice(Device):
         Raises:
             XrtError: 11010 on a transport without a server log (a board).
         """
+        # `NpuTransport` declares no log hook: only the emulator's gRPC transport has one.
         follow = getattr(self._transport, "follow_log", None)
         if follow is None:
             raise XrtError(
@@ -280,9 +286,6 @@ class ZG330Device(NpuDevice):
     """ZG330: Buyi plus on-chip memory (``ocm``) that tensors may live in."""
 
     TARGET = "zg330"
-
-
-Zg330Device = ZG330Device  # the spelling before ZG330 was written one way everywhere
 
 
 _CLASSES: dict[str, type[NpuDevice]] = {"buyi": BuyiDevice, "zg330": ZG330Device}

@@ -12,17 +12,23 @@ one `RegRegion.execute` (one round trip on remote transports).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypeAlias
+from typing import Protocol, TypeAlias
 
 from xrt._checks import as_int
 from xrt.errors import ErrorCode, XrtError
 from xrt.hw.regops import RegMaskedWrite, RegOp, RegPoll, RegRead, RegWrite
-from xrt.registers.named import RegisterView
+from xrt.registers.named import RegisterAccess, RegisterFile, RegisterView
 
-if TYPE_CHECKING:
-    from xrt.registers.region import RegRegion
+__all__ = ["BatchTarget", "RegBatch", "Target"]
 
-__all__ = ["RegBatch", "Target"]
+
+class BatchTarget(RegisterAccess, Protocol):
+    """What a batch asks of its register region (`RegRegion` is the one): its register
+    file, for ops given by name, besides what named registers ask (`RegisterAccess`)."""
+
+    @property
+    def regs(self) -> RegisterFile: ...
+
 
 Target: TypeAlias = int | str | RegisterView
 """What a batch op addresses: an int address (or offset), a register name or a view."""
@@ -36,7 +42,7 @@ class RegBatch:
     `results`. Used as a context manager the batch runs on a clean exit.
     """
 
-    def __init__(self, region: RegRegion, relative: bool = False) -> None:
+    def __init__(self, region: BatchTarget, relative: bool = False) -> None:
         self._region = region
         self._relative = relative
         self.ops: list[RegOp] = []

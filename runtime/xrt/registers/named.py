@@ -18,24 +18,35 @@ write with no read. A register with a write-only storage field, or a field that 
 changes (``wclr``/``wset``), refuses a partial modify: name those fields too.
 
 The views build `xrt.hw.regops` records and run them through the region's checked
-`RegRegion.execute`, `read` and `write`, so every transport gets named access for free.
+`RegRegion.execute`, `read` and `write`, so every transport gets named access for free;
+`RegisterAccess` is what they ask of the region (this module sits below `RegRegion`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator, Sequence
+from typing import Any, Protocol
 
 from xrt._checks import as_int
 from xrt.errors import ErrorCode, XrtError
 from xrt.hw.regmap import FieldInfo, RegisterBlockInfo, RegisterInfo
-from xrt.hw.regops import MASK32, RegMaskedWrite, RegPoll, RegRead, RegWrite
+from xrt.hw.regops import MASK32, RegMaskedWrite, RegOp, RegPoll, RegRead, RegWrite
 from xrt.registers._values import as_u32
 
-if TYPE_CHECKING:
-    from xrt.registers.region import RegRegion
+__all__ = ["FieldView", "RegisterAccess", "RegisterFile", "RegisterView"]
 
-__all__ = ["FieldView", "RegisterFile", "RegisterView"]
+
+class RegisterAccess(Protocol):
+    """What named registers ask of their register region (`RegRegion` is the one): its name
+    and base, and its checked single accesses and batches."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def base(self) -> int: ...
+    def read(self, addr: int, relative: bool = False) -> int: ...
+    def write(self, addr: int, value: int, relative: bool = False) -> None: ...
+    def execute(self, ops: Sequence[RegOp], relative: bool = False) -> list[int | None]: ...
 
 
 class _UnknownNameError(XrtError, AttributeError):
@@ -60,7 +71,7 @@ class RegisterFile:
     order. Unknown names raise XrtError 11010 (also an AttributeError for ``getattr``).
     """
 
-    def __init__(self, region: RegRegion, regmap: RegisterBlockInfo) -> None:
+    def __init__(self, region: RegisterAccess, regmap: RegisterBlockInfo) -> None:
         self._region = region
         self._map = regmap
         self._views: dict[str, RegisterView] = {}
@@ -126,7 +137,7 @@ class RegisterView:
 
     __slots__ = ("_fields", "_info", "_region")
 
-    def __init__(self, region: RegRegion, info: RegisterInfo) -> None:
+    def __init__(self, region: RegisterAccess, info: RegisterInfo) -> None:
         self._region = region
         self._info = info
         self._fields: dict[str, FieldView] = {}
@@ -151,7 +162,7 @@ class RegisterView:
         return self._region.base + self._info.offset
 
     @property
-    def region(self) -> RegRegion:
+    def region(self) -> RegisterAccess:
         return self._region
 
     def field(self, name: str) -> FieldView:

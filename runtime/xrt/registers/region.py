@@ -266,8 +266,8 @@ class RegRegion(Region):
         if log is None:
             return
         device = self._device
-        cycle = getattr(device, "cycles", None) if device is not None else None
-        dev_name = str(getattr(device, "name", "") or "-")
+        cycle = device.cycles if device is not None else None
+        dev_name = (device.name if device is not None else None) or "-"
         for op, res in zip(ops, results, strict=False):
             reg = self._regmap.at(op.addr - self._base) if self._regmap is not None else None
             name = f"{self._name}.{reg.name}" if reg else f"{self._name}+{op.addr - self._base:#x}"

@@ -12,8 +12,7 @@ docs/session.md describes the whole; docs/api-mapping.md maps the manual's names
 """
 
 from xrt.session._io_checks import InputLike
-from xrt.session._options import Callback
-from xrt.session._session import Session
+from xrt.session._session import Callback, Session
 from xrt.session._units import Unit
 from xrt.session.placement import OpPlacement, PlacementReport, placement_report
 from xrt.session.planner import DEFAULT_ALIGNMENT, Lifetime, MemoryPlan, Placement, plan_memory

@@ -15,7 +15,6 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -24,14 +23,11 @@ from xrt.dtypes import TensorType
 from xrt.errors import ErrorCode, XrtError
 from xrt.network import FedResolver, Operator
 from xrt.session._io_checks import InputLike, check_inputs
-from xrt.session._options import Callback, DumpTarget, SessionOptions
+from xrt.session._options import DumpTarget, SessionOptions, UnitCallback
 from xrt.session._units import BackendCall, ExecutionPlan, Position, ValueFlow
 from xrt.session.profile import OpTime
 from xrt.tensor import Tensor
 from xrt.timeline import TraceRecorder
-
-if TYPE_CHECKING:
-    from xrt.session._session import Session
 
 __all__ = ["Executor", "RunRecord"]
 
@@ -95,7 +91,7 @@ class Executor:
     """Runs one session's `ExecutionPlan` (set by `Session.apply`) with its options.
 
     Args:
-        session: What callbacks receive as their session.
+        session: What callbacks receive as their session (the `Session` running it).
         flow: The values of the session's view.
         bindings: Op id -> backend.
         options: The session's options (read at every unit, so changes apply at once).
@@ -107,7 +103,7 @@ class Executor:
 
     def __init__(
         self,
-        session: Session,
+        session: object,
         flow: ValueFlow,
         bindings: Mapping[int, Backend],
         options: SessionOptions,
@@ -143,8 +139,7 @@ class Executor:
         if placed is not None:
             run.placed = dict(zip(self._flow.outputs, placed, strict=True))
         for b in {id(b): b for b in self._bindings.values()}.values():
-            if hasattr(b, "output_paths"):
-                b.output_paths = {}
+            b.output_paths = {}
         self._advance(run, plan.end, None)
         self._run = run  # finished: step_to restarts from its inputs
         t1 = time.perf_counter()
@@ -158,7 +153,7 @@ class Executor:
                 dst = Tensor(src.tensor_type).malloc_on(plan.host_region)
             op = self._flow.producer.get(name)
             producer = self._bindings.get(op.op_id) if op is not None else None
-            told = getattr(producer, "output_paths", {}).get(name)
+            told = producer.output_paths.get(name) if producer is not None else None
             if src is dst:  # the backend filled the caller's tensor itself
                 paths[name] = told or f"copied by {type(producer).__name__}"
             else:
@@ -295,7 +290,7 @@ class Executor:
             # Allocated per forward at the resolved shape; dropped after its last reader.
             return Tensor(resolved).malloc_on(self._plan().host_region)
         placed = run.placed.get(value)
-        if placed is not None and getattr(backend, "DIRECT_OUTPUTS", False):
+        if placed is not None and backend.DIRECT_OUTPUTS:
             return placed  # the backend may have its engine store straight into it
         plan = self._plan()
         slot = plan.slots.get(value)
@@ -403,9 +398,8 @@ class Executor:
         self, dump: DumpTarget, call: BackendCall, produced: list[tuple[str, Tensor]]
     ) -> None:
         dump.write(produced, self._flow.producer)
-        backend = call.backend
-        if call.merged and hasattr(backend, "intermediate_values"):
-            inside = backend.intermediate_values(call.ops)
+        if call.merged:
+            inside = call.backend.intermediate_values(call.ops)
             dump.write([(v, self._host_tensor(v, a)) for v, a in inside], self._flow.producer)
 
     def _host_tensor(self, value: str, array: np.ndarray) -> Tensor:
@@ -414,7 +408,7 @@ class Executor:
         return t
 
     def _callback(
-        self, callback: Callback, which: str, call: BackendCall, tensors: list[Tensor]
+        self, callback: UnitCallback, which: str, call: BackendCall, tensors: list[Tensor]
     ) -> None:
         try:
             callback(self._session, call.handle, call.backend, tensors)

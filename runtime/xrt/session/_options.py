@@ -8,7 +8,7 @@ import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from xrt.backend import Backend
 from xrt.errors import ErrorCode, XrtError
@@ -16,15 +16,19 @@ from xrt.network import Operator
 from xrt.session._units import Unit
 from xrt.tensor import DUMP_FORMATS, Tensor
 
-if TYPE_CHECKING:
-    from xrt.session._session import Session
+__all__ = [
+    "DumpTarget",
+    "SessionOptions",
+    "UnitCallback",
+    "as_callback",
+    "dump_target",
+    "time_scale",
+]
 
-__all__ = ["Callback", "DumpTarget", "SessionOptions", "as_callback", "dump_target", "time_scale"]
-
-Callback = Callable[["Session", Unit, Backend, list[Tensor]], Any]
-"""``callback(session, op, backend, tensors)``, as the manual's ``preFunc``/``postFunc``:
-the unit (an operator, or a merged `Subgraph`), the backend running it, and its inputs
-(pre) or outputs (post)."""
+UnitCallback = Callable[[Any, Unit, Backend, list[Tensor]], Any]
+"""A callback as the options hold it: ``callback(session, op, backend, tensors)``. The
+session passes itself first; `xrt.session.Callback` is the same type with the first
+argument a `Session` (this module sits below the session, so it does not name it)."""
 
 _TIME_UNITS = {"s": 1.0, "ms": 1e3, "us": 1e6}
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -67,8 +71,8 @@ class SessionOptions:
     log_io: bool = False
     log_time: bool = False
     dump: DumpTarget | None = None
-    pre: Callback | None = None
-    post: Callback | None = None
+    pre: UnitCallback | None = None
+    post: UnitCallback | None = None
     profile: bool = False
     tracing: bool = False
 
@@ -104,7 +108,7 @@ def dump_target(enabled: bool, folder: object, format: object) -> DumpTarget | N
     return DumpTarget(path, format)
 
 
-def as_callback(callback: object) -> Callback | None:
+def as_callback(callback: object) -> UnitCallback | None:
     """`callback` when callable or None; XrtError 11010 otherwise."""
     if callback is not None and not callable(callback):
         raise XrtError(ErrorCode.WRONG_TYPE, f"callback must be callable: {callback!r}")

@@ -12,9 +12,9 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import Any
 
 from xrt._checks import as_bool
 from xrt.backend import Backend
@@ -25,7 +25,7 @@ from xrt.network import Network, NetworkView
 from xrt.session._binding import bind_by_priority, check_bindings
 from xrt.session._executor import Executor
 from xrt.session._io_checks import InputLike, check_outputs
-from xrt.session._options import Callback, SessionOptions, as_callback, dump_target, time_scale
+from xrt.session._options import SessionOptions, as_callback, dump_target, time_scale
 from xrt.session._units import ExecutionPlan, Unit, ValueFlow, prepare
 from xrt.session.placement import PlacementReport, placement_report
 from xrt.session.planner import MemoryPlan
@@ -33,11 +33,14 @@ from xrt.session.profile import OpTime, format_op_type_summary, format_profile_t
 from xrt.session.snapshot import load_snapshot, write_snapshot
 from xrt.tensor import Tensor
 from xrt.timeline import TraceEvent
+from xrt.tuning import TuningRecords
 
-if TYPE_CHECKING:
-    from xrt.tuning import TuningRecords
+__all__ = ["Callback", "Session"]
 
-__all__ = ["Session"]
+Callback = Callable[["Session", Unit, Backend, list[Tensor]], Any]
+"""``callback(session, op, backend, tensors)``, as the manual's ``preFunc``/``postFunc``:
+the unit (an operator, or a merged `Subgraph`), the backend running it, and its inputs
+(pre) or outputs (post)."""
 
 
 class Session:
@@ -200,7 +203,8 @@ class Session:
                 another target: both named) or hardware, or (with `verify`) one whose
                 artefacts differ from what this runtime prepares.
         """
-        return load_snapshot(cls, path, backends, devices, verify=verify)
+        restored = load_snapshot(path, backends, devices, verify=verify)
+        return cls(restored.graph, restored.backends, restored.bindings).apply()
 
     def dump_snapshot(self, path: str | os.PathLike[str]) -> None:
         """Write the session (network, bindings, backend options and prepared artefacts)
@@ -397,8 +401,7 @@ class Session:
         """
         on = as_bool(enabled, "enabled")
         for b in self.backends:
-            if hasattr(b, "keep_intermediates"):
-                b.keep_intermediates = on
+            b.keep_intermediates = on
         self._options.dump = dump_target(on, folder, format)
 
     def set_pre_callback(self, callback: Callback | None) -> None:
@@ -471,15 +474,16 @@ class Session:
         )
 
     def set_tuning(self, records: TuningRecords | None, tune: bool = False) -> None:
-        """Use tuning `records` (`xrt.tuning`) in every backend that tunes (the NPU
-        backends' tilings, the host's kernel variants); with `tune`, what has no trusted
-        record is measured and recorded at `apply`. Call before `apply`; save the records
-        after it (``records.save()``). None turns tuning off.
+        """Use tuning `records` (`xrt.tuning`) in every backend (`Backend.tuning`: the NPU
+        backends' tilings, the host's kernel variants; a backend without variants ignores
+        them); with `tune`, what has no trusted record is measured and recorded at `apply`.
+        Call before `apply`; save the records after it (``records.save()``). None turns
+        tuning off.
         """
+        tune = as_bool(tune, "tune")
         for b in self.backends:
-            if hasattr(b, "tuning"):
-                b.tuning = records
-                b.tune = as_bool(tune, "tune")
+            b.tuning = records
+            b.tune = tune
 
     def output_paths(self) -> dict[str, str]:
         """How each output of the last `forward` reached its tensor: ``"written by the

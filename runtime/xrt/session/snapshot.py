@@ -43,23 +43,23 @@ import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from xrt.backend import Backend, BindContext
 from xrt.device import Device
 from xrt.errors import ErrorCode, XrtError
-from xrt.network import Network, load_network, save_network
+from xrt.network import Network, NetworkView, load_network, save_network
 from xrt.session._binding import resolve_devices
 from xrt.session.buffers import buffer_mappings
-
-if TYPE_CHECKING:
-    from xrt.session._session import Session
+from xrt.session.placement import PlacementReport
 
 __all__ = [
     "MAX_MEMBER_BYTES",
     "SNAPSHOT_FORMAT",
     "SNAPSHOT_VERSION",
+    "SnapshotBindings",
     "SnapshotContents",
+    "SnapshotSource",
     "is_snapshot_file",
     "load_snapshot",
     "read_snapshot",
@@ -83,7 +83,35 @@ def _canonical(doc: dict[str, Any]) -> bytes:
     return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
 
 
-def _top_level(session: Session, entries: list[dict[str, Any]]) -> dict[str, Any]:
+class SnapshotSource(Protocol):
+    """What `write_snapshot` reads of a session (`Session` is the one)."""
+
+    network_view: NetworkView
+    backends: list[Backend]
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+
+    def backend_bindings(self) -> dict[int, Backend]: ...
+    def placement(self) -> PlacementReport: ...
+
+
+@dataclass(frozen=True)
+class SnapshotBindings:
+    """What `load_snapshot` restores, for ``Session(graph, backends, bindings)``.
+
+    Attributes:
+        graph: The view the snapshot's session ran.
+        backends: The backends given, bound to their operators and devices, their options
+            and prepared artefacts given back.
+        bindings: Op id -> backend.
+    """
+
+    graph: NetworkView
+    backends: list[Backend]
+    bindings: dict[int, Backend]
+
+
+def _top_level(session: SnapshotSource, entries: list[dict[str, Any]]) -> dict[str, Any]:
     """What a container says at top level: target and hardware of its NPU programs (from
     the first NPU backend's options), its buffer mappings and its placement."""
     npu = next((e["options"] for e in entries if e["ops"] and "target" in e["options"]), None)
@@ -99,7 +127,7 @@ def _top_level(session: Session, entries: list[dict[str, Any]]) -> dict[str, Any
     }
 
 
-def write_snapshot(session: Session, path: str | os.PathLike[str]) -> None:
+def write_snapshot(session: SnapshotSource, path: str | os.PathLike[str]) -> None:
     """Write `session` (applied) to `path`; see the module docstring."""
     view = session.network_view
     network = view.network
@@ -335,7 +363,7 @@ def _backend_objects(
     have = [type(b).__name__ for b in objects]
     if want != have:
         target = contents.manifest.get("target")
-        given_targets = [t for b in objects if (t := getattr(b, "TARGET", ""))]
+        given_targets = [b.TARGET for b in objects if b.TARGET]
         why = f"it was made with backends {want}, not {have}"
         if target and given_targets and target not in given_targets:
             why = (
@@ -355,8 +383,8 @@ def _check_device_targets(
     if not target or not isinstance(devices, Sequence):
         return
     for device in devices:
-        got = getattr(device, "target", None)
-        if isinstance(got, str) and got and got != target:
+        got = device.target if isinstance(device, Device) else None  # others: refused later
+        if got and got != target:
             raise _bad(
                 contents.label,
                 f"it was compiled for target {target!r}, but {device!r} is a {got!r} device "
@@ -365,14 +393,14 @@ def _check_device_targets(
 
 
 def load_snapshot(
-    session_cls: type[Session],
     source: str | os.PathLike[str] | bytes | SnapshotContents,
     backends: Sequence[type[Backend] | Backend],
     devices: Sequence[Device | None] | None,
     *,
     verify: bool = False,
-) -> Session:
-    """`Session.create_with_snapshot`; see the module docstring."""
+) -> SnapshotBindings:
+    """The checked bindings of `Session.create_with_snapshot`, which makes the session and
+    applies it; see the module docstring."""
     contents = source if isinstance(source, SnapshotContents) else read_snapshot(source)
     label, manifest, blobs = contents.label, contents.manifest, contents.blobs
     _check_device_targets(contents, devices)
@@ -409,4 +437,4 @@ def load_snapshot(
             raise _bad(
                 label, f"{type(bindings[op.op_id]).__name__} no longer accepts {op.describe()}"
             )
-    return session_cls(graph, objects, bindings).apply()
+    return SnapshotBindings(graph, objects, bindings)

@@ -13,7 +13,8 @@ How it runs a network (docs/session.md, "NPU backends"):
   operators bound here to `partition`, which cuts it into segments (one program per run of
   compiled operators, one per HardOp, one per Cast) and compiles and uploads each program
   once: instructions and constants (weights, biases, requantization and lookup rows) go to
-  device memory, the input/output/scratch buffers are allocated there. Programs are cached
+  device memory, the input/output/scratch buffers are allocated there
+  (`xrt.backend.npu._loader`). Programs are cached
   by a hash of the operators and the hardware configuration (`ProgramCache`), so a second
   session on the same network does not compile again. With `auto_merge` off every operator
   is its own program (step_to and per-layer dumps work on NPU layers).
@@ -32,7 +33,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -42,24 +43,22 @@ from xrt.backend._base import Backend, Subgraph
 from xrt.backend._registry import BindContext
 from xrt.backend.npu._binding import LONE_ALIAS, lone_alias
 from xrt.backend.npu._cache import PROGRAM_CACHE, program_key
+from xrt.backend.npu._device_measure import DeviceMeasure
 from xrt.backend.npu._driver import EngineDriver, LaunchStats
+from xrt.backend.npu._loader import PROGRAM_ALIGN, LoadedProgram, ProgramLoader
 from xrt.backend.npu._offline import HW_VERSION_TEXT, check_options, compile_only_refusal
 from xrt.backend.npu._serialize import program_from_bytes, program_to_bytes
-from xrt.backend.npu._timeline import LaunchSchedule, launch_schedule, trace_launch, trace_transfer
-from xrt.backend.npu._tuning import tuned_plans
+from xrt.backend.npu._timeline import launch_schedule, trace_launch, trace_transfer
 from xrt.backend.npu.hardop_builder import ocm_bytes
 from xrt.device import Device
 from xrt.errors import ErrorCode, XrtError
 from xrt.hw.config import NpuConfig
 from xrt.hw.targets import NPU
-from xrt.layout import ChannelTiled
-from xrt.memory import MemChunk, MemRegion
 from xrt.network import NetworkView, Operator, is_float_op
 from xrt.npu.compiler import (
     NPU_OP_TYPES,
     NpuProgram,
     Plans,
-    as_nchw,
     compile_run,
     from_tiled,
     refusal,
@@ -68,24 +67,9 @@ from xrt.npu.compiler import (
 from xrt.npu_device.npu import NpuDevice
 from xrt.ops import get_op_def
 from xrt.tensor import Tensor
-from xrt.tuning import TuneReport, TuningRecords
+from xrt.tuning import CostModelMeasure, Measure, NpuTuner, TuneReport
 
 __all__ = ["NpuBackend", "Segment"]
-
-_PROGRAM_ALIGN = 4096
-
-
-@dataclass
-class _Loaded:
-    """A program uploaded to the device, with its buffers."""
-
-    program: NpuProgram
-    chunks: list[MemChunk]
-    prog_addr: int
-    bases: dict[int, int]
-    buffers: dict[str, MemChunk]  # input/output value -> its device buffer
-    placement: dict[str, str] = field(default_factory=dict)  # role -> region name
-    schedule: LaunchSchedule | None = None  # the cost model's, computed when first traced
 
 
 @dataclass(frozen=True)
@@ -128,10 +112,8 @@ class NpuBackend(Backend):
             or the golden model's cost model (``"cost-model"``); `tune_report` counts it.
     """
 
-    TARGET: ClassVar[str] = ""
     DEVICE_CLASS: ClassVar[type[NpuDevice]] = NpuDevice
     OCM_REGION: ClassVar[str | None] = None
-    DIRECT_OUTPUTS: ClassVar[bool] = False
     merged_label = "HardOp (Merged)"
 
     def __init__(self) -> None:
@@ -142,16 +124,11 @@ class NpuBackend(Backend):
         self.launch_stats: list[LaunchStats] = []
         self.launch_labels: list[str] = []
         self.last_stats: LaunchStats | None = None
-        self._loaded: dict[tuple[tuple[int, ...], bool], _Loaded] = {}
+        self._loaded: dict[tuple[tuple[int, ...], bool], LoadedProgram] = {}
         # Programs a snapshot gave this session, unverified: used here, never shared.
         self._restored: dict[str, NpuProgram] = {}
         self._driver: EngineDriver | None = None
-        self._ocm_arena: MemChunk | None = None
-        self._arena_in_use = False
-        self.keep_intermediates = False
-        self.output_paths: dict[str, str] = {}
-        self.tuning: TuningRecords | None = None
-        self.tune = False
+        self._loader: ProgramLoader | None = None  # None without a device (compile-only)
         self.tune_measure = "rtl"
         self.tune_report = TuneReport()
         self._plans_memo: dict[tuple[int, bool, tuple[int, ...], int], Plans] = {}
@@ -175,24 +152,22 @@ class NpuBackend(Backend):
     def _init(self) -> None:
         assert isinstance(self.device, NpuDevice)
         self._driver = EngineDriver(self.device)
+        self._loader = ProgramLoader(self.device, self.OCM_REGION)
 
     def _deinit(self) -> None:
         self._release()
         self._driver = None
+        self._loader = None
 
     def _fork_from(self, parent: Backend) -> None:
         self.launches, self.launch_stats, self.launch_labels = [], [], []
 
     def _release(self) -> None:
         for loaded in self._loaded.values():
-            for chunk in loaded.chunks:
-                if not chunk.is_freed:
-                    chunk.free()
+            loaded.free()
         self._loaded = {}
-        if self._ocm_arena is not None and not self._ocm_arena.is_freed:
-            self._ocm_arena.free()
-        self._ocm_arena = None
-        self._arena_in_use = False
+        if self._loader is not None:
+            self._loader.release()
 
     # -- compile and upload -------------------------------------------------------------------
 
@@ -220,7 +195,8 @@ class NpuBackend(Backend):
     def _prepare_all(self, segs: Sequence[Segment]) -> None:
         """Compile and upload `segs`; their on-chip scratch shares one arena sized for all."""
         progs = [self._program_for(seg) for seg in segs]
-        self._reserve_ocm(max((p.ocm_bytes for p in progs), default=0))
+        if self._loader is not None:
+            self._loader.reserve_ocm(max((p.ocm_bytes for p in progs), default=0))
         for seg in segs:
             self._prepare(seg)
 
@@ -256,13 +232,13 @@ class NpuBackend(Backend):
         intermediates do not fit together, the intermediates get what the code leaves."""
         capacity = self.ocm_capacity()
         prog = self._compiled_for(sub, share, capacity)
-        code = -(-prog.program_bytes // _PROGRAM_ALIGN) * _PROGRAM_ALIGN
-        if prog.ocm_bytes and prog.ocm_bytes + code + _PROGRAM_ALIGN > capacity:
-            prog = self._compiled_for(sub, share, max(capacity - code - _PROGRAM_ALIGN, 0))
+        code = -(-prog.program_bytes // PROGRAM_ALIGN) * PROGRAM_ALIGN
+        if prog.ocm_bytes and prog.ocm_bytes + code + PROGRAM_ALIGN > capacity:
+            prog = self._compiled_for(sub, share, max(capacity - code - PROGRAM_ALIGN, 0))
         return prog
 
     def _compiled_for(self, sub: NetworkView, share: bool, ocm_bytes: int) -> NpuProgram:
-        plans = tuned_plans(self, sub, ocm_bytes)
+        plans = self._tuned_plans(sub, ocm_bytes)
         key = program_key(sub, self.config, self.TARGET, ocm_bytes, share, plans)
         prog = self._restored.get(key) or PROGRAM_CACHE.get(key)
         if prog is None:
@@ -275,6 +251,32 @@ class NpuBackend(Backend):
             PROGRAM_CACHE.put(key, prog)
         return prog
 
+    def _tuned_plans(self, sub: NetworkView, ocm_bytes: int) -> Plans:
+        """The recorded tilings for `sub` (empty without `tuning`); with `tune`, operators
+        without a trusted record are measured first (`tune_measure`: ``rtl`` on the device,
+        or ``cost-model``) and recorded (`xrt.tuning.NpuTuner`)."""
+        records = self.tuning
+        if records is None:
+            return {}
+        # A run is looked up more than once per apply (sizing the OCM arena, then preparing).
+        memo = (id(records), self.tune, tuple(op.op_id for op in sub.ops), ocm_bytes)
+        known = self._plans_memo.get(memo)
+        if known is not None:
+            return known
+        measure: Measure
+        if self.tune and self.tune_measure == "rtl" and self._driver is not None:
+            assert isinstance(self.device, NpuDevice)
+            measure = DeviceMeasure(self.device, self._driver, self.OCM_REGION, self.timeout_s)
+        else:
+            measure = CostModelMeasure(self.TARGET, self.config, ocm_bytes > 0)
+        tuner = NpuTuner(
+            records, self.config, self.TARGET, tune=self.tune, measure=measure, ocm_bytes=ocm_bytes
+        )
+        tuner.report = self.tune_report
+        plans = tuner.plans_for(sub)
+        self._plans_memo[memo] = plans
+        return plans
+
     def ocm_capacity(self) -> int:
         """On-chip memory a program may keep intermediates in (0: none, as on Buyi): the
         device's, or the target's hardware config's when compiling without a device."""
@@ -284,128 +286,19 @@ class NpuBackend(Backend):
             return ocm_bytes(self.TARGET)
         return self.device.get_mem_region(self.OCM_REGION).size
 
-    def _reserve_ocm(self, size: int) -> None:
-        """Make the shared on-chip arena at least `size` bytes when the OCM has room."""
-        if size <= 0 or self.OCM_REGION is None or self.device is None:
-            return
-        arena = self._ocm_arena
-        if arena is not None and not arena.is_freed and arena.size >= size:
-            return
-        if self._arena_in_use:
-            return  # programs already point at the arena: later ones get their own chunks
-        assert self.device is not None
-        ocm = self.device.get_mem_region(self.OCM_REGION)
-        if arena is not None and not arena.is_freed:
-            arena.free()
-        self._ocm_arena = None
-        if ocm.mem_manager.largest_free_block >= size:
-            self._ocm_arena = ocm.malloc(size, True, _PROGRAM_ALIGN)
-
-    def _alloc_ocm(self, size: int, chunks: list[MemChunk]) -> tuple[int, str]:
-        """Address and region of a program's on-chip scratch.
-
-        Programs run one at a time and their intermediates are dead when they finish, so
-        the programs prepared together share one arena (`_reserve_ocm`). A program that
-        needs more (prepared later, e.g. by ``step_to``) gets its own chunk in what is left
-        of the OCM, else external memory (same bytes, same program: only slower).
-        """
-        assert self.device is not None
-        ocm = self.device.get_mem_region(self.OCM_REGION or "ocm")
-        arena = self._ocm_arena
-        if arena is not None and not arena.is_freed and arena.size >= size:
-            self._arena_in_use = True
-            return arena.begin.addr, ocm.name
-        region = ocm
-        if ocm.mem_manager.largest_free_block < size + _PROGRAM_ALIGN:
-            region = self.device.get_mem_region("plddr")
-        chunk = region.malloc(max(size, 1), True, _PROGRAM_ALIGN)
-        chunks.append(chunk)
-        return chunk.begin.addr, region.name
-
     def _key(self, op_ids: Sequence[int]) -> tuple[tuple[int, ...], bool]:
         return tuple(op_ids), self.keep_intermediates
 
-    def _home(self, size: int) -> MemRegion:
-        """Where a program's code and constants, or an input or output buffer, go: the OCM
-        when what is left of it after the intermediates' arena holds `size`, else plddr.
-
-        The engine reaches every memory through one AXI demux that lets bursts to one
-        memory finish before it starts one to another, so a program reading its weights
-        from plddr and its activations from the OCM pays the DDR latency at every switch;
-        with everything on chip it never does.
-        """
-        assert self.device is not None
-        if self.OCM_REGION is not None:
-            ocm = self.device.get_mem_region(self.OCM_REGION)
-            if ocm.mem_manager.largest_free_block >= size + _PROGRAM_ALIGN:
-                return ocm
-        return self.device.get_mem_region("plddr")
-
-    def _prepare(self, seg: Segment) -> _Loaded:
+    def _prepare(self, seg: Segment) -> LoadedProgram:
         ids = self._key(op.op_id for op in seg.ops)
         loaded = self._loaded.get(ids)
-        if loaded is not None:
-            return loaded
-        prog = self._program_for(seg)
-        if self.device is None:  # compile-only (xrt compile): recorded, nothing uploaded
-            self._loaded[ids] = _Loaded(prog, [], 0, {}, {})
-            return self._loaded[ids]
-        plddr = self.device.get_mem_region("plddr")
-        chunks: list[MemChunk] = []
-
-        def alloc(region: MemRegion, size: int) -> MemChunk:
-            chunk = region.malloc(max(size, 1), True, _PROGRAM_ALIGN)
-            chunks.append(chunk)
-            return chunk
-
-        code = prog.encode()
-        # Constants follow the code at a 64-byte boundary (chunks are page aligned), in one
-        # allocation when both fit where they go; on chip the code alone may (it is read all
-        # through the run), the constants then go to plddr.
-        const_off = -(-len(code) // 64) * 64
-        prog_bytes = const_off + len(prog.constants)
-        home = self._home(prog_bytes)
-        if home.name == "plddr" and self._home(len(code)).name != "plddr":
-            prog_chunk = alloc(self._home(len(code)), len(code))
-            prog_chunk.write(code)
-            const_chunk = alloc(plddr, len(prog.constants))
-            if prog.constants:
-                const_chunk.write(prog.constants)
-            const_addr = const_chunk.begin.addr
-        else:
-            prog_chunk = alloc(home, prog_bytes)
-            prog_chunk.write(code)
-            if prog.constants:
-                prog_chunk.write(prog.constants, offset=const_off)
-            const_addr = prog_chunk.begin.addr + const_off
-        bases: dict[int, int] = {}
-        buffers: dict[str, MemChunk] = {}
-        placement: dict[str, str] = {}
-        regions: dict[int, str] = {}
-        for role in prog.bases:
-            if role.kind == "const":
-                bases[role.index] = const_addr
-                placement["code"] = prog_chunk.region.name
-                placement["constants"] = (
-                    next(c.region.name for c in chunks if c.begin.addr <= const_addr < c.end.addr)
-                    if prog.constants
-                    else prog_chunk.region.name
-                )
-            elif role.kind == "scratch":
-                bases[role.index] = alloc(plddr, role.size).begin.addr
-                placement["scratch"] = regions[role.index] = "plddr"
-            elif role.kind == "ocm":
-                bases[role.index], where = self._alloc_ocm(role.size, chunks)
-                placement["ocm"] = regions[role.index] = where
+        if loaded is None:
+            prog = self._program_for(seg)
+            if self._loader is None:  # compile-only (xrt compile): recorded, not uploaded
+                loaded = LoadedProgram.unloaded(prog)
             else:
-                chunk = alloc(self._home(role.size), role.size)
-                bases[role.index] = chunk.begin.addr
-                buffers[role.name] = chunk
-                placement[f"{role.kind}:{role.name}"] = chunk.region.name
-        for p in prog.intermediates:
-            placement[f"intermediate:{p.name}"] = regions[p.base]
-        loaded = _Loaded(prog, chunks, prog_chunk.begin.addr, bases, buffers, placement)
-        self._loaded[ids] = loaded
+                loaded = self._loader.load(prog)
+            self._loaded[ids] = loaded
         return loaded
 
     def program(self, op_ids: Sequence[int]) -> NpuProgram:
@@ -441,16 +334,7 @@ class NpuBackend(Backend):
         if loaded is None or not self.launches or self.launches[-1] != tuple(loaded.program.op_ids):
             return []
         assert self.device is not None
-        prog = loaded.program
-        out: list[tuple[str, np.ndarray]] = []
-        for p in prog.intermediates:
-            if not p.readable_after or "#" in p.name:
-                continue
-            region = self.device.get_mem_region(loaded.placement[f"intermediate:{p.name}"])
-            raw = np.empty(p.nbytes, np.uint8)
-            region.read(raw, loaded.bases[p.base] + p.offset, p.nbytes)
-            out.append((p.name, from_tiled(raw, p.shape, prog.block)))
-        return out
+        return loaded.read_intermediates(self.device)
 
     # -- run ------------------------------------------------------------------------------------
 
@@ -468,7 +352,7 @@ class NpuBackend(Backend):
     ) -> None:
         if not self._applied:
             raise XrtError(ErrorCode.WRONG_ORDER, f"{type(self).__name__}: apply() before forward")
-        if self._driver is None:
+        if self._driver is None or self._loader is None:
             raise compile_only_refusal(self)
         loaded = self._prepare(seg)
         prog = loaded.program
@@ -482,7 +366,11 @@ class NpuBackend(Backend):
         paths: dict[str, str] = {}
         for b in prog.outputs:
             t = outputs[b.name]
-            why = self._direct_refusal(t, b.nbytes, prog.block)
+            why = (
+                self._loader.direct_refusal(t, b.nbytes, prog.block)
+                if self.DIRECT_OUTPUTS
+                else f"{type(self).__name__} stores outputs in its own buffers"
+            )
             if why is None:
                 assert t.chunk is not None
                 bases[b.base] = t.chunk.begin.addr + t.offset
@@ -521,7 +409,7 @@ class NpuBackend(Backend):
 
     def _trace_launch(
         self,
-        loaded: _Loaded,
+        loaded: LoadedProgram,
         what: str,
         stats: LaunchStats,
         wall: tuple[float, float, float, float],
@@ -545,38 +433,6 @@ class NpuBackend(Backend):
         self.trace("outputs from device", t2, t3 - t2, lane="npu.dma", category="dma")
         trace_transfer(self.tracer, "outputs from device", (cycles[2], cycles[3]), name)
 
-    def _direct_refusal(self, t: Tensor, nbytes: int, block: int) -> str | None:
-        """None when the engine can store a program output straight into tensor `t` (manual
-        1.3.2), else why the output is copied into it instead."""
-        if not self.DIRECT_OUTPUTS:
-            return f"{type(self).__name__} stores outputs in its own buffers"
-        region = t.region
-        if region is None or t.chunk is None:
-            return "the tensor has no memory"
-        assert self.device is not None
-        try:
-            same = self.device.get_mem_region(region.name) is region
-        except XrtError:
-            same = False
-        if not same or region.name not in ("plddr", "udma", "ocm"):
-            return f"{region.name} on {region.device!r} is not memory this engine writes"
-        hw = t.hw_layout
-        _, c, h, w = as_nchw(t.shape)
-        if hw is not None:
-            if hw != ChannelTiled(block) or t.layout not in ("NCHW", "NC"):
-                return f"its hardware layout {hw.name} over {t.layout} is not the engine's"
-        elif h * w != 1 or c % block:
-            return (
-                f"its layout is not the engine's (N, C/{block}, H, W, {block}): give it "
-                f"hw_layout=ChannelTiled({block}) over NCHW"
-            )
-        addr = t.chunk.begin.addr + t.offset
-        if addr % block:
-            return f"address {addr:#x} is not a multiple of {block}"
-        if t.nbytes < nbytes:
-            return f"{t.nbytes} B, the program stores {nbytes} B"
-        return None
-
     # -- snapshots ------------------------------------------------------------------------------
 
     def refusal(self, op: Operator, ctx: BindContext | None = None) -> str | None:
@@ -597,7 +453,7 @@ class NpuBackend(Backend):
             why = refusal(op, values, ctx.graph.op_params(op), self.config)
             if why is not None:
                 return why
-            if lone_alias(op, self, ctx):
+            if lone_alias(op, self, self.config, ctx):
                 return LONE_ALIAS
         if op.op_type == "HardOp":
             return f"a HardOp for {op.attrs.get('target')!r}; {name} runs {self.TARGET!r} ones"
@@ -638,7 +494,7 @@ class NpuBackend(Backend):
         implement (a compilation, which the snapshot otherwise saves) and must be the same
         bytes; verified programs are shared."""
         super().restore_snapshot({"auto_merge": options.get("auto_merge", True)}, {})
-        check_options(self, options)
+        check_options(self, options, self.config, self.ocm_capacity())
         view = self.network_view
         assert view is not None
         for name, blob in state.items():
@@ -662,7 +518,7 @@ def _npu_constraint(op: Operator, backend: Backend, ctx: BindContext) -> bool:
     assert isinstance(backend, NpuBackend)
     if refusal(op, ctx.graph.values, ctx.graph.op_params(op), backend.config) is not None:
         return False
-    return not lone_alias(op, backend, ctx)
+    return not lone_alias(op, backend, backend.config, ctx)
 
 
 def _hardop_constraint(op: Operator, backend: Backend, ctx: BindContext) -> bool:

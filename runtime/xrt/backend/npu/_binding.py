@@ -9,14 +9,11 @@ its own, a host round trip for a copy: the host relabels it instead.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from xrt.backend._base import Backend
 from xrt.backend._registry import BindContext
+from xrt.hw.config import NpuConfig
+from xrt.network import Operator
 from xrt.npu.compiler import NPU_OP_TYPES, is_alias, refusal
-
-if TYPE_CHECKING:
-    from xrt.backend.npu._backend import NpuBackend
-    from xrt.network import Operator
 
 __all__ = ["LONE_ALIAS", "lone_alias"]
 
@@ -27,26 +24,26 @@ LONE_ALIAS = (
 """The placement report's reason for a `lone_alias`."""
 
 
-def lone_alias(op: Operator, backend: NpuBackend, ctx: BindContext) -> bool:
-    """Whether `op` is an alias reshape that would be a program alone on `backend`: its
-    input comes from elsewhere and no operator the engine works on reads its output
-    (directly or through further aliases)."""
+def lone_alias(op: Operator, backend: Backend, config: NpuConfig, ctx: BindContext) -> bool:
+    """Whether `op` is an alias reshape that would be a program alone on `backend` (an NPU
+    backend compiling for `config`): its input comes from elsewhere and no operator the
+    engine works on reads its output (directly or through further aliases)."""
     graph = ctx.graph
     if graph is None or not is_alias(op, graph.values):
         return False
     if ctx.producer_backend(op.inputs[0]) is backend:
         return False
-    return not _leads_to_work(op.outputs[0], backend, ctx)
+    return not _leads_to_work(op.outputs[0], config, ctx)
 
 
-def _leads_to_work(value: str, backend: NpuBackend, ctx: BindContext) -> bool:
+def _leads_to_work(value: str, config: NpuConfig, ctx: BindContext) -> bool:
     graph = ctx.graph
     assert graph is not None
     for c in graph.ops:
         if value not in c.inputs or c.op_type not in NPU_OP_TYPES:
             continue
-        if refusal(c, graph.values, graph.op_params(c), backend.config) is not None:
+        if refusal(c, graph.values, graph.op_params(c), config) is not None:
             continue
-        if not is_alias(c, graph.values) or _leads_to_work(c.outputs[0], backend, ctx):
+        if not is_alias(c, graph.values) or _leads_to_work(c.outputs[0], config, ctx):
             return True
     return False

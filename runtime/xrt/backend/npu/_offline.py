@@ -18,14 +18,13 @@ device's, else it is refused naming both.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from xrt.backend._base import Backend
 from xrt.errors import ErrorCode, XrtError
+from xrt.hw.config import NpuConfig
 from xrt.hw.targets import HW_VERSION
 from xrt.network import NetworkView
-
-if TYPE_CHECKING:
-    from xrt.backend.npu._backend import NpuBackend
 
 __all__ = ["HW_VERSION_TEXT", "bind_compile_only", "check_options", "compile_only_refusal"]
 
@@ -34,7 +33,7 @@ HW_VERSION_TEXT = ".".join(map(str, HW_VERSION))
 report it."""
 
 
-def bind_compile_only(backend: NpuBackend, view: NetworkView) -> None:
+def bind_compile_only(backend: Backend, view: NetworkView) -> None:
     """Bind `backend` to the operators of `view` without a device (see the module docstring).
 
     Raises:
@@ -52,7 +51,7 @@ def bind_compile_only(backend: NpuBackend, view: NetworkView) -> None:
     backend.device = None
 
 
-def compile_only_refusal(backend: NpuBackend) -> XrtError:
+def compile_only_refusal(backend: Backend) -> XrtError:
     """The error a compile-only backend raises when asked to run."""
     return XrtError(
         ErrorCode.WRONG_ORDER,
@@ -61,14 +60,11 @@ def compile_only_refusal(backend: NpuBackend) -> XrtError:
     )
 
 
-def _device_hw_version(backend: NpuBackend) -> str:
-    """The hardware version the backend's device reports ('' when it does not say)."""
-    transport = getattr(backend.device, "transport", None)
-    return str(getattr(getattr(transport, "info", None), "hw_version", "") or "")
-
-
-def check_options(backend: NpuBackend, options: Mapping[str, Any]) -> None:
-    """Refuse a snapshot's NPU options that do not fit `backend` and its device.
+def check_options(
+    backend: Backend, options: Mapping[str, Any], config: NpuConfig, ocm_bytes: int
+) -> None:
+    """Refuse a snapshot's NPU options that do not fit `backend` and its device: the
+    backend compiles for `config` with `ocm_bytes` of on-chip memory.
 
     Options written before containers existed carry no ``hw_version`` or ``ocm_bytes``:
     those checks are then skipped (the programs were compiled on a device, as the target's).
@@ -84,7 +80,7 @@ def check_options(backend: NpuBackend, options: Mapping[str, Any]) -> None:
             f"its NPU programs were compiled for target {target!r}; this is {name} "
             f"(target {here!r}): compile it for {here!r} (xrt compile MODEL --target {here})",
         )
-    mine = {k: getattr(backend.config, k) for k in backend.config.__dataclass_fields__}
+    mine = {k: getattr(config, k) for k in config.__dataclass_fields__}
     theirs = options.get("config")
     if theirs != mine:
         if isinstance(theirs, dict):
@@ -98,7 +94,8 @@ def check_options(backend: NpuBackend, options: Mapping[str, Any]) -> None:
             f"configuration than this {name}'s ({what}: the container's vs this device's)",
         )
     version = options.get("hw_version")
-    device_version = _device_hw_version(backend) or HW_VERSION_TEXT
+    device = backend.device  # None when compiling without a device: the runtime's version
+    device_version = (device.hw_version if device is not None else None) or HW_VERSION_TEXT
     if version is not None and version != device_version:
         raise XrtError(
             ErrorCode.LOAD_FAILED,
@@ -106,9 +103,9 @@ def check_options(backend: NpuBackend, options: Mapping[str, Any]) -> None:
             f"this device is version {device_version!r}",
         )
     ocm = options.get("ocm_bytes")
-    if ocm is not None and ocm != backend.ocm_capacity():
+    if ocm is not None and ocm != ocm_bytes:
         raise XrtError(
             ErrorCode.LOAD_FAILED,
             f"its NPU programs were compiled for {target} hardware with {ocm} bytes of "
-            f"on-chip memory; this device has {backend.ocm_capacity()}",
+            f"on-chip memory; this device has {ocm_bytes}",
         )

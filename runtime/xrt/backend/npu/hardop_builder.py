@@ -17,7 +17,7 @@ import numpy as np
 from xrt.backend.npu._serialize import program_to_bytes
 from xrt.errors import ErrorCode, XrtError
 from xrt.hw.config import NpuConfig
-from xrt.hw.targets import NPU
+from xrt.hw.targets import NPU, TARGETS
 from xrt.network import Network, NetworkView, Operator
 from xrt.npu.compiler import compile_run
 from xrt.ops.hardop_placeholder import output_type_to_json
@@ -27,8 +27,6 @@ __all__ = ["ocm_bytes", "to_hardop"]
 
 def ocm_bytes(target: str) -> int:
     """Size of `target`'s on-chip memory (0 when it has none), from the hardware config."""
-    from xrt.hw.targets import TARGETS
-
     cfg = TARGETS.get(target)
     return next((m.size for m in cfg.memories if m.name == "ocm"), 0) if cfg else 0
 
