@@ -53,4 +53,3 @@ def test_no_runtime_source_names_the_emulator_package() -> None:
                 names = [node.module]
             offenders += [f"{path}: {n}" for n in names if n.split(".")[0] == "npuemu"]
     assert not offenders, offenders
-
