@@ -4,9 +4,8 @@ again (for a replay).
 
 A recording keeps its own vocabulary, which files on disk have used from the start:
 ``reset``, ``read_reg``, ``write_reg``, ``batch`` and ``wait_irq`` (`xrt.recording_schema`).
-A server records every register request as a ``batch`` (a single read or write is a batch
-of one on the port); recordings that hold ``read_reg`` and ``write_reg`` replay as the
-batches of one they were.
+On the port a single read or write is a batch of one; a recording keeps such a batch in
+its short form (``read_reg``, ``write_reg``) and replays it as the batch of one it was.
 """
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ def served_record(served: Served) -> tuple[str, dict[str, Any], dict[str, Any] |
     (waveform windows, states, the worker's housekeeping)."""
     request, reply = served.request, served.reply
     if isinstance(request, RegBatch):
-        op, args = "batch", {"ops": [tuple(row) for row in request.rows()]}
+        op, args = _register_record(request)
     elif isinstance(request, WaitIrq):
         op, args = "wait_irq", {"max_cycles": request.max_cycles, "wall_s": request.wall_s}
     elif isinstance(request, Reset):
@@ -36,6 +35,20 @@ def served_record(served: Served) -> tuple[str, dict[str, Any], dict[str, Any] |
     if not reply.ok:
         return op, args, None
     return op, args, recorded_reply(op, reply)
+
+
+def _register_record(batch: RegBatch) -> tuple[str, dict[str, Any]]:
+    """A batch of one plain read or write keeps the recording's short form (``read_reg``,
+    ``write_reg``: what recordings have always held for them, and smaller); any other
+    batch is a ``batch`` of its rows."""
+    rows = batch.rows()
+    if len(rows) == 1 and rows[0].mask == MASK32:
+        row = rows[0]
+        if row.kind == RegKind.READ:
+            return "read_reg", {"addr": row.addr}
+        if row.kind == RegKind.WRITE:
+            return "write_reg", {"addr": row.addr, "value": row.value}
+    return "batch", {"ops": [tuple(row) for row in rows]}
 
 
 def recorded_reply(op: str, reply: Reply) -> dict[str, Any]:

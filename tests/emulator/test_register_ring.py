@@ -24,6 +24,7 @@ from test_regbus import Pool, directed_batches, random_batch
 from npuemu.server.launch import ServerProcess
 from xrt import Device
 from xrt.errors import ErrorCode, XrtError
+from xrt.hw.port import RegBatch
 from xrt.hw.regops import RegMaskedWrite, RegRead
 from xrt.hw.ring import HEADER, OPS_OFFSET, REQUEST_OFFSET, RING_BYTES
 from xrt.hw.targets import target
@@ -92,11 +93,11 @@ def test_random_batches_give_the_same_results_through_the_ring_and_the_server(
         for case, rows in enumerate(batches):
             dev.transport.reset()  # type: ignore[attr-defined]
             try:
-                by_ring: object = [(s, v) for s, v, _ in ring.batch(rows, 60)]
+                by_ring: object = ring.batch(RegBatch.of_rows(rows), 60).pairs()
             except RingError as exc:
                 by_ring = "refused"  # an address outside the register blocks
                 assert "not an aligned register" in str(exc), exc
-            ring_state = [(s, v) for s, v, _ in ring.batch(state, 60)]
+            ring_state = ring.batch(RegBatch.of_rows(state), 60).pairs()
             dev.transport.reset()  # type: ignore[attr-defined]
             try:
                 by_server: object = _grpc_batch(dev, rows)
@@ -175,20 +176,19 @@ def test_the_ring_is_revoked_at_the_lease_end_and_the_next_holder_gets_another(
         sock, lease = _socket_of(first), first.transport.lease_id  # type: ignore[attr-defined]
         kept = RegisterRing.receive(sock, lease)  # the same ring, held by "another" client
         for _ in range(20):
-            assert kept.batch([(0, MAGIC, 0, 0, 0, 0)], 30)[0][:2] == (
-                RegisterStatus.OK,
-                MAGIC_VALUE,
-            )
+            assert kept.batch(RegBatch.read(MAGIC), 30).pairs() == [
+                (RegisterStatus.OK, MAGIC_VALUE)
+            ]
         first_gen = HEADER.format.unpack_from(kept._map, 0)[4]
     with pytest.raises(RingRevokedError):
-        kept.batch([(1, SCRATCH, 0x5EC2E7, 0, 0, 0)], 30)
+        kept.batch(RegBatch.write(SCRATCH, 0x5EC2E7), 30)
     with Device.open(server.url) as second:
         second_ring = second.transport.ring  # type: ignore[attr-defined]
         assert second_ring is not None
         assert HEADER.format.unpack_from(second_ring._map, 0)[4] != first_gen
         # A new ring counts its requests from 1 again: each one is served (the 20th too).
         for _ in range(30):
-            assert second_ring.batch([(0, MAGIC, 0, 0, 0, 0)], 30)[0][1] == MAGIC_VALUE
+            assert second_ring.batch(RegBatch.read(MAGIC), 30).pairs()[0][1] == MAGIC_VALUE
         # The old ring, written and kicked by hand: nobody serves it any more.
         raw = kept._map
         raw[OPS_OFFSET : OPS_OFFSET + 32] = struct.pack("<6IQ", 1, SCRATCH, 0xBAD, 0, 0, 0, 0)
@@ -255,14 +255,16 @@ def test_garbage_in_the_ring_never_crashes_the_simulator(server: ServerProcess) 
                     struct.pack_into("<Q", ops, 32 * j + 24, rng.choice([1, 5, 1 << 41]))
             raw[OPS_OFFSET : OPS_OFFSET + len(ops)] = ops
             try:
-                ring._exchange(30)
+                seq = ring._core._next()  # the request written by hand, numbered and kicked
+                ring._exchange(seq, 30, 0)
+                ring._core._response()  # raises the simulator's refusal
                 ran += 1
             except RingError as exc:
                 assert "refused the request" in str(exc) and "BAD_REQUEST" in str(exc), exc
                 refused += 1
             if i % 50 == 0:  # sequence numbers the client jumps around
-                ring._req_seq.value = rng.getrandbits(63)
-                ring._resp_seq.value = ring._req_seq.value
+                ring._core._req_seq.value = rng.getrandbits(63)
+                ring._core._resp_seq.value = ring._core._req_seq.value
         assert refused and ran, (refused, ran)
         assert dev.read_reg(MAGIC) == 0x4E50_5530
         dev.transport.drop_ring("the test goes through the server")  # type: ignore[attr-defined]
