@@ -193,7 +193,7 @@ def test_the_ring_is_revoked_at_the_lease_end_and_the_next_holder_gets_another(
         raw = kept._map
         raw[OPS_OFFSET : OPS_OFFSET + 32] = struct.pack("<6IQ", 1, SCRATCH, 0xBAD, 0, 0, 0, 0)
         struct.pack_into("<IIQQQ", raw, REQUEST_OFFSET, 1, 1, 0, 0, 0)
-        kept._req_seq.value += 1
+        kept._core._req_seq.value += 1
         os.eventfd_write(kept._kick, 1)
         assert second.read_reg(SCRATCH) == 0  # reset value: the old ring wrote nothing
     kept.close()
