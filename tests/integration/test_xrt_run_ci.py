@@ -146,8 +146,8 @@ def test_compare_reports_a_difference(
     assert "compare host: output" in out and "differs" in out and "first at" in out
 
 
-def _xrt(*args: str, **kwargs: object) -> subprocess.Popen[str]:
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+def _xrt(*args: str, **env_extra: str) -> subprocess.Popen[str]:
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", **env_extra)
     return subprocess.Popen(
         [sys.executable, "-m", "xrt.cli", *args],
         stdout=subprocess.PIPE,
@@ -155,7 +155,6 @@ def _xrt(*args: str, **kwargs: object) -> subprocess.Popen[str]:
         text=True,
         cwd=REPO,
         env=env,
-        **kwargs,  # type: ignore[arg-type]
     )
 
 
@@ -179,7 +178,7 @@ def test_ctrl_c_prints_one_line_exits_130_and_releases_the_lease(
 ) -> None:
     proc = _xrt(
         "run", str(cnn), "--device", zg330_server.url, "--quantize", "--calib", "2",
-        "--runs", "100000",
+        "--runs", "100000", PYTHONFAULTHANDLER="1",
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 120
@@ -188,7 +187,13 @@ def test_ctrl_c_prints_one_line_exits_130_and_releases_the_lease(
             assert time.monotonic() < deadline, "the run never took the device"
             time.sleep(0.1)
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=120)
+        try:
+            _, err = proc.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            # Where it hangs: faulthandler prints every thread's stack on SIGABRT.
+            proc.send_signal(signal.SIGABRT)
+            _, stacks = proc.communicate(timeout=60)
+            pytest.fail(f"xrt run did not end within 120 s of SIGINT:\n{stacks[-6000:]}")
     finally:
         if proc.poll() is None:
             proc.kill()
