@@ -38,7 +38,7 @@ def render_table(key: str) -> list[str]:
     lines = ["| manual | xrt | notes |", "|---|---|---|"]
     for row in sections[key].rows:
         cells = (row.manual_cell(), row.ours_cell(), row.notes_cell())
-        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+        lines.append("|" + "|".join(f" {_cell(c)} " if c else " " for c in cells) + "|")
     return lines
 
 

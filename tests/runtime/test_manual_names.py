@@ -404,6 +404,25 @@ def test_host_device_close_alias_is_its_own_close() -> None:
     assert other.closed
 
 
+def test_backend_create_takes_the_class_first(samples: dict[str, Any]) -> None:
+    """``Backend.Create(HostBackend, view, device)``, as the manual's Python writes it; the
+    class-less ``HostBackend.Create(view)`` is refused saying so (``HostBackend.create(view)``
+    is ours); ``HostBackend.Init()`` is an unbound backend."""
+    from xrt import Backend
+
+    view = samples["xrt.NetworkView"]
+    bound = Backend.Create(HostBackend, view, HostDevice.Default())
+    assert bound.is_type(HostBackend) and bound.network_view is view
+    with pytest.raises(XrtError) as err:
+        HostBackend.Create(view)
+    assert err.value.code == ErrorCode.WRONG_TYPE and "class first" in err.value.message
+    fresh = HostBackend.Init()
+    assert fresh.is_type(HostBackend) and not fresh.initialized
+    with pytest.raises(XrtError) as err:
+        HostBackend.create(None, HostDevice.Default())
+    assert "without a network view" in err.value.message
+
+
 # -- the manual's examples, in the manual's names ------------------------------------------
 
 

@@ -54,19 +54,22 @@ def get_backend_type(name: str) -> type[Backend]:
 
 
 def create_backend(
-    backend_type: type[B], network_view: Network | NetworkView, device: Device | None = None
+    backend_type: type[B],
+    network_view: Network | NetworkView | None = None,
+    device: Device | None = None,
 ) -> B:
     """``backend_type.create(network_view, device)``, the backend class given first as the
     manual's Python spells it: ``Backend.Create(HostBackend, view, device)``.
 
     Raises:
-        XrtError: 11010 naming `backend_type` when it is not a Backend subclass; as `init`.
+        XrtError: 11010 naming `backend_type` when it is not a Backend subclass (the class
+            is missing: ``HostBackend.Create(view)``) or when no view is given; as `init`.
     """
     if not (isinstance(backend_type, type) and issubclass(backend_type, Backend)):
         raise XrtError(
             ErrorCode.WRONG_TYPE,
-            f"Backend.Create takes the backend class first (Backend.Create(HostBackend, view, "
-            f"device)), got {backend_type!r}",
+            f"Backend.Create (create_backend) takes the backend class first "
+            f"(Backend.Create(HostBackend, view, device)), got {backend_type!r}",
         )
     if network_view is None:
         raise XrtError(

@@ -22,6 +22,7 @@ NETWORKS = Section(
           "operators with stable ids, values, parameters (docs/network-format.md)"),
         N(_NET, "CreateFromJsonFile", "load", K.STATIC,
           "validates everything: 11011 naming what is wrong, 11002 for a missing file",
+          doc_manual="`Network::CreateFromJsonFile(json)`",
           doc_ours="`Network.load(json_path, raw_path=None)`"),
         N(_NET, "loadParamsFromFile", "load", K.DIFFERS, "",
           differs="`Network.load` reads the JSON and its raw parameter file in one call "
@@ -50,7 +51,7 @@ NETWORKS = Section(
           "`name`"),
         N("xir", "Operation", "xrt.network.Operator", K.CLASS,
           "the manual's callback signatures name it `Operation`"),
-        N(_OP, "opId", "op_id", K.PROPERTY, "", doc_manual="`op.opId()`"),
+        N(_OP, "opId", "op_id", K.PROPERTY, "", doc_manual="`op.opId()`", doc_ours="`op.op_id`"),
         N(_OP, "op_id", "op_id", K.SAME, "", doc_manual="`op->op_id`", doc_ours="`op.op_id`"),
         N(_OP, "outputsNum", "", K.DIFFERS, "", differs="a tuple's length",
           doc_manual="`op.outputsNum()`", doc_ours="`len(op.outputs)`"),
@@ -63,7 +64,8 @@ NETWORKS = Section(
         N("xir", "Framework", "xrt.network.Framework", K.MODULE,
           "`PYTORCH`, `CAFFE`, `TENSORFLOW`, `DARKNET`, `ONNX`: a label on the network "
           "(`network.framework`); ONNX import is the one front end and records `ONNX`"),
-        N("xrt.network.Framework", "PYTORCH", "PYTORCH", K.SAME, "a label only"),
+        N("xrt.network.Framework", "PYTORCH", "PYTORCH", K.SAME, "a label only",
+          doc_manual="`Framework::PYTORCH`", doc_ours="`Framework.PYTORCH`"),
         N("xir", "generate_network", _EXAMPLE, K.MODULE,
           "the manual's example network: Input -> Conv2d -> Cast -> HardOp -> Cast -> ReLU "
           "-> MaxPool2d -> Output, deterministic weights, the HardOp compiled for `target`",
