@@ -22,7 +22,9 @@ Sources -> generated files:
 - ``runtime/xrt/hw/ring.py`` (the register ring's layout) -> ``rtl/generated/npu_ring_abi.h``
   (the simulator's ring service) and ``include/npu/npu_ring_abi.h`` (the C driver library);
 - the op registry (``xrt.ops``), the ONNX importer's handlers and limits ->
-  ``docs/onnx-operators.md`` (`tools.gen_operators`).
+  ``docs/onnx-operators.md`` (`tools.gen_operators`);
+- the manual-name table (``runtime/xrt/manual``) + ``tools/api_mapping_template.md`` ->
+  ``docs/api-mapping.md`` (`tools.gen_api_mapping`).
 
 ``python -m tools.generate --check`` regenerates into a scratch folder and exits 1 listing
 every generated file that differs from what is committed (the staleness test runs this).
@@ -44,6 +46,7 @@ from systemrdl import RDLCompiler
 from systemrdl.node import AddrmapNode, FieldNode, RegNode
 
 from tools.csr_gate import gate_csr_rtl
+from tools.gen_api_mapping import API_MAPPING_DOC, generate_api_mapping
 from tools.gen_operators import OPERATORS_DOC, generate_operator_doc
 from tools.isa_gen import generate_isa, isa_outputs
 
@@ -461,6 +464,7 @@ def generated_files() -> list[Path]:
     files += isa_outputs()
     files += _c_outputs()
     files += operator_doc_files()
+    files.append(API_MAPPING_DOC)
     for block in BLOCKS:
         files += [
             RTL_OUT / f"{block}_csr.sv",
@@ -489,6 +493,7 @@ def generate_all(out_root: Path) -> None:
         generate_c_header(block, out_root)
     generate_c_targets(cfg, out_root)
     generate_operator_doc(out_root)
+    generate_api_mapping(out_root)
     generate_ring_headers(out_root)
     init = out_root / PY_OUT / "__init__.py"
     init.write_text(HEADER_PY.format(src="tools/generate.py") + '"""Generated modules."""\n')

@@ -22,7 +22,9 @@ Running networks:
   docs/quantization.md);
 - `xrt.backend`: `Backend`, `HostBackend`; `xrt.session`: `Session`.
 
-``docs/api-mapping.md`` maps the manual's names to these.
+The manual's own names (``Session.CreateByOrder``, ``sess.stepTo``, ``ptr.isNull()``...)
+are aliases of ours, installed from one table at import (`xrt.manual`);
+``docs/api-mapping.md``, generated from the same table, maps one to the other.
 """
 
 from xrt.backend import Backend, HostBackend
@@ -93,3 +95,10 @@ __all__ = [
     "register_device",
     "registered_devices",
 ]
+
+# The manual's names (``stepTo``, ``HostDevice.Default``, ``PtrType``...): aliases of the
+# objects above, from the one table in xrt.manual.
+from xrt.manual import NAMES as _MANUAL_NAMES
+from xrt.manual import install_aliases as _install_aliases
+
+__all__ += [n for n in _install_aliases(_MANUAL_NAMES, globals()) if n not in __all__]

@@ -99,6 +99,11 @@ class DataType(Enum):
         known = ", ".join(m.manual_name for m in cls)
         raise XrtError(ErrorCode.WRONG_TYPE, f"unknown data type {name!r} (known: {known})")
 
+    def __call__(self) -> DataType:
+        """The type itself: the manual's ``FloatType::FP32()`` reads ``FloatType.FP32()``
+        (``xir.FloatType`` and ``xir.IntegerType`` are this class)."""
+        return self
+
     def __repr__(self) -> str:
         return f"DataType.{self.name}"
 

@@ -55,6 +55,8 @@ def test_wheel_ships_the_rtl_and_serves(tmp_path):
         assert f"npuemu/_rtl/{rel}" in names, rel
     assert "npuemu/_rtl/mem/npu_mem_dpi.cpp" in names
     assert "xrt/hw/_proto/npuemu/v1/device_pb2.py" in names
+    for face in ("xir", "host_backend", "buyi_backend", "zg330_backend"):  # the manual's modules
+        assert f"{face}/__init__.py" in names, face
     with zipfile.ZipFile(wheel) as zf:
         meta = zf.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     requires = [ln for ln in meta.splitlines() if ln.startswith("Requires-Dist:")]

@@ -135,6 +135,66 @@ def test_manual_1_1_2_create_with_backends(buyi: NpuDevice) -> None:
     sess.close()
 
 
+def test_manual_python_examples_as_written(buyi: NpuDevice, tmp_path: Path) -> None:
+    """Manual 1.1.1, 1.1.2, 1.2 and 1.1.3 in Python, in the manual's own names and call
+    shapes: ``import xir``, ``GenerateNetwork()``, ``Session.Create`` with the devices in
+    the manual's order (the host device first, for ``[BuyiBackend, HostBackend]``),
+    ``CreateByOrder`` with ``Init()``, ``Backend.Create(HostBackend, ...)``,
+    ``CreateWithBackends``, ``dumpSnapshot`` and ``CreateWithSnapshot``. The manual's
+    ``Device()`` is the emulated Buyi here; every session computes what the host computes."""
+    import buyi_backend
+    import host_backend
+    import xir
+
+    from xrt import Backend
+
+    BuyiBackend, HostBackend = buyi_backend.BuyiBackend, host_backend.HostBackend  # noqa: N806
+    device = buyi
+    network = xir.GenerateNetwork()
+    want = _host(manual_float(), {"x": _x()})  # the same weights, every op on the host
+    # Input -> Conv2d -> Cast -> HardOp -> Cast -> ReLU -> MaxPool2d -> Output
+    ops = [op for op in network.ops if op.op_type not in ("Input", "Output")]
+    expected = [HostBackend, HostBackend, BuyiBackend, BuyiBackend, HostBackend, HostBackend]
+    npu_ids = [ops[2].op_id, ops[3].op_id]
+    host_ids = [op.op_id for op in network.ops if op.op_id not in npu_ids]
+    if network.ops[0].op_type == "Input":  # the manual's own ids, once networks carry them
+        assert (host_ids, npu_ids) == ([0, 1, 2, 5, 6, 7], [3, 4])
+
+    def check(sess: Session) -> None:
+        backend_bindings = sess.backendBindings()
+        for op, cls in zip(ops, expected, strict=True):
+            assert backend_bindings[op.op_id].is_type(cls), (op.describe(), cls)
+        _assert_same(sess.forward([_x()]), want)
+
+    # 1.1.1
+    sess1 = Session.Create(
+        [BuyiBackend, HostBackend], network.view(0), [HostDevice.Default(), device]
+    )
+    sess1.apply()
+    check(sess1)
+    sess2 = Session.CreateByOrder(
+        network.view(0), [BuyiBackend.Init(), HostBackend.Init()], [HostDevice.Default(), device]
+    )
+    sess2.apply()
+    check(sess2)
+    # 1.1.2
+    host_backend = Backend.Create(HostBackend, network.view(host_ids), HostDevice.Default())
+    buyi_backend = Backend.Create(BuyiBackend, network.view(npu_ids), device)
+    sess = Session.CreateWithBackends(network.view(0), [host_backend, buyi_backend])
+    sess.apply()
+    check(sess)
+    # 1.2, then 1.1.3
+    snapshot_file = tmp_path / "manual.snapshot"
+    sess1.dumpSnapshot(snapshot_file)
+    for s in (sess1, sess2, sess):
+        s.close()
+    restored = Session.CreateWithSnapshot(
+        snapshot_file, [BuyiBackend, HostBackend], [device, HostDevice.Default()]
+    )
+    check(restored)
+    restored.close()
+
+
 @pytest.mark.parametrize("name", sorted(COMPOSITES))
 def test_composite_networks_bit_exact_on_buyi(name: str, buyi: NpuDevice) -> None:
     model = COMPOSITES[name]()

@@ -4,6 +4,8 @@
   ``deinit``) and its per-class operator registry (``@MyBackend.op("Conv2d", init=...,
   constraint=...)``, the manual's ``ICRAFT_ADD_OP_TO_BACKEND``).
 * `HostBackend`: every op type of `xrt.ops` with the numpy host kernels.
+* `create_backend(T, view, device)`: ``T.create(view, device)``, the class first (the
+  manual's ``Backend.Create(HostBackend, view, device)``).
 * `Subgraph`: consecutive operators a non-host backend runs as one unit
   (`Backend.forward_subgraph`, the hook NPU backends override).
 * `BindContext`: what a constraint may ask about the bindings made so far.
@@ -16,7 +18,12 @@ docs/session.md describes how these fit together.
 
 from xrt.backend._arrays import read_array, write_array
 from xrt.backend._base import Backend, Subgraph
-from xrt.backend._names import backend_types, get_backend_type, register_backend_type
+from xrt.backend._names import (
+    backend_types,
+    create_backend,
+    get_backend_type,
+    register_backend_type,
+)
 from xrt.backend._registry import BackendOp, BindContext, OpConstraintFn, OpForwardFn, OpInitFn
 from xrt.backend.host import HostBackend, HostOpState, host_forward, host_init
 
@@ -31,6 +38,7 @@ __all__ = [
     "OpInitFn",
     "Subgraph",
     "backend_types",
+    "create_backend",
     "get_backend_type",
     "host_forward",
     "host_init",

@@ -176,10 +176,25 @@ class Backend(OpRegistry["Backend"]):
 
     @classmethod
     def create(
-        cls: type[B], network_view: Network | NetworkView, device: Device | None = None
+        cls: type[B],
+        network_view: Network | NetworkView | None = None,
+        device: Device | None = None,
     ) -> B:
-        """A new backend bound to `network_view` and `device` (``Backend::Create<T>``)."""
+        """A new backend bound to `network_view` and `device` (the manual's
+        ``Backend::Create<T>(view, device)``); without a view, a backend bound to nothing
+        yet, ``T()`` (the manual's ``T::Init()``).
+
+        Raises:
+            XrtError: as `init`; 11010 for a device given without a view.
+        """
         backend = cls()
+        if network_view is None:
+            if device is not None:
+                raise XrtError(
+                    ErrorCode.WRONG_TYPE,
+                    f"{cls.__name__}.create: device {device!r} given without a network view",
+                )
+            return backend
         backend.init(network_view, device)
         return backend
 
@@ -201,6 +216,15 @@ class Backend(OpRegistry["Backend"]):
 
     def check_device(self, device: Device) -> None:
         """Raise XrtError 11010 when this backend cannot run on `device` (hook)."""
+
+    def device_refusal(self, device: Device) -> str | None:
+        """Why `check_device` refuses `device`, None when it accepts it (sessions pair
+        devices with backends by it)."""
+        try:
+            self.check_device(device)
+        except XrtError as exc:
+            return exc.message
+        return None
 
     def init(self, network_view: Network | NetworkView, device: Device | None = None) -> Backend:
         """Bind the backend to the operators of `network_view` and to `device`.

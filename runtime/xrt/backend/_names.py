@@ -1,5 +1,7 @@
 """Backend classes by name, for whoever picks backends from text (``xrt run --backends
-buyi,host``): `register_backend_type` on the class, `get_backend_type` to find it again."""
+buyi,host``): `register_backend_type` on the class, `get_backend_type` to find it again;
+and `create_backend`, a bound backend from its class given as a value (the manual's
+``Backend.Create(HostBackend, view, device)``)."""
 
 from __future__ import annotations
 
@@ -7,9 +9,11 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from xrt.backend._base import Backend
+from xrt.device import Device
 from xrt.errors import ErrorCode, XrtError
+from xrt.network import Network, NetworkView
 
-__all__ = ["backend_types", "get_backend_type", "register_backend_type"]
+__all__ = ["backend_types", "create_backend", "get_backend_type", "register_backend_type"]
 
 B = TypeVar("B", bound=Backend)
 
@@ -47,3 +51,28 @@ def get_backend_type(name: str) -> type[Backend]:
     except (KeyError, TypeError):
         known = ", ".join(sorted(_BACKEND_TYPES))
         raise XrtError(ErrorCode.WRONG_TYPE, f"unknown backend {name!r} (known: {known})") from None
+
+
+def create_backend(
+    backend_type: type[B],
+    network_view: Network | NetworkView | None = None,
+    device: Device | None = None,
+) -> B:
+    """``backend_type.create(network_view, device)``, the backend class given first as the
+    manual's Python spells it: ``Backend.Create(HostBackend, view, device)``.
+
+    Raises:
+        XrtError: 11010 naming `backend_type` when it is not a Backend subclass (the class
+            is missing: ``HostBackend.Create(view)``) or when no view is given; as `init`.
+    """
+    if not (isinstance(backend_type, type) and issubclass(backend_type, Backend)):
+        raise XrtError(
+            ErrorCode.WRONG_TYPE,
+            f"Backend.Create (create_backend) takes the backend class first "
+            f"(Backend.Create(HostBackend, view, device)), got {backend_type!r}",
+        )
+    if network_view is None:
+        raise XrtError(
+            ErrorCode.WRONG_TYPE, f"Backend.Create({backend_type.__name__}) needs a view"
+        )
+    return backend_type.create(network_view, device)

@@ -3,6 +3,7 @@
 * `Network`: operators with stable ids in topological order, values, parameters;
   `Network.load` / `save` (docs/network-format.md), `Network.from_onnx`, `Network.view`.
 * `save_network` / `load_network` (= `Network.save` / `Network.load`): the file format.
+* `Framework`: the framework a network came from, a label (`Network.framework`).
 * `NetworkView`: a subset of a network's operators with derived inputs and outputs.
 * `NetworkBuilder`: builds a network op by op, inferring types.
 * `run_network_reference`: runs a network or view with the numpy host kernels.
@@ -21,6 +22,7 @@ from xrt.network._graph import Network, NetworkView
 from xrt.network._onnx_limits import ONNX_FED_INPUTS, ONNX_OP_LIMITS
 from xrt.network._operator import Operator
 from xrt.network.classify import is_float_op, is_quantized_op
+from xrt.network.framework import Framework
 from xrt.network.onnx_import import MIN_OPSET, SUPPORTED_ONNX_OPS, import_onnx
 from xrt.network.reference import check_inputs, run_network_reference
 
@@ -32,6 +34,7 @@ __all__ = [
     "ONNX_OP_LIMITS",
     "SUPPORTED_ONNX_OPS",
     "FedResolver",
+    "Framework",
     "Network",
     "NetworkBuilder",
     "NetworkView",

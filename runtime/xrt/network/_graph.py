@@ -25,6 +25,7 @@ from xrt.dtypes import DataType, TensorType
 from xrt.errors import ErrorCode, XrtError
 from xrt.network._fed import build_types, check_fed, is_dynamic_op
 from xrt.network._operator import Operator
+from xrt.network.framework import Framework
 from xrt.ops import get_op_def
 
 if TYPE_CHECKING:
@@ -145,6 +146,12 @@ class Network(_Graph):
         params: Parameter arrays by name.
         name: Network name.
 
+    Attributes:
+        framework: The framework the network came from, a label (`Framework`; None when
+            unknown): ONNX import records ``Framework.ONNX``. Not stored in network files.
+        framework_version: That framework's version as its source gave it (``"opset 13"``,
+            ``"v1.9"``; empty when unknown).
+
     Raises:
         XrtError: 11003 or 11010 naming the first inconsistency.
     """
@@ -161,6 +168,8 @@ class Network(_Graph):
         if not isinstance(name, str):
             raise XrtError(ErrorCode.WRONG_TYPE, f"network name must be a string: {name!r}")
         self.name = name
+        self.framework: Framework | None = None
+        self.framework_version = ""
         self._values = {
             str(k): check_value_type(k, v, dynamic=True) for k, v in dict(values).items()
         }

@@ -44,6 +44,7 @@ from xrt.network._onnx_conv import CONV_HANDLERS
 from xrt.network._onnx_ctx import ONNX_DTYPES, Ctx, onnx_dtype, require_onnx
 from xrt.network._onnx_nn import NN_HANDLERS
 from xrt.network._onnx_tensor import TENSOR_HANDLERS
+from xrt.network.framework import Framework
 
 __all__ = ["MIN_OPSET", "OLDEST_OPSET", "PROMISED_OPSET", "SUPPORTED_ONNX_OPS", "import_onnx"]
 
@@ -481,9 +482,12 @@ def _import(
             )
         outputs.append(v)
     try:
-        return ctx.b.build(outputs)
+        network = ctx.b.build(outputs)
     except XrtError as exc:
         raise XrtError(ErrorCode.LOAD_FAILED, f"ONNX model: {exc.message}") from None
+    network.framework = Framework.ONNX
+    network.framework_version = f"opset {opset}"
+    return network
 
 
 def _network_from_onnx(

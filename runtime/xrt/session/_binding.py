@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 from xrt.backend._base import Backend, _as_view
@@ -56,7 +57,19 @@ def assign_by_priority(
 def resolve_devices(
     backends: Sequence[Backend], devices: Sequence[Device | None] | None, what: str
 ) -> list[Device]:
-    """One open, suitable device per backend (None: the backend's default)."""
+    """One open, suitable device per backend (None: the backend's default).
+
+    Devices pair with backends by position. When that pairing does not fit (a backend
+    refuses its device: `Backend.device_refusal`), the devices are paired by what each
+    backend accepts instead, provided exactly one pairing fits: the manual writes
+    ``Session.Create([BuyiBackend, HostBackend], view, [HostDevice.Default(), Device()])``.
+    None (a default device) fits any backend in that search.
+
+    Raises:
+        XrtError: 11003 for an empty backend list or counts that differ; 11010 for a
+            non-device, or naming the backends and devices when no pairing, or more than
+            one, fits; 11012 for a closed device.
+    """
     if not backends:
         raise XrtError(ErrorCode.OUT_OF_RANGE, f"{what}: no backends given")
     if devices is None:
@@ -68,8 +81,14 @@ def resolve_devices(
             ErrorCode.OUT_OF_RANGE,
             f"{what}: {len(backends)} backend(s) but {len(devices)} device(s)",
         )
+    for dev in devices:
+        if dev is not None and not isinstance(dev, Device):
+            raise XrtError(ErrorCode.WRONG_TYPE, f"{what}: {dev!r} is not a Device")
+        if dev is not None and dev.closed:
+            raise XrtError(ErrorCode.WRONG_ORDER, f"{what}: {dev!r} is closed")
+    paired = _pair(backends, list(devices), what)
     resolved: list[Device] = []
-    for b, dev in zip(backends, devices, strict=True):
+    for b, dev in zip(backends, paired, strict=True):
         d = b.default_device() if dev is None else dev
         if not isinstance(d, Device):
             raise XrtError(ErrorCode.WRONG_TYPE, f"{what}: {d!r} is not a Device (for {b!r})")
@@ -78,6 +97,45 @@ def resolve_devices(
         b.check_device(d)
         resolved.append(d)
     return resolved
+
+
+_MAX_PAIRING_SEARCH = 8
+"""Backends beyond which no pairing other than by position is searched (8! orders)."""
+
+
+def _pair(
+    backends: Sequence[Backend], devices: list[Device | None], what: str
+) -> list[Device | None]:
+    """`devices` in the order that pairs each with a backend accepting it: by position when
+    that fits, else the one order that fits (see `resolve_devices`)."""
+
+    def fits(order: Sequence[Device | None]) -> bool:
+        return all(
+            d is None or b.device_refusal(d) is None for b, d in zip(backends, order, strict=True)
+        )
+
+    if fits(devices):
+        return devices
+    found: dict[tuple[int, ...], tuple[Device | None, ...]] = {}
+    if len(devices) <= _MAX_PAIRING_SEARCH:
+        for order in itertools.permutations(devices):
+            if fits(order):
+                found.setdefault(tuple(id(d) for d in order), order)
+    if len(found) == 1:
+        return list(next(iter(found.values())))
+    names = ", ".join(type(b).__name__ for b in backends)
+    devs = ", ".join("default" if d is None else repr(d) for d in devices)
+    why = "more than one pairing fits" if found else "no pairing fits"
+    refusals = "; ".join(
+        f"{type(b).__name__}: {b.device_refusal(d)}"
+        for b, d in zip(backends, devices, strict=True)
+        if d is not None and b.device_refusal(d) is not None
+    )
+    raise XrtError(
+        ErrorCode.WRONG_TYPE,
+        f"{what}: cannot pair backends [{names}] with devices [{devs}]: {why} "
+        f"(by position: {refusals})",
+    )
 
 
 def check_bindings(
