@@ -3,8 +3,8 @@
 Without ``--device`` a run that has work for an NPU (``--quantize``, ``--backends`` naming
 an NPU backend, a quantized network file, a container compiled for an NPU) runs on the
 default device, `xrt.device.default_device_url` (``$XRT_DEVICE``, else the embedded
-``sim://buyi``: no server needed); a float model runs on the host alone, as
-``--device host://`` does.
+``sim://buyi``, or ``sim://zg330`` for ``--backends zg330`` or a ZG330 container: no server
+needed); a float model runs on the host alone, as ``--device host://`` does.
 
 The order matters to a CI job: the device is opened first, so a wrong URL, a refused
 connection or a wrong token fails within a second, before the model is imported or
@@ -61,10 +61,12 @@ def run_command(args: argparse.Namespace) -> int:
         raise XrtError(ErrorCode.WRONG_TYPE, "--record needs the board's --device axi://...")
     with ExitStack() as opened:
         devices = _Devices(opened)
+        asked = _npu_asked(args.backends)
         if args.device:
             devices.open(_recorded_url(args.device, record))
-        elif _npu_asked(args.backends) or (args.quantize and args.backends is None):
-            devices.open(default_device_url())  # before the model: a bad URL fails at once
+        elif asked is not None or (args.quantize and args.backends is None):
+            # Before the model is imported: a bad URL fails at once.
+            devices.open(default_device_url(asked.TARGET if asked is not None else None))
         if container:
             return _run_container(args, devices)
         net = load_network(args.model)
@@ -101,12 +103,13 @@ class _Devices:
         return self.device
 
 
-def _npu_asked(backends: str | None) -> bool:
-    """``--backends`` names an NPU backend (an unknown name fails here, at once)."""
+def _npu_asked(backends: str | None) -> type[Backend] | None:
+    """The first NPU backend ``--backends`` names, if any (an unknown name fails here, at
+    once)."""
     if backends is None:
-        return False
+        return None
     names = [n.strip() for n in backends.split(",") if n.strip()]
-    return any(not get_backend_type(n).is_host for n in names)
+    return next((t for n in names if not (t := get_backend_type(n)).is_host), None)
 
 
 def _has_quantized(net: Network) -> bool:
@@ -152,7 +155,7 @@ def _run_container(args: argparse.Namespace, devices: _Devices) -> int:
     info = qpc.info()
     device = devices.device
     if device is None and info.target:
-        device = devices.open(default_device_url())
+        device = devices.open(default_device_url(info.target))
     net = qpc.network()
     by_class = {t: name for name, t in backend_types().items()}
     names = [by_class.get(t, t.__name__) for t in qpc.backend_types()]

@@ -20,8 +20,9 @@ With ``--device URL`` the device is opened first (a wrong URL fails at once, bef
 model is imported or calibrated) and, without ``--backends``, that device's NPU backend
 runs what it can and the host the rest. Without ``--device``, a run with work for an NPU
 (``--quantize``, a quantized network, ``--backends`` naming an NPU backend) uses the
-default device: ``$XRT_DEVICE``, else ``sim://buyi``, a simulated Buyi NPU private to the
-run (no server to start); ``--device host://`` keeps everything on the host. Every run
+default device: ``$XRT_DEVICE``, else ``sim://buyi`` (``sim://zg330`` for ZG330 work), a
+simulated NPU private to the run (no server to start); ``--device host://`` keeps
+everything on the host. Every run
 prints where its operators ran and, for each quantized operator left on the host, why;
 ``--require-npu`` makes that a failure. ``--quantize`` calibrates on ``--calib`` random
 input sets (or ``--calib-dir``) and runs the int8 network (docs/quantization.md). A

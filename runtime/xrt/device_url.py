@@ -205,12 +205,15 @@ def registered_devices() -> list[str]:
         return sorted(_pattern_text(k) for k in _registry)
 
 
-def default_device_url() -> str:
-    """The URL of the default device: ``$XRT_DEVICE`` when set and not empty, else
-    `EMBEDDED_DEVICE_URL` (``sim://buyi``). The one place that reads the variable:
-    ``Device()``, ``xrt run`` and the tools all ask here."""
+def default_device_url(target: str | None = None) -> str:
+    """The URL of the default device: ``$XRT_DEVICE`` when set and not empty, else the
+    embedded simulator, `EMBEDDED_DEVICE_URL` (``sim://buyi``), or ``sim://TARGET`` when the
+    caller needs a `target` (``xrt run`` of a ZG330 program container). The one place that
+    reads the variable: ``Device()``, ``xrt run`` and the tools all ask here."""
     url = os.environ.get(DEFAULT_DEVICE_ENV, "").strip()
-    return url or EMBEDDED_DEVICE_URL
+    if url:
+        return url
+    return f"sim://{target}" if target else EMBEDDED_DEVICE_URL
 
 
 # Entry points of `ENTRY_POINT_GROUP`, each tried once: the schemes tried, and why the ones

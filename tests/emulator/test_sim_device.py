@@ -354,20 +354,32 @@ def test_xrt_run_on_the_default_device_needs_no_server(tmp_path: Path) -> None:
     assert "compare host: bit-exact" in out
 
 
-def test_xrt_run_of_a_container_runs_on_the_default_device(
+def test_xrt_run_of_a_container_runs_on_the_embedded_device_of_its_target(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.delenv("XRT_DEVICE", raising=False)
-    model, container = tmp_path / "small_cnn.onnx", tmp_path / "small_cnn.buyi"
+    model, container = tmp_path / "small_cnn.onnx", tmp_path / "small_cnn.zg330"
     onnx.save(COMPOSITES["small_cnn"](), model)
-    args = ["compile", str(model), "--quantize", "--calib", "2", "--target", "buyi"]
+    args = ["compile", str(model), "--quantize", "--calib", "2", "--target", "zg330"]
     assert main([*args, "-o", str(container)]) == 0
     capsys.readouterr()
     assert main(["run", str(container), "--compare", "host", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
-    assert summary["device"] == "sim://buyi" and summary["container"]["target"] == "buyi"
+    assert summary["device"] == "sim://zg330" and summary["container"]["target"] == "zg330"
     assert summary["compare"] == {"against": "host", "bit_exact": True}
     assert summary["npu"]["launches"] >= 1
+
+
+def test_xrt_run_with_zg330_backends_opens_the_embedded_zg330(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("XRT_DEVICE", raising=False)
+    model = tmp_path / "small_cnn.onnx"
+    onnx.save(COMPOSITES["small_cnn"](), model)
+    args = ["run", str(model), "--quantize", "--calib", "1", "--backends", "zg330,host"]
+    assert main([*args, "--require-npu", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["device"] == "sim://zg330" and summary["backends"] == ["zg330", "host"]
 
 
 def test_lockstep_checks_every_launch_of_the_embedded_device() -> None:

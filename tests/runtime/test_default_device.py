@@ -70,10 +70,11 @@ def test_default_url_is_xrt_device_else_the_embedded_simulator(
 ) -> None:
     monkeypatch.delenv(DEFAULT_DEVICE_ENV, raising=False)
     assert default_device_url() == EMBEDDED_DEVICE_URL == "sim://buyi"
+    assert default_device_url("zg330") == "sim://zg330"  # the embedded one of a target
     monkeypatch.setenv(DEFAULT_DEVICE_ENV, "  ")
     assert default_device_url() == "sim://buyi"
     monkeypatch.setenv(DEFAULT_DEVICE_ENV, " grpc://10.0.0.7:50051/npu1 ")
-    assert default_device_url() == "grpc://10.0.0.7:50051/npu1"
+    assert default_device_url() == default_device_url("zg330") == "grpc://10.0.0.7:50051/npu1"
 
 
 def test_device_without_argument_opens_xrt_device(monkeypatch: pytest.MonkeyPatch) -> None:
