@@ -60,6 +60,7 @@ bench: $(STAMP) ## Print the performance figures (docs/performance.md keeps the 
 	$(PY) bench/bench_server.py
 	$(PY) bench/bench_runtime.py
 	$(PY) bench/bench_runtime_grpc.py
+	$(PY) bench/bench_sim_device.py
 	$(PY) bench/bench_registers.py
 	$(PY) bench/bench_session.py --threads 1
 	$(PY) bench/bench_waves.py

@@ -1,5 +1,11 @@
 """``xrt run``: open the device, load (and quantize) the model, bind, run, report.
 
+Without ``--device`` a run that has work for an NPU (``--quantize``, ``--backends`` naming
+an NPU backend, a quantized network file, a container compiled for an NPU) runs on the
+default device, `xrt.device.default_device_url` (``$XRT_DEVICE``, else the embedded
+``sim://buyi``, or ``sim://zg330`` for ``--backends zg330`` or a ZG330 container: no server
+needed); a float model runs on the host alone, as ``--device host://`` does.
+
 The order matters to a CI job: the device is opened first, so a wrong URL, a refused
 connection or a wrong token fails within a second, before the model is imported or
 calibrated; placement is reported on every run and checked before any forward when
@@ -15,6 +21,7 @@ import json
 import sys
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,10 +33,10 @@ from xrt import exitcodes
 from xrt._model_input import check_npu_gets_integers, inputs, load_network, quantize
 from xrt.aic import Qpc
 from xrt.backend import Backend, NpuBackend, backend_types, get_backend_type
-from xrt.device import Device, HostDevice
+from xrt.device import Device, HostDevice, default_device_url
 from xrt.dtypes import TensorType
 from xrt.errors import ErrorCode, XrtError
-from xrt.network import Network
+from xrt.network import Network, is_quantized_op
 from xrt.progress import progress
 from xrt.session import PlacementReport, Session
 from xrt.session.snapshot import is_snapshot_file
@@ -52,15 +59,24 @@ def run_command(args: argparse.Namespace) -> int:
     record = getattr(args, "record", None)
     if record is not None and not args.device:
         raise XrtError(ErrorCode.WRONG_TYPE, "--record needs the board's --device axi://...")
-    device = Device.open(_recorded_url(args.device, record)) if args.device else None
-    try:
+    with ExitStack() as opened:
+        devices = _Devices(opened)
+        asked = _npu_asked(args.backends)
+        if args.device:
+            devices.open(_recorded_url(args.device, record))
+        elif asked is not None or (args.quantize and args.backends is None):
+            # Before the model is imported: a bad URL fails at once.
+            devices.open(default_device_url(asked.TARGET if asked is not None else None))
         if container:
-            return _run_container(args, device)
-        names = _backend_names(args.backends, device)
-        types = [get_backend_type(n) for n in names]
+            return _run_container(args, devices)
         net = load_network(args.model)
         if args.quantize:
             net = quantize(net, args)
+        if devices.device is None and args.backends is None and _has_quantized(net):
+            devices.open(default_device_url())  # a network file quantized already
+        device = devices.device
+        names = _backend_names(args.backends, device)
+        types = [get_backend_type(n) for n in names]
         check_npu_gets_integers(net, types, quantized=args.quantize)
         feed, sources = inputs(net, args.input, args.seed)
 
@@ -71,9 +87,33 @@ def run_command(args: argparse.Namespace) -> int:
                 return sess.apply()
 
         return _Run(args, net, names, device, feed, sources, prepare).execute()
-    finally:
-        if device is not None:
-            device.close()
+
+
+class _Devices:
+    """The device of one run: ``--device``, else the default device (`default_device_url`:
+    ``$XRT_DEVICE``, else the embedded ``sim://buyi``) when the run has work for an NPU;
+    closed when the run ends, however it ends."""
+
+    def __init__(self, opened: ExitStack) -> None:
+        self.device: Device | None = None
+        self._opened = opened
+
+    def open(self, url: str) -> Device:
+        self.device = self._opened.enter_context(Device.open(url))
+        return self.device
+
+
+def _npu_asked(backends: str | None) -> type[Backend] | None:
+    """The first NPU backend ``--backends`` names, if any (an unknown name fails here, at
+    once)."""
+    if backends is None:
+        return None
+    names = [n.strip() for n in backends.split(",") if n.strip()]
+    return next((t for n in names if not (t := get_backend_type(n)).is_host), None)
+
+
+def _has_quantized(net: Network) -> bool:
+    return any(is_quantized_op(op, net.values) for op in net.ops)
 
 
 def _recorded_url(url: str, record: str | None) -> str:
@@ -107,11 +147,15 @@ def _check_container_args(args: argparse.Namespace) -> None:
         )
 
 
-def _run_container(args: argparse.Namespace, device: Device | None) -> int:
-    """``xrt run CONTAINER``: load it on the device (no compile) and run it."""
+def _run_container(args: argparse.Namespace, devices: _Devices) -> int:
+    """``xrt run CONTAINER``: load it on the device (no compile) and run it; without
+    ``--device``, a container compiled for an NPU runs on the default device."""
     with progress(f"loading {Path(args.model).name}"):
         qpc = Qpc.from_file(args.model)
     info = qpc.info()
+    device = devices.device
+    if device is None and info.target:
+        device = devices.open(default_device_url(info.target))
     net = qpc.network()
     by_class = {t: name for name, t in backend_types().items()}
     names = [by_class.get(t, t.__name__) for t in qpc.backend_types()]

@@ -18,11 +18,16 @@ input gets seeded random values (normal for floats, uniform over the type for in
 
 With ``--device URL`` the device is opened first (a wrong URL fails at once, before the
 model is imported or calibrated) and, without ``--backends``, that device's NPU backend
-runs what it can and the host the rest. Every run prints where its operators ran and, for
-each quantized operator left on the host, why; ``--require-npu`` makes that a failure.
-``--quantize`` calibrates on ``--calib`` random input sets (or ``--calib-dir``) and runs
-the int8 network (docs/quantization.md). A program container (recognised by its content)
-runs as compiled: no quantizing, no compiling.
+runs what it can and the host the rest. Without ``--device``, a run with work for an NPU
+(``--quantize``, a quantized network, ``--backends`` naming an NPU backend) uses the
+default device: ``$XRT_DEVICE``, else ``sim://buyi`` (``sim://zg330`` for ZG330 work), a
+simulated NPU private to the run (no server to start); ``--device host://`` keeps
+everything on the host. Every run
+prints where its operators ran and, for each quantized operator left on the host, why;
+``--require-npu`` makes that a failure. ``--quantize`` calibrates on ``--calib`` random
+input sets (or ``--calib-dir``) and runs the int8 network (docs/quantization.md). A
+program container (recognised by its content) runs as compiled: no quantizing, no
+compiling.
 
 ``xrt compile`` quantizes, binds and compiles as ``xrt run --device`` would on a device of
 ``--target``, without one, and writes the program container (docs/session.md, "Program
@@ -86,8 +91,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--device",
         default=None,
-        help="device URL (grpc://HOST:PORT[/DEVICE], labgrid://PLACE, axi://...): opened "
-        "first; without --backends its NPU backend runs what it can, the host the rest",
+        help="device URL (sim://buyi, grpc://HOST:PORT[/DEVICE], labgrid://PLACE, axi://..., "
+        "host://): opened first; without --backends its NPU backend runs what it can, the "
+        "host the rest (default: $XRT_DEVICE, else sim://buyi, when there is NPU work)",
     )
     run.add_argument(
         "--record",
@@ -100,7 +106,7 @@ def _parser() -> argparse.ArgumentParser:
         "--backends",
         default=None,
         help="comma-separated backend names, highest priority first (default: the "
-        "device's NPU backend and host with --device, else host)",
+        "device's NPU backend and host, or host alone on host:// or a float model)",
     )
     run.add_argument(
         "--input",

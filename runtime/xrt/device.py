@@ -1,7 +1,8 @@
 """Devices (the manual's ``Device`` and ``HostDevice``), their URLs and the device registry.
 
 A `Device` is a set of named regions: memory regions (`MemRegion`) and register regions
-(`RegRegion`), one of each kind being the default. Devices are opened by URL::
+(`RegRegion`), one of each kind being the default. Devices are opened by URL (the URLs and
+the registry of schemes live in `xrt.device_url`; their names are re-exported here)::
 
     dev = Device.open("axi://ql100aiu?npu=0x40000000&dma=0x80000000")
 
@@ -13,191 +14,74 @@ registered for the URL's scheme (and host, when one was registered for that pair
     class Ql100Device(Device):
         def __init__(self, url: DeviceURL) -> None: ...
 
-`host://` is registered here (`HostDevice`); transports register their own schemes.
+`host://` is registered here (`HostDevice`); transports register their own schemes; a
+scheme nobody registered comes from the entry points of the group ``xrt.devices`` (that is
+how the emulator adds ``sim://`` without the runtime ever importing it).
+
+``Device()`` with no argument opens the default device (`default_device_url`): the URL in
+``$XRT_DEVICE`` when set, else ``sim://buyi``, a simulated Buyi NPU private to the process
+(the emulator's entry point; without the emulator the error says what to do).
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, TypeVar
-from urllib.parse import parse_qsl, urlsplit
+from typing import Any
 
 from xrt._checks import as_seconds
+from xrt.device_url import (
+    DEFAULT_DEVICE_ENV,
+    EMBEDDED_DEVICE_URL,
+    ENTRY_POINT_GROUP,
+    DeviceURL,
+    default_device_url,
+    entry_point_failure,
+    entry_point_summary,
+    find_factory,
+    register_device,
+    registered_devices,
+    unregister_device,
+)
 from xrt.errors import ErrorCode, XrtError
 from xrt.memory import HostMemRegion, MemChunk, MemRegion
 from xrt.registers import RegRegion
 
 __all__ = [
+    "DEFAULT_DEVICE_ENV",
+    "EMBEDDED_DEVICE_URL",
+    "ENTRY_POINT_GROUP",
     "Device",
     "DeviceURL",
     "HostDevice",
     "ServerLogCallback",
+    "default_device_url",
     "register_device",
     "registered_devices",
     "unregister_device",
 ]
 
+_INSTALL_EMULATOR = (
+    f"set {DEFAULT_DEVICE_ENV}=grpc://HOST:PORT (or another device URL) or install the "
+    "emulator (pip install 'npu-emu[emulator]')"
+)
 
-def _param_value(text: str) -> int | str:
-    """Query values: ints in Python syntax (``0x40000000``, ``4096``, ``-1``) become ints."""
-    try:
-        return int(text, 0)
-    except ValueError:
-        return text
-
-
-@dataclass(frozen=True)
-class DeviceURL:
-    """A parsed device URL: ``scheme://host[:port][/path][?key=value&...]``.
-
-    Attributes:
-        scheme: Lower-case scheme (``"axi"``, ``"grpc"``, ``"host"``).
-        host: Host part, or None when empty.
-        port: Port number, or None.
-        path: Path ('' when absent), e.g. ``"/npu0"``.
-        params: Query parameters; values written as Python int literals (``0x40000000``,
-            ``4096``) are ints, others stay strings.
-        raw: The URL as given.
-    """
-
-    scheme: str
-    host: str | None
-    port: int | None
-    path: str
-    params: Mapping[str, int | str] = field(default_factory=dict, hash=False)
-    raw: str = ""
-
-    @classmethod
-    def parse(cls, url: str) -> DeviceURL:
-        """Parse `url`.
-
-        Raises:
-            XrtError: 11010 when `url` is no str, 11003 when it has no scheme, a bad port or
-                a repeated query parameter. A parameter without a value (``?verbose``) is ''.
-        """
-        if not isinstance(url, str):
-            raise XrtError(ErrorCode.WRONG_TYPE, f"device URL must be a str, got {url!r}")
-        try:
-            parts = urlsplit(url.strip())
-        except ValueError as exc:
-            raise XrtError(ErrorCode.OUT_OF_RANGE, f"device URL {url!r}: {exc}") from None
-        if not parts.scheme or "://" not in url:
-            raise XrtError(
-                ErrorCode.OUT_OF_RANGE,
-                f"device URL {url!r} needs a scheme, as in 'axi://ql100aiu' or 'host://'",
-            )
-        try:
-            port = parts.port
-        except ValueError as exc:
-            raise XrtError(ErrorCode.OUT_OF_RANGE, f"device URL {url!r}: {exc}") from None
-        params: dict[str, int | str] = {}
-        for key, value in parse_qsl(parts.query, keep_blank_values=True):
-            if key in params:
-                raise XrtError(
-                    ErrorCode.OUT_OF_RANGE, f"device URL {url!r} repeats parameter {key!r}"
-                )
-            params[key] = _param_value(value)
-        return cls(
-            scheme=parts.scheme.lower(),
-            host=parts.hostname or None,
-            port=port,
-            path=parts.path,
-            params=MappingProxyType(params),
-            raw=url,
-        )
-
-    def get_int(self, name: str, default: int | None = None) -> int | None:
-        """The int parameter `name`, or `default` when absent.
-
-        Raises:
-            XrtError: 11010 when the parameter is present but not an int.
-        """
-        if not isinstance(name, str):
-            raise XrtError(ErrorCode.WRONG_TYPE, f"parameter name must be a str: {name!r}")
-        value = self.params.get(name, default)
-        if value is not None and not isinstance(value, int):
-            raise XrtError(
-                ErrorCode.WRONG_TYPE,
-                f"device URL {self.raw!r}: parameter {name}={value!r} must be an integer",
-            )
-        return value
-
-    def __str__(self) -> str:
-        return self.raw
-
-
-DeviceFactory = Callable[[DeviceURL], "Device"]
 ServerLogCallback = Callable[[int, str, str], None]
 """``callback(level, device, message)`` of `Device.follow_server_log` (a `logging` level)."""
-F = TypeVar("F", bound=Callable[..., Any])
-
-_registry: dict[tuple[str, str | None], DeviceFactory] = {}
-_registry_lock = threading.Lock()
 
 
-def _pattern_key(pattern: str) -> tuple[str, str | None]:
-    url = DeviceURL.parse(pattern)
-    if url.port is not None or url.path not in ("", "/") or url.params:
-        raise XrtError(
-            ErrorCode.OUT_OF_RANGE,
-            f"device pattern {pattern!r} may name only a scheme and a host ('axi://ql100aiu')",
-        )
-    return url.scheme, url.host
+class _DeviceType(type):
+    """``Device()`` with no argument opens the default device (`Device.open_default`);
+    everything else constructs as usual (``Device(url)``, ``HostDevice()``, subclasses)."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if cls is Device and not args and not kwargs:
+            return Device.open_default()
+        return super().__call__(*args, **kwargs)
 
 
-def _pattern_text(key: tuple[str, str | None]) -> str:
-    return f"{key[0]}://{key[1] or ''}"
-
-
-def register_device(pattern: str, *, replace: bool = False) -> Callable[[F], F]:
-    """Class (or function) decorator: open URLs matching `pattern` with the decorated
-    factory, which is called with the parsed `DeviceURL` and returns a `Device`.
-
-    Args:
-        pattern: ``"scheme://"`` for every URL of a scheme, or ``"scheme://host"`` for one
-            host (looked up first).
-        replace: Allow replacing an existing registration.
-
-    Raises:
-        XrtError: 11010 when the pattern is already taken by another factory, 11003 for a
-            malformed pattern.
-    """
-    key = _pattern_key(pattern)
-
-    def decorate(factory: F) -> F:
-        if not callable(factory):
-            raise XrtError(ErrorCode.WRONG_TYPE, f"device factory must be callable: {factory!r}")
-        with _registry_lock:
-            old = _registry.get(key)
-            if old is not None and old is not factory and not replace:
-                raise XrtError(
-                    ErrorCode.WRONG_TYPE,
-                    f"device URL pattern {_pattern_text(key)!r} is already registered to "
-                    f"{getattr(old, '__qualname__', old)!r}",
-                )
-            _registry[key] = factory
-        return factory
-
-    return decorate
-
-
-def unregister_device(pattern: str) -> None:
-    """Remove a registration (no error when there is none)."""
-    key = _pattern_key(pattern)
-    with _registry_lock:
-        _registry.pop(key, None)
-
-
-def registered_devices() -> list[str]:
-    """The registered URL patterns, sorted (``["host://", ...]``)."""
-    with _registry_lock:
-        return sorted(_pattern_text(k) for k in _registry)
-
-
-class Device:
+class Device(metaclass=_DeviceType):
     """A device: named memory and register regions, one default of each kind.
 
     Subclasses (real devices, transports) build their regions in ``__init__`` with
@@ -207,6 +91,10 @@ class Device:
     does not know (None) or cannot (an error), and overridden by the devices that do (the
     NPU devices, `xrt.npu_device`): `name`, `target`, `hw_version`, `cycles`, `has_irq`
     and `wait_irq`, `follow_server_log`.
+
+    ``Device()`` with no argument is the manual's default device: `open_default` (the URL in
+    ``$XRT_DEVICE``, else the embedded ``sim://buyi``). ``Device(url)`` and subclasses build
+    a device themselves.
 
     Args:
         url: The URL the device was opened with (a `DeviceURL` or a str), if any.
@@ -236,15 +124,13 @@ class Device:
                 factory raises (a transport that cannot connect raises 11014).
         """
         parsed = DeviceURL.parse(url)
-        with _registry_lock:
-            factory = _registry.get((parsed.scheme, parsed.host)) or _registry.get(
-                (parsed.scheme, None)
-            )
-            known = sorted(_pattern_text(k) for k in _registry)
+        factory = find_factory(parsed)
         if factory is None:
+            known = ", ".join(registered_devices()) or "none"
             raise XrtError(
                 ErrorCode.WRONG_TYPE,
-                f"no device registered for {url!r} (registered: {', '.join(known) or 'none'})",
+                f"no device registered for {url!r} (registered: {known}; entry points of "
+                f"{ENTRY_POINT_GROUP}: {entry_point_summary()})",
             )
         device = factory(parsed)
         if not isinstance(device, Device):
@@ -253,6 +139,27 @@ class Device:
                 f"factory for {url!r} returned {type(device).__name__}, not a Device",
             )
         return device
+
+    @staticmethod
+    def open_default() -> Device:
+        """Open the default device (what ``Device()`` does): ``$XRT_DEVICE`` when set, else
+        ``sim://buyi``, a simulated Buyi NPU private to this process (its simulation
+        worker starts now and stops with the device, or with the process).
+
+        Raises:
+            XrtError: 11010 in one line saying to set ``XRT_DEVICE`` or install the
+                emulator when ``XRT_DEVICE`` is not set and no ``sim://`` is available;
+                whatever `open` raises.
+        """
+        url = default_device_url()
+        if url == EMBEDDED_DEVICE_URL and find_factory(DeviceURL.parse(url)) is None:
+            why = entry_point_failure("sim")
+            raise XrtError(
+                ErrorCode.WRONG_TYPE,
+                f"no default device: {_INSTALL_EMULATOR}"
+                + (f" (the sim entry point failed: {why})" if why else ""),
+            )
+        return Device.open(url)
 
     # -- building --------------------------------------------------------------------------
 

@@ -20,7 +20,8 @@ def test_xrt_run_help_shows_defaults():
     assert out.returncode == 0, out.stderr
     text = " ".join(out.stdout.split())
     assert "(default: 0)" in text  # --seed
-    assert "(default: the device's NPU backend and host with --device, else host)" in text
+    assert "(default: the device's NPU backend and host, or host alone on host:// or a " in text
+    assert "(default: $XRT_DEVICE, else sim://buyi, when there is NPU work)" in text
     assert "--require-npu" in text and "--compare {host}" in text
 
 

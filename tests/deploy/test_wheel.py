@@ -125,3 +125,11 @@ def test_wheel_ships_the_rtl_and_serves(tmp_path):
         assert magic == 0x4E50_5530
         log = srv.log
     assert "from the cache" in log, log
+
+    # The wheel's entry point gives the installed runtime its default device, sim://buyi.
+    env.pop("XRT_DEVICE", None)
+    code = "from xrt import Device\nwith Device() as d: print(type(d).__name__, d.url)"
+    out = subprocess.run(
+        [str(py), "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300
+    )
+    assert out.returncode == 0 and out.stdout.split() == ["BuyiDevice", "sim://buyi"], out

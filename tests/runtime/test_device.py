@@ -117,7 +117,7 @@ def test_regions_by_name_and_default() -> None:
     with raises(ErrorCode.WRONG_TYPE):
         dev.add_region("plddr")  # type: ignore[arg-type]
     with raises(ErrorCode.WRONG_ORDER):
-        Device().add_region(a)
+        Device("other://").add_region(a)
     with raises(ErrorCode.WRONG_TYPE):
         dev.set_default_reg_region("plddr")
     with raises(ErrorCode.WRONG_TYPE):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -69,6 +70,20 @@ def test_run_reports_a_missing_model(tmp_path: Path) -> None:
     assert proc.stdout == ""
 
 
+def test_a_float_model_without_device_stays_on_the_host_and_opens_none(
+    classifier: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Nothing for an NPU (no --quantize, no quantized operator): no default device opens,
+    even one that would not open at all."""
+    monkeypatch.setenv("XRT_DEVICE", "nosuch://board")
+    assert main(["run", str(classifier), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["device"] is None and summary["backends"] == ["host"]
+    # With work for an NPU the default device is opened first, and its error says so.
+    assert main(["run", str(classifier), "--quantize"]) == 2
+    assert "nosuch://board" in capsys.readouterr().err
+
+
 def test_run_in_process_random_inputs_are_seeded(
     classifier: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -85,9 +100,10 @@ def test_run_in_process_random_inputs_are_seeded(
 def test_run_quantized_and_network_files(
     classifier: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["run", str(classifier), "--quantize", "--calib", "2"]) == 0
+    # host:// keeps the quantized network on the host (the default device is an NPU).
+    assert main(["run", str(classifier), "--quantize", "--calib", "2", "--device", "host://"]) == 0
     out = capsys.readouterr().out
-    assert "network 'test_int8'" in out and "top-5" in out
+    assert "network 'test_int8'" in out and "top-5" in out and "backends host" in out
     net = Network.from_onnx(classifier)
     net.save(tmp_path / "net.json")
     assert main(["run", str(tmp_path / "net.json"), "--values", "3"]) == 0
@@ -172,6 +188,7 @@ def test_run_tunes_host_kernels_records_them_and_prints_the_op_type_summary(
     onnx.save(COMPOSITES["small_cnn"](), model)
     records = tmp_path / "records.json"
     args = ["run", str(model), "--quantize", "--calib", "1", "--tuning-records", str(records)]
+    args += ["--device", "host://"]  # the host's kernels, not the default NPU's
     assert main([*args, "--tune", "--profile"]) == 0
     out = capsys.readouterr().out
     assert "time per op type" in out and re.search(r"QConv2d\s+\d+\s+[\d.]+\s+[\d.]+", out)

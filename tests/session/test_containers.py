@@ -300,7 +300,10 @@ def test_xrt_compile_refusals_and_exit_codes(
 
 
 def test_xrt_run_knows_a_container_by_content(
-    cnn: Network, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    cnn: Network,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     host_only = tmp_path / "cnn.bin"  # any name
     with Session.create([HostBackend], cnn).apply() as sess:
@@ -312,8 +315,13 @@ def test_xrt_run_knows_a_container_by_content(
 
     npu = tmp_path / "cnn.zg330"
     compile_container(cnn, "zg330", npu)
-    assert main(["run", str(npu)]) == 2  # no device given
-    assert "needs a zg330 device" in capsys.readouterr().err
+    # No --device: the default device (here $XRT_DEVICE; unset, sim://zg330:
+    # tests/emulator/test_sim_device.py); a device of no NPU is refused.
+    monkeypatch.setenv("XRT_DEVICE", "nosuch://board")
+    assert main(["run", str(npu)]) == 2
+    assert "nosuch://board" in capsys.readouterr().err
+    assert main(["run", str(npu), "--device", "host://"]) == 2
+    assert "ZG330Backend runs on a ZG330Device, not <HostDevice" in capsys.readouterr().err
     assert main(["run", str(npu), "--quantize"]) == 2
     assert "program container" in capsys.readouterr().err
 

@@ -368,7 +368,7 @@ def test_xrt_run_feeds_parameters_from_files_and_refuses_to_quantize_them(
     model = _conv_reshape_clip()
     onnx.save(model, tmp_path / "m.onnx")
     feeds = _feeds([12, 4], 0.0, 6)
-    args = ["run", str(tmp_path / "m.onnx")]
+    args = ["run", str(tmp_path / "m.onnx"), "--device", "host://"]
     for name, arr in feeds.items():
         np.save(tmp_path / f"{name}.npy", arr)
         args += ["--input", f"{name}={tmp_path / name}.npy"]

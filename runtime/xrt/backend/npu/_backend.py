@@ -138,8 +138,9 @@ class NpuBackend(Backend):
     def default_device(self) -> Device:
         raise XrtError(
             ErrorCode.WRONG_TYPE,
-            f"{type(self).__name__} needs a {self.TARGET} device: "
-            f"Device.open('grpc://HOST:PORT') (the emulator) or Device.open('axi://...')",
+            f"{type(self).__name__} needs a {self.TARGET} device: pass "
+            f"Device.open('sim://{self.TARGET}') (a simulated one of this process), "
+            "Device.open('grpc://HOST:PORT') (the emulator's server) or Device.open('axi://...')",
         )
 
     def check_device(self, device: Device) -> None:
