@@ -173,11 +173,15 @@ DEVICES = Section(
     "devices",
     (
         N("xrt", "Device", "xrt.device.Device", K.MODULE,
-          "the base of every device: named memory and register regions",
-          doc_manual="`Device`", doc_ours="`xrt.Device`"),
+          "the base of every device: named memory and register regions. `Device()` with "
+          "no argument (the manual's examples) opens the default device: `$XRT_DEVICE` if "
+          "set, else `sim://buyi`, a simulated Buyi NPU of this process (the emulator's "
+          "entry point; docs/runtime-transports.md)",
+          doc_manual="`Device`, `Device()`", doc_ours="`xrt.Device`, `Device()`"),
         N(_DEV, "Open", "open", K.STATIC,
-          "registry by scheme (and scheme + host); unknown scheme: 11010 listing the "
-          "registered ones", doc_manual="`Device::Open(url)`", doc_ours="`Device.open(url)`"),
+          "registry by scheme (and scheme + host), then the `xrt.devices` entry points "
+          "(`sim://`); unknown scheme: 11010 listing both", doc_manual="`Device::Open(url)`",
+          doc_ours="`Device.open(url)`"),
         N(_DEV, "Close", "close", K.SAME,
           "idempotent; also `with Device.open(...) as dev:`; afterwards regions raise 11012",
           doc_manual="`Device::Close(device)`",

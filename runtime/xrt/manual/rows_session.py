@@ -74,6 +74,10 @@ NETWORKS = Section(
           'version="v1.9", *, target="buyi")`'),
         N("xir", "GenerateNetwork", _EXAMPLE, K.MODULE, "the same function, defaults only",
           doc_manual="`GenerateNetwork()`", doc_ours="`xir.generate_network()`"),
+        N("xrt", "GenerateNetwork", _EXAMPLE, K.MODULE,
+          "also bound by `from xrt import *`: the manual's Python examples call "
+          "`GenerateNetwork()` after their star imports, with no `xir.` before it",
+          doc_manual="`GenerateNetwork()` (1.1.1, 1.1.2)", doc_ours="`xrt.GenerateNetwork()`"),
     ),
 )
 
