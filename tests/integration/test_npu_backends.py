@@ -63,9 +63,10 @@ def zg330(zg330_server: ServerProcess) -> Iterator[NpuDevice]:
 
 def manual_float(seed: int = 0) -> Network:
     """The manual's network before compiling: a float convolution on the host, a quantize,
-    an int8 convolution, a dequantize, ReLU and pooling. Op ids 1..6 as in the manual."""
+    an int8 convolution, a dequantize, ReLU and pooling, between the Input op (0) and the
+    Output op (7): op ids 0..7 as in the manual."""
     rng = np.random.default_rng(seed)
-    b = NetworkBuilder("manual", first_id=1)
+    b = NetworkBuilder("manual")
     x = b.input("x", TensorType("FP32", [1, 3, 12, 12]))
     w = b.param("w", (rng.standard_normal((8, 3, 3, 3)) * 0.3).astype(np.float32))
     (c,) = b.add("Conv2d", [x], {"pads": [1, 1, 1, 1]}, {"weight": w}, name="conv")
@@ -88,13 +89,13 @@ def manual_float(seed: int = 0) -> Network:
 
 
 def manual_network(seed: int = 0) -> Network:
-    """The manual's ``Input -> Conv2d -> Cast -> HardOp -> Cast -> ReLU -> MaxPool2d``: op 3
-    compiled ahead of time into a Buyi HardOp."""
+    """The manual's ``Input -> Conv2d -> Cast -> HardOp -> Cast -> ReLU -> MaxPool2d ->
+    Output`` (ids 0..7): op 3 compiled ahead of time into a Buyi HardOp."""
     return to_hardop(manual_float(seed), [3], "buyi")
 
 
-MANUAL_BINDINGS = {1: HostBackend, 2: HostBackend, 3: BuyiBackend, 4: BuyiBackend,
-                   5: HostBackend, 6: HostBackend}  # fmt: skip
+MANUAL_BINDINGS = {0: HostBackend, 1: HostBackend, 2: HostBackend, 3: BuyiBackend,
+                   4: BuyiBackend, 5: HostBackend, 6: HostBackend, 7: HostBackend}  # fmt: skip
 
 
 def _x(seed: int = 1) -> np.ndarray:
