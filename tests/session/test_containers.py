@@ -177,8 +177,9 @@ def test_malformed_manifest_fields_are_11011(container: Path) -> None:
         assert err.value.code == ErrorCode.LOAD_FAILED, (i, err.value)
 
 
-def test_a_snapshot_written_before_containers_is_read_too(container: Path) -> None:
-    """Version-1 snapshots without the container's fields: Qpc derives them."""
+def test_a_snapshot_without_the_container_fields_is_read_too(container: Path) -> None:
+    """A manifest without the container's optional fields (as ``dump_snapshot`` wrote
+    before containers): Qpc derives them."""
     new = Qpc.from_file(container).info()
 
     def strip(doc: dict) -> None:

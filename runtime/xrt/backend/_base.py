@@ -389,6 +389,9 @@ class Backend(OpRegistry["Backend"]):
     def forward_op(self, op: Operator, inputs: list[Tensor], outputs: list[Tensor]) -> None:
         """Run one operator: call its forward function and store what it returns.
 
+        The Input and Output ops compute nothing (`BOUNDARY_ENTRY`): hand them the tensors
+        they yield (the feeds, the network's outputs) as `inputs` and as `outputs`.
+
         Raises:
             XrtError: 11012 before `apply`; 11013 naming the op when the forward function
                 fails or returns the wrong number, types or shapes of results.
