@@ -308,6 +308,27 @@ def _ring_network(seed: int = 0) -> Network:
     return b.build([y])
 
 
+def test_an_npu_alone_passes_the_input_and_output_ops_through(buyi: NpuDevice) -> None:
+    """Without a host backend the Input and Output ops go to the first backend: Buyi
+    passes them through as units of their own, and its one program holds ops 1 and 2."""
+    from xrt.backend import Subgraph
+
+    net = _ring_network()
+    x = np.random.default_rng(2).integers(-128, 128, (1, 24, 6, 6)).astype(np.int8)
+    with Session.create([BuyiBackend], net, [buyi]).apply() as sess:
+        npu = sess.backends[0]
+        assert all(b is npu for b in sess.backend_bindings().values())
+        units = sess.execution_units()
+        assert [u.op_ids if isinstance(u, Subgraph) else u.op_id for u in units] == [0, [1, 2], 3]
+        (got,) = sess.forward({"x": x})
+        np.testing.assert_array_equal(got.numpy(), _host(net, {"x": x})[0])
+        assert npu.launches == [(1, 2)]
+        (fed,) = sess.step_to(0, {"x": x})
+        np.testing.assert_array_equal(fed.numpy(), x)
+        (last,) = sess.step_to(3)
+        np.testing.assert_array_equal(last.numpy(), got.numpy())
+
+
 def test_zg330_engine_stores_outputs_into_caller_tensors_and_runs_a_ring_in_place(
     zg330: NpuDevice,
 ) -> None:
