@@ -46,6 +46,8 @@ def _int8(op_type: str, op_def) -> str:  # type: ignore[no-untyped-def]
         "Sub": "QSub",
         "ReduceMean": "QReduceMean",
     }
+    if op_type in ("Input", "Output"):
+        return "kept: the network's two ends"
     if op_def.quantized:
         return "is an integer kernel"
     if op_type in integer:

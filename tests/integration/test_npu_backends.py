@@ -63,9 +63,10 @@ def zg330(zg330_server: ServerProcess) -> Iterator[NpuDevice]:
 
 def manual_float(seed: int = 0) -> Network:
     """The manual's network before compiling: a float convolution on the host, a quantize,
-    an int8 convolution, a dequantize, ReLU and pooling. Op ids 1..6 as in the manual."""
+    an int8 convolution, a dequantize, ReLU and pooling, between the Input op (0) and the
+    Output op (7): op ids 0..7 as in the manual."""
     rng = np.random.default_rng(seed)
-    b = NetworkBuilder("manual", first_id=1)
+    b = NetworkBuilder("manual")
     x = b.input("x", TensorType("FP32", [1, 3, 12, 12]))
     w = b.param("w", (rng.standard_normal((8, 3, 3, 3)) * 0.3).astype(np.float32))
     (c,) = b.add("Conv2d", [x], {"pads": [1, 1, 1, 1]}, {"weight": w}, name="conv")
@@ -88,13 +89,13 @@ def manual_float(seed: int = 0) -> Network:
 
 
 def manual_network(seed: int = 0) -> Network:
-    """The manual's ``Input -> Conv2d -> Cast -> HardOp -> Cast -> ReLU -> MaxPool2d``: op 3
-    compiled ahead of time into a Buyi HardOp."""
+    """The manual's ``Input -> Conv2d -> Cast -> HardOp -> Cast -> ReLU -> MaxPool2d ->
+    Output`` (ids 0..7): op 3 compiled ahead of time into a Buyi HardOp."""
     return to_hardop(manual_float(seed), [3], "buyi")
 
 
-MANUAL_BINDINGS = {1: HostBackend, 2: HostBackend, 3: BuyiBackend, 4: BuyiBackend,
-                   5: HostBackend, 6: HostBackend}  # fmt: skip
+MANUAL_BINDINGS = {0: HostBackend, 1: HostBackend, 2: HostBackend, 3: BuyiBackend,
+                   4: BuyiBackend, 5: HostBackend, 6: HostBackend, 7: HostBackend}  # fmt: skip
 
 
 def _x(seed: int = 1) -> np.ndarray:
@@ -126,12 +127,26 @@ def test_manual_1_1_1_create_by_priority(buyi: NpuDevice) -> None:
 
 
 def test_manual_1_1_2_create_with_backends(buyi: NpuDevice) -> None:
+    """As the manual writes it: ``network.view([0, 1, 2, 5, 6, 7])`` (Input and Output
+    included) to the host, ``network.view([3, 4])`` to Buyi, the session on
+    ``network.view(0)``; every op, 0 and 7 too, in the time profile; step_to 0 and 7."""
     network = manual_network()
-    host_backend = HostBackend.create(network.view([1, 2, 5, 6]), HostDevice.default())
+    assert [op.op_type for op in network.ops] == [
+        "Input", "Conv2d", "Cast", "HardOp", "Cast", "Relu", "MaxPool2d", "Output",
+    ]  # fmt: skip
+    assert network.op_ids == list(range(8))
+    host_backend = HostBackend.create(network.view([0, 1, 2, 5, 6, 7]), HostDevice.default())
     buyi_backend = BuyiBackend.create(network.view([3, 4]), buyi)
-    sess = Session.create_with_backends(network, [host_backend, buyi_backend]).apply()
+    sess = Session.create_with_backends(network.view(0), [host_backend, buyi_backend]).apply()
     _assert_manual_bindings(sess)
-    _assert_same(sess.forward([_x()]), _host(manual_float(), {"x": _x()}))
+    sess.enable_time_profile(True)
+    want = _host(manual_float(), {"x": _x()})
+    _assert_same(sess.forward([_x()]), want)
+    # Every op: Buyi runs the HardOp's program and the Cast (its output conversion) apart.
+    assert list(sess.time_profile_results()) == list(range(8))
+    (fed,) = sess.step_to(0, [_x()])
+    np.testing.assert_array_equal(fed.numpy(), _x())
+    _assert_same(sess.step_to(7), want)  # the Output op yields the network's outputs
     sess.close()
 
 
@@ -233,7 +248,8 @@ def test_step_to_and_dumps_on_npu_layers_with_merging_off(buyi: NpuDevice, tmp_p
     everything = run_reference(qnet, feeds)
     for op in qnet.ops:
         got = sess.step_to(op.op_id, feeds)
-        for name, t in zip(op.outputs, got, strict=True):
+        yields = op.inputs if op.op_type == "Output" else op.outputs
+        for name, t in zip(yields, got, strict=True):
             np.testing.assert_array_equal(t.numpy(), everything[name], err_msg=op.describe())
     npu_ops = [i for i, b in sess.backend_bindings().items() if b.is_type(BuyiBackend)]
     assert npu_ops and all(list(tmp_path.glob(f"{i}_*")) for i in npu_ops)
@@ -352,6 +368,27 @@ def _ring_network(seed: int = 0) -> Network:
     return b.build([y])
 
 
+def test_an_npu_alone_passes_the_input_and_output_ops_through(buyi: NpuDevice) -> None:
+    """Without a host backend the Input and Output ops go to the first backend: Buyi
+    passes them through as units of their own, and its one program holds ops 1 and 2."""
+    from xrt.backend import Subgraph
+
+    net = _ring_network()
+    x = np.random.default_rng(2).integers(-128, 128, (1, 24, 6, 6)).astype(np.int8)
+    with Session.create([BuyiBackend], net, [buyi]).apply() as sess:
+        npu = sess.backends[0]
+        assert all(b is npu for b in sess.backend_bindings().values())
+        units = sess.execution_units()
+        assert [u.op_ids if isinstance(u, Subgraph) else u.op_id for u in units] == [0, [1, 2], 3]
+        (got,) = sess.forward({"x": x})
+        np.testing.assert_array_equal(got.numpy(), _host(net, {"x": x})[0])
+        assert npu.launches == [(1, 2)]
+        (fed,) = sess.step_to(0, {"x": x})
+        np.testing.assert_array_equal(fed.numpy(), x)
+        (last,) = sess.step_to(3)
+        np.testing.assert_array_equal(last.numpy(), got.numpy())
+
+
 def test_zg330_engine_stores_outputs_into_caller_tensors_and_runs_a_ring_in_place(
     zg330: NpuDevice,
 ) -> None:
@@ -366,7 +403,9 @@ def test_zg330_engine_stores_outputs_into_caller_tensors_and_runs_a_ring_in_plac
     ttype = TensorType("SInt8", [1, 24, 6, 6], "NCHW", QuantParams(0.05))
     x0 = np.random.default_rng(1).integers(-128, 128, (1, 24, 6, 6)).astype(np.int8)
     with Session.create([ZG330Backend, HostBackend], net, [zg330, None]).apply() as sess:
-        assert all(b.is_type(ZG330Backend) for b in sess.backend_bindings().values())
+        bound = sess.backend_bindings()
+        assert all(bound[op.op_id].is_type(ZG330Backend) for op in net.ops[1:-1])
+        assert bound[0].is_type(HostBackend) and bound[net.op_ids[-1]].is_type(HostBackend)
         for region in ("plddr", "udma"):
             out = Tensor(ttype, hw_layout=ChannelTiled(16)).malloc_on(zg330.get_mem_region(region))
             (got,) = sess.forward({"x": x0}, [out])

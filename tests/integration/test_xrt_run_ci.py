@@ -86,7 +86,7 @@ def test_require_npu_fails_listing_each_host_operator_with_its_reason(
     argv = ["--device", buyi_url, "--quantize", "--calib", "2", "--require-npu"]
     assert main(["run", str(with_sub), *argv]) == exitcodes.PLACEMENT
     captured = capsys.readouterr()
-    assert "on the host: op 3 (QSub): BuyiBackend: the NPU compiler has no lowering for QSub" in (
+    assert "on the host: op 4 (QSub): BuyiBackend: the NPU compiler has no lowering for QSub" in (
         captured.err
     )
     assert "--require-npu: 1 quantized operator(s) stay on the host" in captured.err

@@ -71,8 +71,10 @@ def test_round_trip_is_exact(tmp_path: Path, float_net: Network, quantized: bool
     net = quantize_network(float_net, [feed]) if quantized else float_net
     net.save(tmp_path / "a.json", tmp_path / "params.bin")
     doc = json.loads((tmp_path / "a.json").read_text())
-    # Networks without run-time parameters are still written as version 1.
-    assert doc["format"] == FORMAT_NAME and doc["version"] == 1 < FORMAT_VERSION
+    # Every network is written as the newest version, its Input and Output ops included.
+    assert doc["format"] == FORMAT_NAME and doc["version"] == FORMAT_VERSION == 3
+    assert doc["ops"][0]["type"] == "Input" and doc["ops"][0]["id"] == 0
+    assert doc["ops"][-1]["type"] == "Output" and doc["ops"][-1]["inputs"] == doc["outputs"]
     assert doc["raw"]["file"] == "params.bin"
     back = Network.load(tmp_path / "a.json")  # finds params.bin through the JSON
     _same(net, back)
@@ -163,7 +165,11 @@ CORRUPTIONS: dict[str, tuple[Any, str]] = {
     "raw size lies": (lambda d: d["raw"].update(nbytes=d["raw"]["nbytes"] + 1), "bytes"),
     "raw path escapes": (lambda d: d["raw"].update(file="../etc/passwd"), "plain file name"),
     "output unknown": (lambda d: d.update(outputs=["ghost"]), "ghost"),
-    "input produced by op": (lambda d: d.update(inputs=[d["ops"][0]["outputs"][0]]), ""),
+    "input produced by op": (lambda d: d.update(inputs=[d["ops"][1]["outputs"][0]]), ""),
+    "input op in the middle": (lambda d: d["ops"][1].update(type="Input"), "middle"),
+    "input op not id 0": (lambda d: d["ops"][0].update(id=1), "id 0"),
+    "no output op": (lambda d: d["ops"].pop(), "Output"),
+    "output op reads less": (lambda d: d["ops"][-1].update(inputs=[]), "Output op"),
     "inputs not strings": (lambda d: d.update(inputs=[1]), "inputs"),
 }
 

@@ -13,7 +13,8 @@ from xrt.ops import get_op_def, op_types
 
 
 def diamond() -> Network:
-    """x -> conv(0) -> relu(1) -> {maxpool(2), sigmoid(3)} -> add(4); relu is also an output."""
+    """Input(0) -> conv(1) -> relu(2) -> {maxpool(3), sigmoid(4)} -> add(5) -> Output(6);
+    relu is also an output."""
     b = NetworkBuilder("diamond")
     x = b.input("x", TensorType("FP32", [1, 2, 6, 6]))
     w = b.param("w", rand(4, 2, 3, 3))
@@ -64,26 +65,34 @@ def test_every_op_type_has_a_kernel_and_docs() -> None:
 
 def test_view_by_ids_range_and_start() -> None:
     net = diamond()
-    v = net.view([3, 1])
+    v = net.view([4, 2])
     assert isinstance(v, NetworkView)
-    assert v.op_ids == [1, 3]  # network order
+    assert v.op_ids == [2, 4]  # network order
     assert v.inputs == ("c",)
     assert v.outputs == ("r", "s")  # r: network output and read by maxpool outside; s: read by add
-    tail = net.view(2)
-    assert tail.op_ids == [2, 3, 4] and tail.inputs == ("r",) and tail.outputs == ("y",)
-    mid = net.view(1, 3)
-    assert mid.op_ids == [1, 2] and mid.outputs == ("r", "m")
+    tail = net.view(3)  # through the Output op, which yields the network's outputs
+    assert tail.op_ids == [3, 4, 5, 6] and tail.inputs == ("r",) and tail.outputs == ("y", "r")
+    mid = net.view(2, 4)
+    assert mid.op_ids == [2, 3] and mid.outputs == ("r", "m")
+    head = net.view(0, 2)  # the Input op is fed the network's inputs
+    assert head.op_ids == [0, 1] and head.inputs == ("x",) and head.outputs == ("c",)
+    assert net.view(0).op_ids == net.op_ids
+    alone = net.view([0])  # the Input op alone yields the inputs that ops outside read
+    assert alone.inputs == ("x",) and alone.outputs == ("x",)
 
 
 def test_views_run_and_compose_to_the_whole_network() -> None:
     net = diamond()
     x = rand(1, 2, 6, 6)
     y, r = run_network_reference(net, [x])
-    head = net.view(0, 2)
+    head = net.view(0, 3)
     (r1,) = run_network_reference(head, [x])
     np.testing.assert_array_equal(r1, r)
-    (y2,) = run_network_reference(net.view(2), {"r": r1})
+    (r0,) = run_network_reference(net.view(1, 3), [x])  # without the Input op: the same
+    np.testing.assert_array_equal(r0, r)
+    y2, r2 = run_network_reference(net.view(3), {"r": r1})
     np.testing.assert_array_equal(y2, y)
+    np.testing.assert_array_equal(r2, r)
 
 
 @pytest.mark.parametrize(
@@ -178,17 +187,19 @@ def test_network_validation_catches_inconsistencies() -> None:
         Network(ops, values, inputs, outputs, params)
 
     with pytest.raises(XrtError, match="increase"):
-        build(ops=[ops[0].replace(op_id=5), *ops[1:]])
+        build(ops=[ops[0], ops[1].replace(op_id=5), *ops[2:]])
     with pytest.raises(XrtError, match="not produced before"):
-        build(ops=[ops[0], ops[2].replace(op_id=1), ops[1].replace(op_id=2), *ops[3:]])
+        build(ops=[*ops[:2], ops[3].replace(op_id=2), ops[2].replace(op_id=3), *ops[4:]])
     with pytest.raises(XrtError, match="declared"):
         build(values={**values, "m": TensorType("FP32", [1, 4, 5, 5])})
     with pytest.raises(XrtError, match="never produced"):
-        build(outputs=["zzz"])
+        build(outputs=["zzz"], ops=[*ops[:-1], ops[-1].replace(inputs=("zzz",))])
+    with pytest.raises(XrtError, match="Output op reads the network outputs"):
+        build(outputs=["y"])  # the Output op must read exactly the network's outputs
     with pytest.raises(XrtError, match="does not exist"):
         build(params={})
     with pytest.raises(XrtError, match="produced twice"):
-        build(ops=[*ops, ops[1].replace(op_id=9)])
+        build(ops=[*ops[:-1], ops[2].replace(op_id=9), ops[-1].replace(op_id=10)])
     with pytest.raises(XrtError, match="never produced"):
         build(values={**values, "ghost": TensorType("FP32", [1])})
     with pytest.raises(XrtError, match="not static"):
@@ -233,7 +244,8 @@ def test_unused_ops_are_pruned_by_the_builder() -> None:
     (a,) = b.add("Relu", [x])
     b.add("Sigmoid", [x])
     net = b.build([a])
-    assert [op.op_type for op in net.ops] == ["Relu"]
+    assert [op.op_type for op in net.ops] == ["Input", "Relu", "Output"]
+    assert net.input_op().outputs == ("x",)  # a pruned network keeps every input
     assert "summary" not in net.summary()
     assert "Relu" in net.summary()
 

@@ -244,7 +244,7 @@ def test_parameters_given_as_graph_inputs_with_default_initializers() -> None:
     )
     net = _check(model, {"x": RNG.standard_normal((1, 3, 4, 4)).astype(np.float32)})
     assert list(net.inputs) == ["x"]
-    assert [op.op_type for op in net.ops] == ["Conv2d", "Clip", "Reshape"]
+    assert [op.op_type for op in net.ops] == ["Input", "Conv2d", "Clip", "Reshape", "Output"]
 
 
 def test_input_values_fix_parameter_inputs_at_import() -> None:

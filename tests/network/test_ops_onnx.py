@@ -58,7 +58,7 @@ def test_conv(case: str) -> None:
         ins.append("b")
     model = make_model([N("Conv", ins, ["y"], name="conv", **attrs)], {"x": xshape}, ["y"], inits)
     net = check_model(model)
-    assert [op.op_type for op in net.ops] == ["Conv2d"]
+    assert [op.op_type for op in net.ops] == ["Input", "Conv2d", "Output"]
 
 
 POOL_CASES = {
@@ -204,7 +204,7 @@ def test_concat_with_constant_input() -> None:
         {"c": rand(1, 1, 3, 3)},
     )
     net = check_model(model)
-    assert [op.op_type for op in net.ops] == ["Constant", "Concat"]
+    assert [op.op_type for op in net.ops] == ["Input", "Constant", "Concat", "Output"]
 
 
 @pytest.mark.parametrize("shape", [[0, -1], [2, 0, 3, -1], [-1], [1, 30, 2]])
@@ -272,7 +272,7 @@ def test_gemm_dynamic_b() -> None:
 def test_matmul_constant_is_gemm() -> None:
     model = make_model([N("MatMul", ["x", "w"], ["y"])], {"x": (3, 8)}, ["y"], {"w": rand(8, 4)})
     net = check_model(model)
-    assert [op.op_type for op in net.ops] == ["Gemm"]
+    assert [op.op_type for op in net.ops] == ["Input", "Gemm", "Output"]
 
 
 @pytest.mark.parametrize(
@@ -305,10 +305,10 @@ def test_batchnorm_folds_into_conv() -> None:
         inits,
     )
     net = check_model(model)
-    assert [op.op_type for op in net.ops] == ["Conv2d"]
+    assert [op.op_type for op in net.ops] == ["Input", "Conv2d", "Output"]
     assert net.outputs == ("y",)
     unfolded = check_model(model, fold_batchnorm=False)
-    assert [op.op_type for op in unfolded.ops] == ["Conv2d", "BatchNorm"]
+    assert [op.op_type for op in unfolded.ops] == ["Input", "Conv2d", "BatchNorm", "Output"]
 
 
 def test_batchnorm_not_folded_when_conv_output_is_shared() -> None:
@@ -324,7 +324,7 @@ def test_batchnorm_not_folded_when_conv_output_is_shared() -> None:
         inits,
     )
     net = check_model(model)
-    assert [op.op_type for op in net.ops] == ["Conv2d", "BatchNorm", "Add"]
+    assert [op.op_type for op in net.ops] == ["Input", "Conv2d", "BatchNorm", "Add", "Output"]
 
 
 def test_batchnorm_standalone_on_input() -> None:
@@ -433,7 +433,7 @@ def test_identity_and_dropout_are_removed() -> None:
         ["y"],
     )
     net = check_model(model)
-    assert [op.op_type for op in net.ops] == ["Relu", "Sigmoid"]
+    assert [op.op_type for op in net.ops] == ["Input", "Relu", "Sigmoid", "Output"]
 
 
 def test_identity_as_output_keeps_the_output_name() -> None:
@@ -457,7 +457,7 @@ def test_shape_gather_concat_reshape_is_folded() -> None:
         "minus1": np.array([-1], np.int64),
     }
     net = check_model(make_model(nodes, {"x": (2, 3, 4, 4)}, ["y"], inits))
-    assert [op.op_type for op in net.ops] == ["Reshape"]
+    assert [op.op_type for op in net.ops] == ["Input", "Reshape", "Output"]
 
 
 def test_symbolic_batch_becomes_one_or_given() -> None:
@@ -490,7 +490,7 @@ def test_upsample_nearest_is_a_resize() -> None:
     from xrt.network import Network
 
     net = Network.from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)]))
-    assert [op.op_type for op in net.ops] == ["Resize"]
+    assert [op.op_type for op in net.ops] == ["Input", "Resize", "Output"]
     x = rand(1, 2, 3, 3)
     (y,) = run_network_reference(net, [x])
     np.testing.assert_array_equal(y, np.repeat(np.repeat(x, 2, axis=2), 3, axis=3))

@@ -61,7 +61,7 @@ def test_single_conv_within_first_order_bound(case: str, relu: bool, groups: int
         nodes.append(N("Relu", ["c"], ["y"]))
     model = make_model(nodes, {"x": (1, cin, 9, 7)}, ["y"], {"w": w, "b": b})
     _net, qnet, ranges, samples = _quantize(model)
-    assert [op.op_type for op in qnet.ops] == ["Cast", "QConv2d", "Cast"]
+    assert [op.op_type for op in qnet.ops] == ["Input", "Cast", "QConv2d", "Cast", "Output"]
     s_in, s_out = ranges["x"].scale, ranges["y"].scale
     _, s_w = quantize_weight_per_channel(w)
     conv_attrs = {"strides": [2, 1], "pads": [1, 1, 1, 1], "dilations": [1, 1], "groups": groups}

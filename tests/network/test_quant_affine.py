@@ -54,8 +54,8 @@ def _caffe2_bn_after_conv(shape: tuple[int, ...] = (6, 1, 1)) -> object:
 def test_mul_add_after_a_conv_fold_into_its_weights_and_bias() -> None:
     model = _caffe2_bn_after_conv()
     net, q, ranges, samples = _quantize(model)
-    assert [op.op_type for op in q.ops] == ["Cast", "QConv2d", "Cast"]
-    conv = q.ops[1]
+    assert [op.op_type for op in q.ops] == ["Input", "Cast", "QConv2d", "Cast", "Output"]
+    conv = q.ops[2]
     assert (conv.attrs["lo"], conv.attrs["hi"]) == (0, 127)
     assert conv.attrs["out_scale"] == ranges["y"].scale
     p = net.params
@@ -81,7 +81,7 @@ def test_without_folding_they_stay_separate_operators() -> None:
     model = _caffe2_bn_after_conv()
     _, q, _, _ = _quantize(model, fold_affine=False)
     assert [op.op_type for op in q.ops if op.op_type != "Constant"] == [
-        "Cast", "QConv2d", "QMul", "QAdd", "Cast",
+        "Input", "Cast", "QConv2d", "QMul", "QAdd", "Cast", "Output",
     ]  # fmt: skip
 
 
@@ -101,7 +101,7 @@ def test_constants_per_channel_or_per_tensor_fold(shape: tuple[int, ...]) -> Non
              "t": np.full(shape, 0.2, np.float32)},
         )  # fmt: skip
     _, q, ranges, samples = _quantize(model)
-    assert [op.op_type for op in q.ops] == ["Cast", "QConv2d", "Cast"]
+    assert [op.op_type for op in q.ops] == ["Input", "Cast", "QConv2d", "Cast", "Output"]
     _close(model, q, ranges, samples)
 
 
@@ -120,8 +120,8 @@ def test_a_conv_read_twice_keeps_its_output_and_the_chain_becomes_depthwise() ->
     )  # fmt: skip
     _, q, ranges, samples = _quantize(model)
     types = [op.op_type for op in q.ops]
-    assert types == ["Cast", "QConv2d", "QConv2d", "QAdd", "Cast"]
-    dw = q.ops[2]
+    assert types == ["Input", "Cast", "QConv2d", "QConv2d", "QAdd", "Cast", "Output"]
+    dw = q.ops[3]
     assert dw.attrs["groups"] == 20 and q.op_params(dw)["weight"].shape == (20, 1, 1, 1)
     _close(model, q, ranges, samples)
 

@@ -37,8 +37,8 @@ def test_conv_relu6_becomes_one_qconv_with_folded_bounds() -> None:
     samples = [random_feeds(model, seed=s) for s in range(4)]
     ranges = calibrate(net, samples)
     q = quantize_network(net, ranges=ranges)
-    assert [op.op_type for op in q.ops] == ["Cast", "QConv2d", "Cast"]
-    conv = q.ops[1]
+    assert [op.op_type for op in q.ops] == ["Input", "Cast", "QConv2d", "Cast", "Output"]
+    conv = q.ops[2]
     s_out = ranges["y"].scale
     assert conv.attrs["lo"] == 0
     assert conv.attrs["hi"] == min(127, intmath.quantize_scalar(6.0, s_out))
@@ -48,7 +48,7 @@ def test_conv_relu6_becomes_one_qconv_with_folded_bounds() -> None:
     assert p["bias"].dtype == np.int32 and p["multiplier"].dtype == np.int32
     assert np.all((p["multiplier"] >= 2**14) & (p["multiplier"] < 2**15))
     w_q, s_w = quantize_weight_per_channel(
-        Network.from_onnx(model).params[net.ops[0].params["weight"]]
+        Network.from_onnx(model).params[net.ops[1].params["weight"]]
     )
     np.testing.assert_array_equal(p["weight"], w_q)
     s_in = ranges["x"].scale
@@ -76,8 +76,8 @@ def test_unfused_activations_and_no_fusion_option() -> None:
     model = _conv_relu6_model()
     net = Network.from_onnx(model)
     q = quantize_network(net, [random_feeds(model)], fuse_activations=False)
-    assert [op.op_type for op in q.ops] == ["Cast", "QConv2d", "QClip", "Cast"]
-    clip = q.ops[2]
+    assert [op.op_type for op in q.ops] == ["Input", "Cast", "QConv2d", "QClip", "Cast", "Output"]
+    clip = q.ops[3]
     s = q.values[clip.inputs[0]].quant.scale[0]
     assert (clip.attrs["lo"], clip.attrs["hi"]) == (0, min(127, intmath.quantize_scalar(6.0, s)))
 
@@ -110,6 +110,7 @@ def test_fallback_ops_run_in_float() -> None:
     q = quantize_network(net, samples)
     types = [op.op_type for op in q.ops]
     assert types == [
+        "Input",
         "Cast",
         "QConv2d",
         "Cast",
@@ -119,6 +120,7 @@ def test_fallback_ops_run_in_float() -> None:
         "Flatten",
         "Cast",
         "Softmax",
+        "Output",
     ]
     ranges = calibrate(net, samples)
     for feed in samples:

@@ -10,6 +10,7 @@ from tinynpu import TinyNpuBackend, manual_network
 
 from xrt import Device, HostDevice, Tensor, TensorType
 from xrt.backend import (
+    BOUNDARY_ENTRY,
     Backend,
     BindContext,
     HostBackend,
@@ -88,7 +89,10 @@ def test_registration_errors() -> None:
 
 
 def test_host_backend_registers_every_op_type() -> None:
-    assert set(HostBackend.op_registry()) == set(op_types())
+    # Every op type but Input and Output, which every backend passes through with one entry.
+    assert set(HostBackend.op_registry()) == set(op_types()) - {"Input", "Output"}
+    assert HostBackend.lookup("Input") is BOUNDARY_ENTRY is TinyNpuBackend.lookup("Output")
+    assert Backend.supports("Input") and Backend.lookup("Output") is BOUNDARY_ENTRY
     assert HostBackend.is_host and not TinyNpuBackend.is_host
 
 
@@ -104,12 +108,12 @@ def test_backend_types_by_name() -> None:
 
 def test_constraints_are_checked_and_their_failures_reported() -> None:
     net = _chain(1)
-    relu = net.op(0)
+    relu = net.op(1)
 
     class Picky(Backend):
         pass
 
-    Picky.add_op("Relu", _relu_fwd, constraint=lambda op, b, ctx: op.op_id > 0)
+    Picky.add_op("Relu", _relu_fwd, constraint=lambda op, b, ctx: op.op_id > 1)
     assert not Picky().is_op_supported(relu)
     Picky.add_op("Relu", _relu_fwd, constraint=lambda op, b, ctx: 1 / 0, replace=True)
     assert _errcode(Picky().is_op_supported, relu) == ErrorCode.BACKEND_INTERNAL
@@ -137,18 +141,19 @@ def test_life_cycle_order_is_enforced() -> None:
     b.init(net)
     assert b.device is HostDevice.default() and b.network_view is not None
     assert _errcode(b.init, net) == ErrorCode.WRONG_ORDER  # twice
-    assert _errcode(b.op_state, 0) == ErrorCode.WRONG_ORDER  # before apply
+    assert _errcode(b.op_state, 1) == ErrorCode.WRONG_ORDER  # before apply
     x = Tensor.from_numpy(np.ones((2, 5), np.float32))
-    out = Tensor(net.values[net.op(0).outputs[0]]).malloc_on(HostDevice.default_region())
-    assert _errcode(b.forward_op, net.op(0), [x], [out]) == ErrorCode.WRONG_ORDER
+    out = Tensor(net.values[net.op(1).outputs[0]]).malloc_on(HostDevice.default_region())
+    assert _errcode(b.forward_op, net.op(1), [x], [out]) == ErrorCode.WRONG_ORDER
     b.apply()
-    assert b.applied and isinstance(b.op_state(0), HostOpState)
-    b.forward_op(net.op(0), [x], [out])
+    assert b.applied and isinstance(b.op_state(1), HostOpState)
+    assert b.op_state(0) is None  # the Input op computes nothing: no state
+    b.forward_op(net.op(1), [x], [out])
     np.testing.assert_array_equal(out.numpy(), np.ones((2, 5), np.float32))
     b.deinit()
     assert not b.initialized and not b.applied
     b.deinit()  # idempotent
-    assert _errcode(b.forward_op, net.op(0), [x], [out]) == ErrorCode.WRONG_ORDER
+    assert _errcode(b.forward_op, net.op(1), [x], [out]) == ErrorCode.WRONG_ORDER
     b.init(net.view([1, 2]))  # may be bound again
     assert b.network_view is not None and b.network_view.op_ids == [1, 2]
 
@@ -200,7 +205,7 @@ def test_forward_function_failures_name_the_op() -> None:
     def too_many(op, ins, outs, b):  # type: ignore[no-untyped-def]
         return [np.zeros((2, 5), np.float32)] * 2
 
-    relu = net.op(0)
+    relu = net.op(1)
     x = Tensor.from_numpy(np.ones((2, 5), np.float32))
     out = Tensor(net.values[relu.outputs[0]]).malloc_on(HostDevice.default_region())
     for fn, text in (
@@ -210,12 +215,12 @@ def test_forward_function_failures_name_the_op() -> None:
         (too_many, "2 results"),
     ):
         Broken.add_op("Relu", fn, replace=True)
-        b = Broken.create(net.view([0]))
+        b = Broken.create(net.view([1]))
         b.apply()
         with pytest.raises(XrtError) as e:
             b.forward_op(relu, [x], [out])
         assert e.value.code == ErrorCode.BACKEND_INTERNAL
-        assert "op 0 (Relu)" in e.value.message and text in e.value.message
+        assert "op 1 (Relu)" in e.value.message and text in e.value.message
 
 
 def test_view_is_a_fork_on_some_of_the_ops() -> None:
@@ -224,9 +229,9 @@ def test_view_is_a_fork_on_some_of_the_ops() -> None:
     b.apply()
     v = b.view([1, 2])
     assert v is not b and v.network_view is not None and v.network_view.op_ids == [1, 2]
-    assert v.op_state(1) is b.op_state(1) and v.op_state(0) is None
+    assert v.op_state(1) is b.op_state(1) and v.op_state(3) is None
     assert HostBackend.create(net).view(1, 3).network_view.op_ids == [1, 2]  # type: ignore[union-attr]
-    assert HostBackend.create(net).view(2).network_view.op_ids == [2, 3]  # type: ignore[union-attr]
+    assert HostBackend.create(net).view(3).network_view.op_ids == [3, 4, 5]  # type: ignore[union-attr]
     part = HostBackend.create(net.view([0, 1]))
     assert _errcode(part.view, [2]) == ErrorCode.OUT_OF_RANGE  # not bound to this backend
     assert _errcode(part.view, 7) == ErrorCode.OUT_OF_RANGE
@@ -253,7 +258,8 @@ def test_forks_share_prepared_state_and_run_in_threads() -> None:
             for i in range(20):
                 x = np.random.default_rng(seed + i).standard_normal((2, 5)).astype(np.float32)
                 env = {"x": Tensor.from_numpy(x)}
-                for op in net.ops:
+                backend.forward_op(net.input_op(), [env["x"]], [env["x"]])  # yields the feed
+                for op in net.ops[1:]:  # the Output op reads the outputs and makes none
                     outs = [Tensor(net.values[v]).malloc_on(region) for v in op.outputs]
                     backend.forward_op(op, [env[v] for v in op.inputs], outs)
                     env.update(zip(op.outputs, outs, strict=True))
@@ -296,8 +302,13 @@ def test_default_subgraph_runs_ops_in_order_with_temporaries() -> None:
     b.apply()
     x = np.random.default_rng(0).standard_normal((2, 5)).astype(np.float32)
     y = Tensor(net.values[net.outputs[0]]).malloc_on(HostDevice.default_region())
-    sub = Subgraph(b, net.ops, ("x",), tuple(net.outputs))
+    sub = Subgraph(b, net.ops[1:-1], ("x",), tuple(net.outputs))
     b.forward_subgraph(sub, {"x": Tensor.from_numpy(x)}, {net.outputs[0]: y})
     np.testing.assert_array_equal(y.numpy(), run_network_reference(net, [x])[0])
-    assert sub.op_type == "Subgraph" and sub.name == "0..3" and sub.op_id == 0
-    assert sub.describe() == "subgraph [0, 1, 2, 3] (Relu, Relu, Relu, Add) on Loop"
+    assert sub.op_type == "Subgraph" and sub.name == "1..4" and sub.op_id == 1
+    assert sub.describe() == "subgraph [1, 2, 3, 4] (Relu, Relu, Relu, Add) on Loop"
+    # With the Input and Output ops too (the session never merges them): they pass through.
+    y2 = Tensor(net.values[net.outputs[0]]).malloc_on(HostDevice.default_region())
+    whole = Subgraph(b, net.ops, ("x",), tuple(net.outputs))
+    b.forward_subgraph(whole, {"x": Tensor.from_numpy(x)}, {net.outputs[0]: y2})
+    np.testing.assert_array_equal(y2.numpy(), y.numpy())

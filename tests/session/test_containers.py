@@ -177,8 +177,9 @@ def test_malformed_manifest_fields_are_11011(container: Path) -> None:
         assert err.value.code == ErrorCode.LOAD_FAILED, (i, err.value)
 
 
-def test_a_snapshot_written_before_containers_is_read_too(container: Path) -> None:
-    """Version-1 snapshots without the container's fields: Qpc derives them."""
+def test_a_snapshot_without_the_container_fields_is_read_too(container: Path) -> None:
+    """A manifest without the container's optional fields (as ``dump_snapshot`` wrote
+    before containers): Qpc derives them."""
     new = Qpc.from_file(container).info()
 
     def strip(doc: dict) -> None:
@@ -285,11 +286,11 @@ def test_xrt_compile_refusals_and_exit_codes(
     argv = ["compile", str(onnx_files["with_sub"]), "--quantize", "--calib", "2", *base]
     assert main([*argv, "--require-npu"]) == 3
     err = capsys.readouterr().err
-    assert "on the host: op 3 (QSub): ZG330Backend: the NPU compiler has no lowering" in err
+    assert "on the host: op 4 (QSub): ZG330Backend: the NPU compiler has no lowering" in err
     assert not out.exists()
     assert main(argv) == 0  # without it the container is written, the host op reported
-    assert "on the host: op 3 (QSub)" in capsys.readouterr().out
-    assert Qpc.from_file(out).info().placement["host_quantized"][0]["op_id"] == 3
+    assert "on the host: op 4 (QSub)" in capsys.readouterr().out
+    assert Qpc.from_file(out).info().placement["host_quantized"][0]["op_id"] == 4
     # A container is not a model; a float network for an NPU target; a missing model.
     assert main(["compile", str(out), *base]) == 2
     assert "is a program container already" in capsys.readouterr().err

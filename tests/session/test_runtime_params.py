@@ -144,7 +144,7 @@ def test_network_file_and_snapshot_round_trips_keep_the_fed_roles(tmp_path: Path
     net = Network.from_onnx(model)
     net.save(tmp_path / "n.json")
     doc = json.loads((tmp_path / "n.json").read_text())
-    assert doc["version"] == 2
+    assert doc["version"] == 3  # the run-time parameters of version 2, and Input / Output
     assert {"weight": "W"} in [op.get("fed") for op in doc["ops"]]
     back = Network.load(tmp_path / "n.json")
     assert [op.fed for op in back.ops] == [op.fed for op in net.ops]
@@ -192,10 +192,10 @@ def test_step_to_runs_a_dynamic_network_op_by_op() -> None:
     feeds = _feeds([12, 4], 0.0, 5)
     with Session.create([HostBackend], net) as sess:
         sess.apply()
-        ids = net.op_ids
-        (r,) = sess.step_to(ids[1], feeds)
+        ids = net.op_ids  # Input, Conv2d, Reshape, Clip, Output
+        (r,) = sess.step_to(ids[2], feeds)
         assert r.shape == (12, 4)
-        (y,) = sess.step_to(ids[2])
+        (y,) = sess.step_to(ids[3])
         np.testing.assert_array_equal(y.numpy(), run_network_reference(net, feeds)[0])
 
 
@@ -298,7 +298,7 @@ def test_fed_operator_inputs_match_onnxruntime(case: str) -> None:
 def test_npu_backends_refuse_fed_parameters_and_say_why() -> None:
     net = Network.from_onnx(_conv_reshape_clip())
     ctx = BindContext(net, {})
-    conv, reshape, clip = net.ops[0], net.ops[1], net.ops[2]
+    conv, reshape, clip = net.ops[1], net.ops[2], net.ops[3]
     for backend in (ZG330Backend(), BuyiBackend()):
         assert not backend.is_op_supported(conv, ctx)
         name = type(backend).__name__
@@ -320,9 +320,15 @@ def test_a_value_of_run_time_shape_stays_on_the_host() -> None:
     net = b.build([y, z])
     with Session.create([TinyNpuBackend, HostBackend], net) as sess:
         bound = {op_id: type(be).__name__ for op_id, be in sess.backend_bindings().items()}
-        assert bound == {0: "HostBackend", 1: "HostBackend", 2: "TinyNpuBackend"}
+        assert bound == {
+            0: "HostBackend",  # Input
+            1: "HostBackend",  # Reshape
+            2: "HostBackend",  # Relu of its run-time shape
+            3: "TinyNpuBackend",  # Relu
+            4: "HostBackend",  # Output
+        }
         report = str(sess.placement())
-        assert "input 'reshape0' has a shape known only at run time" in report
+        assert "input 'reshape1' has a shape known only at run time" in report
         sess.apply()
         xs = np.arange(-6, 6, dtype=np.int8).reshape(2, 6)
         got, _ = _run(sess, {"x": xs, "s": np.array([3, -1])})
@@ -346,7 +352,7 @@ def test_builder_rules_for_fed_roles() -> None:
     (y,) = b.add("Clip", [x], fed={"min": lo})  # a bound decides no shape: inferred
     assert b.values[y].shape == (2, 6)
     net = b.build([y])
-    assert net.ops[0].inputs == ("x", "lo") and net.ops[0].data_inputs == ("x",)
+    assert net.ops[1].inputs == ("x", "lo") and net.ops[1].data_inputs == ("x",)
     feeds = {"x": np.full((2, 6), -3, np.float32), "s": np.array([1, 1]), "lo": np.float32(-1)}
     got = run_network_reference(net, {k: np.asarray(v) for k, v in feeds.items()})
     np.testing.assert_array_equal(got[0], np.full((2, 6), -1, np.float32))

@@ -202,7 +202,7 @@ def test_unknown_op_ids_for_views_and_steps() -> None:
     assert _code(net.view, [1, 9]).code == ErrorCode.OUT_OF_RANGE
     sess = Session.create([TinyNpuBackend, HostBackend], net).apply()
     assert _code(sess.backends[0].view, [1]).code == ErrorCode.OUT_OF_RANGE  # not bound there
-    assert _code(sess.step_to, 0, [np.zeros((1, 3, 8, 8), np.float32)]).code == (
+    assert _code(sess.step_to, 8, [np.zeros((1, 3, 8, 8), np.float32)]).code == (
         ErrorCode.OUT_OF_RANGE
     )
     part = Session.create([TinyNpuBackend, HostBackend], net.view([1, 2])).apply()
@@ -287,5 +287,5 @@ def test_kernel_failure_is_a_backend_error() -> None:
     Faulty.add_op("Relu", broken)
     sess = Session.create([Faulty], net).apply()
     err = _code(sess.forward, [np.ones((1, 1, 1, 1), np.float32)])
-    assert err.code == ErrorCode.BACKEND_INTERNAL and "op 1 (Relu)" in err.message
+    assert err.code == ErrorCode.BACKEND_INTERNAL and "op 2 (Relu)" in err.message
     assert "Faulty" in err.message

@@ -34,12 +34,14 @@ from xrt.testing.memory_transport import MemoryDevice
 # The manual's expected bindings for Input -> Conv2d -> Cast -> HardOp -> Cast -> ReLU ->
 # MaxPool2d -> Output with sess = Session.Create([BuyiBackend, HostBackend], ...).
 MANUAL_BINDINGS = {
+    0: HostBackend,  # Input
     1: HostBackend,  # Conv2d
     2: HostBackend,  # Cast
     3: TinyNpuBackend,  # HardOp
     4: TinyNpuBackend,  # Cast
     5: HostBackend,  # ReLU
     6: HostBackend,  # MaxPool2d
+    7: HostBackend,  # Output
 }
 
 
@@ -78,14 +80,14 @@ def test_create_by_priority_example() -> None:
     """1.1.1: ``Session.Create([BuyiBackend, HostBackend], network.view(0), devices)``."""
     network = manual_network()
     sess = Session.create(
-        [TinyNpuBackend, HostBackend], network.view(1), [HostDevice.default(), None]
+        [TinyNpuBackend, HostBackend], network.view(0), [HostDevice.default(), None]
     )
     sess.apply()
     _assert_manual_bindings(sess)
     npu, host = sess.backends
     assert npu.is_type(TinyNpuBackend) and host.is_type(HostBackend)
     assert npu.network_view is not None and npu.network_view.op_ids == [3, 4]
-    assert host.network_view is not None and host.network_view.op_ids == [1, 2, 5, 6]
+    assert host.network_view is not None and host.network_view.op_ids == [0, 1, 2, 5, 6, 7]
     # And it computes what the host alone computes with the program as a lookup op.
     (out,) = sess.forward([_x()])
     (ref,) = run_network_reference(reference_twin(network), [_x()])
@@ -97,7 +99,7 @@ def test_create_by_order_example() -> None:
     network = manual_network()
     npu, host = TinyNpuBackend(), HostBackend()
     sess = Session.create_by_order(
-        network.view(1), [npu, host], [HostDevice.default(), HostDevice.default()]
+        network.view(0), [npu, host], [HostDevice.default(), HostDevice.default()]
     )
     sess.apply()
     _assert_manual_bindings(sess)
@@ -108,9 +110,9 @@ def test_create_by_order_example() -> None:
 def test_create_with_backends_example() -> None:
     """1.1.2: backends bound with ``Backend.Create(T, network.view([...]), device)``."""
     network = manual_network()
-    host = HostBackend.create(network.view([1, 2, 5, 6]), HostDevice.default())
+    host = HostBackend.create(network.view([0, 1, 2, 5, 6, 7]), HostDevice.default())
     npu = TinyNpuBackend.create(network.view([3, 4]), HostDevice.default())
-    sess = Session.create_with_backends(network.view(1), [host, npu])
+    sess = Session.create_with_backends(network.view(0), [host, npu])
     sess.apply()
     _assert_manual_bindings(sess)
     assert sess.backend_bindings()[1] is host and sess.backend_bindings()[4] is npu
@@ -162,8 +164,10 @@ def test_step_to_dump_example(quantized: Network, tmp_path: Path) -> None:
     dump_dir.mkdir()
     for op in sess.network_view.ops:
         output_tensors = sess.step_to(op.op_id, [input_tensor])
-        assert len(output_tensors) == len(op.outputs)
-        for value, tensor in zip(op.outputs, output_tensors, strict=True):
+        # The Output op has no outputs of its own: it yields the network's outputs.
+        yields = op.inputs if op.op_type == "Output" else op.outputs
+        assert len(output_tensors) == len(yields)
+        for value, tensor in zip(op.outputs, output_tensors, strict=False):
             with open(dump_dir / f"{op.op_id}_{value.replace(':', '_')}.ftmp", "wb") as f:
                 tensor.dump(f, "SQB", fallback=True)  # float values fall back to SFB
     assert runs == Counter(quantized.op_ids)  # continued from the last position each time
@@ -189,11 +193,15 @@ def test_log_io_and_log_time_example(caplog: pytest.LogCaptureFixture) -> None:
     lines = [r.getMessage() for r in caplog.records if r.name == "xrt.session"]
     io = [m for m in lines if "-> outputs" in m]
     times = [m for m in lines if "wall" in m]
-    # Five units: ops 1, 2, the merged subgraph [3, 4] (the manual's "HardOp (Merged)"), 5, 6.
-    assert len(io) == len(times) == 5
-    assert io[0].startswith("op 1 (Conv2d 'conv') on HostBackend: inputs x:FP32[1, 3, 8, 8]")
-    assert "subgraph [3, 4] (HardOp, Cast) on TinyNpuBackend" in io[2]
-    assert "min=" in io[0] and "max=" in io[0]
+    # Seven units: ops 0 (Input), 1, 2, the merged subgraph [3, 4] (the manual's "HardOp
+    # (Merged)"), 5, 6, 7 (Output).
+    assert len(io) == len(times) == 7
+    assert io[0].startswith("op 0 (Input) on HostBackend: inputs - -> outputs x:FP32[1, 3, 8, 8]")
+    assert io[1].startswith("op 1 (Conv2d 'conv') on HostBackend: inputs x:FP32[1, 3, 8, 8]")
+    assert "subgraph [3, 4] (HardOp, Cast) on TinyNpuBackend" in io[3]
+    assert io[-1].startswith("op 7 (Output) on HostBackend: inputs pool:FP32[1, 4, 4, 4]")
+    assert io[-1].endswith("-> outputs -")
+    assert "min=" in io[1] and "max=" in io[1]
     assert all("memory" in m and "hardware" in m for m in times)
 
 
@@ -212,6 +220,7 @@ def test_dump_outputs_example(tmp_path: Path) -> None:
     # No tensor has a hardware layout (H -> S); float values cannot give Q (Q -> F).
     assert names == sorted(
         [
+            "0_x.sfb",  # the Input op's outputs: the input as fed
             "1_conv.sfb",
             "2_quantize.sqb",
             "3_npu_program.sqb",
@@ -248,13 +257,13 @@ def test_callbacks_example() -> None:
     x = _x(4)
     sess.forward([x])
     assert [(w, i) for w, i, _ in seen] == [
-        (w, i) for i in range(1, 7) for w in ("before", "after")
+        (w, i) for i in range(0, 8) for w in ("before", "after")
     ]
     everything = run_network_reference(reference_twin(network), [x], return_all=True)
     assert isinstance(everything, dict)
     for when, op_id, arrays in seen:
         op = network.op(op_id)
-        names = op.inputs if when == "before" else op.outputs
+        names = op.inputs if when == "before" else op.outputs  # Input: () -> x; Output: m -> ()
         for name, arr in zip(names, arrays, strict=True):
             np.testing.assert_array_equal(arr, everything[name])
 
@@ -270,7 +279,8 @@ def test_time_profile_example() -> None:
     sess.enable_time_profile(True)
     sess.forward([_x()])
     results = sess.time_profile_results()
-    assert list(results) == [1, 2, 3, 5, 6]  # the subgraph [3, 4] is filed under op 3
+    # Every op, the Input and Output ops too; the subgraph [3, 4] is filed under op 3.
+    assert list(results) == [0, 1, 2, 3, 5, 6, 7]
     for op_id, result in results.items():
         assert isinstance(result, OpTime)
         wall, mem, hard, other = result

@@ -61,8 +61,9 @@ def test_quantized_composites_are_exact(name: str) -> None:
             for name_, g in zip(sess.outputs, got, strict=True):
                 np.testing.assert_array_equal(g.numpy(), want[name_])
         # Every int8 value on the way, through step_to on the mixed session.
-        for op in qnet.ops:
-            for v, t in zip(op.outputs, mixed.step_to(op.op_id, feeds), strict=True):
+        for op in qnet.ops:  # the Output op yields the network's outputs
+            yields = op.inputs if op.op_type == "Output" else op.outputs
+            for v, t in zip(yields, mixed.step_to(op.op_id, feeds), strict=True):
                 np.testing.assert_array_equal(t.numpy(), want[v])
 
 

@@ -46,8 +46,9 @@ class Counting:
 
 def _check(net: Network, op_id: int, got: list[Tensor], values: dict[str, np.ndarray]) -> None:
     op = net.op(op_id)
-    assert len(got) == len(op.outputs)
-    for v, t in zip(op.outputs, got, strict=True):
+    yields = op.inputs if op.op_type == "Output" else op.outputs  # Output yields its inputs
+    assert len(got) == len(yields)
+    for v, t in zip(yields, got, strict=True):
         np.testing.assert_array_equal(t.numpy(), values[v])
 
 
@@ -65,9 +66,9 @@ def test_skipping_ahead_and_continuing_without_inputs(net: Network) -> None:
     x = _x(2)
     values = _all_values(net, x)
     _check(net, 5, c.sess.step_to(5, [x]), values)
-    assert set(c.runs) == {1, 2, 3, 4, 5}
+    assert set(c.runs) == {0, 1, 2, 3, 4, 5}
     _check(net, 9, c.sess.step_to(9), values)  # continues: no inputs needed
-    _check(net, 14, c.sess.step_to(14, [x]), values)  # the same input object: continues
+    _check(net, 15, c.sess.step_to(15, [x]), values)  # the same input object: continues
     assert c.runs == Counter(net.op_ids)
 
 
@@ -119,6 +120,7 @@ def test_stepping_into_a_merged_subgraph_splits_it(net: Network) -> None:
     assert npu.launches == [(3, 4), (5,), (6,), (9, 10)]
     _check(net, 14, c.sess.step_to(14), values)
     assert npu.launches[-1] == (11,)
+    _check(net, 15, c.sess.step_to(15), values)  # the Output op
     assert c.runs == Counter(net.op_ids)
     # A forward afterwards runs whole subgraphs again.
     c.sess.forward([x])
@@ -131,7 +133,7 @@ def test_step_to_errors(net: Network) -> None:
         sess.step_to(1, [_x(0)])
     assert e.value.code == ErrorCode.WRONG_ORDER  # before apply
     sess.apply()
-    for bad, code in ((99, ErrorCode.OUT_OF_RANGE), (0, ErrorCode.OUT_OF_RANGE)):
+    for bad, code in ((99, ErrorCode.OUT_OF_RANGE), (16, ErrorCode.OUT_OF_RANGE)):
         with pytest.raises(XrtError) as e:
             sess.step_to(bad, [_x(0)])
         assert e.value.code == code and str(bad) in e.value.message
@@ -161,3 +163,23 @@ def test_step_to_on_a_view_session() -> None:
     assert list(sess.outputs) == list(view.outputs)
     for name, t in zip(sess.outputs, outs, strict=True):
         np.testing.assert_array_equal(t.numpy(), values[name])
+
+
+def test_step_to_the_input_and_output_ops(net: Network) -> None:
+    """The manual's stepTo loop visits the Input op (id 0) and the Output op (the last id):
+    the first yields the input as fed, the second the network's outputs."""
+    c = Counting(net)
+    x = _x(7)
+    (fed,) = c.sess.step_to(0, [x])
+    np.testing.assert_array_equal(fed.numpy(), x)
+    assert c.runs == Counter([0])  # nothing else ran
+    last = net.output_op()
+    assert last.op_id == 15 and last.op_type == "Output"
+    outs = c.sess.step_to(last.op_id)  # continues from op 0
+    want = run_network_reference(reference_twin(net), [x])
+    assert [t.numpy().tolist() for t in outs] == [w.tolist() for w in want]
+    assert c.runs == Counter(net.op_ids)
+    # stepping to the Input op again restarts the run, with new inputs too
+    (fed2,) = c.sess.step_to(0, [_x(8)])
+    np.testing.assert_array_equal(fed2.numpy(), _x(8))
+    assert c.runs[0] == 2 and c.runs[1] == 1

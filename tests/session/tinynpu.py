@@ -170,12 +170,10 @@ def _add_hardop(b: NetworkBuilder, x: str, scale: float, name: str = "") -> str:
 
 
 def manual_network(seed: int = 0) -> Network:
-    """The manual's network: Input -> Conv2d -> Cast -> HardOp -> Cast -> ReLU -> MaxPool2d.
-
-    Op ids 1..6 as in the manual (its op 0 is the Input op, 7 the Output op).
-    """
+    """The manual's network: Input -> Conv2d -> Cast -> HardOp -> Cast -> ReLU -> MaxPool2d
+    -> Output, op ids 0..7 as in the manual."""
     rng = np.random.default_rng(seed)
-    b = NetworkBuilder("manual", first_id=1)
+    b = NetworkBuilder("manual")
     x = b.input("x", TensorType("FP32", [1, 3, 8, 8]))
     w = b.param("w", (rng.standard_normal((4, 3, 3, 3)) * 0.3).astype(np.float32))
     (c,) = b.add("Conv2d", [x], {"pads": [1, 1, 1, 1]}, {"weight": w}, name="conv")
@@ -193,6 +191,7 @@ def grouping_network(seed: int = 0) -> Network:
     ====  ==============  ===========  =========================================
     id    op              TinyNpu?     why
     ====  ==============  ===========  =========================================
+    0     Input           no           the host's (a boundary op)
     1     Conv2d          no           float
     2     Cast quantize   no           only dequantize runs there
     3     Relu int8       yes
@@ -207,10 +206,11 @@ def grouping_network(seed: int = 0) -> Network:
     12    MaxPool2d       no           float
     13    Add             no
     14    MaxPool2d int8  no           dilation 2: the constraint refuses it
+    15    Output          no           the host's (a boundary op)
     ====  ==============  ===========  =========================================
     """
     rng = np.random.default_rng(seed)
-    b = NetworkBuilder("grouping", first_id=1)
+    b = NetworkBuilder("grouping")
     x = b.input("x", TensorType("FP32", [1, 3, 8, 8]))
     w1 = b.param("w1", (rng.standard_normal((4, 3, 3, 3)) * 0.3).astype(np.float32))
     w2 = b.param("w2", (rng.standard_normal((4, 4, 3, 3)) * 0.3).astype(np.float32))

@@ -9,9 +9,10 @@ from a file or from bytes, with every check of `xrt.session.snapshot.read_snapsh
 `Qpc.buffer_mappings` (inputs then outputs, the order of an inference's buffers),
 `Qpc.network`; `Qpc.create_session` loads it on a device of its target.
 
-Containers written before buffer mappings and placements were stored (version-1
-snapshots from ``dump_snapshot``) are read too: what is missing is derived from the
-network and the bindings.
+A manifest without the optional buffer mappings and placement is read too: what is
+missing is derived from the network and the bindings. Containers of snapshot format
+version 1 (op ids of before the Input op) are refused, saying to compile them again
+(`xrt.session.snapshot`).
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@
 * `Subgraph`: consecutive operators a non-host backend runs as one unit
   (`Backend.forward_subgraph`, the hook NPU backends override).
 * `BindContext`: what a constraint may ask about the bindings made so far.
+* `BOUNDARY_ENTRY`: every backend's entry for the ``Input`` and ``Output`` ops, which
+  pass their tensors through (`xrt.ops.boundary`).
 * `register_backend_type` / `get_backend_type`: backend classes by name (``xrt run``).
 * `read_array` / `write_array`: a tensor's values as numpy and back (zero-copy where the
   memory allows).
@@ -24,10 +26,18 @@ from xrt.backend._names import (
     get_backend_type,
     register_backend_type,
 )
-from xrt.backend._registry import BackendOp, BindContext, OpConstraintFn, OpForwardFn, OpInitFn
+from xrt.backend._registry import (
+    BOUNDARY_ENTRY,
+    BackendOp,
+    BindContext,
+    OpConstraintFn,
+    OpForwardFn,
+    OpInitFn,
+)
 from xrt.backend.host import HostBackend, HostOpState, host_forward, host_init
 
 __all__ = [
+    "BOUNDARY_ENTRY",
     "Backend",
     "BackendOp",
     "BindContext",

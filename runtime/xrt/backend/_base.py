@@ -22,6 +22,7 @@ from xrt.backend._registry import OpRegistry
 from xrt.device import Device
 from xrt.errors import ErrorCode, XrtError
 from xrt.network import Network, NetworkView, Operator
+from xrt.ops import is_boundary, passed_values
 from xrt.tensor import Tensor
 from xrt.timeline import TraceRecorder
 from xrt.tuning import TuningRecords
@@ -412,6 +413,9 @@ class Backend(OpRegistry["Backend"]):
     def forward_op(self, op: Operator, inputs: list[Tensor], outputs: list[Tensor]) -> None:
         """Run one operator: call its forward function and store what it returns.
 
+        The Input and Output ops compute nothing (`BOUNDARY_ENTRY`): hand them the tensors
+        they yield (the feeds, the network's outputs) as `inputs` and as `outputs`.
+
         Raises:
             XrtError: 11012 before `apply`; 11013 naming the op when the forward function
                 fails or returns the wrong number, types or shapes of results.
@@ -494,6 +498,10 @@ class Backend(OpRegistry["Backend"]):
         assert graph is not None
         env: dict[str, Tensor] = dict(inputs)
         for op in subgraph.ops:
+            if is_boundary(op):  # Input, Output: what they yield is in env already
+                passed = [env[v] for v in passed_values(op)]
+                self.forward_op(op, passed, passed)
+                continue
             ins = [env[v] for v in op.inputs]
             outs = []
             for v in op.outputs:

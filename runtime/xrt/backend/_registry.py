@@ -9,6 +9,9 @@ may ask about the bindings made so far.
 
 The registry is generic over the backend type `B` its functions are given: `Backend`
 derives from ``OpRegistry["Backend"]``, so this module, below it, never names it.
+
+The boundary ops ``Input`` and ``Output`` (`xrt.ops.boundary`) are in every registry with
+one entry, `BOUNDARY_ENTRY`, which passes the tensors through; no class registers its own.
 """
 
 from __future__ import annotations
@@ -20,12 +23,14 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 
+from xrt.backend._arrays import read_array, write_array
 from xrt.errors import ErrorCode, XrtError
 from xrt.network import Network, NetworkView, Operator, runtime_note
-from xrt.ops import get_op_def
+from xrt.ops import BOUNDARY_OP_TYPES, get_op_def, refuse_boundary
 from xrt.tensor import Tensor
 
 __all__ = [
+    "BOUNDARY_ENTRY",
     "BackendOp",
     "BindContext",
     "OpConstraintFn",
@@ -74,6 +79,29 @@ class BackendOp(Generic[B]):
     constraint: OpConstraintFn[B] | None = None
 
 
+def _pass_through(op: Operator, inputs: list[Tensor], outputs: list[Tensor], backend: Any) -> None:
+    """An Input or Output op: it is handed the tensors it yields (the feeds, the network's
+    outputs) as inputs and as the outputs to fill, and copies only where the two are not
+    the same tensor. An Output op given no outputs (its own ``op.outputs``) does nothing."""
+    if op.op_type == "Output" and not outputs:
+        return
+    if len(inputs) != len(outputs):
+        raise XrtError(
+            ErrorCode.BACKEND_INTERNAL,
+            f"{op.describe()} computes nothing: hand it the tensors it yields (the feeds for "
+            f"Input, the outputs for Output) as inputs and outputs; got {len(inputs)} in, "
+            f"{len(outputs)} out",
+        )
+    for src, dst in zip(inputs, outputs, strict=True):
+        if src is not dst:
+            write_array(dst, read_array(src))
+
+
+BOUNDARY_ENTRY: BackendOp[Any] = BackendOp("Input", _pass_through)
+"""Every backend's entry for the boundary ops (`xrt.ops.boundary`): no init, no constraint,
+a forward that passes the tensors through."""
+
+
 class BindContext(Generic[B]):
     """What a constraint may ask about the network and the bindings made so far.
 
@@ -92,7 +120,9 @@ class BindContext(Generic[B]):
         self.graph = graph
         self._bindings = bindings
         ops = graph.ops if graph is not None else ()
-        self._producer = {v: op for op in ops for v in op.outputs}
+        # A network input has no producer here, though the Input op yields it.
+        self._producer = {v: op for op in ops if op.op_type not in BOUNDARY_OP_TYPES
+                          for v in op.outputs}  # fmt: skip
 
     def backend_of(self, op_id: int) -> B | None:
         """The backend op `op_id` is bound to, or None (not bound yet)."""
@@ -160,6 +190,7 @@ class OpRegistry(Generic[B]):
         if OpRegistry in cls.__bases__:  # the root class: entries go on its subclasses
             raise XrtError(ErrorCode.WRONG_TYPE, f"register operators on a {cls.__name__} subclass")
         get_op_def(op_type)
+        refuse_boundary(op_type, f"{cls.__name__}.add_op")
         for what, fn in (("forward", forward), ("init", init), ("constraint", constraint)):
             if fn is not None and not callable(fn):
                 raise XrtError(ErrorCode.WRONG_TYPE, f"{op_type}: {what} must be callable")
@@ -204,7 +235,10 @@ class OpRegistry(Generic[B]):
 
     @classmethod
     def lookup(cls, op_type: str) -> BackendOp[B] | None:
-        """This class's entry for `op_type` (searching its parents), or None."""
+        """This class's entry for `op_type` (searching its parents), or None;
+        `BOUNDARY_ENTRY` for ``Input`` and ``Output``."""
+        if op_type in BOUNDARY_OP_TYPES:
+            return BOUNDARY_ENTRY
         for klass in cls.__mro__:
             own = klass.__dict__.get("_own_ops")
             if own and op_type in own:
@@ -231,6 +265,8 @@ class OpRegistry(Generic[B]):
         entry = self.lookup(op.op_type)
         if entry is None:
             return False
+        if entry is BOUNDARY_ENTRY:
+            return True
         if not self.runtime_params and self.runtime_refusal(op, ctx) is not None:
             return False
         if entry.constraint is None:

@@ -36,7 +36,7 @@ from xrt.backend._names import register_backend_type
 from xrt.device import Device, HostDevice
 from xrt.errors import ErrorCode, XrtError
 from xrt.network import Operator, bind_fed
-from xrt.ops import ForwardFn, get_op_def, op_types
+from xrt.ops import BOUNDARY_OP_TYPES, ForwardFn, get_op_def, op_types
 from xrt.tensor import Tensor
 from xrt.tuning import HostTuner
 
@@ -129,4 +129,5 @@ class HostBackend(Backend):
 
 
 for _op_type in op_types():
-    HostBackend.add_op(_op_type, host_forward, init=host_init)
+    if _op_type not in BOUNDARY_OP_TYPES:  # every backend passes those through
+        HostBackend.add_op(_op_type, host_forward, init=host_init)

@@ -36,11 +36,16 @@ NETWORKS = Section(
           "some operators of a network, with their own inputs and outputs"),
         N("xrt.NetworkView", "ops", "ops", K.SAME, "in network order",
           doc_manual="`network_view->ops`", doc_ours="`view.ops`"),
-        N(_NET, "inputOp", "inputs", K.DIFFERS, "",
-          differs="networks have no Input operator yet: values are named, the inputs are "
-          "`network.inputs` and their types `network.input_types()`",
-          doc_manual="`network.inputOp()[0].dtype()`",
-          doc_ours="`network.input_types()[0]`"),
+        N(_NET, "inputOp", "input_op", K.SAME, "the Input operator (op 0)",
+          doc_manual="`network.inputOp()`", doc_ours="`network.input_op()`"),
+        N(_NET, "outputOp", "output_op", K.SAME, "the Output operator (the last op)",
+          doc_manual="`network.outputOp()`", doc_ours="`network.output_op()`"),
+        N(_OP, "[i]", "outputs", K.DIFFERS, "",
+          differs="an operator is not indexed for its output values: values are named, "
+          "`op.outputs[i]` is a name and `network.values[name]` its type, so the manual's "
+          "`network.inputOp()[0].dtype()` is `network.input_types()[0]`",
+          doc_manual="`op[i]`, `network.inputOp()[0].dtype()`",
+          doc_ours="`network.values[op.outputs[i]]`, `network.input_types()[0]`"),
         N(_NET, "outputs", "outputs", K.DIFFERS, "",
           differs="`network.outputs` is a tuple of value names (an attribute); their types "
           "are `network.output_types()`",
@@ -213,7 +218,8 @@ SESSIONS = Section(
         N(_S, "network_view", "network_view", K.SAME, "",
           doc_manual="`sess->network_view`",
           doc_ours="`session.network_view`; also `session.inputs`, `session.outputs`"),
-        N(_S, "backendBindings", "backend_bindings", K.SAME, "op id -> backend",
+        N(_S, "backendBindings", "backend_bindings", K.SAME,
+          "op id -> backend (Input, op 0, and Output, the last, included)",
           doc_manual="`backendBindings()`", doc_ours="`session.backend_bindings()`"),
         N(_S, "apply", "apply", K.SAME,
           "also groups units, plans memory, allocates the arena",

@@ -2,6 +2,8 @@
 
 * `Network`: operators with stable ids in topological order, values, parameters;
   `Network.load` / `save` (docs/network-format.md), `Network.from_onnx`, `Network.view`.
+  The first op is the ``Input`` op (id 0, `Network.input_op`), the last the ``Output`` op
+  (`Network.output_op`), as the Icraft manual numbers them (`xrt.ops.boundary`).
 * `save_network` / `load_network` (= `Network.save` / `Network.load`): the file format.
 * `Framework`: the framework a network came from, a label (`Network.framework`).
 * `NetworkView`: a subset of a network's operators with derived inputs and outputs.

@@ -1,5 +1,7 @@
 """`NetworkBuilder`: makes a `Network` op by op, inferring each output type as it goes
-(the ONNX importer and the tests build networks with it)."""
+(the ONNX importer and the tests build networks with it). It starts with the ``Input`` op
+(id 0), whose outputs are the inputs declared so far, and ends the network with the
+``Output`` op in `NetworkBuilder.build` (`xrt.ops.boundary`)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,8 @@ from xrt.errors import ErrorCode, XrtError
 from xrt.network._fed import build_types, check_fed
 from xrt.network._graph import Network, check_param, check_value_type
 from xrt.network._operator import Operator
-from xrt.ops import get_op_def
+from xrt.ops import get_op_def, refuse_boundary
+from xrt.ops.boundary import INPUT_OP, OUTPUT_OP
 
 __all__ = ["NetworkBuilder"]
 
@@ -28,12 +31,21 @@ class NetworkBuilder:
         >>> (y,) = b.add("Conv2d", [x], params={"weight": w}, attrs={"pads": [1, 1, 1, 1]})
         >>> net = b.build([y])
 
+    The network's ``Input`` op is ``ops[0]`` from the start (id 0; its outputs grow with
+    each `input`); operators added get ids from `first_id` on; `build` appends the
+    ``Output`` op with the next id.
+
     Errors surface at the op that causes them (XrtError 11003/11010 naming it).
     """
 
-    def __init__(self, name: str = "network", first_id: int = 0) -> None:
+    def __init__(self, name: str = "network", first_id: int = 1) -> None:
+        if isinstance(first_id, bool) or not isinstance(first_id, int) or first_id < 1:
+            raise XrtError(
+                ErrorCode.OUT_OF_RANGE,
+                f"first_id must be an int >= 1 (id 0 is the Input op), got {first_id!r}",
+            )
         self.name = name
-        self.ops: list[Operator] = []
+        self.ops: list[Operator] = [Operator(0, INPUT_OP, (), ())]
         self.values: dict[str, TensorType] = {}
         self.inputs: list[str] = []
         self.params: dict[str, np.ndarray] = {}
@@ -53,6 +65,7 @@ class NetworkBuilder:
             raise XrtError(ErrorCode.OUT_OF_RANGE, f"value {name!r} already exists")
         self.values[name] = check_value_type(name, ttype)
         self.inputs.append(name)
+        self.ops[0] = self.ops[0].replace(outputs=tuple(self.inputs))
         return name
 
     def param(self, name: str, array: np.ndarray, *, unique: bool = False) -> str:
@@ -97,8 +110,14 @@ class NetworkBuilder:
                 ignored for others, whose types are inferred.
         """
         op_def = get_op_def(op_type)
+        refuse_boundary(op_type, "NetworkBuilder.add")
         count = len(outputs) if outputs is not None else (n_outputs or op_def.num_outputs or 1)
         oid = self._next_id if op_id is None else op_id
+        if isinstance(oid, bool) or not isinstance(oid, int) or oid <= self.ops[-1].op_id:
+            raise XrtError(
+                ErrorCode.OUT_OF_RANGE,
+                f"NetworkBuilder.add: op id {oid!r} must exceed the last id {self.ops[-1].op_id}",
+            )
         if outputs is None:
             base = name or f"{op_type.lower()}{oid}"
             outputs = [self.unique(base if count == 1 else f"{base}:{k}") for k in range(count)]
@@ -147,7 +166,7 @@ class NetworkBuilder:
 
     def producer(self, value: str) -> Operator | None:
         """The op added so far that produces `value` (None for inputs and unknown names)."""
-        for op in reversed(self.ops):
+        for op in reversed(self.ops[1:]):
             if value in op.outputs:
                 return op
         return None
@@ -163,6 +182,10 @@ class NetworkBuilder:
         if index is None:
             raise XrtError(ErrorCode.OUT_OF_RANGE, f"no op id {op_id} to rewrite")
         old = self.ops[index]
+        refuse_boundary(old.op_type, f"NetworkBuilder.rewrite of op {op_id}")
+        refuse_boundary(changes.get("op_type", ""), f"NetworkBuilder.rewrite of op {op_id}")
+        if changes.get("op_id", op_id) != op_id:
+            raise XrtError(ErrorCode.OUT_OF_RANGE, f"rewrite cannot change op {op_id}'s id")
         used = {v for op in self.ops[index + 1 :] for v in op.inputs}
         if used.intersection(old.outputs):
             raise XrtError(ErrorCode.WRONG_ORDER, f"{old.describe()}: outputs are already in use")
@@ -186,23 +209,26 @@ class NetworkBuilder:
         return list(new.outputs)
 
     def build(self, outputs: Sequence[str], *, prune: bool = True) -> Network:
-        """The finished `Network` with `outputs`.
+        """The finished `Network` with `outputs`, ended by the ``Output`` op (the id after
+        the last op kept).
 
         Args:
             outputs: Network output names.
-            prune: Drop ops (and their values and parameters) that no output depends on.
+            prune: Drop ops (and their values and parameters) that no output depends on
+                (never the Input op: every declared input stays).
         """
         ops, values, params = self.ops, self.values, self.params
         if prune:
             needed = set(outputs)
             keep: list[Operator] = []
-            for op in reversed(self.ops):
+            for op in reversed(self.ops[1:]):
                 if needed.intersection(op.outputs):
                     keep.append(op)
                     needed.update(op.inputs)
-            ops = keep[::-1]
+            ops = [self.ops[0], *keep[::-1]]
             live = set(self.inputs) | {v for op in ops for v in op.outputs}
             values = {k: t for k, t in self.values.items() if k in live}
             used = {p for op in ops for p in op.params.values()}
             params = {k: a for k, a in self.params.items() if k in used}
-        return Network(ops, values, self.inputs, outputs, params, self.name)
+        end = Operator(ops[-1].op_id + 1, OUTPUT_OP, tuple(outputs), ())
+        return Network([*ops, end], values, self.inputs, outputs, params, self.name)

@@ -22,16 +22,21 @@ from xrt.dtypes import DataType, QuantParams, TensorType
 from xrt.errors import ErrorCode, XrtError
 from xrt.network._graph import Network
 from xrt.network._operator import Operator
+from xrt.ops import BOUNDARY_OP_TYPES
+from xrt.ops.boundary import INPUT_OP, OUTPUT_OP
 
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "PARAM_ALIGNMENT", "load_network", "save_network"]
 
 FORMAT_NAME = "xrt-network"
 """The ``format`` field of every network file."""
-FORMAT_VERSION = 2
-"""The newest version this code reads and writes. Version 2 adds run-time parameters (an
-op's ``fed`` roles, -1 dimensions); a network without them is still written as version 1,
-byte for byte as before, and version 1 files load as they always did."""
+FORMAT_VERSION = 3
+"""The version this code writes, and the newest it reads. Version 2 added run-time
+parameters (an op's ``fed`` roles, -1 dimensions); version 3 stores the ``Input`` op (id 0)
+and the ``Output`` op (the last id) of every network. Version 1 and 2 files are migrated
+on load (`_migrate`): they get both ops, their op ids shifted by one first when an op had
+id 0."""
 _FED_VERSION = 2
+_BOUNDARY_VERSION = 3
 PARAM_ALIGNMENT = 64
 """Each parameter starts at a multiple of this many bytes in the raw file."""
 
@@ -102,12 +107,9 @@ def save_network(
             "crc32": zlib.crc32(data),
         }
         blob.extend(data)
-    runtime = any(op.fed for op in network.ops) or any(
-        not t.is_static for t in network.values.values()
-    )
     doc: dict[str, Any] = {
         "format": FORMAT_NAME,
-        "version": _FED_VERSION if runtime else 1,
+        "version": FORMAT_VERSION,
         "name": network.name,
         "raw": {"file": rpath.name, "nbytes": len(blob), "alignment": PARAM_ALIGNMENT},
         "inputs": list(network.inputs),
@@ -310,6 +312,38 @@ def _parse_op(i: int, o: Any, version: int) -> Operator:
     return Operator(op_id, op_type, tuple(inputs), tuple(outputs), attrs, params, name, fed)
 
 
+def _migrate(
+    ops: list[Operator], inputs: list[str], outputs: list[str], version: int
+) -> list[Operator]:
+    """The operators of a version 1 or 2 file in version 3's numbering: when an op has id 0,
+    every id (and a HardOp's ``op_ids``, which name ops in the same numbering) moves up by
+    one; then the Input op (id 0) goes first and the Output op (the next id) last."""
+    for i, op in enumerate(ops):
+        if op.op_type in BOUNDARY_OP_TYPES:
+            raise _BadError(
+                f"ops[{i}] is an {op.op_type} op, which a version {version} file cannot hold "
+                f"(version {_BOUNDARY_VERSION} stores them)"
+            )
+    if any(op.op_id == 0 for op in ops):
+        ops = [_shifted(op) for op in ops]
+    last = ops[-1].op_id if ops else 0
+    return [
+        Operator(0, INPUT_OP, (), tuple(inputs)),
+        *ops,
+        Operator(last + 1, OUTPUT_OP, tuple(outputs), ()),
+    ]
+
+
+def _shifted(op: Operator) -> Operator:
+    attrs = dict(op.attrs)
+    ids = attrs.get("op_ids")
+    if op.op_type == "HardOp" and isinstance(ids, list):
+        attrs["op_ids"] = [
+            i + 1 if isinstance(i, int) and not isinstance(i, bool) else i for i in ids
+        ]
+    return op.replace(op_id=op.op_id + 1, attrs=attrs)
+
+
 def _read(path: Path, what: str) -> bytes:
     try:
         return path.read_bytes()
@@ -409,6 +443,8 @@ def load_network(
         ops = [_parse_op(i, o, version) for i, o in enumerate(ops_doc)]
         inputs = _str_list(doc, "inputs", "document")
         outputs = _str_list(doc, "outputs", "document")
+        if version < _BOUNDARY_VERSION:
+            ops = _migrate(ops, inputs, outputs, version)
         try:
             return Network(ops, values, inputs, outputs, params, name)
         except XrtError as exc:

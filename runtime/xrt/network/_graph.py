@@ -5,7 +5,12 @@ A network is a list of operators in topological order. Each operator has a stabl
 id (strictly increasing along the list), an op type from `xrt.ops`, input and output value
 names, attributes and parameter references (role -> parameter name). Values are named
 tensors with a `TensorType`; parameters are named numpy arrays. Every value is produced
-exactly once (by an op, or as a network input), so names identify data unambiguously.
+exactly once, so names identify data unambiguously.
+
+The list starts with the ``Input`` operator (id 0, no inputs, outputs: the network's
+inputs) and ends with the ``Output`` operator (the largest id, inputs: the network's
+outputs, no outputs), as the Icraft manual numbers them (`xrt.ops.boundary`): they
+compute nothing, and no other operator may have those types.
 
 A parameter role or attribute may instead be *fed at run time*: bound to a value (an input
 edge) whose data the operator reads at each forward (``Operator.fed``; see
@@ -26,7 +31,8 @@ from xrt.errors import ErrorCode, XrtError
 from xrt.network._fed import build_types, check_fed, is_dynamic_op
 from xrt.network._operator import Operator
 from xrt.network.framework import Framework
-from xrt.ops import get_op_def
+from xrt.ops import get_op_def, is_boundary
+from xrt.ops.boundary import INPUT_OP, OUTPUT_OP
 
 if TYPE_CHECKING:
     from os import PathLike
@@ -134,12 +140,15 @@ class Network(_Graph):
 
     Construction checks everything (known op types, attributes against their schema,
     arities, parameter references, that every input of an op is produced earlier, that each
-    value is produced once, that ids increase, and that every declared value type matches
-    what the op's type inference computes). Use `NetworkBuilder` to build one step by step,
-    `Network.load` to read the file format, `Network.from_onnx` to import ONNX.
+    value is produced once, that ids increase, that the ``Input`` op (id 0) comes first and
+    the ``Output`` op last and no other op has their types, and that every declared value
+    type matches what the op's type inference computes). Use `NetworkBuilder` to build one
+    step by step (it adds the Input and Output ops), `Network.load` to read the file format,
+    `Network.from_onnx` to import ONNX.
 
     Args:
-        ops: Operators in topological order with strictly increasing ids.
+        ops: Operators in topological order with strictly increasing ids: first
+            ``Operator(0, "Input", (), inputs)``, last ``Operator(n, "Output", outputs, ())``.
         values: Every value's type (network inputs and every op output).
         inputs: Names of the network inputs.
         outputs: Names of the network outputs.
@@ -202,12 +211,25 @@ class Network(_Graph):
                 )
             check_value_type(name, self._values[name])
             defined.add(name)
+        if len(ops) < 2:
+            raise XrtError(
+                ErrorCode.OUT_OF_RANGE,
+                f"network {self.name!r}: {len(ops)} op(s); a network has at least its Input "
+                "and Output ops (NetworkBuilder adds them)",
+            )
         checked: list[Operator] = []
         last_id = -1
-        for op in ops:
+        for i, op in enumerate(ops):
             if not isinstance(op, Operator):
                 raise XrtError(ErrorCode.WRONG_TYPE, f"ops must be Operator objects, got {op!r}")
-            checked.append(self._validate_op(op, defined, last_id))
+            if i == 0 or i == len(ops) - 1 or is_boundary(op):
+                self._check_boundary(op, i, len(ops), last_id)
+            if not is_boundary(op):
+                checked.append(self._validate_op(op, defined, last_id))
+            elif op.op_type == OUTPUT_OP:
+                checked.append(self._validate_output(op, last_id))
+            else:
+                checked.append(op)
             last_id = op.op_id
         for name in self.outputs:
             if not isinstance(name, str) or name not in defined:
@@ -218,6 +240,62 @@ class Network(_Graph):
                 ErrorCode.OUT_OF_RANGE, f"value(s) {undeclared[:5]} are declared but never produced"
             )
         return checked
+
+    def _check_boundary(self, op: Operator, index: int, count: int, last_id: int) -> None:
+        """The Input op first with id 0, the Output op last, no other op of their types."""
+        where = "first" if index == 0 else "last"
+        want = INPUT_OP if index == 0 else OUTPUT_OP if index == count - 1 else None
+        if want is None or op.op_type != want:
+            if want is None:
+                raise XrtError(
+                    ErrorCode.OUT_OF_RANGE,
+                    f"network {self.name!r}: {op.describe()} is an {op.op_type} op in the "
+                    f"middle; a network has one Input op (first, id 0) and one Output op (last)",
+                )
+            raise XrtError(
+                ErrorCode.OUT_OF_RANGE,
+                f"network {self.name!r}: the {where} op must be the {want} op, got "
+                f"{op.describe()} (NetworkBuilder adds Input and Output)",
+            )
+        if op.attrs or op.params or op.fed:
+            raise XrtError(
+                ErrorCode.OUT_OF_RANGE,
+                f"network {self.name!r}: {op.describe()} takes no attributes or parameters",
+            )
+        if want == INPUT_OP:
+            if not isinstance(op.name, str):
+                raise XrtError(ErrorCode.WRONG_TYPE, f"op {op.op_id}: name must be a string")
+            if op.op_id != 0 or isinstance(op.op_id, bool):
+                raise XrtError(
+                    ErrorCode.OUT_OF_RANGE,
+                    f"network {self.name!r}: the Input op has id 0, not {op.op_id!r}",
+                )
+            if op.inputs or op.outputs != self.inputs:
+                raise XrtError(
+                    ErrorCode.OUT_OF_RANGE,
+                    f"network {self.name!r}: the Input op reads nothing and yields the network "
+                    f"inputs {list(self.inputs)}; it has inputs {list(op.inputs)}, outputs "
+                    f"{list(op.outputs)}",
+                )
+
+    def _validate_output(self, op: Operator, last_id: int) -> Operator:
+        if isinstance(op.op_id, bool) or not isinstance(op.op_id, int):
+            raise XrtError(ErrorCode.WRONG_TYPE, f"op ids must be ints >= 0, got {op.op_id!r}")
+        if op.op_id <= last_id:
+            raise XrtError(
+                ErrorCode.OUT_OF_RANGE,
+                f"op ids must increase along the network: {op.op_id} follows {last_id}",
+            )
+        if not isinstance(op.name, str):
+            raise XrtError(ErrorCode.WRONG_TYPE, f"op {op.op_id}: name must be a string")
+        if op.outputs or op.inputs != self.outputs:
+            raise XrtError(
+                ErrorCode.OUT_OF_RANGE,
+                f"network {self.name!r}: the Output op reads the network outputs "
+                f"{list(self.outputs)} and yields nothing; it has inputs {list(op.inputs)}, "
+                f"outputs {list(op.outputs)}",
+            )
+        return op
 
     def _validate_op(self, op: Operator, defined: set[str], last_id: int) -> Operator:
         if isinstance(op.op_id, bool) or not isinstance(op.op_id, int) or op.op_id < 0:
@@ -290,8 +368,16 @@ class Network(_Graph):
                 ErrorCode.OUT_OF_RANGE, f"network {self.name!r} has no op id {op_id!r}"
             ) from None
 
+    def input_op(self) -> Operator:
+        """The ``Input`` operator (id 0): its outputs are the network's inputs, in order."""
+        return self.ops[0]
+
+    def output_op(self) -> Operator:
+        """The ``Output`` operator (the last id): its inputs are the network's outputs."""
+        return self.ops[-1]
+
     def producer(self, value: str) -> Operator | None:
-        """The op producing `value` (None for a network input)."""
+        """The op producing `value` (the Input op for a network input)."""
         if value not in self._values:
             raise XrtError(ErrorCode.OUT_OF_RANGE, f"network {self.name!r} has no value {value!r}")
         return self._producer.get(value)
@@ -397,9 +483,12 @@ class NetworkView(_Graph):
     """Some operators of a network, with their own inputs and outputs.
 
     Its inputs are the values its ops read but do not produce (network inputs or values
-    produced by ops outside the view), in order of first use. Its outputs are the values its
-    ops produce that are network outputs, that ops outside the view read, or that nothing in
-    the view reads, in production order. Parameters are shared with the network.
+    produced by ops outside the view), in order of first use; the Input op counts as
+    reading the network inputs it yields (they are fed to it). Its outputs are the values
+    its ops produce that are network outputs, that ops outside the view read, or that
+    nothing in the view reads, in production order (the Input op produces the network
+    inputs); with the Output op, the network outputs it yields, last. Parameters are
+    shared with the network.
     """
 
     def __init__(self, network: Network, ops: Sequence[Operator]) -> None:
@@ -410,21 +499,33 @@ class NetworkView(_Graph):
         inside = {op.op_id for op in ops}
         produced: dict[str, None] = {}
         read: dict[str, None] = {}
+        yielded: list[str] = []
+        fed: dict[str, None] = {}
         for op in ops:
+            if op.op_type == INPUT_OP:  # the feeds come from outside, through it
+                read.update(dict.fromkeys(op.outputs))
+                fed.update(dict.fromkeys(op.outputs))
+                continue
             for v in op.inputs:
                 if v not in produced:
                     read.setdefault(v, None)
+            if op.op_type == OUTPUT_OP:
+                yielded = list(op.inputs)
             for v in op.outputs:
                 produced[v] = None
-        consumed_inside = {v for op in ops for v in op.inputs}
+        consumed_inside = {v for op in ops if op.op_type != OUTPUT_OP for v in op.inputs}
         net_outputs = set(network.outputs)
         outs = [
             v
-            for v in produced
-            if v in net_outputs
-            or v not in consumed_inside
-            or any(c.op_id not in inside for c in network.consumers(v))
+            for v in (*fed, *produced)
+            if v not in yielded
+            and (
+                v in net_outputs
+                or v not in consumed_inside
+                or any(c.op_id not in inside for c in network.consumers(v))
+            )
         ]
+        outs += dict.fromkeys(yielded)
         self.inputs = tuple(read)
         self.outputs = tuple(outs)
         self.values = MappingProxyType({v: network.values[v] for v in (*read, *produced)})

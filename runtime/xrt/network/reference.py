@@ -2,7 +2,8 @@
 
 This is the numerical reference the later Session/HostBackend and the NPU backends are
 checked against. It is sequential and simple on purpose; values are freed after their
-last use unless all of them are asked for.
+last use unless all of them are asked for. The ``Input`` and ``Output`` ops compute
+nothing: the Input op yields the feeds, the Output op the outputs (`xrt.ops.boundary`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from xrt.errors import ErrorCode, XrtError
 from xrt.network._fed import FedResolver, bind_fed, concrete, needs_resolution
 from xrt.network._graph import Network, NetworkView
 from xrt.network._operator import Operator
+from xrt.ops import is_boundary
 
 __all__ = ["check_inputs", "run_network_reference"]
 
@@ -91,7 +93,8 @@ def run_network_reference(
         graph: A `Network` or a `NetworkView` (then `inputs` are the view's inputs).
         inputs: Arrays in ``graph.inputs`` order, or a mapping by name (see `check_inputs`).
         return_all: Return every value (inputs included) by name instead of the outputs.
-        observer: Called as ``observer(op, outputs)`` after each op (calibration, debugging).
+        observer: Called as ``observer(op, outputs)`` after each op (calibration, debugging);
+            the Input op's outputs are the feeds, the Output op has none.
 
     Returns:
         The outputs in ``graph.outputs`` order, or all values by name with `return_all`.
@@ -111,6 +114,10 @@ def run_network_reference(
     resolver = FedResolver(graph.values, graph.params, graph.ops)
     runtime = {op.op_id for op in graph.ops if op.fed or graph.is_dynamic(op)}
     for i, op in enumerate(graph.ops):
+        if is_boundary(op):  # pass-through: the feeds are in env, the outputs stay there
+            if observer is not None:
+                observer(op, [env[v] for v in op.outputs])
+            continue
         op_def = op.op_def
         args = [env[v] for v in op.data_inputs]
         params = graph.op_params(op)

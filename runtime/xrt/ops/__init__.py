@@ -23,6 +23,7 @@ resize              Resize (nearest, linear, cubic)
 pad                 Pad
 cast                Cast (also quantize / dequantize)
 hardop_placeholder  HardOp (NPU program placeholder)
+boundary            Input, Output (a network's two ends: they compute nothing)
 ==================  ==========================================================
 
 Op types starting with ``Q`` are the integer-only kernels of docs/quantization.md; their
@@ -31,6 +32,7 @@ arithmetic primitives are in `xrt.ops.intmath`.
 
 from xrt.ops import (  # noqa: F401  (importing registers the op types)
     activation,
+    boundary,
     cast,
     conv,
     convtranspose,
@@ -59,8 +61,10 @@ from xrt.ops._registry import (
     op_types,
     register_op,
 )
+from xrt.ops.boundary import BOUNDARY_OP_TYPES, is_boundary, passed_values, refuse_boundary
 
 __all__ = [
+    "BOUNDARY_OP_TYPES",
     "REQUIRED",
     "AttrSpec",
     "ForwardFn",
@@ -69,6 +73,9 @@ __all__ = [
     "OpLike",
     "get_op_def",
     "intmath",
+    "is_boundary",
     "op_types",
+    "passed_values",
+    "refuse_boundary",
     "register_op",
 ]

@@ -23,7 +23,7 @@ import numpy as np
 
 from xrt.errors import ErrorCode, XrtError
 from xrt.network import Network, NetworkBuilder, Operator
-from xrt.ops import intmath
+from xrt.ops import intmath, is_boundary
 from xrt.ops.mathops import UNARY_FLOAT_OPS
 from xrt.ops.pool import pool_counts
 from xrt.ops.reduce import reduce_axes
@@ -422,7 +422,7 @@ class _Quantizer:
             self.b.input(v, self.net.values[v])
             self.float_name[v] = v
         for op in self.net.ops:
-            if op.op_id in self.fused:
+            if op.op_id in self.fused or is_boundary(op):  # the builder makes its own
                 continue
             if op.op_def.quantized:
                 raise XrtError(

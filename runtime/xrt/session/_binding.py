@@ -1,6 +1,10 @@
 """How a `Session` binds operators to backends: by priority (`Session.create`,
 `Session.create_by_order`) or as the caller already bound them
-(`Session.create_with_backends`)."""
+(`Session.create_with_backends`).
+
+The boundary ops ``Input`` and ``Output`` (`xrt.ops.boundary`) compute nothing: they go
+to the session's host backend when it has one, else to its first backend (`boundary_home`),
+unless a backend given to `create_with_backends` holds them in its view."""
 
 from __future__ import annotations
 
@@ -12,8 +16,20 @@ from xrt.backend._registry import BindContext
 from xrt.device import Device
 from xrt.errors import ErrorCode, XrtError
 from xrt.network import Network, NetworkView
+from xrt.ops import is_boundary
 
-__all__ = ["assign_by_priority", "bind_by_priority", "check_bindings", "resolve_devices"]
+__all__ = [
+    "assign_by_priority",
+    "bind_by_priority",
+    "boundary_home",
+    "check_bindings",
+    "resolve_devices",
+]
+
+
+def boundary_home(backends: Sequence[Backend]) -> Backend:
+    """Where the Input and Output ops go: the first host backend, else the first backend."""
+    return next((b for b in backends if b.is_host), backends[0])
 
 
 def bind_by_priority(
@@ -42,6 +58,9 @@ def assign_by_priority(
     bindings: dict[int, Backend] = {}
     ctx = BindContext(graph, bindings)
     for op in graph.ops:
+        if is_boundary(op) and backends:
+            bindings[op.op_id] = boundary_home(backends)
+            continue
         for b in backends:
             if b.is_op_supported(op, ctx):
                 bindings[op.op_id] = b
@@ -174,6 +193,10 @@ def check_bindings(
                     f"create_with_backends: op {op_id} is bound to {bindings[op_id]!r} and {b!r}",
                 )
             bindings[op_id] = b
+    home = boundary_home(backends)
+    for op in graph.ops:  # boundary ops no view holds: the host (or first) backend's
+        if is_boundary(op) and op.op_id not in bindings:
+            bindings[op.op_id] = home
     missing = sorted(ids - set(bindings))
     if missing:
         raise XrtError(

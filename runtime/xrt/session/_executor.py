@@ -7,6 +7,12 @@ tensor of the shape `FedResolver` resolves for it at this forward), calls the ba
 around the call does what the session's options ask (callbacks, logs, time profile, trace,
 dumps). `step_to` stops inside the walk and continues from there later. The session checks
 its state and holds its lock around every call into the executor.
+
+The boundary ops (`xrt.ops.boundary`) run as units too, computing nothing: the backend
+is handed what they yield (the feeds already in their slots, the outputs) and passes it
+through; callbacks, logs and dumps see their inputs and outputs as of any operator (the
+Input op's outputs are the feeds, the Output op has none); stepping to either returns
+what it yields.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from xrt.backend import Backend, Subgraph, read_array, write_array
 from xrt.dtypes import TensorType
 from xrt.errors import ErrorCode, XrtError
 from xrt.network import FedResolver, Operator
+from xrt.ops import is_boundary, passed_values
 from xrt.session._io_checks import InputLike, check_inputs
 from xrt.session._options import DumpTarget, SessionOptions, UnitCallback
 from xrt.session._units import BackendCall, ExecutionPlan, Position, ValueFlow
@@ -258,7 +265,8 @@ class Executor:
                 call = BackendCall(unit.backend, ops, unit.merged, ins, outs, unit.step)
             self._exec(call, run)
             if capture is not None and capture in call.ops:
-                for v in capture.outputs:
+                yields = passed_values(capture) if is_boundary(capture) else capture.outputs
+                for v in yields:
                     src = run.env[v]
                     copy = Tensor(src.tensor_type).malloc_on(plan.host_region)
                     write_array(copy, read_array(src))
@@ -306,7 +314,11 @@ class Executor:
         else:
             in_names, out_names = call.ops[0].inputs, call.ops[0].outputs
         ins = [run.env[v] for v in in_names]
-        if (
+        passed: list[Tensor] | None = None
+        if is_boundary(call.ops[0]):  # its values are in env: the feeds, or the outputs
+            passed = [run.env[v] for v in passed_values(call.ops[0])]
+            outs = [run.env[v] for v in out_names]
+        elif (
             self._resolver is not None
             and not call.merged
             and call.ops[0].op_id in self._flow.resolve
@@ -321,7 +333,10 @@ class Executor:
         options = self._options
         if options.pre is not None:
             self._callback(options.pre, "pre", call, ins)
-        self._call_backend(call, in_names, ins, out_names, outs)
+        if passed is not None:  # handed what it yields, as inputs and as outputs
+            self._call_backend(call, in_names, passed, out_names, passed)
+        else:
+            self._call_backend(call, in_names, ins, out_names, outs)
         produced = list(zip(out_names, outs, strict=True))
         run.env.update(produced)
         if options.log_io:
@@ -329,7 +344,7 @@ class Executor:
                 "%s: inputs %s -> outputs %s",
                 call.describe(),
                 "; ".join(_summary(n, t) for n, t in zip(in_names, ins, strict=True)) or "-",
-                "; ".join(_summary(n, t) for n, t in produced),
+                "; ".join(_summary(n, t) for n, t in produced) or "-",
             )
         if options.log_time:
             t = self.record.times[call.ops[0].op_id]

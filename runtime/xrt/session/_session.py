@@ -159,7 +159,9 @@ class Session:
         """A session from backends already bound to views of the network (``Backend.create``).
 
         Every operator of `network` must be bound to exactly one of the backends, and be
-        accepted by its constraint given those bindings.
+        accepted by its constraint given those bindings. The Input and Output ops may be
+        in a backend's view (the manual binds them to the host: ``view([0, 1, 2, 5, 6,
+        7])``); when none holds them they go to the host backend, else the first.
 
         Raises:
             XrtError: 11012 for a backend not initialised; 11010 for a backend bound to
@@ -219,7 +221,8 @@ class Session:
     # -- introspection ------------------------------------------------------------------------
 
     def backend_bindings(self) -> dict[int, Backend]:
-        """Op id -> the backend it is bound to (the manual's ``backendBindings``)."""
+        """Op id -> the backend it is bound to (the manual's ``backendBindings``), the
+        Input and Output ops included (the host backend, else the first)."""
         return dict(self._bindings)
 
     def placement(self) -> PlacementReport:
@@ -345,7 +348,9 @@ class Session:
     def step_to(
         self, op_id: int, inputs: Sequence[InputLike] | Mapping[str, InputLike] | None = None
     ) -> list[Tensor]:
-        """Run up to and including op `op_id` and return copies of its outputs.
+        """Run up to and including op `op_id` and return copies of its outputs: for the
+        Input op (id 0) the input tensors, for the Output op (the last id) the network's
+        outputs (the manual's stepTo loop visits both).
 
         A run continues from where the previous `step_to` stopped: the operators before
         `op_id` that already ran are not run again. A new run starts (from the first

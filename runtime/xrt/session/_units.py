@@ -2,7 +2,9 @@
 
 Consecutive operators bound to one backend form a run; a non-host backend with
 `auto_merge` on cuts its runs into merged units (`Backend.partition`), every other operator
-is a unit of its own. Every value the session materialises (its inputs, the values units
+is a unit of its own. The boundary ops (``Input``, ``Output``: `xrt.ops.boundary`) are
+always units of their own, never merged: they pass the session's feeds and outputs through
+and materialise nothing. Every value the session materialises (its inputs, the values units
 hand over) gets a slot in one host arena, placed by the liveness plan of
 `xrt.session.planner`. `ValueFlow` says who produces and reads each value of the session's
 view; `ExecutionPlan` is what the executor (`xrt.session._executor`) runs.
@@ -23,6 +25,7 @@ from xrt.dtypes import TensorType
 from xrt.errors import ErrorCode, XrtError
 from xrt.memory import MemChunk, MemRegion
 from xrt.network import NetworkView, Operator, needs_resolution
+from xrt.ops import is_boundary, passed_values
 from xrt.session.planner import DEFAULT_ALIGNMENT, Lifetime, MemoryPlan, plan_memory
 from xrt.tensor import Tensor
 
@@ -105,7 +108,9 @@ class ValueFlow:
         self.producer: dict[str, Operator] = {v: op for op in view.ops for v in op.outputs}
         self.readers: dict[str, list[int]] = {}
         for op in view.ops:
-            for v in dict.fromkeys(op.inputs):
+            # The Input op reads the feeds it passes on: they live until it has run.
+            read = passed_values(op) if is_boundary(op) else op.inputs
+            for v in dict.fromkeys(read):
                 self.readers.setdefault(v, []).append(op.op_id)
         self._returned = frozenset(self.outputs)
         self.dynamic = frozenset(v for v, t in self.values.items() if not t.is_static)
@@ -192,8 +197,14 @@ def build_units(flow: ValueFlow, bindings: Mapping[int, Backend]) -> list[Backen
     i = 0
     while i < len(ops):
         b = bindings[ops[i].op_id]
+        if is_boundary(ops[i]):  # passes values through: reads them, makes none
+            units.append(
+                BackendCall(b, (ops[i],), False, passed_values(ops[i]), (), len(units) + 1)
+            )
+            i += 1
+            continue
         j = i + 1
-        while j < len(ops) and bindings[ops[j].op_id] is b:
+        while j < len(ops) and bindings[ops[j].op_id] is b and not is_boundary(ops[j]):
             j += 1
         run = ops[i:j]
         merged = not b.is_host and b.auto_merge

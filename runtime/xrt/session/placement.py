@@ -18,6 +18,7 @@ from xrt.backend import Backend
 from xrt.backend._registry import BindContext
 from xrt.backend.npu import LONE_ALIAS
 from xrt.network import NetworkView, is_quantized_op
+from xrt.ops import is_boundary
 
 __all__ = ["OpPlacement", "PlacementReport", "placement_lines", "placement_report"]
 
@@ -55,7 +56,8 @@ class OpPlacement:
 
 @dataclass(frozen=True)
 class PlacementReport:
-    """Every operator's placement, in network order; `backends` in the session's order."""
+    """Every operator's placement, in network order (the Input and Output ops, which
+    compute nothing, are left out); `backends` in the session's order."""
 
     ops: tuple[OpPlacement, ...]
     backends: tuple[str, ...] = ()
@@ -119,6 +121,8 @@ def placement_report(
     accelerators = [b for b in backends if not b.is_host]
     rows = []
     for op in graph.ops:
+        if is_boundary(op):  # Input and Output compute nothing: no placement to report
+            continue
         b = bindings[op.op_id]
         refusals: tuple[tuple[str, str], ...] = ()
         if b.is_host:

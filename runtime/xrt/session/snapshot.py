@@ -13,8 +13,13 @@
   `xrt.session.container`) it also says, at top level, the ``target`` and ``hardware``
   (version, compute-engine config, OCM bytes) the NPU programs were compiled for, the
   ``buffers`` (`xrt.session.buffers.BufferMapping`: inputs then outputs) and the
-  ``placement`` (`PlacementReport.to_dict`). Those fields are optional: a version-1
-  reader ignores them, and snapshots written before them load as before.
+  ``placement`` (`PlacementReport.to_dict`). Those fields are optional in the format
+  (their readers derive them when absent).
+
+Version 2 numbers op ids as the Icraft manual does, the ``Input`` op 0 and the ``Output``
+op last (`xrt.ops.boundary`); the manifest's view, bindings and program names hold those
+ids, so a version-1 snapshot (ids from before the Input op) is refused, naming both
+versions and how to make it again (`_check_version`), never loaded with shifted ids.
 
 `Session.create_with_snapshot(path, backends, devices)` (a path, or the file's bytes)
 checks all of it, refuses a device of another target than the manifest's naming both, binds each
@@ -68,7 +73,9 @@ __all__ = [
 ]
 
 SNAPSHOT_FORMAT = "xrt-session-snapshot"
-SNAPSHOT_VERSION = 1
+SNAPSHOT_VERSION = 2
+"""The version written and the only one read (version 1 held op ids of before the Input
+op; see the module docstring)."""
 _MANIFEST = "snapshot.json"
 _MAX_MANIFEST = 64 << 20
 MAX_MEMBER_BYTES = 4 << 30
@@ -263,12 +270,28 @@ def _read_members(source: Path | bytes, label: str) -> tuple[dict[str, Any], dic
     return manifest, blobs
 
 
+def _check_version(label: str, version: object) -> None:
+    """XrtError 11011 for any version but `SNAPSHOT_VERSION`, naming both and the remedy."""
+    if version == SNAPSHOT_VERSION:
+        return
+    shown = str(version)[:40] if not isinstance(version, int | str) else repr(version)
+    why = f"format version {shown}; this xrt reads format version {SNAPSHOT_VERSION}"
+    if isinstance(version, int) and not isinstance(version, bool) and version < SNAPSHOT_VERSION:
+        why += (
+            " (since version 2 op ids count the Input op as 0, so the ids this file binds "
+            "are not the network's): make it again from the network with this xrt, "
+            "Session.dump_snapshot for a snapshot, xrt compile MODEL --target TARGET for a "
+            "program container"
+        )
+    else:
+        why += ": it was written by a newer xrt; upgrade xrt"
+    raise _bad(label, why)
+
+
 def _check_manifest(label: str, manifest: dict[str, Any], blobs: dict[str, bytes]) -> None:
     if manifest.get("format") != SNAPSHOT_FORMAT:
         raise _bad(label, f"format {manifest.get('format')!r} is not {SNAPSHOT_FORMAT!r}")
-    version = manifest.get("version")
-    if version != SNAPSHOT_VERSION:
-        raise _bad(label, f"version {version!r}; this xrt reads version {SNAPSHOT_VERSION}")
+    _check_version(label, manifest.get("version"))
     claimed = manifest.get("checksum")
     body = {k: v for k, v in manifest.items() if k != "checksum"}
     if claimed != _sha256(_canonical(body)):

@@ -65,7 +65,7 @@ from xrt.npu.compiler import (
     to_tiled,
 )
 from xrt.npu_device.npu import NpuDevice
-from xrt.ops import get_op_def
+from xrt.ops import get_op_def, is_boundary
 from xrt.tensor import Tensor
 from xrt.tuning import CostModelMeasure, Measure, NpuTuner, TuneReport
 
@@ -210,7 +210,7 @@ class NpuBackend(Backend):
                 [
                     Segment("hardop" if op.op_type == "HardOp" else "program", (op,))
                     for op in view.ops
-                    if op.op_type != "Cast"
+                    if op.op_type != "Cast" and not is_boundary(op)
                 ]
             )
 

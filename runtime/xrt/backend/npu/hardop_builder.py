@@ -2,8 +2,8 @@
 
 The Icraft flow hands the runtime networks whose NPU parts are already ``HardOp``
 operators holding compiled programs; the manual's examples bind such a network
-(``Input -> Conv2d -> Cast -> HardOp -> Cast -> ReLU -> MaxPool2d``). `to_hardop` makes one
-from a quantized network: the operators `op_ids` are compiled into one program
+(``Input -> Conv2d -> Cast -> HardOp -> Cast -> ReLU -> MaxPool2d -> Output``). `to_hardop`
+makes one from a quantized network: the operators `op_ids` are compiled into one program
 (`xrt.npu.compiler.compile_run`), serialized into the HardOp's ``program`` parameter and
 replaced by it. `BuyiBackend` / `ZG330Backend` run a HardOp whose ``target`` is theirs.
 """
@@ -20,6 +20,7 @@ from xrt.hw.config import NpuConfig
 from xrt.hw.targets import NPU, TARGETS
 from xrt.network import Network, NetworkView, Operator
 from xrt.npu.compiler import compile_run
+from xrt.ops import refuse_boundary
 from xrt.ops.hardop_placeholder import output_type_to_json
 
 __all__ = ["ocm_bytes", "to_hardop"]
@@ -37,14 +38,16 @@ def to_hardop(
     """`network` with the consecutive operators `op_ids` replaced by one compiled HardOp.
 
     Raises:
-        XrtError: 11003 when the operators are not consecutive or the compiler refuses one
-            (naming it and why).
+        XrtError: 11003 when the operators are not consecutive, include the Input or
+            Output op, or the compiler refuses one (naming it and why).
     """
     ids = list(op_ids)
     order = network.op_ids
     start = order.index(ids[0]) if ids and ids[0] in order else -1
     if start < 0 or order[start : start + len(ids)] != ids:
         raise XrtError(ErrorCode.OUT_OF_RANGE, f"ops {ids} are not consecutive in {network.name}")
+    for i in ids:
+        refuse_boundary(network.op(i).op_type, f"to_hardop: op {i}")
     run = NetworkView(network, [network.op(i) for i in ids])
     prog = compile_run(run, config, ocm_bytes=ocm_bytes(target))
     blob = np.frombuffer(program_to_bytes(prog), dtype=np.uint8).copy()

@@ -38,6 +38,7 @@ from xrt.npu.compiler._program import (
 from xrt.npu.compiler._stem_fold import StemFold, folded_copy_name, plan_stem_fold
 from xrt.npu.compiler._tiler import ConvGeom, PlanChoice
 from xrt.npu.compiler._tokens import insert_tokens
+from xrt.ops import is_boundary
 
 __all__ = ["Plans", "compile_run", "tiled_geoms"]
 
@@ -70,16 +71,22 @@ def compile_run(
             is ignored: the layer gets the default tiling and a line in `notes`.
         notes: Where to append those lines (default: nowhere).
 
+    The ``Input`` and ``Output`` ops of a whole network compute nothing: they are left
+    out, and the network's inputs and outputs are the program's.
+
     Raises:
         XrtError: 11003 naming the first operator the NPU cannot run and why.
     """
     b = cfg.block
+    ins, outs = list(graph.inputs), list(graph.outputs)
     types = graph.values
+    if any(is_boundary(op) for op in graph.ops):
+        net = graph.network if isinstance(graph, NetworkView) else graph
+        graph = NetworkView(net, [op for op in graph.ops if not is_boundary(op)])
     for op in graph.ops:
         why = refusal(op, types, graph.op_params(op), cfg)
         if why is not None:
             raise XrtError(ErrorCode.OUT_OF_RANGE, f"{op.describe()}: not for the NPU: {why}")
-    ins, outs = list(graph.inputs), list(graph.outputs)
     if len(ins) + len(outs) + 2 > cfg.base_regs:
         raise XrtError(
             ErrorCode.OUT_OF_RANGE,

@@ -22,6 +22,7 @@ from xrt.npu.compiler._compile import Plans, compile_run
 from xrt.npu.compiler._golden_run import run_on_golden
 from xrt.npu.compiler._op_table import RELABELLING_OP_TYPES, refusal
 from xrt.npu.compiler._program import NpuProgram
+from xrt.ops import is_boundary
 
 __all__ = ["NpuRun", "partition", "simulate_network"]
 
@@ -39,6 +40,8 @@ def partition(net: Network, cfg: NpuConfig = NPU) -> list[tuple[bool, list[Opera
     """Maximal runs of consecutive operators: ``(True, ops)`` for the NPU, else host ops."""
     groups: list[tuple[bool, list[Operator]]] = []
     for op in net.ops:
+        if is_boundary(op):  # computes nothing: the feeds and outputs are in env already
+            continue
         npu = refusal(op, net.values, net.op_params(op), cfg) is None
         if npu and groups and groups[-1][0] and _bases_fit(net, [*groups[-1][1], op], cfg):
             groups[-1][1].append(op)
