@@ -27,7 +27,7 @@ def generate_network(
     framework: Framework = Framework.PYTORCH,
     version: str = "v1.9",
     *,
-    target: str = "buyi",
+    target: str | None = "buyi",
 ) -> Network:
     """The manual's example network, its HardOp compiled for `target`.
 
@@ -35,7 +35,9 @@ def generate_network(
         name: The network's name.
         framework: The framework recorded on it (`Network.framework`, a label).
         version: That framework's version, recorded as `Network.framework_version`.
-        target: The NPU the HardOp is compiled for (``"buyi"``, ``"zg330"``).
+        target: The NPU the HardOp is compiled for (``"buyi"``, ``"zg330"``); None leaves
+            its quantized convolution an ordinary ``QConv2d`` (the same weights, which the
+            host runs: the reference a check compares an NPU session with).
 
     Returns:
         A network with one input ``"input"`` (FP32 ``[1, 3, 12, 12]``) and one output
@@ -57,7 +59,7 @@ def generate_network(
         raise XrtError(
             ErrorCode.WRONG_TYPE, f"generate_network: version must be a string: {version!r}"
         )
-    if target not in TARGETS:
+    if target is not None and target not in TARGETS:
         known = ", ".join(sorted(TARGETS))
         raise XrtError(
             ErrorCode.WRONG_TYPE, f"generate_network: unknown target {target!r} (known: {known})"
@@ -83,7 +85,7 @@ def generate_network(
     (m,) = b.add("MaxPool2d", [r], {"kernel": [2, 2], "strides": [2, 2]}, name="pool")
     built = b.build([m])
     npu_ops = [op.op_id for op in built.ops if op.op_type == "QConv2d"]
-    network = to_hardop(built, npu_ops, target)
+    network = built if target is None else to_hardop(built, npu_ops, target)
     network.framework = framework
     network.framework_version = version
     return network
