@@ -21,7 +21,7 @@ from xrt.backend._arrays import write_array
 from xrt.backend._registry import OpRegistry
 from xrt.device import Device
 from xrt.errors import ErrorCode, XrtError
-from xrt.network import Network, NetworkView, Operator
+from xrt.network import Network, NetworkView, Operator, as_view
 from xrt.ops import is_boundary, passed_values
 from xrt.tensor import Tensor
 from xrt.timeline import TraceRecorder
@@ -81,18 +81,6 @@ class Subgraph:
         types = ", ".join(op.op_type for op in self.ops)
         label = self.backend.subgraph_label(self.ops)
         return f"{label} {self.op_ids} ({types}) on {type(self.backend).__name__}"
-
-
-def _as_view(graph: object, what: str) -> NetworkView:
-    if isinstance(graph, NetworkView):
-        return graph
-    if isinstance(graph, Network):
-        if not graph.ops:
-            raise XrtError(ErrorCode.OUT_OF_RANGE, f"{what}: network {graph.name!r} has no ops")
-        return graph.view(graph.ops[0].op_id)
-    raise XrtError(
-        ErrorCode.WRONG_TYPE, f"{what} needs a Network or NetworkView, got {type(graph).__name__}"
-    )
 
 
 class Backend(OpRegistry["Backend"]):
@@ -246,7 +234,7 @@ class Backend(OpRegistry["Backend"]):
                 ErrorCode.WRONG_ORDER,
                 f"{type(self).__name__} is already initialised (deinit first, or make another)",
             )
-        view = _as_view(network_view, f"{type(self).__name__}.init")
+        view = as_view(network_view, f"{type(self).__name__}.init")
         if device is None:
             device = self.default_device()
         if not isinstance(device, Device):

@@ -20,7 +20,7 @@
 from xrt.network._builder import NetworkBuilder
 from xrt.network._fed import FedResolver, bind_fed, needs_resolution, runtime_note
 from xrt.network._format import FORMAT_NAME, FORMAT_VERSION, load_network, save_network
-from xrt.network._graph import Network, NetworkView
+from xrt.network._graph import Network, NetworkView, as_view
 from xrt.network._onnx_limits import ONNX_FED_INPUTS, ONNX_OP_LIMITS
 from xrt.network._operator import Operator
 from xrt.network.classify import is_float_op, is_quantized_op
@@ -41,6 +41,7 @@ __all__ = [
     "NetworkBuilder",
     "NetworkView",
     "Operator",
+    "as_view",
     "bind_fed",
     "check_inputs",
     "import_onnx",

@@ -39,7 +39,15 @@ if TYPE_CHECKING:
 
     import onnx
 
-__all__ = ["MAX_DIM", "MAX_ELEMENTS", "Network", "NetworkView", "check_param", "check_value_type"]
+__all__ = [
+    "MAX_DIM",
+    "MAX_ELEMENTS",
+    "Network",
+    "NetworkView",
+    "as_view",
+    "check_param",
+    "check_value_type",
+]
 
 MAX_DIM = 2**31 - 1
 """Largest dimension a value may have."""
@@ -535,3 +543,17 @@ class NetworkView(_Graph):
             f"NetworkView({self.name!r}, ops={self.op_ids}, inputs={list(self.inputs)}, "
             f"outputs={list(self.outputs)})"
         )
+
+
+def as_view(graph: object, what: str) -> NetworkView:
+    """`graph` as a view: a view as it is, a network as the view of all its ops; XrtError
+    11010 naming `what` for anything else, 11003 for a network without ops."""
+    if isinstance(graph, NetworkView):
+        return graph
+    if isinstance(graph, Network):
+        if not graph.ops:
+            raise XrtError(ErrorCode.OUT_OF_RANGE, f"{what}: network {graph.name!r} has no ops")
+        return graph.view(graph.ops[0].op_id)
+    raise XrtError(
+        ErrorCode.WRONG_TYPE, f"{what} needs a Network or NetworkView, got {type(graph).__name__}"
+    )

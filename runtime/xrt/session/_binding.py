@@ -11,11 +11,11 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
-from xrt.backend._base import Backend, _as_view
+from xrt.backend._base import Backend
 from xrt.backend._registry import BindContext
 from xrt.device import Device
 from xrt.errors import ErrorCode, XrtError
-from xrt.network import Network, NetworkView
+from xrt.network import Network, NetworkView, as_view
 from xrt.ops import is_boundary
 
 __all__ = [
@@ -40,7 +40,7 @@ def bind_by_priority(
 ) -> tuple[NetworkView, dict[int, Backend]]:
     """Bind each operator to the first backend that supports it, then initialise every
     backend that got operators with its view and device; return (view, op id -> backend)."""
-    graph = _as_view(network, what)
+    graph = as_view(network, what)
     resolved = resolve_devices(backends, devices, what)
     bindings = assign_by_priority(graph, backends, what)
     for b, d in zip(backends, resolved, strict=True):
@@ -162,7 +162,7 @@ def check_bindings(
 ) -> tuple[NetworkView, dict[int, Backend]]:
     """The bindings of backends already bound to views of `network` (see
     `Session.create_with_backends` for what is checked); return (view, op id -> backend)."""
-    graph = _as_view(network, "Session.create_with_backends")
+    graph = as_view(network, "Session.create_with_backends")
     if not isinstance(backends, Sequence) or not backends:
         raise XrtError(
             ErrorCode.WRONG_TYPE, "create_with_backends takes a non-empty list of backends"

@@ -17,12 +17,11 @@ from __future__ import annotations
 import os
 
 from xrt.backend import HostBackend, get_backend_type
-from xrt.backend._base import _as_view
 from xrt.backend.npu import NpuBackend, bind_compile_only
 from xrt.errors import ErrorCode, XrtError
 from xrt.hw.config import NpuConfig
 from xrt.hw.targets import TARGETS
-from xrt.network import Network, NetworkView
+from xrt.network import Network, NetworkView, as_view
 from xrt.session._binding import assign_by_priority
 from xrt.session._session import Session
 
@@ -69,7 +68,7 @@ def compile_session(
         npu.config = config
     backends = [npu, HostBackend()]
     what = f"compiling for {target}"
-    graph = _as_view(network, what)
+    graph = as_view(network, what)
     bindings = assign_by_priority(graph, backends, what)
     for b in backends:
         ids = [op.op_id for op in graph.ops if bindings[op.op_id] is b]
