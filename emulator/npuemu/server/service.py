@@ -34,7 +34,8 @@ from npuemu.server.local_handout import handout_socket
 from npuemu.server.manager import DeviceManager
 from xrt.hw.config import TargetConfig
 from xrt.hw.port import RegBatch, RegResults, Reset, WaitIrq, WaitResult
-from xrt.hw.port_wire import WireOpError, batch_of_pb, results_to_pb
+from xrt.hw.port_wire import WireOpError, batch_of_pb, refuse_wide, results_to_pb
+from xrt.hw.regops import MASK32
 from xrt.hw.targets import CLOCK_PERIOD_PS, DMA, HW_VERSION, MIN_SIM_CYCLES_PER_S
 from xrt.hw.wire import (
     MAX_BATCH_OPS,
@@ -284,6 +285,11 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
     async def WriteRegister(self, request, context):
         lease, d = self.m.use(request.lease_id)
         self._check_register(d, request.address)
+        if request.value > MASK32:
+            raise ServiceError(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                refuse_wide("value", request.value, request.address),
+            )
         r = await d.call(RegBatch.write(request.address, request.value), lease)
         d.counters.register_ops += 1
         ((status, _, _),) = r.body_as(RegResults)
