@@ -242,7 +242,11 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
         except ServiceError as exc:
             await context.abort(exc.code, exc.message, exc.trailing_metadata())
         sub = self.m.device_log.subscribe(lease.device)
+        device = self.m.devices[lease.device]
         try:
+            # The device's own lines need its ring requests through the worker's port.
+            with contextlib.suppress(ServiceError):
+                await device.watch_rings(lease, True)
             while lease.id in self.m.leases.live and not self.m.closing.is_set():
                 try:
                     line = await asyncio.wait_for(sub.queue.get(), HOLD_BEAT_S)
@@ -256,9 +260,13 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
                     device=line.device,
                     message=line.message,
                     dropped=line.dropped,
+                    source=cast(pb.DeviceLogSource, int(line.source)),
+                    cycle=line.cycle,
                 )
         finally:
             self.m.device_log.unsubscribe(sub)
+            with contextlib.suppress(ServiceError):
+                await device.watch_rings(lease, False)
 
     @_unary
     async def KeepAlive(self, request, context):

@@ -1,5 +1,7 @@
-"""Following a device's server log lines (``FollowDeviceLog``): the client side of device
-log capture (`xrt.aic.Context(collect_device_logs=True)`)."""
+"""Following a device's log (``FollowDeviceLog``): the client side of device log capture
+(`xrt.aic.Context(collect_device_logs=True)`). The server's lines about the device come as
+they are; the device's own (an interrupt raised, an engine or DMA error, a reset) start
+with ``[device, cycle N]``: the simulated device's cycle when the server's worker saw it."""
 
 from __future__ import annotations
 
@@ -11,7 +13,10 @@ import grpc
 from xrt.hw.wire import pb
 from xrt.transport.grpc.calls import DeviceClient
 
-__all__ = ["LogLineCallback", "follow_device_log"]
+__all__ = ["DEVICE_LINE_PREFIX", "LogLineCallback", "follow_device_log"]
+
+DEVICE_LINE_PREFIX = "[device"
+"""How a line of the device's own begins: ``[device, cycle 18234] interrupt raised``."""
 
 LogLineCallback = Callable[[int, str, str], None]
 """``callback(level, device, message)``; ``level`` as Python's logging levels."""
@@ -32,7 +37,10 @@ def follow_device_log(
             for record in call:
                 if record.dropped:
                     callback(30, device, f"{record.dropped} log line(s) dropped (slow reader)")
-                callback(record.level, device, record.message)
+                message = record.message
+                if record.source == pb.DEVICE_LOG_SOURCE_DEVICE:
+                    message = f"{DEVICE_LINE_PREFIX}, cycle {record.cycle}] {message}"
+                callback(record.level, device, message)
         except grpc.RpcError as exc:
             if exc.code() == grpc.StatusCode.UNIMPLEMENTED:
                 callback(30, device, "this server cannot stream device logs (FollowDeviceLog)")
