@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Callable
 from typing import ClassVar
 
@@ -108,6 +109,9 @@ class NpuDevice(Device):
         super().__init__(url)
         self._transport = transport
         self._rtl_version: str | None = None
+        # One NPU program at a time, with its transfers: sessions sharing the device (an
+        # AIC100 queue's threads) take turns through it (xrt.backend.npu).
+        self.run_lock = threading.RLock()
         try:
             self._build(bounce_bytes, double_buffer, probe)
             self._init(transport.can_reset if reset is None else reset)
@@ -267,8 +271,10 @@ class NpuDevice(Device):
 
     def follow_server_log(self, callback: ServerLogCallback) -> Callable[[], None]:
         """Device log capture: the server's log lines about this device (its lease, worker
-        restarts, checkpoints, faults) go to ``callback(level, device, message)`` from a
-        background thread until the lease ends; returns the function that stops it.
+        restarts, checkpoints, faults) and the device's own (``[device, cycle N] ...``:
+        interrupts raised, engine and DMA errors, resets; those of the lease so far come
+        first) go to ``callback(level, device, message)`` from a background thread until the
+        lease ends; returns the function that stops it.
 
         Raises:
             XrtError: 11010 on a transport without a server log (a board).
