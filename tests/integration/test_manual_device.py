@@ -22,7 +22,7 @@ from xrt.hw.targets import HW_VERSION
 from xrt.npu_device import NpuDevice
 
 
-def raises(code: ErrorCode, match: str = "") -> pytest.RaisesExc:  # type: ignore[type-arg]
+def raises(code: ErrorCode, match: str | None = None) -> pytest.RaisesExc:  # type: ignore[type-arg]
     return pytest.raises(XrtError, match=match, check=lambda e: e.code == code)
 
 
