@@ -13,12 +13,12 @@ the lease is still live before each record it sends, so the next holder's lines 
 client name opening the device) never reach the previous holder.
 
 Device-side lines: the simulated device's own events (an interrupt raised, an engine or DMA
-error, a reset: `npuemu.worker.device_watch`) arrive as records of the ``npuemu.device``
-logger carrying the event (``npu_event``: the device and its `DeviceEvent`). They go to
-that device's streams with their source (`LogSource.DEVICE`) and cycle, and the last
-`BACKLOG_LINES` of the current lease are kept: a stream opened later gets them first (as
-the AIC100 runtime buffers host lines to merge them with the device's). `forget` drops
-them when a lease begins or ends.
+error, a reset: `npuemu.worker.device_watch`) come from the device (`device_event`), not
+through logging (errors and resets are also written on the ``npuemu.device`` logger, for
+the server's log). They go to that device's streams with their source
+(`LogSource.DEVICE`) and cycle, and the last `BACKLOG_LINES` of the current lease are kept:
+a stream opened later gets them first (as the AIC100 runtime buffers host lines to merge
+them with the device's). `forget` drops them when a lease begins or ends.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ BACKLOG_LINES = 256
 """Device-side lines of the current lease kept for a stream opened later."""
 
 device_logger = logging.getLogger("npuemu.device")
-"""The logger of the devices' own events (`SimDevice` logs each with ``npu_event``)."""
+"""The logger of the devices' own errors and resets, in the server's log."""
 
 
 class LogSource(enum.IntEnum):
@@ -128,10 +128,8 @@ class DeviceLogHub(logging.Handler):
                 self._subs[sub.device].remove(sub)
 
     def emit(self, record: logging.LogRecord) -> None:
-        event = getattr(record, "npu_event", None)
-        if event is not None:
-            self._device_line(record, *event)
-            return
+        if record.name == device_logger.name:
+            return  # a device's own line: `device_event` delivered it
         with self._lock:
             if not any(self._subs.values()):
                 return  # nobody follows: no formatting cost
@@ -151,10 +149,10 @@ class DeviceLogHub(logging.Handler):
                 with contextlib.suppress(RuntimeError):
                     sub.loop.call_soon_threadsafe(sub.put, line)
 
-    def _device_line(self, record: logging.LogRecord, device: str, event: DeviceEvent) -> None:
+    def device_event(self, device: str, event: DeviceEvent) -> None:
         """A device-side line: to the device's streams and its lease's backlog."""
-        line = LogLine(int(record.created * 1e9) or time.time_ns(), event.level, device,
-                       event.message, 0, LogSource.DEVICE, event.cycle)  # fmt: skip
+        line = LogLine(time.time_ns(), event.level, device, event.message, 0, LogSource.DEVICE,
+                       event.cycle)  # fmt: skip
         with self._lock:
             if device not in self._backlog:
                 return

@@ -23,7 +23,7 @@ import grpc
 
 from npuemu.server import checkpoint_device
 from npuemu.server.checkpoint import Checkpoint
-from npuemu.server.device_log import device_logger
+from npuemu.server.device_log import DeviceLogHub, device_logger
 from npuemu.server.errors import ServiceError
 from npuemu.server.leases import Lease, check_transition
 from npuemu.server.register_ring import LeaseRing
@@ -130,6 +130,7 @@ class SimDevice:
         # FollowDeviceLog streams of the current lease: while any is open, the worker hands
         # ring requests to its port so the device's own events show (`watch_rings`).
         self._log_followers: dict[str, int] = {}
+        self.device_log: DeviceLogHub | None = None  # the manager's: its streams and backlog
 
     @property
     def state(self) -> DeviceState:
@@ -151,16 +152,15 @@ class SimDevice:
         return worker
 
     def _device_event(self, event: DeviceEvent) -> None:
-        """The device's own event (npuemu.worker.device_watch): into the server's log, and
-        through `DeviceLogHub` to its holder's device log streams."""
-        device_logger.log(
-            event.level,
-            "device %s: %s (cycle %d)",
-            self.name,
-            event.message,
-            event.cycle,
-            extra={"npu_event": (self.name, event)},
-        )
+        """The device's own event (npuemu.worker.device_watch): to its holder's device log
+        streams (`DeviceLogHub`), and errors and resets into the server's log too (an
+        interrupt per transfer would flood it)."""
+        if self.device_log is not None:
+            self.device_log.device_event(self.name, event)
+        if event.kind != "interrupt":
+            device_logger.log(
+                event.level, "device %s: %s (cycle %d)", self.name, event.message, event.cycle
+            )
 
     async def watch_rings(self, lease: Lease, on: bool) -> None:
         """A device log stream of `lease` opens (`on`) or closes: while any is open, the

@@ -73,6 +73,8 @@ class DeviceManager:
         self.allow_foreign_checkpoints = False
         # Device log capture: the holders' FollowDeviceLog streams (npuemu.server.device_log)
         self.device_log = DeviceLogHub(list(self.devices))
+        for d in self.devices.values():
+            d.device_log = self.device_log
 
     async def start(self) -> None:
         """Start every worker (in parallel) and the lease expiry loop."""

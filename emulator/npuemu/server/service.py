@@ -13,6 +13,7 @@ import contextlib
 import functools
 import logging
 import socket
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar, cast
@@ -150,6 +151,7 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
             holder=self.m.holder_of(d),
             clock_period_ps=CLOCK_PERIOD_PS,
             dma_bus_bytes=DMA.bus_bytes,
+            warm_start=d.warm is not None,
         )
 
     @_unary
@@ -247,6 +249,15 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
             # The device's own lines need its ring requests through the worker's port.
             with contextlib.suppress(ServiceError):
                 await device.watch_rings(lease, True)
+            # The first record says the stream is set up: from here on, every request of
+            # the device is seen (a client waits for it before it goes on).
+            yield pb.DeviceLogRecord(
+                unix_time_ns=time.time_ns(),
+                level=logging.INFO,
+                device=lease.device,
+                message=f"following the log of {lease.device}",
+                source=pb.DEVICE_LOG_SOURCE_SERVER,
+            )
             while lease.id in self.m.leases.live and not self.m.closing.is_set():
                 try:
                     line = await asyncio.wait_for(sub.queue.get(), HOLD_BEAT_S)

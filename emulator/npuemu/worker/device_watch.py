@@ -6,7 +6,9 @@ request the worker's port served (`npuemu.worker.port.WorkerPort`, whatever its 
 sends a `xrt.hw.port.DeviceEvent` to the server for each such event, which the server logs
 for the device and streams to its holder's ``FollowDeviceLog`` (device log capture):
 
-- ``interrupt``: the interrupt line (``irq_o``) is high and was low after the last request;
+- ``interrupt``: the interrupt line (``irq_o``) is high and was low after the last request
+  (sent only while someone follows the device's log: one per DMA transfer or program
+  would otherwise be a frame on the pipe for nobody);
 - ``engine_error`` / ``dma_error``: a register read or poll in the request returned the
   compute engine's ``CORE_STATUS`` or the DMA's ``STATUS`` with an error code: the error
   named with the address and instruction read beside it (`xrt.hw.engine.EngineOutcome`,
@@ -69,6 +71,7 @@ class DeviceWatch:
         cfg = target(worker.config.target)
         npu, dma = cfg.npu_base, cfg.dma_base
         self._send = send
+        self._worker = worker
         self._irq = bit_reader(worker.dut.irq_o)
         self._irq_high = self._irq()
         core = ("CORE_CTRL", "CORE_STATUS", "CORE_ERR_PC", "CORE_ERR_ADDR_LO", "CORE_ERR_ADDR_HI")
@@ -98,7 +101,7 @@ class DeviceWatch:
         elif isinstance(request, RegBatch) and isinstance(reply.body, RegResults):
             events.extend(self._engine_events(request, reply.body, reply.cycles))
         high = self._irq()
-        if high and not self._irq_high:
+        if high and not self._irq_high and self._worker.log_followed:
             events.append(DeviceEvent("interrupt", reply.cycles, logging.INFO, "interrupt raised"))
         self._irq_high = high
         for event in events:

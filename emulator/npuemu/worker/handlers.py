@@ -104,6 +104,7 @@ class Worker:
         self.engine_busy = bit_reader(self._busy_h)
         self.pristine_is_boot = True  # the state leases start from is the boot state
         self.taps_on = False  # taps need every ring request handed over (sim_main sets it)
+        self.log_followed = False  # someone follows the device's log (WatchRings)
         self.handlers: dict[type[Request], Handler] = {
             RegBatch: self.batch,
             WaitIrq: self.wait_irq,
@@ -146,6 +147,7 @@ class Worker:
     async def watch_rings(self, req: WatchRings, read_only: bool = False) -> Done:
         """Hand ring requests to the port while the device's log is followed (its watch
         sees them then), or while taps are on."""
+        self.log_followed = req.on
         if self.main_loop.available:
             self.main_loop.set_handover(1 if req.on or self.taps_on else 0)
         return Done()

@@ -21,7 +21,8 @@ manager, and the rest of ``udma`` is free for the caller. Then, as the manual's 
 protocol (the URL's scheme), the device's name and the URL's parameters, and resets the
 device (``reset(0)``): every register back to its reset value, memories kept. ``reset=0``
 in the URL skips the reset, to attach to a device something else has set up; a board
-(``axi://``), whose reset is not mapped, is not reset unless ``reset=1`` asks (then 11012).
+(``axi://``), whose reset is not mapped, is not reset unless ``reset=1`` asks (then 11012),
+nor is a device whose leases start from a warm server's checkpoint (`NpuInfo.warm_start`).
 
 The classes know nothing of the transport: ``grpc://`` (the emulator) and ``axi://`` (a
 board through ``/dev/mem``) build the same ones (`xrt.npu_device.open_device`).
@@ -85,7 +86,8 @@ class NpuDevice(Device):
         double_buffer: Overlap host copies with DMA transfers in staged reads and writes.
         probe: Check the MAGIC and TARGET registers at open.
         reset: Reset the device once it is open, as the manual's device ``init`` does
-            (None: where the transport can, `NpuTransport.can_reset`).
+            (None: where the transport can, `NpuTransport.can_reset`, unless the device
+            comes in a state to keep, `NpuInfo.warm_start`).
 
     Raises:
         XrtError: 11014 when the probe finds no NPU (or another target), 11003 for a bounce
@@ -114,7 +116,8 @@ class NpuDevice(Device):
         self.run_lock = threading.RLock()
         try:
             self._build(bounce_bytes, double_buffer, probe)
-            self._init(transport.can_reset if reset is None else reset)
+            default = transport.can_reset and not transport.info.warm_start
+            self._init(default if reset is None else reset)
         except BaseException:
             self.close()
             raise
@@ -212,7 +215,14 @@ class NpuDevice(Device):
             self.reset()
             _log.info("%s: reset", self.name)
         else:
-            why = "reset=0" if self._transport.can_reset else "the transport cannot reset it"
+            why = (
+                "the transport cannot reset it"
+                if not self._transport.can_reset
+                else "a warm start: its lease begins from the server's checkpoint"
+                if self._transport.info.warm_start
+                and "reset" not in (self._url.params if self._url else {})
+                else "reset=0"
+            )
             _log.info("%s: not reset (%s)", self.name, why)
 
     # -- what it is ------------------------------------------------------------------------

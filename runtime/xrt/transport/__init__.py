@@ -86,6 +86,8 @@ class NpuInfo:
         hw_version: Hardware version string, when known.
         emulator_version: The simulator's software (``npu-emu 0.1.0``) when the device is
             simulated; empty for real hardware.
+        warm_start: The device comes in a prepared state to keep (``serve --warm``: every
+            lease starts from a checkpoint's), so opening it does not reset it.
     """
 
     name: str
@@ -96,6 +98,7 @@ class NpuInfo:
     clock_period_ps: int | None = None
     hw_version: str = ""
     emulator_version: str = ""
+    warm_start: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "register_blocks", MappingProxyType(dict(self.register_blocks)))

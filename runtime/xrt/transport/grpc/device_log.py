@@ -15,6 +15,10 @@ from xrt.transport.grpc.calls import DeviceClient
 
 __all__ = ["DEVICE_LINE_PREFIX", "LogLineCallback", "follow_device_log"]
 
+FIRST_RECORD_S = 10.0
+"""How long `follow_device_log` waits for the stream's first record (the server says it
+follows the device: every request from then on shows in the device's lines)."""
+
 DEVICE_LINE_PREFIX = "[device"
 """How a line of the device's own begins: ``[device, cycle 18234] interrupt raised``."""
 
@@ -26,15 +30,20 @@ def follow_device_log(
     client: DeviceClient, lease_id: str, device: str, callback: LogLineCallback
 ) -> Callable[[], None]:
     """Stream the server's log lines about `device` to `callback` on a daemon thread until
-    the lease ends or the returned function is called (it waits for the thread). A server
-    that cannot stream (older than the RPC) gives one WARNING line through `callback`."""
+    the lease ends or the returned function is called (it waits for the thread). Returns
+    once the stream has its first record (the server follows the device from then on). A
+    server that cannot stream (older than the RPC) gives one WARNING line through
+    `callback`."""
     call = client.stub.FollowDeviceLog(
         pb.FollowDeviceLogRequest(lease_id=lease_id), metadata=client.metadata
     )
 
+    started = threading.Event()  # the server's first record: it follows the device now
+
     def pump() -> None:
         try:
             for record in call:
+                started.set()
                 if record.dropped:
                     callback(30, device, f"{record.dropped} log line(s) dropped (slow reader)")
                 message = record.message
@@ -48,9 +57,12 @@ def follow_device_log(
                 callback(30, device, f"device log stream ended: {exc.code().name}")
         except Exception:  # the thread must end quietly; the callback's errors are its own
             pass
+        finally:
+            started.set()
 
     thread = threading.Thread(target=pump, name=f"xrt-log-{device}", daemon=True)
     thread.start()
+    started.wait(FIRST_RECORD_S)  # an older server sends none: then go on after a while
 
     def stop() -> None:
         call.cancel()

@@ -83,6 +83,7 @@ def device_info(info: pb.DeviceInfo, server_version: str = "") -> NpuInfo:
         clock_period_ps=info.clock_period_ps or None,
         hw_version=info.hw_version,
         emulator_version=f"npu-emu {server_version}" if server_version else "",
+        warm_start=info.warm_start,
     )
 
 

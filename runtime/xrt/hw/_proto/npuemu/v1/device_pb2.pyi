@@ -104,7 +104,7 @@ class RegisterBlock(_message.Message):
     def __init__(self, name: _Optional[str] = ..., base: _Optional[int] = ..., size: _Optional[int] = ...) -> None: ...
 
 class DeviceInfo(_message.Message):
-    __slots__ = ("name", "target", "target_id", "hw_version", "protocol_version", "register_blocks", "regions", "state", "holder", "clock_period_ps", "dma_bus_bytes")
+    __slots__ = ("name", "target", "target_id", "hw_version", "protocol_version", "register_blocks", "regions", "state", "holder", "clock_period_ps", "dma_bus_bytes", "warm_start")
     NAME_FIELD_NUMBER: _ClassVar[int]
     TARGET_FIELD_NUMBER: _ClassVar[int]
     TARGET_ID_FIELD_NUMBER: _ClassVar[int]
@@ -116,6 +116,7 @@ class DeviceInfo(_message.Message):
     HOLDER_FIELD_NUMBER: _ClassVar[int]
     CLOCK_PERIOD_PS_FIELD_NUMBER: _ClassVar[int]
     DMA_BUS_BYTES_FIELD_NUMBER: _ClassVar[int]
+    WARM_START_FIELD_NUMBER: _ClassVar[int]
     name: str
     target: str
     target_id: int
@@ -127,7 +128,8 @@ class DeviceInfo(_message.Message):
     holder: str
     clock_period_ps: int
     dma_bus_bytes: int
-    def __init__(self, name: _Optional[str] = ..., target: _Optional[str] = ..., target_id: _Optional[int] = ..., hw_version: _Optional[str] = ..., protocol_version: _Optional[int] = ..., register_blocks: _Optional[_Iterable[_Union[RegisterBlock, _Mapping]]] = ..., regions: _Optional[_Iterable[_Union[MemoryRegion, _Mapping]]] = ..., state: _Optional[_Union[DeviceState, str]] = ..., holder: _Optional[str] = ..., clock_period_ps: _Optional[int] = ..., dma_bus_bytes: _Optional[int] = ...) -> None: ...
+    warm_start: bool
+    def __init__(self, name: _Optional[str] = ..., target: _Optional[str] = ..., target_id: _Optional[int] = ..., hw_version: _Optional[str] = ..., protocol_version: _Optional[int] = ..., register_blocks: _Optional[_Iterable[_Union[RegisterBlock, _Mapping]]] = ..., regions: _Optional[_Iterable[_Union[MemoryRegion, _Mapping]]] = ..., state: _Optional[_Union[DeviceState, str]] = ..., holder: _Optional[str] = ..., clock_period_ps: _Optional[int] = ..., dma_bus_bytes: _Optional[int] = ..., warm_start: _Optional[bool] = ...) -> None: ...
 
 class ListDevicesRequest(_message.Message):
     __slots__ = ()
