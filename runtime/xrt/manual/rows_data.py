@@ -276,7 +276,8 @@ DEVICES = Section(
           "(the URL's scheme), the device's name and the URL's parameters (a token hidden), "
           "then resets it; `reset=0` in the URL skips the reset (attaching to a device set "
           "up by something else); a board (`axi://`, whose reset is not mapped) is not reset "
-          "unless `reset=1` asks (then 11012)",
+          "unless `reset=1` asks (then 11012), nor a warm server's device (`serve --warm`: "
+          "its leases begin from the checkpoint's state)",
           differs="the device's open is its init",
           doc_manual="the device's `init()`: `version()`, `protocol`, `device`, `params`, "
           "`reset(0)`",
