@@ -31,6 +31,7 @@ from types import MappingProxyType
 from typing import Any
 
 from xrt._checks import as_seconds
+from xrt._version import runtime_version
 from xrt.device_url import (
     DEFAULT_DEVICE_ENV,
     EMBEDDED_DEVICE_URL,
@@ -89,8 +90,8 @@ class Device(metaclass=_DeviceType):
 
     What callers may ask of any device is declared here, with the answer of a device that
     does not know (None) or cannot (an error), and overridden by the devices that do (the
-    NPU devices, `xrt.npu_device`): `name`, `target`, `hw_version`, `cycles`, `has_irq`
-    and `wait_irq`, `follow_server_log`.
+    NPU devices, `xrt.npu_device`): `name`, `target`, `hw_version`, `version`, `cycles`,
+    `has_irq` and `wait_irq`, `follow_server_log`.
 
     ``Device()`` with no argument is the manual's default device: `open_default` (the URL in
     ``$XRT_DEVICE``, else the embedded ``sim://buyi``). ``Device(url)`` and subclasses build
@@ -225,6 +226,19 @@ class Device(metaclass=_DeviceType):
         simulated (real hardware, the host)."""
         return None
 
+    def version(self) -> dict[str, str]:
+        """Versions, by what they are of (the manual's ``Device::version()``, which a
+        device's ``init`` prints): ``target`` and ``hardware`` where the device knows them,
+        and ``runtime``, this runtime's. The NPU devices add their RTL's and emulator's
+        (`xrt.npu_device.NpuDevice.version`)."""
+        out = {}
+        if self.target is not None:
+            out["target"] = self.target
+        if self.hw_version is not None:
+            out["hardware"] = self.hw_version
+        out["runtime"] = runtime_version()
+        return out
+
     @property
     def mem_regions(self) -> Mapping[str, MemRegion]:
         """Memory regions by name (read-only view)."""
@@ -301,17 +315,27 @@ class Device(metaclass=_DeviceType):
         r = self.default_mem_region() if region is None else self.get_mem_region(region)
         return r.malloc(nbytes, auto_free, alignment)
 
-    def read_reg(self, addr: int, relative: bool = False, *, region: str | None = None) -> int:
-        """Read a register of the default register region (or of `region`)."""
+    def read_reg(
+        self, addr: int, relative: bool = False, *, region: str | None = None, width: int = 32
+    ) -> int:
+        """Read a register of the default register region (or of `region`); ``width=64``
+        a LO/HI pair (`RegRegion.read`)."""
         r = self.default_reg_region() if region is None else self.get_reg_region(region)
-        return r.read(addr, relative)
+        return r.read(addr, relative, width=width)
 
     def write_reg(
-        self, addr: int, value: int, relative: bool = False, *, region: str | None = None
+        self,
+        addr: int,
+        value: int,
+        relative: bool = False,
+        *,
+        region: str | None = None,
+        width: int = 32,
     ) -> None:
-        """Write a register of the default register region (or of `region`)."""
+        """Write a register of the default register region (or of `region`); ``width=64``
+        a LO/HI pair (`RegRegion.write`)."""
         r = self.default_reg_region() if region is None else self.get_reg_region(region)
-        r.write(addr, value, relative)
+        r.write(addr, value, relative, width=width)
 
     # -- interrupts ------------------------------------------------------------------------
 

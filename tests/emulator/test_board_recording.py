@@ -137,7 +137,7 @@ def test_one_altered_response_diverges_at_that_request(
         results = [list(x) for x in bodies[i]["reply"]["results"]]
         results[0][1] ^= 1
         bodies[i]["reply"] = {"results": results}
-        expect = "op 0 of 2, read npu.MAGIC"
+        expect = "op 0 of 3, read npu.MAGIC"
     elif what == "poll":
         i = max(
             (j for j, r in enumerate(rec.records) if r.kind == Kind.POLL),

@@ -16,6 +16,7 @@ from npuemu.worker.protocol import decode, frame
 from xrt.hw.port import (
     Advance,
     Cancel,
+    DeviceEvent,
     Done,
     ModelRestore,
     ModelSave,
@@ -38,6 +39,7 @@ from xrt.hw.port import (
     TapFlush,
     WaitIrq,
     WaitResult,
+    WatchRings,
     WavesForget,
     WavesStart,
     WavesState,
@@ -46,7 +48,14 @@ from xrt.hw.port import (
     WavesWindow,
     read_only_refusal,
 )
-from xrt.hw.port_pipe import decode_reply, decode_request, encode_reply, encode_request
+from xrt.hw.port_pipe import (
+    decode_event,
+    decode_reply,
+    decode_request,
+    encode_event,
+    encode_reply,
+    encode_request,
+)
 from xrt.hw.port_wire import WireOpError, batch_of_pb, batch_to_pb, results_of_pb, results_to_pb
 from xrt.hw.regops import MASK32, RegKind, RegMaskedWrite, RegPoll, RegRead, RegWrite, to_row
 from xrt.hw.ring import RingSlot
@@ -147,6 +156,8 @@ REQUESTS = [
     Advance(None),
     Advance(123),
     TapFlush(),
+    WatchRings(True),
+    WatchRings(False),
     Cancel(5),
     Quit(),
 ]
@@ -178,6 +189,16 @@ def test_every_request_crosses_the_pipe_as_itself(request_: Request, read_only: 
 @pytest.mark.parametrize("reply", REPLIES, ids=lambda r: str(r.id))
 def test_every_reply_crosses_the_pipe_as_itself(reply: Reply) -> None:
     assert decode_reply(_through_the_pipe(encode_reply(reply))) == reply
+
+
+def test_a_device_event_crosses_the_pipe_as_itself() -> None:
+    event = DeviceEvent("dma_error", 1234, 40, "DMA error SRC_RANGE at 0xf0000000")
+    msg = _through_the_pipe(encode_event(event))
+    assert msg["ev"] == "device" and decode_event(msg) == event
+    with pytest.raises(ValueError, match="cycle is str"):
+        decode_event({**msg, "cycle": "12"})
+    with pytest.raises(ValueError, match=r"watch_rings\.on is int"):
+        decode_request({"id": 1, "t": "watch_rings", "on": 1})
 
 
 def test_results_on_the_wire() -> None:

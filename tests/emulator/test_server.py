@@ -360,6 +360,29 @@ BAD_CALLS = {
     "wait too long": (grpc.StatusCode.INVALID_ARGUMENT, lambda c: c.wait(timeout_ms=10**9)),
     "batch too large": (grpc.StatusCode.INVALID_ARGUMENT, lambda c: c.batch(*[rd(SCRATCH)] * 4097)),
     "empty batch op": (grpc.StatusCode.INVALID_ARGUMENT, lambda c: c.batch(pb.RegisterOp())),
+    # The wire's register values are uint64 (the manual's uint64_t); the registers are not.
+    "register value past 32 bits": (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        lambda c: c.write(SCRATCH, 0x1_0000_0000),
+    ),
+    "batch value past 32 bits": (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        lambda c: c.batch(wr(SCRATCH, 5), wr(SCRATCH, 0x1_0000_00C0)),
+    ),
+    "masked write mask past 32 bits": (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        lambda c: c.batch(
+            pb.RegisterOp(
+                masked_write=pb.RegisterMaskedWrite(address=SCRATCH, value=1, mask=1 << 40)
+            )
+        ),
+    ),
+    "poll expected value past 32 bits": (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        lambda c: c.batch(
+            pb.RegisterOp(poll=pb.RegisterPoll(address=SCRATCH, mask=1 << 33, expected=1 << 33))
+        ),
+    ),
     "no lease": (
         grpc.StatusCode.FAILED_PRECONDITION,
         lambda c: c.stub.ReadRegister(pb.ReadRegisterRequest(address=SCRATCH)),

@@ -23,6 +23,7 @@ import grpc
 
 from npuemu.server import checkpoint_device
 from npuemu.server.checkpoint import Checkpoint
+from npuemu.server.device_log import DeviceLogHub, device_logger
 from npuemu.server.errors import ServiceError
 from npuemu.server.leases import Lease, check_transition
 from npuemu.server.register_ring import LeaseRing
@@ -38,6 +39,7 @@ from npuemu.worker.config import WorkerConfig
 from xrt.errors import ErrorCode
 from xrt.hw.config import TargetConfig
 from xrt.hw.port import (
+    DeviceEvent,
     PortErrorCode,
     PristineRestore,
     PristineSave,
@@ -46,6 +48,7 @@ from xrt.hw.port import (
     RingDetach,
     Served,
     TapFlush,
+    WatchRings,
     WavesForget,
 )
 from xrt.hw.ring import RingSlot
@@ -124,6 +127,10 @@ class SimDevice:
         self._holder_calls = 0  # the holder's requests under way (queued or running)
         self._observer_calls = 0  # observers' requests under way (npuemu.server.observer)
         self.warm: Checkpoint | None = None  # serve --warm: every lease starts from it
+        # FollowDeviceLog streams of the current lease: while any is open, the worker hands
+        # ring requests to its port so the device's own events show (`watch_rings`).
+        self._log_followers: dict[str, int] = {}
+        self.device_log: DeviceLogHub | None = None  # the manager's: its streams and backlog
 
     @property
     def state(self) -> DeviceState:
@@ -141,7 +148,30 @@ class SimDevice:
         )
         worker.on_exit = self.schedule_restart
         worker.on_served = self._served
+        worker.on_event = self._device_event
         return worker
+
+    def _device_event(self, event: DeviceEvent) -> None:
+        """The device's own event (npuemu.worker.device_watch): to its holder's device log
+        streams (`DeviceLogHub`), and errors and resets into the server's log too (an
+        interrupt per transfer would flood it)."""
+        if self.device_log is not None:
+            self.device_log.device_event(self.name, event)
+        if event.kind != "interrupt":
+            device_logger.log(
+                event.level, "device %s: %s (cycle %d)", self.name, event.message, event.cycle
+            )
+
+    async def watch_rings(self, lease: Lease, on: bool) -> None:
+        """A device log stream of `lease` opens (`on`) or closes: while any is open, the
+        worker hands every ring request to its port, where the device's events are seen."""
+        if self.lease is not lease:
+            return
+        before = self._log_followers.get(lease.id, 0)
+        after = max(0, before + (1 if on else -1))
+        self._log_followers = {lease.id: after}
+        if (before == 0) != (after == 0):
+            await self.call(WatchRings(after > 0), lease)
 
     def _served(self, served: Served) -> None:
         """A request the worker's taps saw (whatever its route: the pipe, the server's ring,
@@ -336,6 +366,8 @@ class SimDevice:
                     await self._set_pristine(worker)
                     if self.lease is None:
                         await self._warm_memories()
+                    elif self._log_followers.get(self.lease.id):
+                        await worker.call(WatchRings(True), self.watchdog_s)
                 except Exception as exc:  # any failure: report it and try again later
                     self.failed_restarts += 1
                     self.fault = str(exc).splitlines()[0][:300] if str(exc) else repr(exc)
@@ -434,6 +466,9 @@ class SimDevice:
                 if self.worker_config.waves_dir:  # this lease's window is not the next's
                     await worker.call(WavesForget(), self.watchdog_s)
                 await worker.call(PristineRestore(), self.watchdog_s)
+                if any(self._log_followers.values()):  # the ring goes back to the taps' say
+                    await worker.call(WatchRings(False), self.watchdog_s)
+                self._log_followers = {}
                 # Fresh memory files per lease: a descriptor or mapping anyone kept of the old
                 # ones (a former holder's local fast path) never sees the next holder.
                 old = self.memory.renew()

@@ -73,6 +73,8 @@ class DeviceManager:
         self.allow_foreign_checkpoints = False
         # Device log capture: the holders' FollowDeviceLog streams (npuemu.server.device_log)
         self.device_log = DeviceLogHub(list(self.devices))
+        for d in self.devices.values():
+            d.device_log = self.device_log
 
     async def start(self) -> None:
         """Start every worker (in parallel) and the lease expiry loop."""
@@ -135,6 +137,7 @@ class DeviceManager:
         self.leases.add(lease)
         device.lease = lease
         device.state = DeviceState.LEASED
+        self.device_log.forget(device.name)  # the device's own lines of earlier leases
         if self.recordings is not None:
             device.recording = self.recordings.begin(device, lease)
         # Lease ids are bearer credentials: never logged.
@@ -180,6 +183,7 @@ class DeviceManager:
             if device.recording is not None and self.recordings is not None:
                 self.recordings.finish(device.recording, reason)
                 device.recording = None
+        self.device_log.forget(device.name)
         log.info("%s released %s (%s)", lease.holder, device.name, reason)
         await asyncio.shield(self.spawn(device.clear_after_lease()))
 

@@ -13,6 +13,7 @@ import contextlib
 import functools
 import logging
 import socket
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar, cast
@@ -34,7 +35,8 @@ from npuemu.server.local_handout import handout_socket
 from npuemu.server.manager import DeviceManager
 from xrt.hw.config import TargetConfig
 from xrt.hw.port import RegBatch, RegResults, Reset, WaitIrq, WaitResult
-from xrt.hw.port_wire import WireOpError, batch_of_pb, results_to_pb
+from xrt.hw.port_wire import WireOpError, batch_of_pb, refuse_wide, results_to_pb
+from xrt.hw.regops import MASK32
 from xrt.hw.targets import CLOCK_PERIOD_PS, DMA, HW_VERSION, MIN_SIM_CYCLES_PER_S
 from xrt.hw.wire import (
     MAX_BATCH_OPS,
@@ -149,6 +151,7 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
             holder=self.m.holder_of(d),
             clock_period_ps=CLOCK_PERIOD_PS,
             dma_bus_bytes=DMA.bus_bytes,
+            warm_start=d.warm is not None,
         )
 
     @_unary
@@ -241,7 +244,20 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
         except ServiceError as exc:
             await context.abort(exc.code, exc.message, exc.trailing_metadata())
         sub = self.m.device_log.subscribe(lease.device)
+        device = self.m.devices[lease.device]
         try:
+            # The device's own lines need its ring requests through the worker's port.
+            with contextlib.suppress(ServiceError):
+                await device.watch_rings(lease, True)
+            # The first record says the stream is set up: from here on, every request of
+            # the device is seen (a client waits for it before it goes on).
+            yield pb.DeviceLogRecord(
+                unix_time_ns=time.time_ns(),
+                level=logging.INFO,
+                device=lease.device,
+                message=f"following the log of {lease.device}",
+                source=pb.DEVICE_LOG_SOURCE_SERVER,
+            )
             while lease.id in self.m.leases.live and not self.m.closing.is_set():
                 try:
                     line = await asyncio.wait_for(sub.queue.get(), HOLD_BEAT_S)
@@ -255,9 +271,13 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
                     device=line.device,
                     message=line.message,
                     dropped=line.dropped,
+                    source=cast(pb.DeviceLogSource, int(line.source)),
+                    cycle=line.cycle,
                 )
         finally:
             self.m.device_log.unsubscribe(sub)
+            with contextlib.suppress(ServiceError):
+                await device.watch_rings(lease, False)
 
     @_unary
     async def KeepAlive(self, request, context):
@@ -284,6 +304,11 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
     async def WriteRegister(self, request, context):
         lease, d = self.m.use(request.lease_id)
         self._check_register(d, request.address)
+        if request.value > MASK32:
+            raise ServiceError(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                refuse_wide("value", request.value, request.address),
+            )
         r = await d.call(RegBatch.write(request.address, request.value), lease)
         d.counters.register_ops += 1
         ((status, _, _),) = r.body_as(RegResults)

@@ -45,6 +45,7 @@ from npuemu.worker.config import Hello, WorkerConfig
 from npuemu.worker.protocol import ChannelClosedError, FrameProtocol, frame
 from xrt.hw.port import (
     Cancel,
+    DeviceEvent,
     PortError,
     PortErrorCode,
     Quit,
@@ -56,7 +57,7 @@ from xrt.hw.port import (
     Route,
     Served,
 )
-from xrt.hw.port_pipe import decode_reply, decode_request, encode_request
+from xrt.hw.port_pipe import decode_event, decode_reply, decode_request, encode_request
 from xrt.hw.ring import RingSlot
 from xrt.hw.ring_core import RingError
 
@@ -122,6 +123,7 @@ class WorkerProcess:
         self._transport: asyncio.Transport | None = None
         self._hello: asyncio.Future[dict[str, Any]] | None = None
         self.on_served: Callable[[Served], None] | None = None  # the worker's taps' events
+        self.on_event: Callable[[DeviceEvent], None] | None = None  # the device's own events
         self._ids = itertools.count(1)
         self._lock = asyncio.Lock()
         self._pending: dict[int, asyncio.Future[Any]] = {}  # by request id
@@ -399,7 +401,8 @@ class WorkerProcess:
 
     def _on_frame(self, reply: dict[str, Any]) -> None:
         """Every message from the worker, in the loop's reader callback: the first is its
-        hello; a ``served`` event goes to `on_served`; each other one answers the request
+        hello; a ``served`` event goes to `on_served`, a ``device`` event (the device's own
+        log lines: npuemu.worker.device_watch) to `on_event`; each other one answers the request
         of its id (a stale answer nobody waits for any more is dropped)."""
         if self._hello is not None and not self._hello.done():
             self._hello.set_result(reply)
@@ -407,6 +410,13 @@ class WorkerProcess:
         if reply.get("ev") == "served":
             if self.on_served is not None:
                 self.on_served(decode_served(reply))
+            return
+        if reply.get("ev") == "device":
+            if self.on_event is not None:
+                try:
+                    self.on_event(decode_event(reply))
+                except ValueError as exc:
+                    log.error("worker %s: a malformed device event: %s", self.name, exc)
             return
         fut = self._pending.pop(reply.get("id", -1), None)
         if fut is None or fut.done():

@@ -51,6 +51,7 @@ from xrt.hw.port import (
     TapFlush,
     WaitIrq,
     WaitResult,
+    WatchRings,
     WavesForget,
     WavesStart,
     WavesState,
@@ -102,6 +103,8 @@ class Worker:
         self._busy_h = dut.busy_o
         self.engine_busy = bit_reader(self._busy_h)
         self.pristine_is_boot = True  # the state leases start from is the boot state
+        self.taps_on = False  # taps need every ring request handed over (sim_main sets it)
+        self.log_followed = False  # someone follows the device's log (WatchRings)
         self.handlers: dict[type[Request], Handler] = {
             RegBatch: self.batch,
             WaitIrq: self.wait_irq,
@@ -119,6 +122,7 @@ class Worker:
             WavesForget: self.waves_forget,
             Advance: self.advance,
             TapFlush: self.done,
+            WatchRings: self.watch_rings,
         }
 
     # ------------------------------------------------------------------ registers, waits
@@ -138,6 +142,14 @@ class Worker:
         return Done()
 
     async def done(self, req: Request, read_only: bool = False) -> Done:
+        return Done()
+
+    async def watch_rings(self, req: WatchRings, read_only: bool = False) -> Done:
+        """Hand ring requests to the port while the device's log is followed (its watch
+        sees them then), or while taps are on."""
+        self.log_followed = req.on
+        if self.main_loop.available:
+            self.main_loop.set_handover(1 if req.on or self.taps_on else 0)
         return Done()
 
     async def advance(self, req: Advance, read_only: bool = False) -> Done:

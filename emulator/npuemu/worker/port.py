@@ -14,6 +14,9 @@ a `PortError` whose code says why it failed. Then every tap sees it (`Served`):
   device hands it to the lease's recording and the register trace
   (`npuemu.server.devices.SimDevice`).
 
+After the taps, the port's watch (`npuemu.worker.device_watch.DeviceWatch`) sends the
+device's own events (interrupts, engine and DMA errors, resets) for its log.
+
 A new route is a new caller of `serve`; a new tap is one class with ``__call__``.
 """
 
@@ -57,9 +60,12 @@ class Tap(Protocol):
 class WorkerPort:
     """Requests to the model (see the module docstring)."""
 
-    def __init__(self, worker: Worker, taps: list[Tap]) -> None:
+    def __init__(
+        self, worker: Worker, taps: list[Tap], watch: Callable[[Served], None] | None = None
+    ) -> None:
         self.worker = worker
         self.taps = taps
+        self.watch = watch  # the device's own log lines (npuemu.worker.device_watch)
         cfg = target(worker.config.target)
         # Registers an observer's read-only requests may not read (their read is an act).
         self.read_side_effects = read_side_effects(cfg.npu_base, cfg.dma_base)
@@ -86,7 +92,10 @@ class WorkerPort:
                 log.exception("request %s failed", request.TAG)
                 error = PortError(PortErrorCode.INTERNAL, f"{type(exc).__name__}: {exc}")
         reply = Reply(req_id, self.worker.h.cycles, started, body, error)
-        return self.tap(Served(request, reply, route, read_only))
+        reply = self.tap(Served(request, reply, route, read_only))
+        if self.watch is not None:
+            self.watch(Served(request, reply, route, read_only))
+        return reply
 
     def tap(self, served: Served) -> Reply:
         """Hand `served` to every tap (in order); the reply as the taps leave it."""

@@ -30,6 +30,7 @@ from cocotb.triggers import Edge, FallingEdge, First, Timer
 
 from npuemu.sim.lockstep import LaunchVetter
 from npuemu.worker.config import Hello, WorkerConfig
+from npuemu.worker.device_watch import DeviceWatch
 from npuemu.worker.handlers import Worker
 from npuemu.worker.mainloop import MainLoop, RingRequest
 from npuemu.worker.port import ForwardTap, LockstepTap, Tap, WorkerPort
@@ -216,8 +217,10 @@ async def serve(dut: Any) -> None:
         taps.append(LockstepTap(vetter, lambda: worker.pristine_is_boot))
     if config.taps:
         taps.append(ForwardTap(chan.send))
+    worker.taps_on = bool(taps)
     if taps and main_loop.available:  # every ring request through the port, for the taps
         main_loop.set_handover(1)
     state_bytes = int(main_loop.state_bytes()) if main_loop.savable else 0
     chan.send(Hello(worker.h.cycles, main_loop.savable, state_bytes).encode())
-    await Loop(worker, WorkerPort(worker, taps), chan, server).run()
+    port = WorkerPort(worker, taps, DeviceWatch(worker, chan.send))
+    await Loop(worker, port, chan, server).run()

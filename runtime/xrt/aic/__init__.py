@@ -2,9 +2,12 @@
 docs/api-mapping.md).
 
 * `Qpc`: a program container (``xrt compile``) read from a file or bytes: `Qpc.info`,
-  `Qpc.buffer_mappings`, `Qpc.network`, `Qpc.create_session`.
-* `QpcInfo`: what a container holds (target, hardware, programs, placement, buffers).
-* `BufferMapping`: one input or output buffer (name, index, direction, size, type, shape).
+  `Qpc.buffer_mappings`, `Qpc.buffer_mappings_dma`, `Qpc.io_descriptor`, `Qpc.network`,
+  `Qpc.create_session`; `QpcFile`: a base path and a file name, loaded.
+* `QpcInfo`: what a container holds (target, hardware, programs, placement, buffers,
+  constants: `QpcConstantsInfo`).
+* `BufferMapping`: one input or output buffer (name, index, direction, size, type, shape,
+  whether a partial buffer is allowed).
 * `Context`: the devices (URLs or opened devices), log level and callbacks, error handler,
   device log capture.
 * `InferenceSet`: inferences of one `Qpc` across many devices, with the seed's
@@ -26,7 +29,7 @@ from xrt.aic.profiling import (
     ProfilingType,
     StreamProfilingHandle,
 )
-from xrt.aic.qpc import BufferMapping, Qpc, QpcInfo
+from xrt.aic.qpc import BufferMapping, Qpc, QpcConstantsInfo, QpcFile, QpcInfo
 
 __all__ = [
     "BufferMapping",
@@ -41,6 +44,8 @@ __all__ = [
     "ProfilingReport",
     "ProfilingType",
     "Qpc",
+    "QpcConstantsInfo",
+    "QpcFile",
     "QpcInfo",
     "StreamProfilingHandle",
 ]

@@ -195,6 +195,37 @@ class Context:
         with self._lock:
             self._claimed.discard(id(device))
 
+    def claim_named(self, program: ProgramSource, names: Iterable[str]) -> list[Device]:
+        """The devices called `names`, claimed together (all or none; AIC100 ``devMapping``).
+
+        Raises:
+            XrtError: 11010 for a name that is none of this context's devices or a device
+                of another target than `program`'s; 11003 for one in use or named twice.
+        """
+        with self._lock:
+            got: list[Device] = []
+            for name in names:
+                dev = next((d for d in self.devices if d.name == name), None)
+                if dev is None:
+                    raise XrtError(
+                        ErrorCode.WRONG_TYPE,
+                        f"dev_mapping names {name!r}: not a device of context {self.id} "
+                        f"({self._names()})",
+                    )
+                if dev.target != program.target:
+                    raise XrtError(
+                        ErrorCode.WRONG_TYPE,
+                        f"dev_mapping names {name!r}, a {dev.target} device; the program is "
+                        f"for {program.target}",
+                    )
+                if id(dev) in self._claimed or dev in got or dev.closed:
+                    raise XrtError(
+                        ErrorCode.OUT_OF_RANGE, f"dev_mapping: device {name!r} is in use"
+                    )
+                got.append(dev)
+            self._claimed.update(id(d) for d in got)
+            return got
+
     def claim_devices(self, program: ProgramSource, count: int) -> list[Device]:
         """`count` free devices for `program`, claimed together (all or none)."""
         got: list[Device] = []

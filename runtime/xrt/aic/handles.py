@@ -34,11 +34,19 @@ class InferenceSetProperties:
         submit_num_retries: How many more activations a failed inference is tried on;
             ``SubmitNumRetries``.
         name: The set's name (profilers match it).
+        dev_mapping: The context's devices the activations run on, by name, in activation
+            order (``devMapping``); empty: the first free ones of the program's target.
+        num_threads_per_queue: Threads taking each activation's inferences
+            (``numThreadsPerQueue``; the seed's default is 4, ours 1). Each has a session
+            of its own on the activation's device: their host work (inputs in, outputs
+            out, host operators) overlaps, their NPU programs take turns on the device.
     """
 
     submit_retry_timeout_ms: int = 600_000
     submit_num_retries: int = 1
     name: str = ""
+    dev_mapping: tuple[str, ...] = ()
+    num_threads_per_queue: int = 1
 
 
 class HandleState(Enum):

@@ -10,8 +10,12 @@ once) and a thread that takes submissions from the set's queue. It makes
 
 Submissions pipeline across activations: while one device runs an inference, the others
 take the next submissions (their inputs go up while the first device computes), so
-throughput grows with the number of devices. Within one activation inferences run one
-after another (one device runs one program at a time).
+throughput grows with the number of devices. Within one activation, each of its queue's
+threads (`InferenceSetProperties.num_threads_per_queue`, AIC100's ``numThreadsPerQueue``)
+runs one inference at a time in a session of its own; their host work overlaps and their
+NPU programs take turns on the device (one program at a time: `NpuDevice.run_lock`).
+`InferenceSetProperties.dev_mapping` (``devMapping``) names the devices the activations
+run on.
 
 When an activation fails (its device was lost, its worker crashed, a launch timed out),
 the context's error handler gets the error, the activation retires (its device is not used
@@ -63,16 +67,17 @@ class Program(ProgramSource, Protocol):
 
 
 class _Activation:
-    """One device running the program, with its thread."""
+    """One device running the program, with its queue's threads (a session each)."""
 
-    def __init__(self, index: int, device: Device, session: Session) -> None:
+    def __init__(self, index: int, device: Device, sessions: list[Session]) -> None:
         self.index = index
         self.device = device
-        self.session = session
+        self.sessions = sessions
+        self.session = sessions[0]
         self.name = device.name or repr(device)
         self.alive = True
-        self.busy = False  # running an inference
-        self.thread: threading.Thread | None = None
+        self.busy = 0  # threads running an inference
+        self.threads: list[threading.Thread] = []
 
 
 class InferenceSet:
@@ -137,10 +142,13 @@ class InferenceSet:
         self._handles = [InferenceHandle(self, i, types) for i in range(count)]
         self._available: collections.deque[InferenceHandle] = collections.deque(self._handles)
         for act in self._activations:
-            act.thread = threading.Thread(
-                target=self._serve, args=(act,), name=f"{self.name}-act{act.index}", daemon=True
-            )
-            act.thread.start()
+            for t, session in enumerate(act.sessions):
+                name = f"{self.name}-act{act.index}-q{t}"
+                thread = threading.Thread(
+                    target=self._serve, args=(act, session), name=name, daemon=True
+                )
+                act.threads.append(thread)
+                thread.start()
         with _registry_lock:
             _open_sets.add(self)
             hooks = list(_created_hooks)
@@ -153,18 +161,35 @@ class InferenceSet:
         )
 
     def _make_activations(self, count: int) -> list[_Activation]:
-        devices = self.context.claim_devices(self.qpc, count)
+        props = self.properties
+        threads = props.num_threads_per_queue
+        if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
+            raise XrtError(ErrorCode.OUT_OF_RANGE, f"num_threads_per_queue {threads!r} < 1")
+        if props.dev_mapping and len(props.dev_mapping) != count:
+            raise XrtError(
+                ErrorCode.OUT_OF_RANGE,
+                f"dev_mapping names {len(props.dev_mapping)} device(s) for {count} activation(s)",
+            )
+        devices = (
+            self.context.claim_named(self.qpc, props.dev_mapping)
+            if props.dev_mapping
+            else self.context.claim_devices(self.qpc, count)
+        )
         made: list[_Activation] = []
+        opened: list[Session] = []
         try:
             for i, dev in enumerate(devices):
-                session = self.qpc.create_session(dev)
-                for b in session.backends:  # the retry timeout bounds each NPU launch
-                    if isinstance(b, NpuBackend):
-                        b.timeout_s = self.properties.submit_retry_timeout_ms / 1000
-                made.append(_Activation(i, dev, session))
+                sessions = []
+                for _ in range(threads):  # each thread's programs in buffers of their own
+                    sessions.append(self.qpc.create_session(dev))
+                    opened.append(sessions[-1])
+                    for b in sessions[-1].backends:  # the retry timeout bounds each launch
+                        if isinstance(b, NpuBackend):
+                            b.timeout_s = props.submit_retry_timeout_ms / 1000
+                made.append(_Activation(i, dev, sessions))
         except BaseException:
-            for act in made:
-                act.session.close()
+            for session in opened:
+                session.close()
             for dev in devices:
                 self.context.release(dev)
             raise
@@ -203,9 +228,10 @@ class InferenceSet:
         """The device name of each activation, by index."""
         return [a.name for a in self._activations]
 
-    def session(self, activation: int) -> Session:
-        """The session of activation `activation` (callbacks, launch counters)."""
-        return self._activations[activation].session
+    def session(self, activation: int, thread: int = 0) -> Session:
+        """The session of activation `activation`'s queue thread `thread` (callbacks,
+        launch counters)."""
+        return self._activations[activation].sessions[thread]
 
     @property
     def live_activations(self) -> int:
@@ -390,17 +416,17 @@ class InferenceSet:
         fill in order, so which device runs what does not depend on thread timing."""
         if not self._queue:
             return False
-        idle = [a.index for a in self._activations if a.alive and not a.busy]
+        idle = [a.index for a in self._activations if a.alive and a.busy < len(a.sessions)]
         return bool(idle) and idle[0] == act.index
 
-    def _next_for(self, act: _Activation) -> InferenceHandle | None:
+    def _next_for(self, act: _Activation, done: bool) -> InferenceHandle | None:
         with self._cond:
-            act.busy = False
+            act.busy -= done
             self._cond.notify_all()
             self._cond.wait_for(lambda: self._closing or not act.alive or self._my_turn(act))
             if self._closing or not act.alive:
                 return None
-            act.busy = True
+            act.busy += 1
             handle = self._queue.popleft()
             handle.state = HandleState.RUNNING
             handle.activation = act.index
@@ -408,20 +434,22 @@ class InferenceSet:
             handle._times[1] = time.perf_counter()
             return handle
 
-    def _serve(self, act: _Activation) -> None:
-        while (handle := self._next_for(act)) is not None:
+    def _serve(self, act: _Activation, session: Session) -> None:
+        done = False
+        while (handle := self._next_for(act, done)) is not None:
+            done = True
             try:
-                results, cycles = self._run(act, handle)
+                results, cycles = self._run(session, handle)
             except Exception as exc:
                 self._failed(act, handle, exc)
                 continue
             self._finish(handle, results, cycles, None)
 
-    def _run(self, act: _Activation, handle: InferenceHandle) -> tuple[list[np.ndarray], int]:
-        stats = _npu_stats(act.session)
+    def _run(self, session: Session, handle: InferenceHandle) -> tuple[list[np.ndarray], int]:
+        stats = _npu_stats(session)
         before = len(stats)
-        outs = act.session.forward(dict(zip(self.input_names, handle._inputs, strict=True)))
-        cycles = sum(s.busy_cycles for s in _npu_stats(act.session)[before:])
+        outs = session.forward(dict(zip(self.input_names, handle._inputs, strict=True)))
+        cycles = sum(s.busy_cycles for s in _npu_stats(session)[before:])
         arrays = [t.numpy() for t in outs]
         if handle._outputs is not None:
             for dst, src in zip(handle._outputs, arrays, strict=True):
@@ -512,12 +540,13 @@ class InferenceSet:
         for h in orphans:
             self._finish(h, [], 0, XrtError(ErrorCode.WRONG_ORDER, f"{self.name} closed"))
         for act in self._activations:
-            if act.thread is not None:
-                act.thread.join()
-            try:
-                act.session.close()
-            except XrtError as exc:  # a lost device cannot free its buffers: say so, go on
-                self.context.log(LogLevel.WARN, f"{self.name}: closing on {act.name}: {exc}")
+            for thread in act.threads:
+                thread.join()
+            for session in act.sessions:
+                try:
+                    session.close()
+                except XrtError as exc:  # a lost device cannot free its buffers: go on
+                    self.context.log(LogLevel.WARN, f"{self.name}: closing on {act.name}: {exc}")
             self.context.release(act.device)
         with _registry_lock:
             _open_sets.discard(self)

@@ -7,7 +7,11 @@ inputs and outputs. Ours is the program container ``xrt compile`` writes
 from a file or from bytes, with every check of `xrt.session.snapshot.read_snapshot`
 (a container is untrusted input), and answers what it holds: `Qpc.info`,
 `Qpc.buffer_mappings` (inputs then outputs, the order of an inference's buffers),
-`Qpc.network`; `Qpc.create_session` loads it on a device of its target.
+`Qpc.network`; `Qpc.create_session` loads it on a device of its target. `QpcFile` is the
+AIC100 file class (a base path and a file name, ``programqpc.bin`` by default, loaded into
+a buffer); `Qpc.io_descriptor` the container's I/O description as bytes;
+`Qpc.buffer_mappings_dma` the buffers as device memory holds them; `QpcInfo.constants` the
+constants it carries (`QpcConstantsInfo`).
 
 A manifest without the optional buffer mappings and placement is read too: what is
 missing is derived from the network and the bindings. Containers of snapshot format
@@ -17,13 +21,15 @@ version 1 (op ids of before the Input op) are refused, saying to compile them ag
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from xrt.backend import Backend, backend_types
+from xrt.backend.npu import program_from_bytes
 from xrt.device import Device
 from xrt.errors import ErrorCode, XrtError
 from xrt.network import Network, NetworkView
@@ -38,7 +44,27 @@ from xrt.session.snapshot import (
     snapshot_network,
 )
 
-__all__ = ["BufferMapping", "Qpc", "QpcInfo"]
+__all__ = ["DEFAULT_QPC_FILENAME", "BufferMapping", "Qpc", "QpcConstantsInfo", "QpcFile", "QpcInfo"]
+
+DEFAULT_QPC_FILENAME = "programqpc.bin"
+"""The file name `QpcFile` takes by default (the AIC100 compiler's)."""
+
+
+@dataclass(frozen=True)
+class QpcConstantsInfo:
+    """One segment of constants a container carries (the AIC100 ``QpcConstantsInfo``).
+
+    Attributes:
+        name: ``program_<op ids>`` for an NPU program's constants (its weights, biases,
+            requantization and lookup rows, uploaded with it), else the name of a network
+            parameter a host operator reads.
+        index: Its place in `QpcInfo.constants`.
+        size: Bytes.
+    """
+
+    name: str
+    index: int
+    size: int
 
 
 @dataclass(frozen=True)
@@ -59,6 +85,8 @@ class QpcInfo:
         placement: The placement report (`PlacementReport.to_dict`): counts per backend,
             and every quantized operator left on the host with the compiler's reason.
         buffer_mappings: The input then output buffers.
+        constants: The constants it carries: each NPU program's, then the host operators'
+            parameters.
     """
 
     format_version: int
@@ -72,6 +100,7 @@ class QpcInfo:
     npu_programs: int
     placement: dict[str, Any]
     buffer_mappings: tuple[BufferMapping, ...]
+    constants: tuple[QpcConstantsInfo, ...] = ()
 
     def placement_lines(self) -> list[str]:
         """The placement as `PlacementReport.summary_lines` prints it."""
@@ -111,6 +140,9 @@ class QpcInfo:
             "npu_programs": self.npu_programs,
             "placement": self.placement,
             "buffers": [b.to_dict() for b in self.buffer_mappings],
+            "constants": [
+                {"name": c.name, "index": c.index, "size": c.size} for c in self.constants
+            ],
         }
 
 
@@ -193,6 +225,55 @@ class Qpc:
     def buffer_mappings(self) -> list[BufferMapping]:
         """The input then output buffers, in mapping order (``getBufferMappings()``)."""
         return list(self.info().buffer_mappings)
+
+    def buffer_mappings_dma(self) -> list[BufferMapping]:
+        """The buffers as they are when the caller places them in device memory the NPU
+        reaches (``getBufferMappingsDma()``: DMA buffers, not the user's heap). On ZG330
+        the engine stores an int8 output of one of its programs straight into such a
+        buffer (manual 1.3.2) in its own layout, channel tiles of the engine's block over
+        NCHW: that mapping says so (`BufferMapping.hw_layout` ``"C16"``) with the tiles'
+        size. Everything else is copied, in the logical layout, as on the heap (every
+        buffer of a Buyi or host-only container).
+        """
+        info = self.info()
+        block = (info.hw_config or {}).get("block")
+        types = [t for t in self.backend_types() if not t.is_host and t.DIRECT_OUTPUTS]
+        if not types or not isinstance(block, int) or block < 1:
+            return list(info.buffer_mappings)
+        npu_ops = {
+            op_id
+            for e in self._contents.manifest["backends"]
+            if "target" in e["options"]
+            for op_id in e["ops"]
+        }
+        network = self.network()
+        producer = {v: op for op in network.ops for v in op.outputs}
+        out = []
+        for b in info.buffer_mappings:
+            op = producer.get(b.name)
+            ttype = network.values.get(b.name)
+            engine_stored = (
+                b.direction == "out"
+                and op is not None
+                and op.op_id in npu_ops
+                and op.op_type != "Cast"  # the driver's conversion, on the host CPU
+                and ttype is not None
+                and b.dtype == "SInt8"
+                and len(b.shape) in (2, 4)
+                and -1 not in b.shape
+            )
+            if engine_stored:
+                channels = -(-b.shape[1] // block) * block
+                size = b.size // b.shape[1] * channels
+                b = replace(b, size=size, hw_layout=f"C{block}")
+            out.append(b)
+        return out
+
+    def io_descriptor(self) -> bytes:
+        """The container's I/O description (``getIoDescriptor()``: a buffer and its length):
+        its buffer mappings as JSON bytes, in mapping order."""
+        doc = {"buffers": [b.to_dict() for b in self.info().buffer_mappings]}
+        return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
 
     def info(self) -> QpcInfo:
         """What the container holds (``getInfo()``).
@@ -280,7 +361,27 @@ class Qpc:
             npu_programs=programs,
             placement=self._placement(list(counts)),
             buffer_mappings=self._buffers(),
+            constants=self._constants(),
         )
+
+    def _constants(self) -> tuple[QpcConstantsInfo, ...]:
+        manifest, blobs = self._contents.manifest, self._contents.blobs
+        sizes: list[tuple[str, int]] = []
+        host_ops: list[int] = []
+        for entry in manifest["backends"]:
+            if "target" not in entry["options"]:
+                host_ops += entry["ops"]
+                continue
+            for key, member in sorted(entry["state"].items()):
+                sizes.append((key, len(program_from_bytes(blobs[member], key).constants)))
+        network = self.network()
+        seen: set[str] = set()
+        for op_id in host_ops:
+            for param in network.op(op_id).params.values():
+                if param not in seen:
+                    seen.add(param)
+                    sizes.append((param, int(network.params[param].nbytes)))
+        return tuple(QpcConstantsInfo(n, i, size) for i, (n, size) in enumerate(sizes))
 
     def _view(self) -> NetworkView:
         try:
@@ -334,3 +435,60 @@ class Qpc:
     def __repr__(self) -> str:
         info = self.info()
         return f"<Qpc {info.network!r} target={info.target} {self.size} B>"
+
+
+class QpcFile:
+    """A container file as the AIC100 runtime's ``QpcFile`` holds it: a base path and a
+    file name (``programqpc.bin`` by default), and its bytes once `load` read them.
+
+    Args:
+        base_path: The folder.
+        filename: The file's name in it.
+    """
+
+    def __init__(
+        self, base_path: str | os.PathLike[str], filename: str = DEFAULT_QPC_FILENAME
+    ) -> None:
+        if not isinstance(filename, str) or not filename or "/" in filename:
+            raise XrtError(ErrorCode.WRONG_TYPE, f"QpcFile: bad file name {filename!r}")
+        self.path = Path(base_path) / filename
+        self._data: bytes | None = None
+
+    def load(self) -> QpcFile:
+        """Read the file (``load()``); returns itself.
+
+        Raises:
+            XrtError: 11002 for a missing or unreadable file.
+        """
+        try:
+            self._data = self.path.read_bytes()
+        except OSError as exc:
+            raise XrtError(
+                ErrorCode.FILE_NOT_FOUND, f"container {str(self.path)!r}: {exc.strerror}"
+            ) from None
+        return self
+
+    def get_buffer(self) -> bytes:
+        """The file's bytes (``getBuffer()``, ``data()``).
+
+        Raises:
+            XrtError: 11012 before `load`.
+        """
+        if self._data is None:
+            raise XrtError(ErrorCode.WRONG_ORDER, f"QpcFile {str(self.path)!r}: load() first")
+        return self._data
+
+    data = get_buffer
+
+    @property
+    def size(self) -> int:
+        """Bytes loaded (``size()``; 11012 before `load`)."""
+        return len(self.get_buffer())
+
+    def qpc(self) -> Qpc:
+        """The container it holds, read and checked (`Qpc.from_buffer`)."""
+        return Qpc.from_buffer(self.get_buffer())
+
+    def __repr__(self) -> str:
+        state = f"{len(self._data)} B" if self._data is not None else "not loaded"
+        return f"<QpcFile {str(self.path)!r} {state}>"

@@ -19,6 +19,7 @@ import numpy as np
 
 from xrt.backend._arrays import write_array
 from xrt.backend._registry import OpRegistry
+from xrt.backend._views import select_ops
 from xrt.device import Device
 from xrt.errors import ErrorCode, XrtError
 from xrt.network import Network, NetworkView, Operator, as_view
@@ -103,8 +104,9 @@ class Backend(OpRegistry["Backend"]):
     here with a default that suits a backend without the capability, and overridden by the
     backends that have it: the class attributes `is_host`, `merged_label`,
     `supports_output_placement`, `TARGET`, `DIRECT_OUTPUTS` and `runtime_params`, the
-    attributes `tuning`, `tune`, `keep_intermediates` and `output_paths`, and the method
-    `intermediate_values`. Nobody probes a backend for an attribute.
+    attributes `tuning`, `tune`, `keep_intermediates` and `output_paths`, and the methods
+    `intermediate_values`, `stored_values` and `unsupported`. Nobody probes a backend for
+    an attribute.
 
     Attributes:
         is_host: True for backends computing on the host CPU: their operators are never
@@ -127,6 +129,7 @@ class Backend(OpRegistry["Backend"]):
             ``"copied: WHY"``); the session empties it before each forward and reports it
             (`Session.output_paths`). Backends that only fill the tensors they are given
             leave it empty.
+        not_supported: Why a session left this backend out (`unsupported`), else None.
     """
 
     is_host: ClassVar[bool] = False
@@ -152,6 +155,7 @@ class Backend(OpRegistry["Backend"]):
         self.tune = False
         self.keep_intermediates = False
         self.output_paths: dict[str, str] = {}
+        self.not_supported: str | None = None
         self._states: Mapping[int, Any] = MappingProxyType({})
         self._applied = False
         self._memory_s = 0.0
@@ -215,6 +219,14 @@ class Backend(OpRegistry["Backend"]):
             return exc.message
         return None
 
+    def unsupported(self, device: Device) -> str | None:
+        """Why this backend cannot run on `device` although it takes devices of its kind
+        (MindSpore Lite's delegate ``Init`` answering ``RET_NOT_SUPPORT``: the hardware is
+        not what it runs on); None when it can (the default). A session binding by
+        priority then leaves this backend out and its operators go to the backends after
+        it, with a warning saying why; `init` refuses such a device (11010)."""
+        return None
+
     def init(self, network_view: Network | NetworkView, device: Device | None = None) -> Backend:
         """Bind the backend to the operators of `network_view` and to `device`.
 
@@ -245,6 +257,11 @@ class Backend(OpRegistry["Backend"]):
         if device.closed:
             raise XrtError(ErrorCode.WRONG_ORDER, f"{type(self).__name__}: {device!r} is closed")
         self.check_device(device)
+        why = self.unsupported(device)
+        if why is not None:
+            raise XrtError(
+                ErrorCode.WRONG_TYPE, f"{type(self).__name__} cannot run on {device!r}: {why}"
+            )
         missing = [op.describe() for op in view.ops if not self.supports(op.op_type)]
         if missing:
             raise XrtError(
@@ -343,34 +360,7 @@ class Backend(OpRegistry["Backend"]):
                 empty selection; 11010 for wrong types.
         """
         own = self._check_initialized("view")
-        mine = own.op_ids
-        if isinstance(ids, bool) or not isinstance(ids, int | np.integer | Sequence):
-            raise XrtError(ErrorCode.WRONG_TYPE, f"view takes op ids, got {ids!r}")
-        if isinstance(ids, int | np.integer):
-            start = int(ids)
-            if end is not None and (isinstance(end, bool) or not isinstance(end, int)):
-                raise XrtError(ErrorCode.WRONG_TYPE, f"view end must be an int, got {end!r}")
-            if start not in mine:
-                raise XrtError(
-                    ErrorCode.OUT_OF_RANGE,
-                    f"{type(self).__name__}.view: op {start} is not bound here (ops {mine})",
-                )
-            chosen = [i for i in mine if i >= start and (end is None or i < end)]
-            if not chosen:
-                raise XrtError(ErrorCode.OUT_OF_RANGE, f"view({start}, {end}) selects no op")
-        else:
-            if end is not None:
-                raise XrtError(ErrorCode.WRONG_TYPE, "view(list) takes no end id")
-            chosen = []
-            for i in ids:
-                if isinstance(i, bool) or not isinstance(i, int | np.integer):
-                    raise XrtError(ErrorCode.WRONG_TYPE, f"op ids must be ints, got {i!r}")
-                if int(i) not in mine:
-                    raise XrtError(
-                        ErrorCode.OUT_OF_RANGE,
-                        f"{type(self).__name__}.view: op {int(i)} is not bound here (ops {mine})",
-                    )
-                chosen.append(int(i))
+        chosen = select_ops(type(self).__name__, own.op_ids, ids, end)
         twin = self.fork()
         twin.network_view = own.network.view(chosen)
         keep = set(chosen)
@@ -509,6 +499,12 @@ class Backend(OpRegistry["Backend"]):
         `ops` that this backend can still read back, as (value name, logical array), for
         the session's dumps (manual 1.4.3). The default has none: a backend running a
         subgraph op by op keeps its intermediates in temporary tensors it drops."""
+        return []
+
+    def stored_values(self, ops: Sequence[Operator]) -> list[tuple[str, Tensor]]:
+        """The values of the last run of `ops` as the hardware stores them (tensors with
+        their `Tensor.hw_layout`), read back from where they live: what dumps in an ``H``
+        format write (manual 1.4.3). The default has none: values in their logical layout."""
         return []
 
     # -- snapshots ----------------------------------------------------------------------------

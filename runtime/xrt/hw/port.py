@@ -47,6 +47,7 @@ __all__ = [
     "READ_ONLY_REQUESTS",
     "Advance",
     "Cancel",
+    "DeviceEvent",
     "Done",
     "ModelRestore",
     "ModelSave",
@@ -71,6 +72,7 @@ __all__ = [
     "TapFlush",
     "WaitIrq",
     "WaitResult",
+    "WatchRings",
     "WavesForget",
     "WavesStart",
     "WavesState",
@@ -322,6 +324,16 @@ class TapFlush:
 
 
 @dataclass(frozen=True, slots=True)
+class WatchRings:
+    """Hand every register ring's request to the port while `on` (someone follows the
+    device's log: its device-side lines must see every request); off: only while taps are
+    on, as before."""
+
+    on: bool
+    TAG: ClassVar[str] = "watch_rings"
+
+
+@dataclass(frozen=True, slots=True)
 class Cancel:
     """Stop the request of id `of` (its caller went away). A control message: no reply."""
 
@@ -339,7 +351,7 @@ class Quit:
 Request: TypeAlias = (
     RegBatch | WaitIrq | Reset | ModelSave | ModelRestore | PristineSave | PristineRestore
     | Remap | RingAttach | RingDetach | WavesStart | WavesStop | WavesStatus | WavesForget
-    | Advance | TapFlush | Cancel | Quit
+    | Advance | TapFlush | WatchRings | Cancel | Quit
 )  # fmt: skip
 
 READ_ONLY_REQUESTS = (RegBatch, WavesStart, WavesStatus, WavesStop)
@@ -438,6 +450,28 @@ ReplyBody: TypeAlias = (
 )
 _Body = TypeVar("_Body", Done, RegResults, WaitResult, StateTime, StateSaved, WavesWindow,
                 WavesState)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceEvent:
+    """Something the simulated device did that its log reports, as a device's own log
+    does (the AIC100 runtime's device log): not a reply, an event the worker sends on its
+    own (``interrupt``, ``engine_error``, ``dma_error``, ``reset``).
+
+    Attributes:
+        kind: What happened (the names above).
+        cycle: The device's cycle when the worker saw it: at the end of the request that
+            showed it.
+        level: A `logging` level (errors are ERROR, the rest INFO).
+        message: The event in words (``compute engine error ADDR_RANGE at instruction 3
+            (load unit), address 0x...``).
+    """
+
+    kind: str
+    cycle: int
+    level: int
+    message: str
+    TAG: ClassVar[str] = "device_event"
 
 
 class PortErrorCode(enum.StrEnum):

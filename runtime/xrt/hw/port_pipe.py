@@ -1,7 +1,9 @@
 """The device port's records on the worker pipe (`npuemu.worker.protocol` frames them): a
 request's map is its ``id``, its tag ``t`` and its fields; a reply's its ``id``, ``cycles``,
-``start_ps``, its body's tag and fields, and ``error`` (code, message) when it failed. Every
-request and reply type of `xrt.hw.port` is listed here, so a new one is one line.
+``start_ps``, its body's tag and fields, and ``error`` (code, message) when it failed; a
+device event's (`DeviceEvent`, sent by the worker on its own) ``ev: "device"`` and its
+fields. Every request and reply type of `xrt.hw.port` is listed here, so a new one is one
+line.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 from xrt.hw.port import (
     Advance,
     Cancel,
+    DeviceEvent,
     Done,
     ModelRestore,
     ModelSave,
@@ -34,6 +37,7 @@ from xrt.hw.port import (
     TapFlush,
     WaitIrq,
     WaitResult,
+    WatchRings,
     WavesForget,
     WavesStart,
     WavesState,
@@ -43,7 +47,14 @@ from xrt.hw.port import (
 )
 from xrt.hw.ring import RING_MAX_OPS
 
-__all__ = ["decode_reply", "decode_request", "encode_reply", "encode_request"]
+__all__ = [
+    "decode_event",
+    "decode_reply",
+    "decode_request",
+    "encode_event",
+    "encode_reply",
+    "encode_request",
+]
 
 _ERROR_CODES = frozenset(c.value for c in PortErrorCode)
 
@@ -53,7 +64,7 @@ _REQUESTS: dict[str, type] = {
     for cls in (
         RegBatch, WaitIrq, Reset, ModelSave, ModelRestore, PristineSave, PristineRestore,
         Remap, RingAttach, RingDetach, WavesStart, WavesStop, WavesStatus, WavesForget,
-        Advance, TapFlush, Cancel, Quit,
+        Advance, TapFlush, WatchRings, Cancel, Quit,
     )
 }  # fmt: skip
 _REPLIES: dict[str, type] = {
@@ -110,6 +121,8 @@ def _check_request(request: Request) -> None:
             raise ValueError(f"{request.TAG}.{f.name} is {type(value).__name__}")
         if f.name in ("n", "max_cycles", "cycles", "of") and not isinstance(value, int):
             raise ValueError(f"{request.TAG}.{f.name} is {type(value).__name__}")
+        if f.name == "on" and not isinstance(value, bool):
+            raise ValueError(f"{request.TAG}.{f.name} is {type(value).__name__}")
     if isinstance(request, RegBatch):
         if not 0 <= request.n <= RING_MAX_OPS:
             raise ValueError(f"batch of {request.n} ops (at most {RING_MAX_OPS})")
@@ -162,3 +175,21 @@ def decode_reply(msg: Mapping[str, Any]) -> Reply:
         error=error,
         cancelled=bool(msg.get("cancelled", False)),
     )
+
+
+def encode_event(event: DeviceEvent) -> dict[str, Any]:
+    """A frame's map for a device event (``ev: "device"``)."""
+    return {"ev": "device", **_fields_of(event)}
+
+
+def decode_event(msg: Mapping[str, Any]) -> DeviceEvent:
+    """The `DeviceEvent` of a frame's map.
+
+    Raises:
+        ValueError: a field missing or of the wrong type (named).
+    """
+    kinds = {"kind": str, "cycle": int, "level": int, "message": str}
+    for name, kind in kinds.items():
+        if not isinstance(msg.get(name), kind) or isinstance(msg.get(name), bool):
+            raise ValueError(f"device event: {name} is {type(msg.get(name)).__name__}")
+    return DeviceEvent(msg["kind"], msg["cycle"], msg["level"], msg["message"])

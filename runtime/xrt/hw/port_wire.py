@@ -13,7 +13,14 @@ from xrt.hw.regops import DEFAULT_POLL_CYCLES, MASK32, MAX_POLL_CYCLES, RegKind
 from xrt.hw.ring import REGBUS_OP
 from xrt.hw.wire import pb
 
-__all__ = ["WireOpError", "batch_of_pb", "batch_to_pb", "results_of_pb", "results_to_pb"]
+__all__ = [
+    "WireOpError",
+    "batch_of_pb",
+    "batch_to_pb",
+    "refuse_wide",
+    "results_of_pb",
+    "results_to_pb",
+]
 
 _PACK_OP = REGBUS_OP.format.pack
 _READ, _WRITE, _MASKED_WRITE, _POLL = (
@@ -66,9 +73,12 @@ def batch_of_pb(
     `DEFAULT_POLL_CYCLES`). ``check(index, address)`` vets each op's address first (the
     server's register windows); an address past 32 bits is refused in any case.
 
+    The wire's values, masks and expected values are 64-bit; this device's registers are
+    32 bits, so a wider one is refused (`refuse_wide`), never truncated.
+
     Raises:
-        WireOpError: an empty op, an address past 32 bits, a poll longer than 2**40 cycles.
-        Whatever `check` raises.
+        WireOpError: an empty op, an address past 32 bits, a value wider than 32 bits, a
+            poll longer than 2**40 cycles. Whatever `check` raises.
     """
     parts: list[bytes] = []
     append = parts.append
@@ -85,15 +95,34 @@ def batch_of_pb(
         if kind == "read":
             append(_PACK_OP(_READ, address, 0, MASK32, 0, 0, 0))
         elif kind == "write":
-            append(_PACK_OP(_WRITE, address, body.value, MASK32, 0, 0, 0))
+            value = body.value
+            if value > MASK32:
+                raise WireOpError(i, refuse_wide("value", value, address))
+            append(_PACK_OP(_WRITE, address, value, MASK32, 0, 0, 0))
         elif kind == "masked_write":
-            append(_PACK_OP(_MASKED_WRITE, address, body.value, body.mask, 0, 0, 0))
+            value, mask = body.value, body.mask
+            if value > MASK32 or mask > MASK32:
+                wide = ("value", value) if value > MASK32 else ("mask", mask)
+                raise WireOpError(i, refuse_wide(*wide, address))
+            append(_PACK_OP(_MASKED_WRITE, address, value, mask, 0, 0, 0))
         else:
             cycles = body.max_cycles or DEFAULT_POLL_CYCLES
             if cycles > MAX_POLL_CYCLES:
                 raise WireOpError(i, f"max_cycles {cycles} is more than 2**40")
-            append(_PACK_OP(_POLL, address, 0, body.mask, body.expected, 0, cycles))
+            mask, expected = body.mask, body.expected
+            if mask > MASK32 or expected > MASK32:
+                wide = ("mask", mask) if mask > MASK32 else ("expected value", expected)
+                raise WireOpError(i, refuse_wide(*wide, address))
+            append(_PACK_OP(_POLL, address, 0, mask, expected, 0, cycles))
     return RegBatch(b"".join(parts), len(parts))
+
+
+def refuse_wide(what: str, value: int, address: int) -> str:
+    """Why a wire value wider than this device's 32-bit registers is refused."""
+    return (
+        f"register {what} {value:#x} at {address:#x} is wider than the device's 32-bit "
+        "registers (a 64-bit quantity is a LO/HI pair: write LO, then HI)"
+    )
 
 
 def results_to_pb(results: RegResults, cycles: int) -> pb.RegisterBatchResponse:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["FieldInfo", "RegisterBlockInfo", "RegisterInfo"]
+__all__ = ["FieldInfo", "RegisterBlockInfo", "RegisterInfo", "RegisterPair"]
 
 
 @dataclass(frozen=True)
@@ -142,6 +142,53 @@ class RegisterInfo:
 
 
 @dataclass(frozen=True)
+class RegisterPair:
+    """A 64-bit quantity in two 32-bit registers: ``NAME_LO`` (bits 31:0) at `offset` and
+    ``NAME_HI`` (bits 63:32) right above it, as the RDL lays out every 64-bit address and
+    counter of this NPU. A driver on a 32-bit bus reads and writes such a pair LO then HI
+    (Linux's ``lo_hi_readq``/``lo_hi_writeq``); the counters latch HI when LO is read, so
+    LO then HI is one consistent value.
+
+    Attributes:
+        name: The pair's name: the registers' without ``_LO``/``_HI`` (``CYCLES``).
+        lo: The low register.
+        hi: The high register.
+    """
+
+    name: str
+    lo: RegisterInfo
+    hi: RegisterInfo
+
+    @property
+    def offset(self) -> int:
+        """Byte offset of the low register."""
+        return self.lo.offset
+
+    @property
+    def width(self) -> int:
+        return 64
+
+    @property
+    def readable(self) -> bool:
+        return self.lo.readable and self.hi.readable
+
+    @property
+    def writable(self) -> bool:
+        return self.lo.writable and self.hi.writable
+
+
+def _pairs(registers: tuple[RegisterInfo, ...]) -> dict[str, RegisterPair]:
+    by_offset = {r.offset: r for r in registers}
+    out = {}
+    for lo in registers:
+        hi = by_offset.get(lo.offset + 4)
+        name = lo.name.removesuffix("_LO")
+        if name != lo.name and hi is not None and hi.name == f"{name}_HI":
+            out[name] = RegisterPair(name, lo, hi)
+    return out
+
+
+@dataclass(frozen=True)
 class RegisterBlockInfo:
     """A CSR block (an RDL addrmap): its registers and its size in bytes.
 
@@ -158,10 +205,25 @@ class RegisterBlockInfo:
     desc: str = ""
     _by_name: Mapping[str, RegisterInfo] = field(init=False, repr=False, compare=False)
     _by_offset: Mapping[int, RegisterInfo] = field(init=False, repr=False, compare=False)
+    _pairs: Mapping[str, RegisterPair] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_name", {r.name: r for r in self.registers})
         object.__setattr__(self, "_by_offset", {r.offset: r for r in self.registers})
+        object.__setattr__(self, "_pairs", _pairs(self.registers))
+
+    @property
+    def pairs(self) -> Mapping[str, RegisterPair]:
+        """The block's 64-bit LO/HI register pairs by name (`RegisterPair`), in offset
+        order: every ``X_LO`` with an ``X_HI`` 4 bytes above it."""
+        return self._pairs
+
+    def pair_at(self, offset: int) -> RegisterPair | None:
+        """The pair whose low register is at byte `offset`, or None."""
+        reg = self._by_offset.get(offset)
+        if reg is None:
+            return None
+        return self._pairs.get(reg.name.removesuffix("_LO")) if reg.name.endswith("_LO") else None
 
     def __iter__(self) -> Iterator[RegisterInfo]:
         return iter(self.registers)

@@ -88,7 +88,10 @@ MEMORY = Section(
           doc_manual="`malloc(byte_size, auto_free=true, alignment=1)`",
           doc_ours="`region.malloc(nbytes, auto_free=True, alignment=1)`"),
         N(_REGION, "malloc", "", K.FORM,
-          "`begin` must be a `MemPtr` (an int first argument means a size)",
+          "`begin` must be a `MemPtr` (an int first argument means a size); addresses are "
+          "physical: the manual's board sees PL DDR from 0 (`plddr.malloc(MemPtr(8192), "
+          "1024)`, 1.5), this NPU from `plddr.base` (0x100000000), so the manual's address "
+          "is 11003 saying so and naming `MemPtr(plddr.base + 8192)`",
           doc_manual="`malloc(begin, byte_size, deleter, auto_free=true)`",
           doc_ours="`region.malloc(begin: MemPtr, nbytes, deleter=None, auto_free=True)`"),
         N(_REGION, "free", "free", K.SAME, "also `chunk.free()`",
@@ -143,12 +146,21 @@ REGISTERS = Section(
           "`name`, `base`, `size`, `device`, `regmap`",
           doc_manual="`RegRegion`", doc_ours="`xrt.RegRegion` (abstract)"),
         N(_REG, "read", "read", K.SAME,
-          "absolute unless relative; 4-byte aligned, in range, else 11003",
-          doc_manual="`read(addr, relative=false)`",
-          doc_ours="`region.read(addr, relative=False)`"),
-        N(_REG, "write", "write", K.SAME, "value must fit 32 bits",
-          doc_manual="`write(addr, data, relative=false)`",
-          doc_ours="`region.write(addr, value, relative=False)`"),
+          "absolute unless relative; 4-byte aligned, in range, else 11003; the manual's "
+          "`uint64_t`: the registers are 32 bits, a 64-bit quantity is a LO/HI pair "
+          "(`width=64`: LO then HI in one batch, as `writeq` on a 32-bit bus; with a map, "
+          "only at a pair's LO register)",
+          doc_manual="`uint64_t read(addr, relative=false)`",
+          doc_ours="`region.read(addr, relative=False, *, width=32)`"),
+        N(_REG, "write", "write", K.SAME,
+          "a value wider than the register is 11003 naming it (`npu.SCRATCH (32 bits)`); "
+          "`width=64` writes a LO/HI pair, LO then HI",
+          doc_manual="`write(addr, uint64_t data, relative=false)`",
+          doc_ours="`region.write(addr, value, relative=False, *, width=32)`"),
+        N("xrt.registers.RegisterFile", "", "pair", K.ADDED,
+          "the 64-bit LO/HI pairs of the map (`CYCLES`, `PROG_ADDR`, `BASE0`..., DMA `SRC`, "
+          "`DST`...: `RegisterBlockInfo.pairs`), read and written LO then HI",
+          doc_ours='`region.regs.pair("CYCLES").read() / .write(v)`'),
         N(_REG, "", "execute", K.ADDED,
           "batch of `RegRead`, `RegWrite`, `RegMaskedWrite`, `RegPoll`: one round trip",
           doc_ours="`region.execute(ops, relative=False)`"),
@@ -258,8 +270,24 @@ DEVICES = Section(
         N("xrt.NpuDevice", "", "cycles", K.ADDED,
           "simulated cycle limit and count (emulator; None on a board)",
           doc_ours="`npu_device.wait_irq(timeout_s, max_cycles=None)`, `npu_device.cycles`"),
-        N(_DEV, "version", "", K.DIFFERS, "device-specific", differs="not provided",
-          doc_manual="`check`, `showStatus`, `version`, `setWaitTime`", doc_ours="not here"),
+        N(_DEV, "version", "version", K.SAME,
+          "a dict, in the order printed: `target`, `hardware` (what this runtime compiles "
+          "for: `rtl/config/npu.toml`), `rtl` (the device's `NPU.HW_VERSION`), `emulator` "
+          "(`npu-emu X`, simulated devices only), `runtime`; other devices: what they know",
+          doc_manual="`version()`", doc_ours="`device.version()`"),
+        N("xrt.NpuDevice", "init", "", K.DIFFERS,
+          "opening an NPU device logs (logger `xrt.device`, INFO) its versions, the protocol "
+          "(the URL's scheme), the device's name and the URL's parameters (a token hidden), "
+          "then resets it; `reset=0` in the URL skips the reset (attaching to a device set "
+          "up by something else); a board (`axi://`, whose reset is not mapped) is not reset "
+          "unless `reset=1` asks (then 11012), nor a warm server's device (`serve --warm`: "
+          "its leases begin from the checkpoint's state)",
+          differs="the device's open is its init",
+          doc_manual="the device's `init()`: `version()`, `protocol`, `device`, `params`, "
+          "`reset(0)`",
+          doc_ours='`Device.open(url)` (`"...?reset=0"`)'),
+        N(_DEV, "check", "", K.DIFFERS, "device-specific", differs="not provided",
+          doc_manual="`check`, `showStatus`, `setWaitTime`", doc_ours="not here"),
     ),
 )
 

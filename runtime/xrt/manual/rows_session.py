@@ -108,11 +108,21 @@ BACKENDS = Section(
         N("zg330_backend", "ZG330Backend", "xrt.backend.ZG330Backend", K.MODULE,
           "as Buyi, with the on-chip memory; name `zg330` for `xrt run --backends`",
           doc_manual="`ZG330Backend`", doc_ours="`xrt.backend.ZG330Backend`"),
-        N("xrt.backend.ZG330Backend", "", "placement", K.FORM,
-          "the memory planner packs intermediates by lifetime into the OCM first; "
-          "`backend.placement(op_ids)` and `backend.program(op_ids).intermediates` show it",
+        N("xrt.backend.ZG330Backend", "", "ocm_optimize", K.ADDED,
+          "on (ZG330's default): the memory planner packs intermediates by lifetime into the "
+          "OCM first and the loader puts code and buffers there while it has room; off: "
+          "everything in `plddr`, as on Buyi (set before `apply`); "
+          "`backend.placement(op_ids)` shows it; a snapshot keeps it (manual 1.1.3); "
+          "Buyi has no OCM: turning it on there is 11010",
           doc_manual='ZG330 "ocm optimisation" (intermediates on chip)',
-          doc_ours="always on for `ZG330Backend`"),
+          doc_ours="`backend.ocm_optimize = True / False`"),
+        N("xrt.backend.BuyiBackend", "", "mmu_mode", K.ADDED,
+          "always True on this NPU: it has no MMU, and its programs address memory as a base "
+          "register plus a 32-bit offset, set per launch (what MMU mode gives); turning it "
+          "off (absolute addresses, which 32 bits cannot hold: `plddr` starts at "
+          "0x100000000) is 11010; a snapshot records it (manual 1.1.3)",
+          doc_manual="the MMU mode (manual 1.1.3)",
+          doc_ours="`backend.mmu_mode` (True)"),
         N("xrt.backend.npu", "", "to_hardop", K.FORM,
           "the manual's BY-stage networks; the program is the op's `program` parameter",
           doc_manual="`HardOp` (a compiled NPU program in the network)",
@@ -207,10 +217,10 @@ SESSIONS = Section(
           doc_manual="`sess.dumpSnapshot(path)`", doc_ours="`session.dump_snapshot(path)`"),
         N(_S, "CreateWithSnapshot", "create_with_snapshot", K.STATIC,
           "`path` or the file's bytes; backend classes or fresh objects, in the snapshot's "
-          "order; returns an applied session; merging options come from the snapshot "
-          "(manual 1.1.3); corrupt or mismatched (a device of another target, other "
-          "hardware): 11011 with the reason; a program container (`xrt compile`) loads the "
-          "same way",
+          "order; returns an applied session; the MMU mode, merging and OCM options come "
+          "from the snapshot (manual 1.1.3); corrupt or mismatched (a device of another "
+          "target, other hardware): 11011 with the reason; a program container "
+          "(`xrt compile`) loads the same way",
           doc_manual="`Session::CreateWithSnapshot(file, backends, devices)`",
           doc_ours="`Session.create_with_snapshot(path, backends, devices=None)`"),
         N(_S, "backends", "backends", K.SAME, "in the order given, unused ones included",
@@ -240,9 +250,11 @@ SESSIONS = Section(
         N(_S, "setLogTime", "set_log_time", K.SAME, "logger `xrt.session`, INFO",
           doc_manual="`setLogTime(bool)`", doc_ours="`set_log_time(bool)`"),
         N(_S, "setDumpOutputs", "set_dump_outputs", K.SAME,
-          "files `<op id>_<value>.<fmt>`; impossible formats fall back; with merging on, the "
-          "NPU backends also dump a merged program's intermediates, read back from where "
-          "they live (ZG330: the OCM, manual 1.4.3)",
+          "files `<op id>_<value>.<fmt>`; impossible formats fall back; in an `H` format "
+          "(the manual's `HQB`) the NPU backends' values are written as the engine stores "
+          "them (channel tiles of 16 over NCHW, padding included: `Backend.stored_values`), "
+          "the host's as S; with merging on, the NPU backends also dump a merged program's "
+          "intermediates, read back from where they live (ZG330: the OCM, manual 1.4.3)",
           doc_manual="`setDumpOutputs(bool, path, format)`",
           doc_ours="`set_dump_outputs(enabled, folder, format)`"),
         N(_S, "setPreCallBack", "set_pre_callback", K.SAME,

@@ -221,7 +221,17 @@ class MemRegion(Region):
         else:
             addr = as_int(ptr, f"{what} address")
         if not self._spans(addr, nbytes):
-            raise self._outside(f"{what} of {nbytes} B at {addr:#x}")
+            err = self._outside(f"{what} of {nbytes} B at {addr:#x}")
+            if 0 <= addr < self._base and addr + nbytes <= self._size:
+                # The manual's examples (1.5: MemPtr(8192) on plddr) use a board whose PL
+                # DDR the NPU sees from address 0; this device's starts elsewhere.
+                err = XrtError(
+                    err.code,
+                    f"{err.message}: addresses are physical, and {self._name!r} begins at "
+                    f"{self._base:#x} (at offset {addr:#x} into it: "
+                    f"MemPtr({self._base + addr:#x}))",
+                )
+            raise err
         return addr
 
     def _host_bytes(self, ptr: object, nbytes: int, what: str, writable: bool) -> memoryview:

@@ -11,7 +11,9 @@
 Both build a `BuyiDevice` or a `ZG330Device` for the target the transport reports
 (`open_device`). Device parameters common to both schemes: ``bounce=BYTES`` (the DMA
 bounce buffer in ``udma``), ``double_buffer=0|1``, ``probe=0|1`` (check the ID registers at
-open). An unknown parameter is an error (11010), so a typo is not silently ignored.
+open), ``reset=0|1`` (reset the device at open, as the manual's device init does; default
+1 where the transport can reset, 0 on a board and on a warm-started emulator's device). An
+unknown parameter is an error (11010), so a typo is not silently ignored.
 
 Importing this package registers the schemes; grpc is imported only when a ``grpc://`` URL
 is opened.
@@ -87,6 +89,8 @@ def open_device(transport: NpuTransport, url: DeviceURL | None = None) -> NpuDev
                 kwargs["bounce_bytes"] = bounce
             kwargs["double_buffer"] = _flag(url, "double_buffer", True)
             kwargs["probe"] = _flag(url, "probe", True)
+            warm = transport.info.warm_start  # serve --warm: its state is the point
+            kwargs["reset"] = _flag(url, "reset", transport.can_reset and not warm)
     except BaseException:
         transport.close()
         raise

@@ -12,11 +12,17 @@ name       kind            what
 ``ocm``    MemRegion       on-chip memory, ZG330 only, by DMA like ``plddr``
 =========  ==============  ==============================================================
 
-At open the device reads the ``npu`` and ``dma`` MAGIC registers and ``NPU.TARGET`` (one
-batch per block) and refuses a device that is not the NPU it expects (11014). It reserves
-the DMA bounce buffer at the top of ``udma`` (`DEFAULT_BOUNCE_BYTES`, or the URL's
-``bounce=``): that chunk shows in ``udma``'s memory manager, and the rest of ``udma`` is
-free for the caller.
+At open the device reads the ``npu`` and ``dma`` MAGIC registers, ``NPU.TARGET`` and
+``NPU.HW_VERSION`` (one batch per block) and refuses a device that is not the NPU it
+expects (11014). It reserves the DMA bounce buffer at the top of ``udma``
+(`DEFAULT_BOUNCE_BYTES`, or the URL's ``bounce=``): that chunk shows in ``udma``'s memory
+manager, and the rest of ``udma`` is free for the caller. Then, as the manual's device
+``init`` does, it logs (logger ``xrt.device``, INFO) its versions (`NpuDevice.version`), the
+protocol (the URL's scheme), the device's name and the URL's parameters, and resets the
+device (``reset(0)``): every register back to its reset value, memories kept. ``reset=0``
+in the URL skips the reset, to attach to a device something else has set up; a board
+(``axi://``), whose reset is not mapped, is not reset unless ``reset=1`` asks (then 11012),
+nor is a device whose leases start from a warm server's checkpoint (`NpuInfo.warm_start`).
 
 The classes know nothing of the transport: ``grpc://`` (the emulator) and ``axi://`` (a
 board through ``/dev/mem``) build the same ones (`xrt.npu_device.open_device`).
@@ -24,14 +30,18 @@ board through ``/dev/mem``) build the same ones (`xrt.npu_device.open_device`).
 
 from __future__ import annotations
 
+import logging
 import os
+import threading
 from collections.abc import Callable
 from typing import ClassVar
 
 from xrt._checks import as_seconds
+from xrt._version import runtime_version
 from xrt.device import Device, DeviceURL, ServerLogCallback
 from xrt.errors import ErrorCode, XrtError
 from xrt.hw.regs import DMA, NPU
+from xrt.hw.targets import HW_VERSION
 from xrt.hw.targets import target as target_config
 from xrt.memptr import MemPtr
 from xrt.npu_device.dma_region import DmaEngine, DmaMemRegion
@@ -50,10 +60,19 @@ __all__ = [
 DEFAULT_BOUNCE_BYTES = 8 << 20
 """Bytes of ``udma`` reserved for staging DMA transfers (two halves when double-buffered)."""
 
-DEVICE_URL_PARAMS = ("bounce", "double_buffer", "probe")
+DEVICE_URL_PARAMS = ("bounce", "double_buffer", "probe", "reset")
 """URL parameters the device classes read (the transports read their own)."""
 
 _BOUNCE_ALIGN = 4096
+_SECRET_PARAMS = frozenset({"token"})  # never written to a log
+_NOT_READ = "(not read: probe=0)"
+_log = logging.getLogger("xrt.device")
+
+
+def _version_text(reg_value: int) -> str:
+    """``MAJOR.MINOR.PATCH`` of an ``NPU.HW_VERSION`` value."""
+    reg = NPU.register("HW_VERSION")
+    return ".".join(str(reg.field(f).extract(reg_value)) for f in ("MAJOR", "MINOR", "PATCH"))
 
 
 class NpuDevice(Device):
@@ -66,10 +85,14 @@ class NpuDevice(Device):
         bounce_bytes: Bytes of ``udma`` reserved for the DMA bounce buffer.
         double_buffer: Overlap host copies with DMA transfers in staged reads and writes.
         probe: Check the MAGIC and TARGET registers at open.
+        reset: Reset the device once it is open, as the manual's device ``init`` does
+            (None: where the transport can, `NpuTransport.can_reset`, unless the device
+            comes in a state to keep, `NpuInfo.warm_start`).
 
     Raises:
         XrtError: 11014 when the probe finds no NPU (or another target), 11003 for a bounce
-            buffer that does not fit ``udma``.
+            buffer that does not fit ``udma``, 11012 for ``reset=True`` on a transport that
+            cannot reset.
     """
 
     TARGET: ClassVar[str] = ""
@@ -83,11 +106,18 @@ class NpuDevice(Device):
         bounce_bytes: int = DEFAULT_BOUNCE_BYTES,
         double_buffer: bool = True,
         probe: bool = True,
+        reset: bool | None = None,
     ) -> None:
         super().__init__(url)
         self._transport = transport
+        self._rtl_version: str | None = None
+        # One NPU program at a time, with its transfers: sessions sharing the device (an
+        # AIC100 queue's threads) take turns through it (xrt.backend.npu).
+        self.run_lock = threading.RLock()
         try:
             self._build(bounce_bytes, double_buffer, probe)
+            default = transport.can_reset and not transport.info.warm_start
+            self._init(default if reset is None else reset)
         except BaseException:
             self.close()
             raise
@@ -129,9 +159,14 @@ class NpuDevice(Device):
                 self.add_region(region, default=m.name == "plddr")
 
     def _probe(self, npu: RegRegion, dma: RegRegion) -> None:
-        npu_magic, target = npu.execute(
-            [RegRead(npu.regs.MAGIC.address), RegRead(npu.regs.TARGET.address)]
+        npu_magic, target, version = npu.execute(
+            [
+                RegRead(npu.regs.MAGIC.address),
+                RegRead(npu.regs.TARGET.address),
+                RegRead(npu.regs.HW_VERSION.address),
+            ]
         )
+        self._rtl_version = _version_text(version or 0)
         (dma_magic,) = dma.execute([RegRead(dma.regs.MAGIC.address)])
         want_target = target_config(self._transport.info.target).id
         problems = []
@@ -149,7 +184,80 @@ class NpuDevice(Device):
                 + "; ".join(problems),
             )
 
+    def _init(self, reset: bool) -> None:
+        """The manual's device ``init``: log the versions, the protocol, the device's name
+        and the URL's parameters, then ``reset(0)`` (see the module docstring)."""
+        if reset and not self._transport.can_reset:
+            raise XrtError(
+                ErrorCode.WRONG_ORDER,
+                f"{self.name}: reset=1 asks for a reset at open, but "
+                f"{type(self._transport).__name__} cannot pulse this device's reset; "
+                "open it with reset=0",
+            )
+        versions = self._versions(read=False)  # probe=0: no register read at open
+        if versions["rtl"] not in (versions["hardware"], _NOT_READ):
+            _log.warning(
+                "%s: its RTL is version %s; this runtime compiles for %s",
+                self.name,
+                versions["rtl"],
+                versions["hardware"],
+            )
+        _log.info("device opened, versions:")
+        for key, value in versions.items():
+            _log.info("\t%s: %s", key, value)
+        url = self._url
+        _log.info("protocol: %s", url.scheme if url is not None else "-")
+        _log.info("device: %s", self.name)
+        _log.info("params:")
+        for key, value in (url.params if url is not None else {}).items():
+            _log.info("\t%s: %s", key, "(hidden)" if key in _SECRET_PARAMS else value)
+        if reset:
+            self.reset()
+            _log.info("%s: reset", self.name)
+        else:
+            why = (
+                "the transport cannot reset it"
+                if not self._transport.can_reset
+                else "a warm start: its lease begins from the server's checkpoint"
+                if self._transport.info.warm_start
+                and "reset" not in (self._url.params if self._url else {})
+                else "reset=0"
+            )
+            _log.info("%s: not reset (%s)", self.name, why)
+
     # -- what it is ------------------------------------------------------------------------
+
+    def version(self) -> dict[str, str]:
+        """The versions of the device and the runtime (the manual's ``version()``, which
+        its device ``init`` prints), in this order:
+
+        - ``target``: ``buyi`` or ``zg330``;
+        - ``hardware``: the hardware version this runtime compiles for
+          (``rtl/config/npu.toml``, generated into `xrt.hw.targets.HW_VERSION`);
+        - ``rtl``: what the device's ``NPU.HW_VERSION`` register reads;
+        - ``emulator``: the simulator's software (``npu-emu 0.1.0``), for a simulated
+          device only;
+        - ``runtime``: this runtime's version.
+
+        Raises:
+            XrtError: 11012 on a closed device.
+        """
+        self._check_open()
+        return self._versions(read=True)
+
+    def _versions(self, read: bool) -> dict[str, str]:
+        if self._rtl_version is None and read:  # opened with probe=0: read it now
+            npu = self.get_reg_region("npu")
+            self._rtl_version = _version_text(npu.read(npu.regs.HW_VERSION.address))
+        out = {
+            "target": self.target,
+            "hardware": ".".join(map(str, HW_VERSION)),
+            "rtl": self._rtl_version or _NOT_READ,
+        }
+        if self._transport.info.emulator_version:
+            out["emulator"] = self._transport.info.emulator_version
+        out["runtime"] = runtime_version()
+        return out
 
     @property
     def transport(self) -> NpuTransport:
@@ -173,8 +281,10 @@ class NpuDevice(Device):
 
     def follow_server_log(self, callback: ServerLogCallback) -> Callable[[], None]:
         """Device log capture: the server's log lines about this device (its lease, worker
-        restarts, checkpoints, faults) go to ``callback(level, device, message)`` from a
-        background thread until the lease ends; returns the function that stops it.
+        restarts, checkpoints, faults) and the device's own (``[device, cycle N] ...``:
+        interrupts raised, engine and DMA errors, resets; those of the lease so far come
+        first) go to ``callback(level, device, message)`` from a background thread until the
+        lease ends; returns the function that stops it.
 
         Raises:
             XrtError: 11010 on a transport without a server log (a board).

@@ -8,6 +8,7 @@
     npu.regs.INT_STATUS.SW.write(1)     # field write (w1c: clears the bit, touches nothing else)
     npu.regs.STATUS.DMA_BUSY.read()
     dma.regs.STATUS.poll(DONE=1, timeout_s=2.0)
+    npu.regs.pair("CYCLES").read()      # a 64-bit LO/HI pair: LO then HI, one batch
 
 Field writes are read-modify-writes that know each field's access: plain read/write
 fields not named keep their value; write-1-to-clear/set/toggle and single-pulse fields not
@@ -29,11 +30,11 @@ from typing import Any, Protocol
 
 from xrt._checks import as_int
 from xrt.errors import ErrorCode, XrtError
-from xrt.hw.regmap import FieldInfo, RegisterBlockInfo, RegisterInfo
+from xrt.hw.regmap import FieldInfo, RegisterBlockInfo, RegisterInfo, RegisterPair
 from xrt.hw.regops import MASK32, RegMaskedWrite, RegOp, RegPoll, RegRead, RegWrite
 from xrt.registers._values import as_u32
 
-__all__ = ["FieldView", "RegisterAccess", "RegisterFile", "RegisterView"]
+__all__ = ["FieldView", "RegisterAccess", "RegisterFile", "RegisterPairView", "RegisterView"]
 
 
 class RegisterAccess(Protocol):
@@ -91,13 +92,30 @@ class RegisterFile:
                 info = self._map.register(name)
             except KeyError:
                 known = ", ".join(r.name for r in self._map)
+                hint = (
+                    f"; {name.upper()} is a 64-bit pair: regs.pair({name.upper()!r})"
+                    if name.upper() in self._map.pairs
+                    else ""
+                )
                 raise _UnknownNameError(
                     ErrorCode.WRONG_TYPE,
-                    f"block {self._map.name!r} has no register {name!r} (registers: {known})",
+                    f"block {self._map.name!r} has no register {name!r}{hint} (registers: {known})",
                 ) from None
             view = self._views.get(info.name) or RegisterView(self._region, info)
             self._views[name] = self._views[info.name] = view
         return view
+
+    def pair(self, name: str) -> RegisterPairView:
+        """The 64-bit LO/HI register pair called `name` (``"CYCLES"``: ``CYCLES_LO`` and
+        ``CYCLES_HI``); XrtError 11010 lists the block's pairs."""
+        info = self._map.pairs.get(name.upper()) if isinstance(name, str) else None
+        if info is None:
+            known = ", ".join(self._map.pairs) or "none"
+            raise _UnknownNameError(
+                ErrorCode.WRONG_TYPE,
+                f"block {self._map.name!r} has no 64-bit register pair {name!r} (pairs: {known})",
+            )
+        return RegisterPairView(self._region, info)
 
     def __getattr__(self, name: str) -> RegisterView:
         if name.startswith("_"):
@@ -305,6 +323,60 @@ class RegisterView:
         result = self._region.execute([self.op_poll(**kwargs)])[0]
         assert result is not None
         return result
+
+
+class RegisterPairView:
+    """A 64-bit quantity in a LO/HI pair of registers (`xrt.hw.regmap.RegisterPair`): read
+    and written LO then HI in one batch, as a driver on a 32-bit bus does."""
+
+    __slots__ = ("_info", "_region")
+
+    def __init__(self, region: RegisterAccess, info: RegisterPair) -> None:
+        self._region = region
+        self._info = info
+
+    @property
+    def info(self) -> RegisterPair:
+        return self._info
+
+    @property
+    def name(self) -> str:
+        return self._info.name
+
+    @property
+    def address(self) -> int:
+        """Absolute physical address of the low register."""
+        return self._region.base + self._info.offset
+
+    def read(self) -> int:
+        """Read LO, then HI (the counters latch HI when LO is read): one 64-bit value."""
+        if not self._info.readable:
+            raise XrtError(ErrorCode.WRONG_TYPE, f"register pair {self._info.name} is write-only")
+        lo, hi = self._region.execute([RegRead(self.address), RegRead(self.address + 4)])
+        assert lo is not None and hi is not None
+        return hi << 32 | lo
+
+    def write(self, value: int) -> None:
+        """Write LO, then HI.
+
+        Raises:
+            XrtError: 11003 for a value that does not fit 64 bits (naming the pair), 11010
+                for a read-only pair.
+        """
+        if not self._info.writable:
+            raise XrtError(ErrorCode.WRONG_TYPE, f"register pair {self._info.name} is read-only")
+        v = as_int(value, f"value of {self._info.name}")
+        if not 0 <= v < 1 << 64:
+            raise XrtError(
+                ErrorCode.OUT_OF_RANGE,
+                f"value {v:#x} does not fit register pair {self._info.name} (64 bits)",
+            )
+        self._region.execute(
+            [RegWrite(self.address, v & MASK32), RegWrite(self.address + 4, v >> 32)]
+        )
+
+    def __repr__(self) -> str:
+        return f"<RegisterPairView {self._info.name} at {self.address:#x}>"
 
 
 class FieldView:

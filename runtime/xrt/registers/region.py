@@ -3,7 +3,11 @@
 
 A `RegRegion` is a block of 32-bit registers at physical addresses ``[base, base + size)``.
 Addresses are absolute (``base + offset``) unless ``relative=True``; they must be 4-byte
-aligned and inside the region, and values must fit 32 bits. The public methods check all
+aligned and inside the region, and values must fit 32 bits. The manual's ``read`` and
+``write`` take and give ``uint64_t``: ``width=64`` reads or writes a 64-bit quantity as
+the NPU holds one, a LO/HI pair of 32-bit registers, LO then HI in one batch (the way a
+driver does ``writeq`` on a 32-bit bus); with a register map attached, only at the low
+register of one of its pairs (`xrt.hw.regmap.RegisterPair`). The public methods check all
 that once and then call the transport's hooks, all with absolute, checked addresses (what
 every region shares lives in `xrt.region.Region`):
 
@@ -220,11 +224,13 @@ class RegRegion(Region):
         if isinstance(op, RegRead):
             return RegRead(self._addr(op.addr, relative))
         if isinstance(op, RegWrite):
-            return RegWrite(self._addr(op.addr, relative), as_u32(op.value, "register value"))
+            a = self._addr(op.addr, relative)
+            return RegWrite(a, self._value(a, op.value, 32))
         if isinstance(op, RegMaskedWrite):
+            a = self._addr(op.addr, relative)
             return RegMaskedWrite(
-                self._addr(op.addr, relative),
-                as_u32(op.value, "register value"),
+                a,
+                self._value(a, op.value, 32),
                 as_u32(op.mask, "register mask"),
             )
         if isinstance(op, RegPoll):
@@ -277,14 +283,61 @@ class RegRegion(Region):
 
     # -- access ----------------------------------------------------------------------------
 
-    def read(self, addr: int, relative: bool = False) -> int:
-        """Read the 32-bit register at `addr` (absolute, or an offset if `relative`).
+    def _pair(self, addr: int, relative: bool, what: str) -> int:
+        """Check a 64-bit (LO/HI pair) access at `addr`; return the low register's absolute
+        address."""
+        a = self._addr(addr, relative)
+        if not self._spans(a, 8):
+            raise self._outside(f"64-bit register at {a:#x} (8 bytes)")
+        if self._regmap is not None and self._regmap.pair_at(a - self._base) is None:
+            reg = self._regmap.at(a - self._base)
+            pairs = ", ".join(self._regmap.pairs) or "none"
+            raise XrtError(
+                ErrorCode.OUT_OF_RANGE,
+                f"{what} of 64 bits at {a:#x}: {self._reg_name(a)} is "
+                f"{'a 32-bit register' if reg else 'no register'}, not the low half of one of "
+                f"{self._regmap.name}'s 64-bit registers ({pairs})",
+            )
+        return a
+
+    def _reg_name(self, addr: int) -> str:
+        """``npu.SCRATCH`` for a mapped register, else ``npu+0x10``."""
+        reg = self._regmap.at(addr - self._base) if self._regmap is not None else None
+        return f"{self._name}.{reg.name}" if reg else f"{self._name}+{addr - self._base:#x}"
+
+    def _value(self, addr: int, value: object, width: int) -> int:
+        """Check a value for the register at `addr` of `width` bits, naming it if too wide."""
+        v = as_int(value, "register value")
+        if not 0 <= v < 1 << width:
+            pair = " (a 64-bit quantity: write(addr, value, width=64) at its _LO register)"
+            raise XrtError(
+                ErrorCode.OUT_OF_RANGE,
+                f"register value {v:#x} does not fit {self._reg_name(addr)} ({width} bits)"
+                + (pair if width == 32 and v > 0 else ""),
+            )
+        return v
+
+    def _width(self, width: object) -> int:
+        if width not in (32, 64) or isinstance(width, bool):
+            raise XrtError(ErrorCode.OUT_OF_RANGE, f"register width must be 32 or 64: {width!r}")
+        return int(width)  # type: ignore[call-overload]  # checked above
+
+    def read(self, addr: int, relative: bool = False, *, width: int = 32) -> int:
+        """Read the 32-bit register at `addr` (absolute, or an offset if `relative`); with
+        ``width=64`` the LO/HI pair at `addr`, LO then HI in one batch (see the module
+        docstring).
 
         Raises:
-            XrtError: 11003 for a misaligned or out-of-range address, 11010 for wrong types,
-                11012 after the device was closed.
+            XrtError: 11003 for a misaligned or out-of-range address, or a 64-bit read not
+                at a pair's low register; 11010 for wrong types, 11012 after the device was
+                closed.
         """
         self._check_open()
+        if self._width(width) == 64:
+            a = self._pair(addr, relative, "read")
+            lo, hi = self.execute([RegRead(a), RegRead(a + 4)])
+            assert lo is not None and hi is not None
+            return hi << 32 | lo
         a = self._addr(addr, relative)
         with self._bus:
             value = self._read32(a)
@@ -296,16 +349,22 @@ class RegRegion(Region):
         self._trace((RegRead(a),), (value,))
         return value
 
-    def write(self, addr: int, value: int, relative: bool = False) -> None:
-        """Write `value` (0 <= value < 2**32) to the register at `addr`.
+    def write(self, addr: int, value: int, relative: bool = False, *, width: int = 32) -> None:
+        """Write `value` (0 <= value < 2**32) to the register at `addr`; with ``width=64``
+        a value below 2**64 to the LO/HI pair at `addr`, LO then HI in one batch.
 
         Raises:
-            XrtError: 11003 for a bad address or a value that does not fit 32 bits, 11010 for
-                wrong types, 11012 after the device was closed.
+            XrtError: 11003 for a bad address or a value wider than the register (the
+                message names it), 11010 for wrong types, 11012 after the device was closed.
         """
         self._check_open()
+        if self._width(width) == 64:
+            a = self._pair(addr, relative, "write")
+            v = self._value(a, value, 64)
+            self.execute([RegWrite(a, v & MASK32), RegWrite(a + 4, v >> 32)])
+            return
         a = self._addr(addr, relative)
-        v = as_u32(value, "register value")
+        v = self._value(a, value, 32)
         with self._bus:
             self._write32(a, v)
         self._trace((RegWrite(a, v),), (None,))

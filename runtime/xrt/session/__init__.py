@@ -1,7 +1,8 @@
 """Sessions: a network bound to backends, its memory plan, and running it.
 
 * `Session`: ``Session.create([BackendA, BackendB], network, [dev_a, dev_b])``, ``apply()``,
-  ``forward(inputs)``, ``step_to(op_id, inputs)``, logging, dumps, callbacks, time profile.
+  ``forward(inputs)``, ``step_to(op_id, inputs)``, logging, dumps, callbacks, time profile;
+  `SessionRun`: ``forward(inputs, block_until_done=False)``, a run that goes on meanwhile.
 * `plan_memory` / `MemoryPlan`: liveness-based offsets in one arena (greedy by size).
 * `OpTime`: one unit's wall / memory / hardware / other time; `op_type_summary` folds them
   per op type.
@@ -12,6 +13,7 @@ docs/session.md describes the whole; docs/api-mapping.md maps the manual's names
 """
 
 from xrt.session._io_checks import InputLike
+from xrt.session._run import SessionRun
 from xrt.session._session import Callback, Session
 from xrt.session._units import Unit
 from xrt.session.placement import OpPlacement, PlacementReport, placement_report
@@ -36,6 +38,7 @@ __all__ = [
     "Placement",
     "PlacementReport",
     "Session",
+    "SessionRun",
     "Unit",
     "format_op_type_summary",
     "format_profile_table",

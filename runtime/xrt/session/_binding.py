@@ -9,6 +9,7 @@ unless a backend given to `create_with_backends` holds them in its view."""
 from __future__ import annotations
 
 import itertools
+import logging
 from collections.abc import Sequence
 
 from xrt.backend._base import Backend
@@ -32,6 +33,9 @@ def boundary_home(backends: Sequence[Backend]) -> Backend:
     return next((b for b in backends if b.is_host), backends[0])
 
 
+_log = logging.getLogger("xrt.session")
+
+
 def bind_by_priority(
     network: Network | NetworkView,
     backends: list[Backend],
@@ -39,10 +43,28 @@ def bind_by_priority(
     what: str,
 ) -> tuple[NetworkView, dict[int, Backend]]:
     """Bind each operator to the first backend that supports it, then initialise every
-    backend that got operators with its view and device; return (view, op id -> backend)."""
+    backend that got operators with its view and device; return (view, op id -> backend).
+
+    A backend that cannot run on its device (`Backend.unsupported`: MindSpore Lite's
+    delegate ``Init`` answering ``RET_NOT_SUPPORT``) is left out with a warning, its
+    ``not_supported`` saying why: its operators go to the backends after it."""
     graph = as_view(network, what)
     resolved = resolve_devices(backends, devices, what)
-    bindings = assign_by_priority(graph, backends, what)
+    usable = []
+    for b, d in zip(backends, resolved, strict=True):
+        # MindSpore Lite's delegate Init: RET_NOT_SUPPORT falls back to the built-in kernels.
+        b.not_supported = b.unsupported(d)
+        if b.not_supported is None:
+            usable.append(b)
+            continue
+        _log.warning(
+            "%s: %s cannot run on %r (%s): its operators go to the backends after it",
+            what,
+            type(b).__name__,
+            d,
+            b.not_supported,
+        )
+    bindings = assign_by_priority(graph, usable, what)
     for b, d in zip(backends, resolved, strict=True):
         ids = [op.op_id for op in graph.ops if bindings[op.op_id] is b]
         if ids:

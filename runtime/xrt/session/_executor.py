@@ -412,10 +412,13 @@ class Executor:
     def _dump(
         self, dump: DumpTarget, call: BackendCall, produced: list[tuple[str, Tensor]]
     ) -> None:
-        dump.write(produced, self._flow.producer)
+        stored = dict(call.backend.stored_values(call.ops)) if dump.hardware else {}
+        dump.write(produced, self._flow.producer, stored)
         if call.merged:
             inside = call.backend.intermediate_values(call.ops)
-            dump.write([(v, self._host_tensor(v, a)) for v, a in inside], self._flow.producer)
+            dump.write(
+                [(v, self._host_tensor(v, a)) for v, a in inside], self._flow.producer, stored
+            )
 
     def _host_tensor(self, value: str, array: np.ndarray) -> Tensor:
         t = Tensor(self._flow.values[value]).malloc_on(self._plan().host_region)

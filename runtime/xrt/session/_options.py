@@ -44,11 +44,25 @@ class DumpTarget(NamedTuple):
     folder: str
     format: str
 
-    def write(self, produced: list[tuple[str, Tensor]], producer: Mapping[str, Operator]) -> None:
+    @property
+    def hardware(self) -> bool:
+        """An ``H`` format: values as the hardware stores them (`Backend.stored_values`)."""
+        return self.format.startswith("H")
+
+    def write(
+        self,
+        produced: list[tuple[str, Tensor]],
+        producer: Mapping[str, Operator],
+        stored: Mapping[str, Tensor] | None = None,
+    ) -> None:
         """Write each (value, tensor) as ``<producer op id>_<value name>.<format>``, the format
-        falling back where a tensor cannot give it (the file name shows the one written)."""
+        falling back where a tensor cannot give it (the file name shows the one written).
+        With an ``H`` format, a value the backend gave in its hardware layout (`stored`)
+        is written as stored (HQB on an NPU's output: its channel tiles, padding included)."""
         for name, t in produced:
             op = producer[name]
+            if stored and t.hw_layout is None:
+                t = stored.get(name, t)
             written = t.resolve_dump_format(self.format, fallback=True)
             path = os.path.join(self.folder, f"{op.op_id}_{_safe_name(name)}.{written.lower()}")
             t.dump(path, written)

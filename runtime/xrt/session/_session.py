@@ -14,7 +14,7 @@ import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Literal, overload
 
 from xrt._checks import as_bool
 from xrt.backend import Backend
@@ -26,6 +26,7 @@ from xrt.session._binding import bind_by_priority, check_bindings
 from xrt.session._executor import Executor
 from xrt.session._io_checks import InputLike, check_outputs
 from xrt.session._options import SessionOptions, as_callback, dump_target, time_scale
+from xrt.session._run import SessionRun
 from xrt.session._units import ExecutionPlan, Unit, ValueFlow, prepare
 from xrt.session.placement import PlacementReport, placement_report
 from xrt.session.planner import MemoryPlan
@@ -77,6 +78,7 @@ class Session:
         self._applied = False
         self._closed = False
         self._lock = threading.Lock()
+        self._pending: SessionRun | None = None  # a forward with block_until_done=False
 
     # -- creation -----------------------------------------------------------------------------
 
@@ -286,7 +288,9 @@ class Session:
         return [b for b in self.backends if id(b) in used]
 
     def _ready(self, what: str) -> ExecutionPlan:
-        """The prepared plan; 11012 naming `what` when closed or not applied."""
+        """The prepared plan, once a run under way has ended (`SessionRun`: runs are in
+        order); 11012 naming `what` when closed or not applied."""
+        self._drain()
         if self._closed:
             raise XrtError(ErrorCode.WRONG_ORDER, f"{what}: the session is closed")
         if not self._applied or self._executor.plan is None:
@@ -306,13 +310,38 @@ class Session:
         finally:
             self._lock.release()
 
+    def _drain(self) -> None:
+        """Wait for the run started with ``block_until_done=False``, if any (its outcome
+        is its `SessionRun`'s)."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.wait()
+
     # -- running ------------------------------------------------------------------------------
 
+    @overload
     def forward(
         self,
         inputs: Sequence[InputLike] | Mapping[str, InputLike],
         outputs: Sequence[Tensor] | None = None,
-    ) -> list[Tensor]:
+        *,
+        block_until_done: Literal[True] = True,
+    ) -> list[Tensor]: ...
+    @overload
+    def forward(
+        self,
+        inputs: Sequence[InputLike] | Mapping[str, InputLike],
+        outputs: Sequence[Tensor] | None = None,
+        *,
+        block_until_done: Literal[False],
+    ) -> SessionRun: ...
+    def forward(
+        self,
+        inputs: Sequence[InputLike] | Mapping[str, InputLike],
+        outputs: Sequence[Tensor] | None = None,
+        *,
+        block_until_done: bool = True,
+    ) -> list[Tensor] | SessionRun:
         """Run the whole view once and return its outputs.
 
         Args:
@@ -320,15 +349,19 @@ class Session:
                 region; copied in) or numpy arrays of the exact dtype and shape.
             outputs: Tensors with memory to write the outputs into (the manual's
                 ``forward(inputs, outputs)``); default: new tensors on the host.
+            block_until_done: False: return a `SessionRun` at once, the run going on
+                meanwhile (OneFlow XRT's ``Run(..., block_until_done=false)``; the inputs
+                must not change until it is done); its ``result()`` gives the outputs.
 
         Returns:
             The output tensors, in `outputs` order (host memory of their own: later runs
-            do not change them).
+            do not change them); a `SessionRun` without `block_until_done`.
 
         Raises:
             XrtError: 11012 before `apply` or after `close`, or while another call runs;
                 11003 for a wrong input count or shape; 11010 for a wrong type or dtype;
-                11013 when a backend or a callback fails (naming the op).
+                11013 when a backend or a callback fails (naming the op). Without
+                `block_until_done`, all but the first from the run's ``result()``.
         """
         self._ready("forward")
         placed = None
@@ -342,8 +375,15 @@ class Session:
                         "forward(inputs)",
                     )
             placed = check_outputs(self.network_view.name, self.outputs, self._flow.values, outputs)
-        with self._busy():
-            return self._executor.forward(inputs, placed)
+
+        def run() -> list[Tensor]:
+            with self._busy():
+                return self._executor.forward(inputs, placed)
+
+        if as_bool(block_until_done, "block_until_done"):
+            return run()
+        self._pending = SessionRun(run, f"forward of {self.network_view.name}")
+        return self._pending
 
     def step_to(
         self, op_id: int, inputs: Sequence[InputLike] | Mapping[str, InputLike] | None = None
@@ -393,7 +433,10 @@ class Session:
         other than letters, digits, ``.``, ``_`` and ``-`` replaced by ``_``; the format in
         lower case) and written with `Tensor.dump` in `format`, falling back from H to S
         and from Q to F where a tensor cannot give them (the file name shows the format
-        written). The folder is created if needed.
+        written). In an ``H`` format, values an NPU backend computed are written as its
+        engine stored them (`Backend.stored_values`: channel tiles over NCHW, padding
+        included); the host's values have no hardware layout and fall back to S. The
+        folder is created if needed.
 
         A merged subgraph (a HardOp) has one unit's outputs; its intermediates are dumped
         too where the backend can read them back (manual 1.4.3: the NPU backends compile
@@ -527,6 +570,7 @@ class Session:
 
     def close(self) -> None:
         """Deinit the backends and release the arena (idempotent). The manual's deinit."""
+        self._drain()
         if self._closed:
             return
         with self._busy():

@@ -30,6 +30,9 @@ class BufferMapping:
         size: Bytes of its data (``size``); 0 when its shape is known only at run time.
         dtype: The data type's manual name (``"FP32"``, ``"SInt8"``...; ``dataType``).
         shape: Its dimensions (-1 for one known only at run time).
+        hw_layout: The hardware layout a buffer in device memory holds it in (``"C16"``:
+            the engine's channel tiles; `xrt.aic.Qpc.buffer_mappings_dma`); empty: the
+            logical layout.
     """
 
     name: str
@@ -38,6 +41,14 @@ class BufferMapping:
     size: int
     dtype: str
     shape: tuple[int, ...]
+    hw_layout: str = ""
+
+    @property
+    def is_partial_buffer_allowed(self) -> bool:
+        """AIC100's ``isPartialBufferAllowed``: a buffer of another size than `size` is
+        taken only for a shape known at run time (a -1 dimension: its size is the run's);
+        a buffer of a fixed shape must be exactly its size."""
+        return -1 in self.shape
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form stored in a container's manifest."""
@@ -48,6 +59,7 @@ class BufferMapping:
             "size": self.size,
             "dtype": self.dtype,
             "shape": list(self.shape),
+            **({"hw_layout": self.hw_layout} if self.hw_layout else {}),
         }
 
     @classmethod
@@ -65,6 +77,7 @@ class BufferMapping:
             and isinstance(doc.get("dtype"), str)
             and isinstance(doc.get("shape"), list)
             and all(type(d) is int for d in doc["shape"])
+            and isinstance(doc.get("hw_layout", ""), str)
         )
         if not ok:
             raise XrtError(ErrorCode.LOAD_FAILED, f"malformed buffer mapping {str(doc)[:200]}")
@@ -76,6 +89,7 @@ class BufferMapping:
             doc["size"],
             doc["dtype"],
             tuple(doc["shape"]),
+            doc.get("hw_layout", ""),
         )
 
 

@@ -84,6 +84,10 @@ class NpuInfo:
         dma_bus_bytes: Bytes per DMA data beat.
         clock_period_ps: Device clock period, when known.
         hw_version: Hardware version string, when known.
+        emulator_version: The simulator's software (``npu-emu 0.1.0``) when the device is
+            simulated; empty for real hardware.
+        warm_start: The device comes in a prepared state to keep (``serve --warm``: every
+            lease starts from a checkpoint's), so opening it does not reset it.
     """
 
     name: str
@@ -93,6 +97,8 @@ class NpuInfo:
     dma_bus_bytes: int = 16
     clock_period_ps: int | None = None
     hw_version: str = ""
+    emulator_version: str = ""
+    warm_start: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "register_blocks", MappingProxyType(dict(self.register_blocks)))
@@ -237,6 +243,12 @@ class NpuTransport(ABC):
     def reset(self) -> None:
         """Pulse the device's reset: registers return to their reset values; memories keep
         their contents."""
+
+    @property
+    def can_reset(self) -> bool:
+        """True when `reset` can pulse the device's reset (the emulator); a board whose
+        reset is not mapped says False (its `reset` raises 11012)."""
+        return True
 
     @property
     def cycles(self) -> int | None:

@@ -237,6 +237,10 @@ class MmapTransport(NpuTransport):
                 os.read(fd, 4)  # the interrupt count
                 return True
 
+    @property
+    def can_reset(self) -> bool:
+        return False
+
     def reset(self) -> None:
         """Not available: a board's reset is not one of these registers."""
         self._check_open()

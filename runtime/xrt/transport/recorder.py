@@ -404,6 +404,10 @@ class RecordingTransport(NpuTransport):
         self.recorder.wait(timeout_s, max_cycles, high, w)
         return high
 
+    @property
+    def can_reset(self) -> bool:
+        return self.inner.can_reset
+
     def reset(self) -> None:
         w = self.recorder.now()
         self.inner.reset()  # a board refuses (nothing happened: nothing recorded)

@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from xrt._version import runtime_version
 from xrt.errors import ErrorCode, XrtError
 from xrt.hw.config import NpuConfig
 
@@ -60,16 +61,6 @@ FORMAT_VERSION = 1
 MEASURES = ("rtl", "cost-model", "host-timer")
 """What a cost can have been measured on: device cycles of the RTL engine, the golden
 model's cost-model cycles, or wall seconds of a host kernel."""
-
-
-def runtime_version() -> str:
-    """The installed runtime's version (``npu-emu``), or ``0+unknown``."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("npu-emu")
-    except PackageNotFoundError:
-        return "0+unknown"
 
 
 def code_fingerprint(modules: Iterable[ModuleType]) -> str:

@@ -31,6 +31,7 @@ How it runs a network (docs/session.md, "NPU backends"):
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -48,6 +49,7 @@ from xrt.backend.npu._driver import EngineDriver, LaunchStats
 from xrt.backend.npu._loader import PROGRAM_ALIGN, LoadedProgram, ProgramLoader
 from xrt.backend.npu._offline import HW_VERSION_TEXT, check_options, compile_only_refusal
 from xrt.backend.npu._serialize import program_from_bytes, program_to_bytes
+from xrt.backend.npu._switches import NpuSwitches
 from xrt.backend.npu._timeline import launch_schedule, trace_launch, trace_transfer
 from xrt.backend.npu.hardop_builder import ocm_bytes
 from xrt.device import Device
@@ -90,7 +92,7 @@ def _dequantize_ok(op: Operator, backend: Backend, ctx: BindContext) -> bool:
     )
 
 
-class NpuBackend(Backend):
+class NpuBackend(NpuSwitches, Backend):
     """The shared code of `BuyiBackend` and `ZG330Backend` (see the module docstring).
 
     Attributes:
@@ -113,7 +115,6 @@ class NpuBackend(Backend):
     """
 
     DEVICE_CLASS: ClassVar[type[NpuDevice]] = NpuDevice
-    OCM_REGION: ClassVar[str | None] = None
     merged_label = "HardOp (Merged)"
 
     def __init__(self) -> None:
@@ -132,6 +133,7 @@ class NpuBackend(Backend):
         self.tune_measure = "rtl"
         self.tune_report = TuneReport()
         self._plans_memo: dict[tuple[int, bool, tuple[int, ...], int], Plans] = {}
+        self._ocm_optimize = self.OCM_REGION is not None  # `ocm_optimize` (ZG330: on)
 
     # -- devices ------------------------------------------------------------------------------
 
@@ -153,7 +155,7 @@ class NpuBackend(Backend):
     def _init(self) -> None:
         assert isinstance(self.device, NpuDevice)
         self._driver = EngineDriver(self.device)
-        self._loader = ProgramLoader(self.device, self.OCM_REGION)
+        self._loader = ProgramLoader(self.device, self.ocm_region)
 
     def _deinit(self) -> None:
         self._release()
@@ -203,6 +205,8 @@ class NpuBackend(Backend):
 
     def _apply(self) -> None:
         self._release()
+        if self._loader is not None:  # `ocm_optimize` may have changed since init
+            self._loader = ProgramLoader(self._loader.device, self.ocm_region)
         if not self.auto_merge:
             view = self.network_view
             assert view is not None
@@ -267,7 +271,7 @@ class NpuBackend(Backend):
         measure: Measure
         if self.tune and self.tune_measure == "rtl" and self._driver is not None:
             assert isinstance(self.device, NpuDevice)
-            measure = DeviceMeasure(self.device, self._driver, self.OCM_REGION, self.timeout_s)
+            measure = DeviceMeasure(self.device, self._driver, self.ocm_region, self.timeout_s)
         else:
             measure = CostModelMeasure(self.TARGET, self.config, ocm_bytes > 0)
         tuner = NpuTuner(
@@ -281,11 +285,11 @@ class NpuBackend(Backend):
     def ocm_capacity(self) -> int:
         """On-chip memory a program may keep intermediates in (0: none, as on Buyi): the
         device's, or the target's hardware config's when compiling without a device."""
-        if self.OCM_REGION is None:
+        if self.ocm_region is None:
             return 0
         if self.device is None:
             return ocm_bytes(self.TARGET)
-        return self.device.get_mem_region(self.OCM_REGION).size
+        return self.device.get_mem_region(self.ocm_region).size
 
     def _key(self, op_ids: Sequence[int]) -> tuple[tuple[int, ...], bool]:
         return tuple(op_ids), self.keep_intermediates
@@ -337,6 +341,29 @@ class NpuBackend(Backend):
         assert self.device is not None
         return loaded.read_intermediates(self.device)
 
+    def stored_values(self, ops: Sequence[Operator]) -> list[tuple[str, Tensor]]:
+        """The last launch's outputs and readable intermediates of the program of `ops` as
+        the engine stored them: channel tiles of `config.block` over NCHW (an ``H`` dump);
+        outputs the engine wrote into the caller's tensors are theirs already."""
+        loaded = self._loaded.get(self._key(op.op_id for op in ops))
+        if loaded is None or not self.launches or self.launches[-1] != tuple(loaded.program.op_ids):
+            return []
+        assert self.device is not None and self.network_view is not None
+        direct = [n for n, how in self.output_paths.items() if how.startswith("written by")]
+        return loaded.read_stored(self.device, self.network_view.network.values, direct)
+
+    def unsupported(self, device: Device) -> str | None:
+        """MindSpore Lite's NPU delegate asks at ``Init`` whether the device can run it:
+        an NPU whose RTL is not the hardware version this runtime compiles for, or that
+        has no compute engine, cannot (the session then leaves this backend out)."""
+        assert isinstance(device, NpuDevice)  # check_device ran first
+        rtl = device.version()["rtl"]
+        if rtl != HW_VERSION_TEXT:
+            return f"its RTL is version {rtl}; this runtime compiles for {HW_VERSION_TEXT}"
+        if not device.get_reg_region("npu").regs.CAPS.HAS_COMPUTE.read():
+            return "it has no compute engine (NPU.CAPS.HAS_COMPUTE = 0)"
+        return None
+
     # -- run ------------------------------------------------------------------------------------
 
     def forward_subgraph(
@@ -349,6 +376,15 @@ class NpuBackend(Backend):
         self._run(segs[0], inputs, outputs, subgraph.describe())
 
     def _run(
+        self, seg: Segment, inputs: Mapping[str, Tensor], outputs: Mapping[str, Tensor], what: str
+    ) -> None:
+        """One program, its inputs in and its outputs out, as one turn of the device (other
+        sessions on it wait: `NpuDevice.run_lock`)."""
+        device = self.device
+        with device.run_lock if isinstance(device, NpuDevice) else contextlib.nullcontext():
+            self._run_locked(seg, inputs, outputs, what)
+
+    def _run_locked(
         self, seg: Segment, inputs: Mapping[str, Tensor], outputs: Mapping[str, Tensor], what: str
     ) -> None:
         if not self._applied:
@@ -439,6 +475,8 @@ class NpuBackend(Backend):
     def refusal(self, op: Operator, ctx: BindContext | None = None) -> str | None:
         """Why this backend does not take `op` (None when it does): the compiler's legality
         verdict for the operator types it lowers, else what kind of operator it is."""
+        if self.not_supported is not None:  # left out of the session: not this device
+            return self.not_supported
         if ctx is None:
             if self.network_view is None:
                 raise XrtError(
@@ -476,6 +514,7 @@ class NpuBackend(Backend):
         out["config"] = {k: getattr(self.config, k) for k in self.config.__dataclass_fields__}
         out["hw_version"] = HW_VERSION_TEXT
         out["ocm_bytes"] = self.ocm_capacity()  # programs are compiled for this much OCM
+        out.update(self.switch_options())
         return out
 
     def snapshot_state(self) -> dict[str, bytes]:
@@ -495,6 +534,7 @@ class NpuBackend(Backend):
         implement (a compilation, which the snapshot otherwise saves) and must be the same
         bytes; verified programs are shared."""
         super().restore_snapshot({"auto_merge": options.get("auto_merge", True)}, {})
+        self.restore_switches(options)  # manual 1.1.3: the snapshot's, not this object's
         check_options(self, options, self.config, self.ocm_capacity())
         view = self.network_view
         assert view is not None

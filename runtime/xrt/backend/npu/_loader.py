@@ -11,12 +11,14 @@ Buyi has only ``plddr``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from xrt.backend.npu._timeline import LaunchSchedule
-from xrt.device import Device
+from xrt.device import Device, HostDevice
+from xrt.dtypes import TensorType
 from xrt.errors import XrtError
 from xrt.layout import ChannelTiled
 from xrt.memory import MemChunk, MemRegion
@@ -52,6 +54,24 @@ class LoadedProgram:
             if not chunk.is_freed:
                 chunk.free()
 
+    def read_stored(
+        self, device: Device, types: Mapping[str, TensorType], skip: Iterable[str] = ()
+    ) -> list[tuple[str, Tensor]]:
+        """The program's outputs (in its own buffers: not those in `skip`) and readable
+        intermediates as the engine stored them (`stored_tensor`), read from the device."""
+        prog, out = self.program, []
+        for b in prog.outputs:
+            if b.name not in skip and b.name in types:
+                raw = np.frombuffer(self.buffers[b.name].tobytes(0, b.nbytes), np.uint8)
+                out.append((b.name, stored_tensor(types[b.name], raw, prog.block)))
+        for p in prog.intermediates:
+            if p.readable_after and "#" not in p.name and p.name in types:
+                region = device.get_mem_region(self.placement[f"intermediate:{p.name}"])
+                raw = np.empty(p.nbytes, np.uint8)
+                region.read(raw, self.bases[p.base] + p.offset, p.nbytes)
+                out.append((p.name, stored_tensor(types[p.name], raw, prog.block)))
+        return [(name, t) for name, t in out if t is not None]
+
     def read_intermediates(self, device: Device) -> list[tuple[str, np.ndarray]]:
         """The intermediates whose bytes still hold them after the program ran
         (`TensorPlacement.readable_after`), read back from where they live on `device`."""
@@ -67,6 +87,22 @@ class LoadedProgram:
         return out
 
 
+def stored_tensor(ttype: TensorType, raw: np.ndarray, block: int) -> Tensor | None:
+    """A host tensor of type `ttype` holding `raw`, the engine's bytes of a value (channel
+    tiles of `block` over NCHW), in that hardware layout; None when the value's declared
+    layout is not one the engine's tiling describes. A value of no declared layout (``*``)
+    is in the engine's: NCHW (NC for two dimensions)."""
+    hw = ChannelTiled(block)
+    if ttype.layout == "*" and len(ttype.shape) in (2, 4):
+        layout = "NCHW" if len(ttype.shape) == 4 else "NC"
+        ttype = TensorType(ttype.dtype, ttype.shape, layout, ttype.quant)
+    if ttype.layout not in ("NCHW", "NC") or hw.storage_bytes(ttype) != raw.nbytes:
+        return None
+    t = Tensor(ttype, hw_layout=hw).malloc_on(HostDevice.default_region())
+    t.write(raw)
+    return t
+
+
 class ProgramLoader:
     """Uploads compiled programs into one device's memories (see the module docstring).
 
@@ -76,6 +112,7 @@ class ProgramLoader:
     """
 
     def __init__(self, device: Device, ocm_region: str | None) -> None:
+        self.device = device
         self._device = device
         self._ocm_region = ocm_region
         self._ocm_arena: MemChunk | None = None

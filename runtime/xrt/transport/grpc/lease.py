@@ -69,8 +69,9 @@ def default_client() -> str:
     return f"xrt:{user}@{socket.gethostname()}:{os.getpid()}"
 
 
-def device_info(info: pb.DeviceInfo) -> NpuInfo:
-    """The `NpuInfo` of a device the server describes."""
+def device_info(info: pb.DeviceInfo, server_version: str = "") -> NpuInfo:
+    """The `NpuInfo` of a device the server describes (`server_version`: the server's
+    ``npu-emu`` version, from its device listing)."""
     return NpuInfo(
         name=info.name,
         target=info.target,
@@ -81,6 +82,8 @@ def device_info(info: pb.DeviceInfo) -> NpuInfo:
         dma_bus_bytes=info.dma_bus_bytes or 16,
         clock_period_ps=info.clock_period_ps or None,
         hw_version=info.hw_version,
+        emulator_version=f"npu-emu {server_version}" if server_version else "",
+        warm_start=info.warm_start,
     )
 
 
@@ -162,6 +165,7 @@ class Lease:
     def __init__(self, client: DeviceClient) -> None:
         self._client = client
         self.id = ""
+        self.server_version = ""  # the server's npu-emu version (its device listing)
         self.ttl_s = 0.0
         self.hold = LeaseHold()
 
@@ -219,6 +223,7 @@ class Lease:
         )
         self.id = resp.lease_id
         self.ttl_s = resp.lease_ttl_ms / 1000
+        self.server_version = listing.server_version
         return resp
 
     def start_hold(self, device_name: str) -> None:

@@ -158,7 +158,7 @@ class GrpcTransport(NpuTransport):
             connect_s=connect_s,
             wait_s=self._wait_s,
         )
-        self.info = device_info(resp.info)
+        self.info = device_info(resp.info, self._lease.server_version)
         self.lease_ttl_s = self._lease.ttl_s
         self._lease.start_hold(self.info.name)
         if local:

@@ -16,6 +16,12 @@ class DeviceState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     DEVICE_STATE_RESTARTING: _ClassVar[DeviceState]
     DEVICE_STATE_RESETTING: _ClassVar[DeviceState]
 
+class DeviceLogSource(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    DEVICE_LOG_SOURCE_UNSPECIFIED: _ClassVar[DeviceLogSource]
+    DEVICE_LOG_SOURCE_SERVER: _ClassVar[DeviceLogSource]
+    DEVICE_LOG_SOURCE_DEVICE: _ClassVar[DeviceLogSource]
+
 class RegisterStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     REGISTER_STATUS_UNSPECIFIED: _ClassVar[RegisterStatus]
@@ -52,6 +58,9 @@ DEVICE_STATE_FREE: DeviceState
 DEVICE_STATE_LEASED: DeviceState
 DEVICE_STATE_RESTARTING: DeviceState
 DEVICE_STATE_RESETTING: DeviceState
+DEVICE_LOG_SOURCE_UNSPECIFIED: DeviceLogSource
+DEVICE_LOG_SOURCE_SERVER: DeviceLogSource
+DEVICE_LOG_SOURCE_DEVICE: DeviceLogSource
 REGISTER_STATUS_UNSPECIFIED: RegisterStatus
 REGISTER_STATUS_OK: RegisterStatus
 REGISTER_STATUS_SLVERR: RegisterStatus
@@ -95,7 +104,7 @@ class RegisterBlock(_message.Message):
     def __init__(self, name: _Optional[str] = ..., base: _Optional[int] = ..., size: _Optional[int] = ...) -> None: ...
 
 class DeviceInfo(_message.Message):
-    __slots__ = ("name", "target", "target_id", "hw_version", "protocol_version", "register_blocks", "regions", "state", "holder", "clock_period_ps", "dma_bus_bytes")
+    __slots__ = ("name", "target", "target_id", "hw_version", "protocol_version", "register_blocks", "regions", "state", "holder", "clock_period_ps", "dma_bus_bytes", "warm_start")
     NAME_FIELD_NUMBER: _ClassVar[int]
     TARGET_FIELD_NUMBER: _ClassVar[int]
     TARGET_ID_FIELD_NUMBER: _ClassVar[int]
@@ -107,6 +116,7 @@ class DeviceInfo(_message.Message):
     HOLDER_FIELD_NUMBER: _ClassVar[int]
     CLOCK_PERIOD_PS_FIELD_NUMBER: _ClassVar[int]
     DMA_BUS_BYTES_FIELD_NUMBER: _ClassVar[int]
+    WARM_START_FIELD_NUMBER: _ClassVar[int]
     name: str
     target: str
     target_id: int
@@ -118,7 +128,8 @@ class DeviceInfo(_message.Message):
     holder: str
     clock_period_ps: int
     dma_bus_bytes: int
-    def __init__(self, name: _Optional[str] = ..., target: _Optional[str] = ..., target_id: _Optional[int] = ..., hw_version: _Optional[str] = ..., protocol_version: _Optional[int] = ..., register_blocks: _Optional[_Iterable[_Union[RegisterBlock, _Mapping]]] = ..., regions: _Optional[_Iterable[_Union[MemoryRegion, _Mapping]]] = ..., state: _Optional[_Union[DeviceState, str]] = ..., holder: _Optional[str] = ..., clock_period_ps: _Optional[int] = ..., dma_bus_bytes: _Optional[int] = ...) -> None: ...
+    warm_start: bool
+    def __init__(self, name: _Optional[str] = ..., target: _Optional[str] = ..., target_id: _Optional[int] = ..., hw_version: _Optional[str] = ..., protocol_version: _Optional[int] = ..., register_blocks: _Optional[_Iterable[_Union[RegisterBlock, _Mapping]]] = ..., regions: _Optional[_Iterable[_Union[MemoryRegion, _Mapping]]] = ..., state: _Optional[_Union[DeviceState, str]] = ..., holder: _Optional[str] = ..., clock_period_ps: _Optional[int] = ..., dma_bus_bytes: _Optional[int] = ..., warm_start: _Optional[bool] = ...) -> None: ...
 
 class ListDevicesRequest(_message.Message):
     __slots__ = ()
@@ -199,18 +210,22 @@ class FollowDeviceLogRequest(_message.Message):
     def __init__(self, lease_id: _Optional[str] = ...) -> None: ...
 
 class DeviceLogRecord(_message.Message):
-    __slots__ = ("unix_time_ns", "level", "device", "message", "dropped")
+    __slots__ = ("unix_time_ns", "level", "device", "message", "dropped", "source", "cycle")
     UNIX_TIME_NS_FIELD_NUMBER: _ClassVar[int]
     LEVEL_FIELD_NUMBER: _ClassVar[int]
     DEVICE_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     DROPPED_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    CYCLE_FIELD_NUMBER: _ClassVar[int]
     unix_time_ns: int
     level: int
     device: str
     message: str
     dropped: int
-    def __init__(self, unix_time_ns: _Optional[int] = ..., level: _Optional[int] = ..., device: _Optional[str] = ..., message: _Optional[str] = ..., dropped: _Optional[int] = ...) -> None: ...
+    source: DeviceLogSource
+    cycle: int
+    def __init__(self, unix_time_ns: _Optional[int] = ..., level: _Optional[int] = ..., device: _Optional[str] = ..., message: _Optional[str] = ..., dropped: _Optional[int] = ..., source: _Optional[_Union[DeviceLogSource, str]] = ..., cycle: _Optional[int] = ...) -> None: ...
 
 class KeepAliveRequest(_message.Message):
     __slots__ = ("lease_id",)

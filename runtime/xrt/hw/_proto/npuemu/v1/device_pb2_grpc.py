@@ -180,8 +180,10 @@ class DeviceServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def FollowDeviceLog(self, request, context):
-        """The server's log lines about the lease's device (its lease, worker restarts,
-        checkpoints, faults) from now until the lease ends: device log capture.
+        """The log lines about the lease's device until the lease ends: device log capture. The
+        server's (its lease, worker restarts, checkpoints, faults) from now on, and the
+        device's own (interrupts, engine and DMA errors, resets: source DEVICE), the lease's
+        last ones first.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
