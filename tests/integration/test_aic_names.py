@@ -169,7 +169,9 @@ def test_dma_mappings_are_the_buffers_the_engine_writes(
     ttype = TensorType("SInt8", list(y_dma.shape), "NCHW", net.values[y_dma.name].quant)
     x = np.random.default_rng(2).integers(-128, 128, x_map.shape).astype(np.int8)
     with qpc.create_session(zg330) as sess:
-        assert all(b.is_type(ZG330Backend) for b in sess.backend_bindings().values())
+        bindings = sess.backend_bindings()
+        boundary = {net.input_op().op_id, net.output_op().op_id}  # on the host: they pass
+        assert all(b.is_type(ZG330Backend) for i, b in bindings.items() if i not in boundary)
         y = Tensor(ttype, hw_layout=ChannelTiled(16)).malloc_on(zg330.get_mem_region("udma"))
         assert y.nbytes == y_dma.size
         sess.forward([x], [y])

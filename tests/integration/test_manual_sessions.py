@@ -96,7 +96,7 @@ def test_hqb_dumps_the_npus_values_as_its_engine_stores_them(
     assert stored.read_bytes() == tiles.tobytes()
     assert tiles.shape == (ttype.shape[0], -(-ttype.shape[1] // 16), *ttype.shape[2:], 16)
     for op in network.ops:
-        if bindings[op.op_id].is_type(HostBackend):
+        if bindings[op.op_id].is_type(HostBackend) and op.outputs:  # (Output has none)
             (path,) = hq.glob(f"{op.op_id}_*")
             assert path.suffix in (".sqb", ".sfb"), path  # no hardware layout: S
 
