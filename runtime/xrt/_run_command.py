@@ -30,6 +30,7 @@ from urllib.parse import urlencode
 import numpy as np
 
 from xrt import exitcodes
+from xrt._interrupt import check_interrupt
 from xrt._model_input import check_npu_gets_integers, inputs, load_network, quantize
 from xrt.aic import Qpc
 from xrt.backend import Backend, NpuBackend, backend_types, get_backend_type
@@ -358,6 +359,7 @@ class _Run:
         outs: dict[str, np.ndarray] = {}
         npu = [b for b in sess.backends if isinstance(b, NpuBackend)]
         for i in range(self.args.runs):
+            check_interrupt()  # a Ctrl-C a finalizer swallowed during the last run
             marks = [len(b.launch_stats) for b in npu]
             what = "running forward" + (f" {i + 1}/{self.args.runs}" if self.args.runs > 1 else "")
             with progress(what):

@@ -47,6 +47,7 @@ import sys
 from collections.abc import Sequence
 
 from xrt import exitcodes
+from xrt._interrupt import sigint_caught
 from xrt.errors import XrtError
 
 __all__ = ["main"]
@@ -238,7 +239,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "run":
             from xrt._run_command import run_command
 
-            return run_command(args)
+            with sigint_caught():
+                return run_command(args)
         if args.command == "compile":
             from xrt._compile_command import compile_command
 
