@@ -48,8 +48,10 @@ def test_memory_streams_are_bounded_per_lease_and_in_all():
         a, b = connect(srv), connect(srv)
         release = threading.Event()
         try:
-            a.open(device="npu0", client="a")
-            b.open(device="npu1", client="b")
+            # Nothing here keeps the leases alive between calls (no HoldLease, no
+            # KeepAlive): a TTL far past the test's deadlines, so load cannot end them.
+            a.open(device="npu0", client="a", lease_ttl_ms=3_600_000)
+            b.open(device="npu1", client="b", lease_ttl_ms=3_600_000)
             calls = [
                 a.stub.WriteMemory.future(held_stream(a, 0, 16 * MIB, release))
                 for _ in range(MAX_STREAMS_PER_LEASE + 2)
