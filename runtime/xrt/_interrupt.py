@@ -36,8 +36,12 @@ def check_interrupt() -> None:
 @contextmanager
 def sigint_caught() -> Iterator[None]:
     """While the block runs (in the main thread), every SIGINT is remembered for
-    `check_interrupt`; outside the main thread this does nothing."""
-    if threading.current_thread() is not threading.main_thread():
+    `check_interrupt`; outside the main thread, or where SIGINT is ignored (a shell's
+    background job), this does nothing."""
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is signal.SIG_IGN  # a background job's: keep it
+    ):
         yield
         return
     previous_hook = sys.unraisablehook

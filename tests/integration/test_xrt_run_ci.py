@@ -146,6 +146,12 @@ def test_compare_reports_a_difference(
     assert "compare host: output" in out and "differs" in out and "first at" in out
 
 
+def _sigint_as_at_a_terminal() -> None:
+    # A suite started as a shell's background job (`make test &`, nohup) has SIGINT
+    # ignored, and a child inherits that: its Ctrl-C would never arrive.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _xrt(*args: str, **env_extra: str) -> subprocess.Popen[str]:
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", **env_extra)
     return subprocess.Popen(
@@ -155,6 +161,7 @@ def _xrt(*args: str, **env_extra: str) -> subprocess.Popen[str]:
         text=True,
         cwd=REPO,
         env=env,
+        preexec_fn=_sigint_as_at_a_terminal,  # one signal call: safe beside threads
     )
 
 

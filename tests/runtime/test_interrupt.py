@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import os
 import signal
+from collections.abc import Iterator
 
 import pytest
 
@@ -20,6 +21,17 @@ class _InterruptedWhileFreed:
             pass
 
 
+@pytest.fixture
+def sigint_default() -> Iterator[None]:
+    """Python's own SIGINT handler (a suite run as a background job has SIGINT ignored)."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+@pytest.mark.usefixtures("sigint_default")
 def test_a_sigint_swallowed_by_a_finalizer_is_raised_at_the_next_check(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -39,3 +51,13 @@ def test_a_sigint_swallowed_by_a_finalizer_is_raised_at_the_next_check(
 def test_without_a_pending_sigint_nothing_is_raised() -> None:
     with sigint_caught():
         check_interrupt()
+
+
+def test_an_ignored_sigint_stays_ignored() -> None:
+    """A background job (SIGINT ignored by its shell) is not made interruptible."""
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with sigint_caught():
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, before)
