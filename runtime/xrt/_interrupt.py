@@ -17,14 +17,16 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
-__all__ = ["check_interrupt", "sigint_caught"]
+__all__ = ["check_interrupt", "sigint_caught", "sigint_deferred"]
 
 _pending = threading.Event()
+_raise_at_once = True  # False inside `sigint_deferred`
 
 
 def _on_sigint(signum: int, frame: FrameType | None) -> None:
     _pending.set()
-    raise KeyboardInterrupt
+    if _raise_at_once:
+        raise KeyboardInterrupt
 
 
 def check_interrupt() -> None:
@@ -59,3 +61,18 @@ def sigint_caught() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
         sys.unraisablehook = previous_hook
         _pending.clear()
+
+
+@contextmanager
+def sigint_deferred() -> Iterator[None]:
+    """Inside `sigint_caught`: a SIGINT during the block is raised when the block ends,
+    not inside it. For native code that must not be interrupted half way: a
+    KeyboardInterrupt inside a C extension's module init (``import onnx``) crashed the
+    process."""
+    global _raise_at_once
+    before, _raise_at_once = _raise_at_once, False
+    try:
+        yield
+    finally:
+        _raise_at_once = before
+    check_interrupt()

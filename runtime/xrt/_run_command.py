@@ -30,7 +30,7 @@ from urllib.parse import urlencode
 import numpy as np
 
 from xrt import exitcodes
-from xrt._interrupt import check_interrupt
+from xrt._interrupt import check_interrupt, sigint_deferred
 from xrt._model_input import check_npu_gets_integers, inputs, load_network, quantize
 from xrt.aic import Qpc
 from xrt.backend import Backend, NpuBackend, backend_types, get_backend_type
@@ -38,6 +38,7 @@ from xrt.device import Device, HostDevice, default_device_url
 from xrt.dtypes import TensorType
 from xrt.errors import ErrorCode, XrtError
 from xrt.network import Network, is_quantized_op
+from xrt.network._onnx_ctx import require_onnx
 from xrt.progress import progress
 from xrt.session import PlacementReport, Session
 from xrt.session.snapshot import is_snapshot_file
@@ -70,6 +71,8 @@ def run_command(args: argparse.Namespace) -> int:
             devices.open(default_device_url(asked.TARGET if asked is not None else None))
         if container:
             return _run_container(args, devices)
+        with sigint_deferred():  # a Ctrl-C inside onnx's native module init crashed xrt run
+            require_onnx()
         net = load_network(args.model)
         if args.quantize:
             net = quantize(net, args)

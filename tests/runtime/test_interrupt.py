@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from xrt._interrupt import check_interrupt, sigint_caught
+from xrt._interrupt import check_interrupt, sigint_caught, sigint_deferred
 
 
 class _InterruptedWhileFreed:
@@ -61,3 +61,16 @@ def test_an_ignored_sigint_stays_ignored() -> None:
             assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
     finally:
         signal.signal(signal.SIGINT, before)
+
+
+@pytest.mark.usefixtures("sigint_default")
+def test_a_deferred_sigint_is_raised_when_the_block_ends() -> None:
+    inside = False
+    with pytest.raises(KeyboardInterrupt), sigint_caught():
+        with sigint_deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(1000):  # the handler has run by now: it must not have raised
+                pass
+            inside = True
+        pytest.fail("the deferred SIGINT was not raised at the end of the block")
+    assert inside
