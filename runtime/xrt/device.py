@@ -32,6 +32,7 @@ from typing import Any
 
 from xrt._checks import as_seconds
 from xrt._version import runtime_version
+from xrt.accessor import SelfAccessor
 from xrt.device_url import (
     DEFAULT_DEVICE_ENV,
     EMBEDDED_DEVICE_URL,
@@ -82,8 +83,11 @@ class _DeviceType(type):
         return super().__call__(*args, **kwargs)
 
 
-class Device(metaclass=_DeviceType):
+class Device(SelfAccessor, metaclass=_DeviceType):
     """A device: named memory and register regions, one default of each kind.
+
+    A device called returns itself, so the manual's ``region.device()`` reads as
+    ``region.device``.
 
     Subclasses (real devices, transports) build their regions in ``__init__`` with
     `add_region` and may override `_close` and `wait_irq`.

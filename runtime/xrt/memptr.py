@@ -31,6 +31,7 @@ from typing import overload
 import numpy as np
 
 from xrt._checks import ADDR_LIMIT, BufferLike, as_int, byte_view
+from xrt.accessor import AccessorInt
 from xrt.errors import ErrorCode, XrtError
 
 __all__ = ["MemPtr", "PtrKind"]
@@ -170,11 +171,12 @@ class MemPtr:
         return self._buf is not None
 
     @property
-    def addr(self) -> int:
-        """The physical address; XrtError 11010 for host-only and null pointers."""
+    def addr(self) -> AccessorInt:
+        """The physical address (``ptr.addr()`` too, the manual's form); XrtError 11010 for
+        host-only and null pointers."""
         if self._addr is None:
             raise XrtError(ErrorCode.WRONG_TYPE, f"{self!r} has no physical address")
-        return self._addr
+        return AccessorInt(self._addr)
 
     @property
     def buffer(self) -> memoryview:
@@ -184,13 +186,15 @@ class MemPtr:
         return self._buf
 
     @property
-    def offset(self) -> int:
+    def offset(self) -> AccessorInt:
         """Offset of the pointer into its host buffer (0 when there is none)."""
-        return self._off
+        return AccessorInt(self._off)
 
-    @property
     def cptr(self) -> memoryview:
         """The host bytes from the pointer to the end of its buffer (the manual's ``cptr()``).
+
+        A method, as in the manual (a property until 0.1: ``ptr.cptr[...]`` is now
+        ``ptr.cptr()[...]``); `host_bytes` gives a bounded view.
 
         Raises:
             XrtError: 11010 for ADDR and null pointers; 11003 when the pointer was moved

@@ -38,6 +38,7 @@ from xrt._tensor_dump import (
     write_dump,
 )
 from xrt._tensor_values import as_array, exact_values
+from xrt.accessor import AccessorInt
 from xrt.device import Device, HostDevice
 from xrt.dtypes import DataType, QuantParams, TensorType
 from xrt.errors import ErrorCode, XrtError
@@ -203,13 +204,14 @@ class Tensor:
 
     @property
     def chunk(self) -> MemChunk | None:
-        """The chunk holding the data, or None."""
+        """The chunk holding the data, or None (``tensor.chunk()`` too: a chunk called
+        returns itself)."""
         return self._chunk
 
     @property
-    def offset(self) -> int:
-        """Byte offset of the data in its chunk."""
-        return self._offset
+    def offset(self) -> AccessorInt:
+        """Byte offset of the data in its chunk (``tensor.offset()`` too, the manual's form)."""
+        return AccessorInt(self._offset)
 
     @property
     def region(self) -> MemRegion | None:

@@ -49,16 +49,16 @@ def test_memptr_example() -> None:
     both = MemPtr(buf, 0x1000_0000)  # PtrType::BOTH
     assert (cptr.kind, addr.kind, both.kind) == (PtrKind.CPTR, PtrKind.ADDR, PtrKind.BOTH)
     assert addr.addr == 0x4000_0000 and both.addr == 0x1000_0000
-    assert bytes(both.cptr[:4]) == bytes(4)
+    assert bytes(both.cptr()[:4]) == bytes(4)
     with pytest.raises(XrtError):  # addr() of a CPTR pointer throws
         _ = cptr.addr
     with pytest.raises(XrtError):  # cptr() of an ADDR pointer throws
-        _ = addr.cptr
+        _ = addr.cptr()
     null = MemPtr.null()
     assert null.is_null and not addr.is_null and not MemPtr(0).is_null
     end = addr + 256
     assert end.addr == 0x4000_0100 and end - addr == 256 and end > addr
-    assert (both + 16).cptr.obj is buf and (both + 16) - both == 16
+    assert (both + 16).cptr().obj is buf and (both + 16) - both == 16
 
 
 def test_memchunk_example(board: Device) -> None:
@@ -204,7 +204,7 @@ def test_manual_2_1_memptr() -> None:
     tmp = bytearray(8)  # char tmp[8]
     c_ptr1 = MemPtr(tmp)
     assert c_ptr1.kind is PtrKind.CPTR
-    assert c_ptr1.cptr.obj is tmp and c_ptr1.offset == 0  # c_ptr1.cptr() == tmp
+    assert c_ptr1.cptr().obj is tmp and c_ptr1.offset == 0  # c_ptr1.cptr() == tmp
     assert not c_ptr1.is_null
 
     addr = 0x40000000
@@ -215,7 +215,7 @@ def test_manual_2_1_memptr() -> None:
 
     both_ptr1 = MemPtr(tmp, addr)
     assert both_ptr1.kind is PtrKind.BOTH
-    assert both_ptr1.cptr.obj is tmp and both_ptr1.offset == 0
+    assert both_ptr1.cptr().obj is tmp and both_ptr1.offset == 0
     assert both_ptr1.addr == addr
     assert not both_ptr1.is_null
 

@@ -300,7 +300,7 @@ def test_region_views_and_pointers() -> None:
     r = MemoryMemRegion("udma", 0x1000, 4096, host_visible=True)
     p = r.ptr(0x1010)
     assert p.kind is PtrKind.BOTH and p.addr == 0x1010 and p.offset == 0x10
-    p.cptr[:2] = b"hi"
+    p.cptr()[:2] = b"hi"
     out = bytearray(2)
     r.read(out, 0x1010)
     assert out == b"hi"

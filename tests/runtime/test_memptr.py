@@ -25,9 +25,9 @@ def test_three_kinds() -> None:
     assert MemPtr(addr=5).kind is PtrKind.ADDR
     assert MemPtr(np.int64(5)).addr == 5
     # The host part really is the buffer: writes through cptr land in it.
-    host.cptr[:3] = b"abc"
+    host.cptr()[:3] = b"abc"
     assert buf[:3] == b"abc"
-    assert (host + 1).cptr[:2] == b"bc"
+    assert (host + 1).cptr()[:2] == b"bc"
     # Its host address is the buffer's real address.
     arr = np.frombuffer(buf, dtype=np.uint8)
     assert host.host_address == arr.__array_interface__["data"][0]
@@ -46,7 +46,7 @@ def test_only_null_is_null() -> None:
         _ = null.addr
     assert code_of(e) == ErrorCode.WRONG_TYPE
     with pytest.raises(XrtError) as e:
-        _ = null.cptr
+        _ = null.cptr()
     assert code_of(e) == ErrorCode.WRONG_TYPE
     for op in (lambda: null + 1, lambda: null - 1, lambda: null - null):
         with pytest.raises(XrtError) as e:
@@ -64,14 +64,14 @@ def test_arithmetic() -> None:
     c = b + 50
     assert c.addr == 0x2000 + 50 and c.offset == 60 and c.kind is PtrKind.BOTH
     assert c - b == 50
-    assert (b + 90).offset == 100 and len((b + 90).cptr) == 0, "one past the end"
+    assert (b + 90).offset == 100 and len((b + 90).cptr()) == 0, "one past the end"
     # As a C pointer (the manual moves an 8-byte buffer's pointer by 40), it may point
     # outside its buffer; reaching bytes through it there is refused.
     outside = b + 91
     assert outside.addr == 0x2000 + 91 and outside - b == 91 and outside - 91 == b
     for p_out in (outside, b - 11):
         with pytest.raises(XrtError) as e:
-            p_out.cptr  # noqa: B018
+            p_out.cptr()
         assert code_of(e) == ErrorCode.OUT_OF_RANGE
         with pytest.raises(XrtError) as e:
             p_out.host_bytes(1)

@@ -75,6 +75,16 @@ def test_snapshot_round_trip_is_bit_identical_and_does_not_prepare_again(tmp_pat
     for a, b in zip(got, want, strict=True):
         assert a.numpy().tobytes() == b.numpy().tobytes()
 
+    # The manual passes its backends as a set: any order is matched by class, and each
+    # device stays with the backend it was given for.
+    host = HostDevice.default()
+    swapped = Session.create_with_snapshot(path, [HostBackend, CompilingNpu], [None, host])
+    assert [type(b) for b in swapped.backends] == [CompilingNpu, HostBackend]
+    assert swapped.backends[0].device is host
+    assert swapped.backends[0].compiles == 0
+    for a, b in zip(swapped.forward([_x()]), want, strict=True):
+        assert a.numpy().tobytes() == b.numpy().tobytes()
+
 
 def test_snapshot_of_a_quantized_host_network(tmp_path: Path) -> None:
     model = COMPOSITES["small_cnn"]()
@@ -114,7 +124,9 @@ def test_corrupt_or_mismatched_snapshots_are_11011_with_the_reason(snapshot: Pat
         return _code(Session.create_with_snapshot, snapshot, backends)
 
     # Other backends than it was made with.
-    err = _code(Session.create_with_snapshot, snapshot, [HostBackend, TinyNpuBackend])
+    err = _code(Session.create_with_snapshot, snapshot, [HostBackend])
+    assert err.code == ErrorCode.LOAD_FAILED and "made with backends" in err.message
+    err = _code(Session.create_with_snapshot, snapshot, [HostBackend, HostBackend])
     assert err.code == ErrorCode.LOAD_FAILED and "made with backends" in err.message
 
     # A flipped byte anywhere: zip CRC, member SHA-256 or manifest checksum catches it.

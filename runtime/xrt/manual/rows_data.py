@@ -11,7 +11,6 @@ K = Kind
 __all__ = ["DEVICES", "MEMORY", "POINTERS", "REGISTERS", "TENSORS"]
 
 _PTR = "xrt.MemPtr"
-_PROPERTY_NAME = "a property, read without a call (the name is taken: it cannot be a method too)"
 
 # fmt: off
 POINTERS = Section(
@@ -42,12 +41,12 @@ POINTERS = Section(
           doc_manual="`PtrType::ADDR`", doc_ours="`PtrKind.ADDR`"),
         N("xrt.PtrKind", "BOTH", "BOTH", K.SAME, "both: host-visible device memory",
           doc_manual="`PtrType::BOTH`", doc_ours="`PtrKind.BOTH`"),
-        N(_PTR, "addr", "addr", K.DIFFERS, "XrtError 11010 for host-only and null pointers",
-          differs=_PROPERTY_NAME, doc_manual="`addr()`"),
-        N(_PTR, "cptr", "cptr", K.DIFFERS, "XrtError 11010 for ADDR pointers",
-          differs=_PROPERTY_NAME, doc_manual="`cptr()`",
-          doc_ours="`cptr` (a memoryview to the end of the buffer), `host_address`, `buffer`, "
-          "`offset`"),
+        N(_PTR, "addr", "addr", K.ACCESSOR, "XrtError 11010 for host-only and null pointers"),
+        N(_PTR, "cptr", "cptr", K.SAME,
+          "a memoryview to the end of the buffer; XrtError 11010 for ADDR pointers. Also "
+          "`host_bytes(n)`, `host_address`, `buffer`, `offset`. A method as in the manual "
+          "(a property until 0.1)",
+          doc_manual="`cptr()`", doc_ours="`cptr()`"),
         N(_PTR, "", "", K.FORM,
           "physical pointers compare by address (ADDR == BOTH at the same address); host "
           "pointers by host address; mixing the two spaces: `!=`, and ordering/subtracting "
@@ -98,8 +97,8 @@ MEMORY = Section(
           doc_manual="`MemRegion::free`", doc_ours="`region.free(chunk or begin)`"),
         N(_REGION, "memManager", "mem_manager", K.PROPERTY, "",
           doc_manual="`memManager()`", doc_ours="`region.mem_manager`"),
-        N(_REGION, "device", "device", K.DIFFERS, "", differs=_PROPERTY_NAME,
-          doc_manual="`device()`", doc_ours="`region.device`"),
+        N(_REGION, "device", "device", K.ACCESSOR, "a device called returns itself",
+          doc_ours="`region.device` or `region.device()`"),
         N(_MANAGER, "getAllMemChunk", "all_chunks", K.SAME, "address order",
           doc_manual="`MemManager::getAllMemChunk()`", doc_ours="`mem_manager.all_chunks()`"),
         N(_MANAGER, "getMemChunk", "get_chunk", K.SAME, "exact begin and size, else None",
@@ -351,9 +350,8 @@ TENSORS = Section(
           doc_manual="`dtype()`", doc_ours="`tensor_type`"),
         N(_T, "tensorType", "tensor_type", K.PROPERTY, "", doc_manual="`tensorType()`"),
         N(_T, "data", "data_ptr", K.PROPERTY, "", doc_manual="`data()`"),
-        N(_T, "chunk", "chunk", K.DIFFERS, "", differs=_PROPERTY_NAME, doc_manual="`chunk()`"),
-        N(_T, "offset", "offset", K.DIFFERS, "", differs=_PROPERTY_NAME,
-          doc_manual="`offset()`"),
+        N(_T, "chunk", "chunk", K.ACCESSOR, "a chunk called returns itself"),
+        N(_T, "offset", "offset", K.ACCESSOR, ""),
         N(_T, "memRegion", "region", K.PROPERTY, "", doc_manual="`memRegion()`"),
         N(_T, "hasData", "has_data", K.SAME, "",
           doc_manual="`hasData()`", doc_ours="`has_data()`"),

@@ -216,8 +216,9 @@ SESSIONS = Section(
           "artefacts (docs/session.md)",
           doc_manual="`sess.dumpSnapshot(path)`", doc_ours="`session.dump_snapshot(path)`"),
         N(_S, "CreateWithSnapshot", "create_with_snapshot", K.STATIC,
-          "`path` or the file's bytes; backend classes or fresh objects, in the snapshot's "
-          "order; returns an applied session; the MMU mode, merging and OCM options come "
+          "`path` or the file's bytes; backend classes or fresh objects in any order "
+          "(matched by class; each device stays with its backend); returns an applied "
+          "session; the MMU mode, merging and OCM options come "
           "from the snapshot (manual 1.1.3); corrupt or mismatched (a device of another "
           "target, other hardware): 11011 with the reason; a program container "
           "(`xrt compile`) loads the same way",

@@ -12,7 +12,9 @@ An alias holds no code of its own. A `Kind.SAME` or `Kind.STATIC` alias resolves
 access, to exactly what our name gives (the very function, classmethod or property value):
 a subclass that overrides ``close`` answers ``Close`` with its own ``close``. The one
 adapter is `Kind.PROPERTY`: the manual calls as a method (``ptr.isNull()``) what we expose
-as a property (``ptr.is_null``), so the alias is a method returning that property.
+as a property (``ptr.is_null``), so the alias is a method returning that property. Where
+the manual's name is our property's own name (``ptr.addr()``), `Kind.ACCESSOR` rows say
+the property's value answers the call.
 """
 
 from __future__ import annotations
@@ -36,6 +38,10 @@ class Kind(Enum):
     nothing to install when the names are equal)."""
     PROPERTY = "property"
     """``obj.manual()`` returns ``obj.ours``, a property or attribute (the one adapter)."""
+    ACCESSOR = "accessor"
+    """``obj.manual()`` and ``obj.manual`` both give our attribute of the same name: its
+    value answers the call (`xrt.accessor`: an address is an int that called gives
+    itself, a chunk or device called returns itself). Nothing to install."""
     STATIC = "static"
     """A static constructor: ``Owner.Manual(...)`` is ``Owner.ours(...)``, or a module
     function when `ours` is a dotted path (``Backend.Create`` is
@@ -100,6 +106,8 @@ class ManualName:
             return f"`{self.owner_name}::{self.manual}()`"
         if self.kind in (Kind.CLASS, Kind.MODULE):
             return f"`{self.owner}.{self.manual}`"
+        if self.kind is Kind.ACCESSOR:
+            return f"`{self.manual}()`"
         return f"`{self.manual}`"
 
     def ours_cell(self) -> str:
@@ -108,6 +116,8 @@ class ManualName:
             return self.doc_ours
         if self.kind is Kind.STATIC and "." not in self.ours:
             return f"`{self.owner_name}.{self.ours}()`"
+        if self.kind is Kind.ACCESSOR:
+            return f"`{self.ours}` or `{self.ours}()`"
         return f"`{self.ours}`"
 
     def notes_cell(self) -> str:

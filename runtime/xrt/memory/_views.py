@@ -15,7 +15,7 @@ def _dest_view(dest: object, what: str) -> memoryview:
     """A writable flat byte view of `dest` (a buffer or a host MemPtr); XrtError 11010 for
     read-only or non-contiguous memory."""
     if isinstance(dest, MemPtr):
-        view = dest.cptr
+        view = dest.cptr()
         if view.readonly:
             raise XrtError(ErrorCode.WRONG_TYPE, f"{what} {dest!r} points to read-only memory")
         return view
@@ -26,5 +26,5 @@ def _src_view(src: object, what: str) -> memoryview:
     """A flat byte view of `src` (a buffer of any layout or a host MemPtr); XrtError 11010
     for a non-buffer."""
     if isinstance(src, MemPtr):
-        return src.cptr
+        return src.cptr()
     return byte_view(src, writable=False, what=what)

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from xrt._checks import BufferLike, as_size
+from xrt.accessor import SelfAccessor
 from xrt.errors import ErrorCode, XrtError
 from xrt.memory._views import _dest_view, _src_view
 from xrt.memptr import MemPtr
@@ -51,10 +52,11 @@ class ChunkBooks(Protocol):
     def _release_dead(self, key: int, deleter: Deleter | None, begin: MemPtr) -> None: ...
 
 
-class MemChunk:
+class MemChunk(SelfAccessor):
     """A contiguous block of memory allocated from a region (only `MemRegion.malloc` makes one).
 
-    Attributes are read-only: `begin` (a `MemPtr`), `size` (bytes), `region`.
+    Attributes are read-only: `begin` (a `MemPtr`), `size` (bytes), `region`. A chunk
+    called returns itself: the manual's ``tensor.chunk()`` reads as ``tensor.chunk``.
     Offsets in `read`, `write` and `copy_from` are relative to `begin`.
     """
 

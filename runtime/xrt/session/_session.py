@@ -197,8 +197,8 @@ class Session:
         Args:
             path: The snapshot file, or its bytes.
             backends: The backend classes (or fresh objects) the snapshot was made with, in
-                the same order.
-            devices: One device per backend (None: defaults).
+                any order (matched to the snapshot's by class).
+            devices: One device per backend, in the order of `backends` (None: defaults).
             verify: Check the artefacts against the network before using them.
 
         Raises:

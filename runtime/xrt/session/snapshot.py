@@ -367,7 +367,10 @@ def snapshot_network(contents: SnapshotContents) -> Network:
 
 def _backend_objects(
     contents: SnapshotContents, given: Sequence[type[Backend] | Backend]
-) -> list[Backend]:
+) -> tuple[list[Backend], list[int]]:
+    """The backend objects in the snapshot's order, and for each the index the caller gave
+    it at: the manual passes ``{BuyiBackend, HostBackend}`` in any order, so backends are
+    matched to the snapshot's entries by class (the first unused of each class)."""
     if isinstance(given, type | Backend) or not isinstance(given, Sequence):
         raise XrtError(ErrorCode.WRONG_TYPE, "create_with_snapshot takes a list of backends")
     objects = []
@@ -384,7 +387,7 @@ def _backend_objects(
             raise XrtError(ErrorCode.WRONG_TYPE, f"create_with_snapshot: {b!r} is not a Backend")
     want = [e["class"] for e in contents.manifest["backends"]]
     have = [type(b).__name__ for b in objects]
-    if want != have:
+    if sorted(want) != sorted(have):
         target = contents.manifest.get("target")
         given_targets = [b.TARGET for b in objects if b.TARGET]
         why = f"it was made with backends {want}, not {have}"
@@ -394,7 +397,10 @@ def _backend_objects(
                 f"given are for {', '.join(map(repr, given_targets))} ({have})"
             )
         raise _bad(contents.label, why)
-    return objects
+    order: list[int] = []
+    for name in want:
+        order.append(next(i for i, h in enumerate(have) if h == name and i not in order))
+    return [objects[i] for i in order], order
 
 
 def _check_device_targets(
@@ -428,7 +434,9 @@ def load_snapshot(
     label, manifest, blobs = contents.label, contents.manifest, contents.blobs
     _check_device_targets(contents, devices)
     entries = manifest["backends"]
-    objects = _backend_objects(contents, backends)
+    objects, order = _backend_objects(contents, backends)
+    if isinstance(devices, Sequence) and len(devices) == len(order):
+        devices = [devices[i] for i in order]  # each device stays with its backend
     resolved = resolve_devices(objects, devices, "Session.create_with_snapshot")
     network = snapshot_network(contents)
     try:
