@@ -174,6 +174,11 @@ def test_an_npu_backend_that_cannot_run_on_its_device_falls_back_to_the_host(
         assert not npu.initialized
         left = sess.placement().host_quantized
         assert left and all("this runtime compiles for 9.9.9" in p.reason for p in left)
+        report = sess.placement()
+        assert report.to_dict()["left_out"] == {"BuyiBackend": npu.not_supported}
+        assert "  BuyiBackend left out: its RTL is version 0.1.0" in "\n".join(
+            report.summary_lines()
+        )
     (warning,) = [r.getMessage() for r in caplog.records if r.name == "xrt.session"]
     assert "BuyiBackend cannot run on" in warning and "go to the backends after it" in warning
     with raises(ErrorCode.WRONG_TYPE, "BuyiBackend cannot run on .*compiles for 9.9.9"):

@@ -162,6 +162,8 @@ def test_malformed_manifest_fields_are_11011(container: Path) -> None:
         lambda d: d["buffers"][0].__setitem__("direction", "sideways"),
         lambda d: d.__setitem__("placement", [1, 2]),
         lambda d: d["placement"].__setitem__("host_quantized", [{"reasons": [1]}]),
+        lambda d: d["placement"].__setitem__("left_out", ["BuyiBackend"]),
+        lambda d: d["placement"].__setitem__("left_out", {"BuyiBackend": 7}),
         lambda d: d.__setitem__("hardware", "fast"),
         lambda d: d["hardware"].__setitem__("ocm_bytes", "1 MiB"),
         lambda d: d.__setitem__("target", 7),

@@ -418,6 +418,8 @@ class Qpc:
                 isinstance(p, Mapping) and isinstance(p.get("reasons", {}), Mapping)
                 for p in stored.get("host_quantized", [])
             )
+            and isinstance(stored.get("left_out", {}), Mapping)
+            and all(isinstance(w, str) for w in stored.get("left_out", {}).values())
         )
         if not ok:
             raise self._bad("malformed placement field")

@@ -61,6 +61,8 @@ class PlacementReport:
 
     ops: tuple[OpPlacement, ...]
     backends: tuple[str, ...] = ()
+    left_out: tuple[tuple[str, str], ...] = ()
+    """Backends the session left out (`Backend.unsupported`), each with why."""
 
     def counts(self) -> dict[str, int]:
         """Backend class name -> operators bound to it, in the session's backend order."""
@@ -87,6 +89,7 @@ class PlacementReport:
         return {
             "ops": len(self.ops),
             "counts": self.counts(),
+            "left_out": dict(self.left_out),
             "quantized_ops": sum(p.quantized for p in self.ops),
             "host_quantized": [
                 {"op_id": p.op_id, "op": p.label, "backend": p.backend, "reasons": dict(p.refusals)}
@@ -101,6 +104,8 @@ def placement_lines(doc: Mapping[str, Any]) -> list[str]:
     total = doc.get("ops", sum(counts.values()))
     parts = [f"{n} on {b}" for b, n in counts.items()]
     lines = [f"placement: {total} op(s): {', '.join(parts)}"]
+    for backend, why in (doc.get("left_out") or {}).items():
+        lines.append(f"  {backend} left out: {why}; its operators went to the backends after it")
     quantized = doc.get("quantized_ops") or 0
     if quantized:
         left = doc.get("host_quantized") or []
@@ -142,4 +147,7 @@ def placement_report(
                 refusals=refusals,
             )
         )
-    return PlacementReport(tuple(rows), tuple(type(b).__name__ for b in backends))
+    left_out = tuple(
+        (type(b).__name__, b.not_supported) for b in backends if b.not_supported is not None
+    )
+    return PlacementReport(tuple(rows), tuple(type(b).__name__ for b in backends), left_out)
