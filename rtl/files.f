@@ -7,11 +7,13 @@ generated/npu_isa_pkg.sv
 compute/npu_cmp_pkg.sv
 generated/npu_csr_pkg.sv
 generated/dma_csr_pkg.sv
+generated/fault_csr_pkg.sv
 dma/npu_dma_pkg.sv
 mem/npu_mem_dpi_pkg.sv
 sim/npu_regbus_dpi_pkg.sv
 generated/npu_csr.sv
 generated/dma_csr.sv
+generated/fault_csr.sv
 common/npu_fifo.sv
 compute/npu_cmp_sram.sv
 compute/npu_cmp_tokens.sv
@@ -42,4 +44,7 @@ mem/npu_axi_mem.sv
 top/npu_regs.sv
 top/npu_top.sv
 sim/npu_regbus_master.sv
+sim/npu_fault_trigger.sv
+sim/npu_fault_axi.sv
+sim/npu_fault_ctl.sv
 sim/npu_sim.sv

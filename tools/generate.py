@@ -55,7 +55,7 @@ RDL_DIR = ROOT / "rtl" / "regs"
 PROTO_DIR = ROOT / "proto"
 PROTO_FILES = ("npuemu/v1/device.proto",)
 CONFIG = ROOT / "rtl" / "config" / "npu.toml"
-BLOCKS = ("npu", "dma")
+BLOCKS = ("npu", "dma", "fault")
 
 # Generated outputs, relative to the repository root.
 RTL_OUT = Path("rtl/generated")
@@ -223,6 +223,7 @@ def generate_config_sv(cfg: dict, out_root: Path) -> None:
         lines.append(f"  localparam int unsigned {p}TargetId = {t['id']};")
         lines.append(f"  localparam logic [63:0] {p}NpuBase = 64'h{t['npu_base']:x};")
         lines.append(f"  localparam logic [63:0] {p}DmaBase = 64'h{t['dma_base']:x};")
+        lines.append(f"  localparam logic [63:0] {p}FaultBase = 64'h{t['fault_base']:x};")
         lines.append(f"  localparam bit {p}HasOcm = 1'b{int('ocm' in t['memories'])};")
         for mem in MEMORY_ORDER:
             m = t["memories"].get(mem, {"base": 0, "size": 0})
@@ -268,6 +269,7 @@ def generate_config_py(cfg: dict, out_root: Path) -> None:
             f"        description={t['description']!r},",
             f"        npu_base={t['npu_base']:#x},",
             f"        dma_base={t['dma_base']:#x},",
+            f"        fault_base={t['fault_base']:#x},",
             f"        reg_block_size={t['reg_block_size']:#x},",
             "        memories=(",
         ]
@@ -401,6 +403,7 @@ def generate_c_targets(cfg: dict, out_root: Path) -> None:
             f"#define {p}_TARGET_ID {t['id']}u",
             f"#define {p}_NPU_BASE 0x{t['npu_base']:x}ull",
             f"#define {p}_DMA_BASE 0x{t['dma_base']:x}ull",
+            f"#define {p}_FAULT_BASE 0x{t['fault_base']:x}ull  /* simulator only */",
             f"#define {p}_REG_BLOCK_SIZE 0x{t['reg_block_size']:x}ull",
         ]
         for mem in MEMORY_ORDER:

@@ -31,19 +31,27 @@ from xrt.errors import ErrorCode, XrtError
 __all__ = ["attach"]
 
 
-def attach(url: str, command: Sequence[str]) -> int:
-    """Run `command` with the device at `url` leased to it (see the module docstring);
-    returns its exit status.
+def attach(url: str, command: Sequence[str], faults: Sequence[str] = ()) -> int:
+    """Run `command` with the device at `url` leased to it (see the module docstring), the
+    `faults` armed first (`xrt.npu_device.NpuDevice.inject_fault`: a C driver's error
+    paths); returns its exit status.
 
     Raises:
         XrtError: the device cannot be opened, or its server is not on this machine.
     """
     from xrt.device import Device
+    from xrt.npu_device import NpuDevice
+    from xrt.npu_device.faults import parse_fault
     from xrt.transport.grpc.local_memory import handout, receive_memory_file
 
     if not command:
         raise XrtError(ErrorCode.OUT_OF_RANGE, "give the program to run: attach URL -- PROGRAM")
+    parsed = [parse_fault(f) for f in faults]  # a typo fails before the lease
     with Device.open(url) as dev:
+        if parsed and not isinstance(dev, NpuDevice):
+            raise XrtError(ErrorCode.WRONG_TYPE, f"--fault needs an NPU device, not {url}")
+        for fault in parsed:
+            dev.inject_fault(fault)  # type: ignore[attr-defined]
         transport = dev.transport
         sock = getattr(transport, "local_socket", "")
         if not sock or getattr(transport, "ring", None) is None:
@@ -94,10 +102,10 @@ def _wait(proc: subprocess.Popen[bytes]) -> int:
     return 128 - code if code < 0 else code
 
 
-def main(url: str, command: Sequence[str]) -> int:
+def main(url: str, command: Sequence[str], faults: Sequence[str] = ()) -> int:
     """The ``npu-emu attach`` command."""
     try:
-        return attach(url, command)
+        return attach(url, command, faults)
     except XrtError as exc:
         print(f"npu-emu attach: {exc}", file=sys.stderr)
         return exitcodes.for_error(exc)

@@ -175,6 +175,14 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=fmt,
     )
     a.add_argument("url", help="the device: grpc://HOST:PORT[/DEVICE][?token=...]")
+    a.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        metavar="KIND[:ARG...][@TRIGGER]",
+        help="arm a fault in the simulated NPU before PROGRAM starts (repeatable; as xrt run "
+        "--fault; docs/debugging.md)",
+    )
     a.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM [ARGS...]")
     r = sub.add_parser(
         "replay",
@@ -388,7 +396,7 @@ def _main(args: argparse.Namespace) -> int:
         from npuemu.attach import main as attach_main
 
         command = args.program[1:] if args.program[:1] == ["--"] else args.program
-        return attach_main(args.url, command)
+        return attach_main(args.url, command, args.fault)
     if args.command == "build":
         from npuemu.sim.build import ModelBuildError, build_npu_sim
 

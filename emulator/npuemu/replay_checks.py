@@ -283,10 +283,11 @@ class RecordChecker:
             if base <= addr < base + size:
                 sim = at + addr - base
         c = self.cfg
-        inside = any(b <= sim < b + c.reg_block_size for b in (c.npu_base, c.dma_base))
+        blocks = c.sim_register_blocks  # a recorded lease's faults are fault-block writes
+        inside = any(b <= sim < b + c.reg_block_size for _, b in blocks)
         if not inside or sim % 4:
-            blocks = f"npu [{c.npu_base:#x}, +{c.reg_block_size:#x}), dma [{c.dma_base:#x}, ...)"
-            self.fail(rec, name, addr, f"not a 4-byte aligned register of {c.name} ({blocks})")
+            where = ", ".join(f"{n} [{b:#x}, +{c.reg_block_size:#x})" for n, b in blocks)
+            self.fail(rec, name, addr, f"not a 4-byte aligned register of {c.name} ({where})")
 
     def _commit(self, rec: Record, name: str, value: Any, cycles: int) -> None:
         """A board request that runs its whole budget of `cycles`: all such must fit."""

@@ -10,6 +10,7 @@
 #define BUYI_TARGET_ID 1u
 #define BUYI_NPU_BASE 0x40000000ull
 #define BUYI_DMA_BASE 0x80000000ull
+#define BUYI_FAULT_BASE 0xc0000000ull  /* simulator only */
 #define BUYI_REG_BLOCK_SIZE 0x1000ull
 #define BUYI_UDMA_BASE 0x10000000ull
 #define BUYI_UDMA_SIZE 0x4000000ull
@@ -20,6 +21,7 @@
 #define ZG330_TARGET_ID 2u
 #define ZG330_NPU_BASE 0x40000000ull
 #define ZG330_DMA_BASE 0x80000000ull
+#define ZG330_FAULT_BASE 0xc0000000ull  /* simulator only */
 #define ZG330_REG_BLOCK_SIZE 0x1000ull
 #define ZG330_UDMA_BASE 0x10000000ull
 #define ZG330_UDMA_SIZE 0x4000000ull

@@ -4,7 +4,9 @@
 /// to `ReadsInFlight` reads in flight to one block.
 ///
 /// Port 0 decodes [Base0, Base0 + BlockSize), port 1 [Base1, Base1 + BlockSize); slaves
-/// see the 12-bit offset inside their block. Any other address answers DECERR.
+/// see the 12-bit offset inside their block (with 12-bit master types). Any other address
+/// answers DECERR, or with `Port1TakesRest` goes to port 1 (the simulation top's fault
+/// controller beside the whole NPU: rtl/sim/npu_fault_ctl.sv).
 ///
 /// No register stage: while a side is idle its address (and write data) handshakes go
 /// straight through to the block the address selects, and the block's response comes
@@ -20,6 +22,7 @@ module npu_axil_demux #(
   parameter logic [31:0] Base1 = 32'h8000_0000,  /// second block (DMA CSRs)
   parameter logic [31:0] BlockSize = 32'h1000,   /// bytes each block decodes (4 KiB)
   parameter int unsigned ReadsInFlight = 4,      /// reads in flight to one block, at most
+  parameter bit          Port1TakesRest = 1'b0,  /// 1: port 1 decodes every other address
   parameter type slv_req_t = logic,  /// AXI4-Lite request, 32-bit address (npu_axi_typedef.svh)
   parameter type slv_rsp_t = logic,  /// AXI4-Lite response
   parameter type mst_req_t = logic,  /// AXI4-Lite request, 12-bit block offset
@@ -40,9 +43,9 @@ module npu_axil_demux #(
   // 0 / 1: a block; 2: nobody.
   logic [1:0] aw_dec, ar_dec;
   assign aw_dec = slv_req_i.aw.addr - Base0 < BlockSize ? 2'd0
-                : slv_req_i.aw.addr - Base1 < BlockSize ? 2'd1 : 2'd2;
+                : Port1TakesRest || slv_req_i.aw.addr - Base1 < BlockSize ? 2'd1 : 2'd2;
   assign ar_dec = slv_req_i.ar.addr - Base0 < BlockSize ? 2'd0
-                : slv_req_i.ar.addr - Base1 < BlockSize ? 2'd1 : 2'd2;
+                : Port1TakesRest || slv_req_i.ar.addr - Base1 < BlockSize ? 2'd1 : 2'd2;
 
   // ---------------------------------------------------------------- writes
   typedef enum logic [1:0] {WrAddr, WrResp, WrDecerr} wr_state_e;
@@ -142,16 +145,19 @@ module npu_axil_demux #(
              : rd_sel_q ? mst_rsp_i[1].r.resp : mst_rsp_i[0].r.resp},
     r_valid: rvalid
   };
-  // Payloads shared; the valids and readies of the block the access goes to.
+  // Payloads shared; the valids and readies of the block the access goes to. A block sees
+  // its 12-bit offset; port 1 taking every other address sees the whole address.
+  localparam int unsigned MstAddrBits = $bits(mst_req_o[0].aw.addr);
   for (genvar i = 0; i < 2; i++) begin : g_mst
+    localparam logic [31:0] Keep = Port1TakesRest && i == 1 ? '1 : 32'hFFF;
     assign mst_req_o[i] = '{
-      aw: '{addr: slv_req_i.aw.addr[11:0], prot: slv_req_i.aw.prot},
+      aw: '{addr: MstAddrBits'(slv_req_i.aw.addr & Keep), prot: slv_req_i.aw.prot},
       aw_valid: wr_state_q == WrAddr && wr_sel == 2'(i) && slv_req_i.aw_valid && !aw_got_q,
       w: slv_req_i.w,
       w_valid: wr_state_q == WrAddr && wr_sel == 2'(i) && slv_req_i.w_valid && !w_got_q
                && wr_known,
       b_ready: wr_state_q == WrResp && wr_sel_q[0] == 1'(i) && slv_req_i.b_ready,
-      ar: '{addr: slv_req_i.ar.addr[11:0], prot: slv_req_i.ar.prot},
+      ar: '{addr: MstAddrBits'(slv_req_i.ar.addr & Keep), prot: slv_req_i.ar.prot},
       ar_valid: (rd_count_q == '0 || rd_same) && rd_sel == 2'(i) && slv_req_i.ar_valid,
       r_ready: rd_count_q != '0 && !rd_decerr_q && rd_sel_q == 1'(i) && slv_req_i.r_ready
     };

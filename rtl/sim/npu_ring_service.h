@@ -64,8 +64,9 @@
 #include "npu_ring_abi.h"
 
 #if !defined(NPU_SIM_POLL_MAX_INTERVAL) || !defined(NPU_SIM_NPU_BASE) \
-    || !defined(NPU_SIM_DMA_BASE) || !defined(NPU_SIM_REG_BLOCK_SIZE)
-#error "build with -DNPU_SIM_POLL_MAX_INTERVAL, _NPU_BASE, _DMA_BASE, _REG_BLOCK_SIZE (npuemu.sim.build)"
+    || !defined(NPU_SIM_DMA_BASE) || !defined(NPU_SIM_FAULT_BASE) \
+    || !defined(NPU_SIM_REG_BLOCK_SIZE)
+#error "build with -DNPU_SIM_POLL_MAX_INTERVAL, _NPU_BASE, _DMA_BASE, _FAULT_BASE, _REG_BLOCK_SIZE (npuemu.sim.build)"
 #endif
 
 extern "C" int npu_regbus_submit(const npu_regbus_op* ops, uint32_t n);
@@ -392,14 +393,16 @@ class Service {
                 return true;
             }
             // The server's rules (npuemu.server.errors.check_register): a register of the
-            // npu or dma block, 4-byte aligned.
+            // npu, dma or fault block, 4-byte aligned.
             const bool in_npu = op.addr >= NPU_SIM_NPU_BASE
                                 && op.addr - NPU_SIM_NPU_BASE < NPU_SIM_REG_BLOCK_SIZE;
             const bool in_dma = op.addr >= NPU_SIM_DMA_BASE
                                 && op.addr - NPU_SIM_DMA_BASE < NPU_SIM_REG_BLOCK_SIZE;
-            if ((op.addr & 3) != 0 || !(in_npu || in_dma)) {
+            const bool in_fault = op.addr >= NPU_SIM_FAULT_BASE
+                                  && op.addr - NPU_SIM_FAULT_BASE < NPU_SIM_REG_BLOCK_SIZE;
+            if ((op.addr & 3) != 0 || !(in_npu || in_dma || in_fault)) {
                 refuse("op %llu: register address %#llx is not an aligned register of the "
-                       "npu or dma block", i, op.addr);
+                       "npu, dma or fault block", i, op.addr);
                 return true;
             }
             if (op.kind == 3) {

@@ -9,8 +9,9 @@
 ///
 /// `Target` picks the chip from rtl/config/npu.toml (via npu_config_pkg): 1 = Buyi,
 /// 2 = ZG330. The harness drives `rst_ni` and the AXI4-Lite port and watches `irq_o`.
-/// The fault inputs make a memory answer errors in a window (tests of driver error
-/// paths); tie them to zero otherwise.
+/// The fault controller (`npu_fault_ctl`, a register block at FaultBase) injects faults on
+/// cue; the fault inputs make a memory answer errors in a window (the RTL tests' older
+/// hook); tie them to zero otherwise.
 ///
 /// The clock: the main loop of the executable toggles `clk_i`, never cocotb. In the
 /// harness that loop is rtl/sim/npu_sim_main.cpp (a period of `ClockPeriodPs`, edges at
@@ -152,6 +153,29 @@ module npu_sim
     .clk_i(clk), .rst_ni, .req_i(axil_req), .rsp_i(axil_rsp), .violations_o(axil_violations_o)
   );
 
+  // ---------------------------------------------------------------- faults on cue
+  // The fault controller sits on the register bus beside the NPU and has its hands on the
+  // interrupt line and the NPU's memory interconnect (rtl/sim/npu_fault_ctl.sv).
+  axil_req_t   npu_axil_req;
+  axil_rsp_t   npu_axil_rsp;
+  logic [1:0]  npu_irqs;
+  logic [1:0]  fmem_mode, fmem_resp, fmem_unit;
+  logic        fmem_reads, fmem_writes, fmem_release;
+  logic [63:0] fmem_base, fmem_size;
+  logic [2:0]  fmem_bit;
+  logic [1:0]  fmem_event, fmem_fire;  // {AW, AR} on the NPU's memory interconnect
+  npu_fault_ctl #(
+    .Base(32'(IsZg330 ? Zg330FaultBase : BuyiFaultBase)), .MemLanes(2),
+    .axil_req_t(axil_req_t), .axil_rsp_t(axil_rsp_t)
+  ) u_faults (
+    .clk_i(clk), .rst_ni, .bus_req_i(axil_req), .bus_rsp_o(axil_rsp),
+    .npu_req_o(npu_axil_req), .npu_rsp_i(npu_axil_rsp), .irq_src_i(npu_irqs), .irq_o,
+    .mem_mode_o(fmem_mode), .mem_resp_o(fmem_resp), .mem_unit_o(fmem_unit),
+    .mem_reads_o(fmem_reads), .mem_writes_o(fmem_writes), .mem_base_o(fmem_base),
+    .mem_size_o(fmem_size), .mem_bit_o(fmem_bit), .mem_release_o(fmem_release),
+    .mem_event_i(fmem_event), .mem_fire_o(fmem_fire)
+  );
+
   // ---------------------------------------------------------------- the NPU
   npu_top #(
     .TargetId(IsZg330 ? Zg330TargetId : BuyiTargetId),
@@ -163,7 +187,7 @@ module npu_sim
     .OcmSize(IsZg330 ? Zg330OcmSize : BuyiOcmSize),
     .BusBytes(BusBytes), .AddrWidth(AddrWidth), .IdWidth(IdWidth)
   ) u_npu (
-    .clk_i(clk), .rst_ni, `NPU_AXIL_CONNECT_FLAT(s_axil, axil_req, axil_rsp),
+    .clk_i(clk), .rst_ni, `NPU_AXIL_CONNECT_FLAT(s_axil, npu_axil_req, npu_axil_rsp),
     .m_axi_arid(arid), .m_axi_araddr(araddr), .m_axi_arlen(arlen), .m_axi_arsize(arsize),
     .m_axi_arburst(arburst), .m_axi_arvalid(arvalid), .m_axi_arready(arready),
     .m_axi_rid(rid), .m_axi_rdata(rdata), .m_axi_rresp(rresp), .m_axi_rlast(rlast),
@@ -173,7 +197,11 @@ module npu_sim
     .m_axi_wdata(wdata), .m_axi_wstrb(wstrb), .m_axi_wlast(wlast),
     .m_axi_wvalid(wvalid), .m_axi_wready(wready),
     .m_axi_bid(bid), .m_axi_bresp(bresp), .m_axi_bvalid(bvalid), .m_axi_bready(bready),
-    .irq_o, .busy_o
+    .irq_o(), .irq_src_o(npu_irqs), .busy_o,
+    .fault_mode_i(fmem_mode), .fault_resp_i(fmem_resp), .fault_unit_i(fmem_unit),
+    .fault_reads_i(fmem_reads), .fault_writes_i(fmem_writes), .fault_base_i(fmem_base),
+    .fault_size_i(fmem_size), .fault_bit_i(fmem_bit), .fault_release_i(fmem_release),
+    .fault_event_o(fmem_event), .fault_fire_i(fmem_fire)
   );
 
   // [0] udma (PS DDR window), [1] plddr.

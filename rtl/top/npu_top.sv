@@ -90,6 +90,20 @@ module npu_top
   input  wire  [1:0]           m_axi_bvalid,
   output logic [1:0]           m_axi_bready,
   output logic                 irq_o,            /// level interrupt of the whole NPU
+  output logic [1:0]           irq_src_o,        /// irq_o's sources {NPU block, DMA} (debug)
+  // Faults on the memory interconnect, from the simulation top's fault controller
+  // (rtl/sim/npu_fault_ctl.sv, npu_fault_axi); a chip ties fault_mode_i to 0.
+  input  wire  [1:0]           fault_mode_i,     /// 0 off, 1 error, 2 stall, 3 bit flip
+  input  wire  [1:0]           fault_resp_i,     /// error response
+  input  wire  [1:0]           fault_unit_i,     /// 0 any master, 1 DMA, 2 compute engine
+  input  wire                  fault_reads_i,    /// read bursts count
+  input  wire                  fault_writes_i,   /// write bursts count
+  input  wire  [63:0]          fault_base_i,     /// the range's first byte
+  input  wire  [63:0]          fault_size_i,     /// the range's bytes
+  input  wire  [2:0]           fault_bit_i,      /// the bit a flip flips
+  input  wire                  fault_release_i,  /// a stalled burst may go
+  output logic [1:0]           fault_event_o,    /// {AW, AR} bursts that count this cycle
+  input  wire  [1:0]           fault_fire_i,     /// the fault fires on them
   output logic                 busy_o            /// an engine is running (DMA now, compute later)
 );
   // Demux ports: 0 udma, 1 plddr, 2 OCM (size 0 without one: never decoded).
@@ -199,6 +213,7 @@ module npu_top
   );
 
   assign irq_o = npu_irq || dma_irq;
+  assign irq_src_o = {npu_irq, dma_irq};
   assign busy_o = dma_busy || c_busy;
 
   // ---------------------------------------------------------------- memory interconnect
@@ -215,12 +230,27 @@ module npu_top
     .mst_req_o(mux_req), .mst_rsp_i(mux_rsp)
   );
 
+  // Every burst of both masters to every memory passes here (the ID's top bit names the
+  // master, the demux answers in request order): faults on cue act on all of them.
+  axi_req_t flt_req;
+  axi_rsp_t flt_rsp;
+  npu_fault_axi #(
+    .BusBytes(BusBytes), .IdWidth(IdWidth), .Depth(4 * DmaMaxOutstanding),
+    .req_t(axi_req_t), .rsp_t(axi_rsp_t)
+  ) u_fault (
+    .clk_i, .rst_ni, .mode_i(fault_mode_i), .resp_i(fault_resp_i), .unit_i(fault_unit_i),
+    .reads_i(fault_reads_i), .writes_i(fault_writes_i), .base_i(fault_base_i),
+    .size_i(fault_size_i), .bit_i(fault_bit_i), .release_i(fault_release_i),
+    .event_o(fault_event_o), .fire_i(fault_fire_i), .s_req_i(mux_req), .s_rsp_o(mux_rsp),
+    .m_req_o(flt_req), .m_rsp_i(flt_rsp)
+  );
+
   npu_axi_demux #(
     .NumSlaves(NumMem), .MaxOutstanding(DmaMaxOutstanding),
     .SlaveBase({OcmBase, PlddrBase, UdmaBase}), .SlaveSize({OcmSizeEff, PlddrSize, UdmaSize}),
     .req_t(axi_req_t), .rsp_t(axi_rsp_t)
   ) u_axi_demux (
-    .clk_i, .rst_ni, .slv_req_i(mux_req), .slv_rsp_o(mux_rsp),
+    .clk_i, .rst_ni, .slv_req_i(flt_req), .slv_rsp_o(flt_rsp),
     .mst_req_o(mem_req), .mst_rsp_i(mem_rsp)
   );
 

@@ -39,6 +39,7 @@ from xrt.dtypes import TensorType
 from xrt.errors import ErrorCode, XrtError
 from xrt.network import Network, is_quantized_op
 from xrt.network._onnx_ctx import require_onnx
+from xrt.npu_device import NpuDevice
 from xrt.progress import progress
 from xrt.session import PlacementReport, Session
 from xrt.session.snapshot import is_snapshot_file
@@ -241,12 +242,14 @@ class _NpuFigures:
     main_label: str = ""
     main_cycles: int = 0
     main_mac: float = 0.0
+    spurious_irqs: int = 0
     backends: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "launches": self.launches,
             "cycles": self.cycles,
+            "spurious_irqs": self.spurious_irqs,
             "main_program": {
                 "label": self.main_label,
                 "cycles": self.main_cycles,
@@ -284,6 +287,27 @@ class _Run:
         if not self.args.json:
             print(text)
 
+    def _arm_faults(self) -> None:
+        """``--fault``: armed after the session is applied, before the first forward."""
+        specs = getattr(self.args, "fault", None) or []
+        if not specs:
+            return
+        if not isinstance(self.device, NpuDevice):
+            raise XrtError(
+                ErrorCode.WRONG_TYPE, "--fault needs a simulated NPU device (sim://, grpc://)"
+            )
+        for spec in specs:
+            self.device.inject_fault(spec)
+            self.say(f"fault armed: {spec}")
+
+    def _fault_report(self) -> None:
+        if not getattr(self.args, "fault", None) or not isinstance(self.device, NpuDevice):
+            return
+        done = self.device.faults()
+        self.summary["faults"] = [{"fault": f.fault.spec, "hits": f.hits} for f in done]
+        for f in done:
+            self.say(f"fault {f.describe()}")
+
     def execute(self) -> int:
         args = self.args
         with self.prepare(self._tuning) as sess:
@@ -295,8 +319,10 @@ class _Run:
                 return self._refuse_placement(report)
             sess.enable_time_profile(args.profile)
             sess.enable_trace(args.trace is not None)
+            self._arm_faults()
             outs, walls = self._forwards(sess)
             self._report(sess, report, outs, walls)
+            self._fault_report()
         code = exitcodes.OK
         if args.compare:
             code = self._compare(outs)
@@ -382,6 +408,7 @@ class _Run:
             fig.backends.append(type(b).__name__)
             fig.launches += len(stats)
             fig.cycles += sum(s.busy_cycles for s in stats)
+            fig.spurious_irqs += sum(s.spurious_irqs for s in stats)
             for label, s in zip(labels, stats, strict=True):
                 if s.busy_cycles > fig.main_cycles:
                     fig.main_label, fig.main_cycles = label, s.busy_cycles
@@ -430,6 +457,8 @@ class _Run:
                 f"program {n.main_cycles} cycles, MAC array busy {100 * n.main_mac:.1f}% of "
                 f"them ({n.main_label[:80]}{'...' if len(n.main_label) > 80 else ''})"
             )
+            if n.spurious_irqs:
+                self.say(f"  {n.spurious_irqs} spurious interrupt(s) waited through")
         ms = [w * 1e3 for w in walls]
         self.summary["forward_ms"] = {
             "runs": len(ms),

@@ -72,7 +72,19 @@ def _version() -> str:
         return "0+unknown"
 
 
+def _fault_arg(text: str) -> str:
+    """``--fault``: checked when the arguments are (a typo fails before any work)."""
+    from xrt.npu_device.faults import parse_fault
+
+    try:
+        return parse_fault(text).spec
+    except XrtError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
+
+
 def _parser() -> argparse.ArgumentParser:
+    from xrt.npu_device.faults import FAULT_KINDS
+
     parser = argparse.ArgumentParser(
         prog="xrt",
         description="The xrt runtime's command line (see docs/session.md).",
@@ -123,6 +135,15 @@ def _parser() -> argparse.ArgumentParser:
         "--require-npu",
         action="store_true",
         help="exit 3 when any quantized operator stays on the host (each listed with why)",
+    )
+    ci.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        type=_fault_arg,
+        metavar="KIND[:ARG...][@TRIGGER]",
+        help="arm a fault in the simulated NPU before the first forward (repeatable; "
+        "kinds: " + ", ".join(FAULT_KINDS) + "; docs/debugging.md)",
     )
     ci.add_argument(
         "--compare",

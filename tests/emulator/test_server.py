@@ -73,7 +73,8 @@ def test_list_devices_describes_the_target(server, client):
     assert [d.name for d in resp.devices] == ["npu0", "npu1"]
     d = resp.devices[0]
     assert d.target == "buyi" and d.target_id == 1 and d.dma_bus_bytes == 16
-    assert {b.name: b.base for b in d.register_blocks} == {"npu": NPU_BASE, "dma": DMA_BASE}
+    blocks = {b.name: b.base for b in d.register_blocks}
+    assert blocks == {"npu": NPU_BASE, "dma": DMA_BASE, "fault": 0xC000_0000}
     regions = {r.name: r for r in d.regions}
     assert regions["udma"].host_visible and not regions["plddr"].host_visible
     assert regions["plddr"].base == PLDDR_BASE and regions["udma"].size == 64 << 20

@@ -92,7 +92,8 @@ def buyi() -> Iterator[NpuDevice]:
 
 def test_sim_buyi_is_a_buyi_device_with_its_regions(buyi: NpuDevice) -> None:
     assert isinstance(buyi, BuyiDevice) and buyi.target == "buyi" and buyi.name == "sim://buyi"
-    assert set(buyi.reg_regions) == {"npu", "dma"} and set(buyi.mem_regions) == {"udma", "plddr"}
+    assert set(buyi.reg_regions) == {"npu", "dma", "fault"}
+    assert set(buyi.mem_regions) == {"udma", "plddr"}
     assert str(buyi.url) == "sim://buyi" and alive(worker_pid(buyi))
     udma = buyi.get_mem_region("udma")
     assert udma.host_visible and (udma.base, udma.size) == (0x1000_0000, 64 << 20)

@@ -32,7 +32,7 @@ def rand(n: int, seed: int) -> np.ndarray:
 
 def test_buyi_regions(buyi: NpuDevice) -> None:
     assert isinstance(buyi, BuyiDevice) and buyi.target == "buyi"
-    assert set(buyi.reg_regions) == {"npu", "dma"}
+    assert set(buyi.reg_regions) == {"npu", "dma", "fault"}
     assert set(buyi.mem_regions) == {"udma", "plddr"}
     assert buyi.default_reg_region().name == "npu"
     assert buyi.default_mem_region().name == "plddr"

@@ -37,8 +37,8 @@ def sim_info(name: str, target: TargetConfig) -> NpuInfo:
         name=name,
         target=target.name,
         register_blocks={
-            "npu": RegisterBlock("npu", target.npu_base, target.reg_block_size),
-            "dma": RegisterBlock("dma", target.dma_base, target.reg_block_size),
+            name: RegisterBlock(name, base, target.reg_block_size)
+            for name, base in target.sim_register_blocks
         },
         memories={
             m.name: MemoryInfo(m.name, m.base, m.size, host_visible=m.name == "udma")

@@ -70,8 +70,8 @@ class ServiceError(Exception):
 
 
 def check_register(target: TargetConfig, address: int) -> None:
-    """The address must be 4-byte aligned and inside the npu or dma register block."""
-    blocks = (("npu", target.npu_base), ("dma", target.dma_base))
+    """The address must be 4-byte aligned and inside a register block (npu, dma, fault)."""
+    blocks = target.sim_register_blocks
     inside = any(base <= address < base + target.reg_block_size for _, base in blocks)
     if not inside:
         where = ", ".join(

@@ -138,8 +138,8 @@ class DeviceService(pb_grpc.DeviceServiceServicer):
             hw_version=".".join(map(str, HW_VERSION)),
             protocol_version=PROTOCOL_VERSION,
             register_blocks=[
-                pb.RegisterBlock(name="npu", base=t.npu_base, size=t.reg_block_size),
-                pb.RegisterBlock(name="dma", base=t.dma_base, size=t.reg_block_size),
+                pb.RegisterBlock(name=name, base=base, size=t.reg_block_size)
+                for name, base in t.sim_register_blocks
             ],
             regions=[
                 pb.MemoryRegion(

@@ -438,6 +438,8 @@ def build_npu_sim(target_name: str, *, waves: bool | None = None) -> BuiltModel:
             "-CFLAGS",
             f"-DNPU_SIM_DMA_BASE={cfg.dma_base:#x}u",
             "-CFLAGS",
+            f"-DNPU_SIM_FAULT_BASE={cfg.fault_base:#x}u",
+            "-CFLAGS",
             f"-DNPU_SIM_REG_BLOCK_SIZE={cfg.reg_block_size:#x}u",
         ),
         name=target_name,

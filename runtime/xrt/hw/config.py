@@ -88,6 +88,8 @@ class TargetConfig:
     description: str
     npu_base: int
     dma_base: int
+    fault_base: int
+    """The simulator's fault controller (rtl/regs/fault.rdl): simulated devices only."""
     reg_block_size: int
     memories: tuple[MemoryWindow, ...]
 
@@ -103,3 +105,9 @@ class TargetConfig:
 
     def has_memory(self, name: str) -> bool:
         return any(m.name == name for m in self.memories)
+
+    @property
+    def sim_register_blocks(self) -> tuple[tuple[str, int], ...]:
+        """(name, base) of every register block of a simulated device of this target: the
+        chip's ``npu`` and ``dma``, and the simulator's ``fault`` controller."""
+        return (("npu", self.npu_base), ("dma", self.dma_base), ("fault", self.fault_base))

@@ -86,6 +86,17 @@ def launch_ops(
     return ops
 
 
+def status_ops(npu_base: int) -> list[RegOp]:
+    """Reads of the status and error registers (`decode_status`): a look at a running
+    engine that changes nothing (no counter read, no acknowledgement)."""
+    return [RegRead(_at(npu_base, name)) for name in _READ_FIRST]
+
+
+def is_busy(status: int | None) -> bool:
+    """``CORE_STATUS.BUSY`` of a status read."""
+    return bool((status or 0) & _BUSY)
+
+
 def readout_ops(npu_base: int) -> list[RegOp]:
     """The batch after the interrupt: status, error registers, counters (LO before HI: the
     LO read latches HI), then the acknowledge. `decode_readout` reads its results."""
@@ -162,6 +173,18 @@ class EngineOutcome:
             f"NPU error {name} at instruction {self.err_pc} ({unit} unit), "
             f"address {self.err_addr:#x}: {text}"
         )
+
+
+def decode_status(values: Sequence[int | None]) -> EngineOutcome:
+    """The `EngineOutcome` (without counters) in the results of `status_ops`."""
+    status, pc, lo, hi = (int(v or 0) for v in values[:4])
+    return EngineOutcome(
+        status=status,
+        err_code=_ERR_CODE.extract(status),
+        err_unit=_ERR_UNIT.extract(status),
+        err_pc=pc,
+        err_addr=(hi << 32) | lo,
+    )
 
 
 def decode_readout(values: Sequence[int | None]) -> EngineOutcome:

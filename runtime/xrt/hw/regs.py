@@ -1,19 +1,22 @@
-"""The register maps of both CSR blocks, generated from ``rtl/regs/*.rdl``.
+"""The register maps of the CSR blocks, generated from ``rtl/regs/*.rdl``.
 
-`NPU` and `DMA` are `xrt.hw.regmap.RegisterBlockInfo` records (names, offsets, fields,
-reset values, access); `PERF_COUNTERS` names the compute engine's 64-bit counters in
-register order (``PERF_<NAME>_LO``/``_HI``), the order the RTL's ``Perf*`` indices follow
+`NPU` and `DMA` (both chips) and `FAULT` (the simulator's fault controller) are
+`xrt.hw.regmap.RegisterBlockInfo` records (names, offsets, fields, reset values, access);
+`PERF_COUNTERS` names the compute engine's 64-bit counters in register order
+(``PERF_<NAME>_LO``/``_HI``), the order the RTL's ``Perf*`` indices follow
 (``rtl/generated/npu_config_pkg.sv``, generated from the same registers).
 """
 
 from __future__ import annotations
 
 from xrt.hw._generated.regs_dma import DMA
+from xrt.hw._generated.regs_fault import FAULT
 from xrt.hw._generated.regs_npu import NPU
 from xrt.hw.regmap import RegisterBlockInfo, RegisterInfo
 
 __all__ = [
     "DMA",
+    "FAULT",
     "NPU",
     "PERF_COUNTERS",
     "configuration_registers",

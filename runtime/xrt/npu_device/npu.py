@@ -40,11 +40,12 @@ from xrt._checks import as_seconds
 from xrt._version import runtime_version
 from xrt.device import Device, DeviceURL, ServerLogCallback
 from xrt.errors import ErrorCode, XrtError
-from xrt.hw.regs import DMA, NPU
+from xrt.hw.regs import DMA, FAULT, NPU
 from xrt.hw.targets import HW_VERSION
 from xrt.hw.targets import target as target_config
 from xrt.memptr import MemPtr
 from xrt.npu_device.dma_region import DmaEngine, DmaMemRegion
+from xrt.npu_device.faults import Fault, FaultController, FaultStatus
 from xrt.registers import RegRead, RegRegion
 from xrt.transport import HostRegion, NpuTransport
 
@@ -134,6 +135,11 @@ class NpuDevice(Device):
         dma = t.reg_region("dma", DMA)
         self.add_region(npu, default=True)
         self.add_region(dma)
+        self._faults: FaultController | None = None
+        if "fault" in info.register_blocks:  # a simulated device: the fault controller
+            fault = t.reg_region("fault", FAULT)
+            self.add_region(fault)
+            self._faults = FaultController(fault, target_config(info.target))
         if probe:
             self._probe(npu, dma)
         udma = t.host_region("udma")
@@ -334,6 +340,37 @@ class NpuDevice(Device):
         t = as_seconds(timeout_s, "timeout_s")
         self._check_open()
         return self._transport.wait_irq(t, max_cycles)
+
+    # -- faults on cue (simulated devices) -------------------------------------------------
+
+    def _fault_controller(self) -> FaultController:
+        self._check_open()
+        if self._faults is None:
+            raise XrtError(
+                ErrorCode.WRONG_TYPE,
+                f"{self.name} has no fault controller: faults on cue are a simulated "
+                "device's (sim://, or grpc:// to npu-emu serve)",
+            )
+        return self._faults
+
+    def inject_fault(self, fault: Fault | str) -> Fault:
+        """Arm a fault in the simulation (`xrt.npu_device.faults`: ``KIND[:ARG...][@TRIGGER]``,
+        e.g. ``"dma-error"``, ``"delay-irq:500"``, ``"bus-error:decerr@3"``), replacing the
+        last one of its family (memory, interrupt, register); returns it parsed.
+
+        Raises:
+            XrtError: 11003 naming what is wrong in the text; 11010 on a device without a
+                fault controller (a board).
+        """
+        return self._fault_controller().inject(fault)
+
+    def faults(self) -> list[FaultStatus]:
+        """The faults armed on this device, each with how often it fired."""
+        return self._fault_controller().status()
+
+    def clear_faults(self) -> None:
+        """Disarm every fault (a lease's end does too: the device's state goes with it)."""
+        self._fault_controller().clear()
 
     def reset(self) -> None:
         """Pulse the device's reset: registers return to their reset values, memories keep

@@ -9,12 +9,22 @@ that never comes is 11015 after the engine was aborted, so the device stays usab
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from xrt.errors import ErrorCode, XrtError
-from xrt.hw.engine import abort_ops, decode_readout, launch_ops, readout_ops
-from xrt.hw.targets import CLOCK_PERIOD_PS
+from xrt.hw.engine import (
+    EngineOutcome,
+    abort_ops,
+    decode_readout,
+    decode_status,
+    is_busy,
+    launch_ops,
+    readout_ops,
+    status_ops,
+)
+from xrt.hw.targets import CLOCK_PERIOD_PS, NPU
 from xrt.npu_device.npu import NpuDevice
 
 __all__ = ["EngineDriver", "LaunchStats"]
@@ -27,10 +37,13 @@ class LaunchStats:
     Attributes:
         counters: Counter name (without ``PERF_``) -> its value after the launch.
         cycles: Simulated cycles the device reported over the launch (None on a board).
+        spurious_irqs: Interrupts that came while the engine was neither done nor failed
+            (waited through: the driver checks the status, not only the interrupt).
     """
 
     counters: dict[str, int] = field(default_factory=dict)
     cycles: int | None = None
+    spurious_irqs: int = 0
 
     @property
     def busy_cycles(self) -> int:
@@ -98,24 +111,57 @@ class EngineDriver:
         self._npu.execute(launch_ops(self._npu.base, prog_addr, n_insns, bases))
         cycles0 = self.device.cycles
         self.launches += 1
-        if not self.device.wait_irq(timeout_s, max_cycles):
-            self._npu.execute(abort_ops(self._npu.base))
-            raise XrtError(
-                ErrorCode.TIMEOUT,
-                f"{what}: the NPU did not finish within {timeout_s:g} s"
-                + (f" / {max_cycles} cycles" if max_cycles else "")
-                + " (aborted; the device is usable)",
-            )
-        out = decode_readout(self._npu.execute(readout_ops(self._npu.base)))
+        out, spurious = self._wait(what, timeout_s, max_cycles, simulated=cycles0 is not None)
         if out.err_code:
             raise XrtError(ErrorCode.DEVICE_INTERNAL, f"{what}: {out.describe()}")
-        if not out.done:
-            raise XrtError(
-                ErrorCode.DEVICE_INTERNAL,
-                f"{what}: interrupt without CORE_STATUS.DONE (status {out.status:#x})",
-            )
         # START clears the counters: after the program they count this launch alone.
         cycles1 = self.device.cycles
         return LaunchStats(
-            out.counters, None if cycles0 is None or cycles1 is None else cycles1 - cycles0
+            out.counters,
+            None if cycles0 is None or cycles1 is None else cycles1 - cycles0,
+            spurious_irqs=spurious,
         )
+
+    def _wait(
+        self, what: str, timeout_s: float, max_cycles: int | None, *, simulated: bool
+    ) -> tuple[EngineOutcome, int]:
+        """Wait for the engine's end: its outcome, and the interrupts that came with the
+        engine neither done nor failed (spurious: waited through, as a driver must).
+
+        On a simulated device the wait goes in slices of the engine's watchdog period: a
+        running engine either progresses or fails within one (its watchdog), so an engine
+        that stopped while no interrupt came, or that failed but cannot stop (a memory
+        access that never completes keeps it busy), is found within two slices, in
+        simulated time: 11015, not a wall-clock wait."""
+        deadline = time.monotonic() + timeout_s
+        left_cycles = max_cycles
+        spurious = 0
+        while True:
+            budget = NPU.watchdog_cycles if simulated else None
+            if left_cycles is not None:
+                budget = min(budget or left_cycles, left_cycles)
+            wall = max(0.0, deadline - time.monotonic())
+            if self.device.wait_irq(wall, budget):
+                out = decode_readout(self._npu.execute(readout_ops(self._npu.base)))
+                if out.err_code or out.done:
+                    return out, spurious
+                spurious += 1
+                continue
+            if left_cycles is not None and budget is not None:
+                left_cycles -= budget
+            out_of_time = time.monotonic() >= deadline or left_cycles == 0
+            if not out_of_time:
+                now = decode_status(self._npu.execute(status_ops(self._npu.base)))
+                if is_busy(now.status) and not now.err_code:
+                    continue  # still running: its watchdog bounds it
+                if is_busy(now.status):  # failed, and cannot stop: a burst never completed
+                    why = f"{now.describe()}; the engine cannot stop: a memory access it made "
+                    why += "never completed"
+                else:
+                    why = f"the engine stopped (CORE_STATUS {now.status:#x}) but no interrupt came"
+            else:
+                why = f"the NPU did not finish within {timeout_s:g} s" + (
+                    f" / {max_cycles} cycles" if max_cycles else ""
+                )
+            self._npu.execute(abort_ops(self._npu.base))
+            raise XrtError(ErrorCode.TIMEOUT, f"{what}: {why} (aborted; the device is usable)")

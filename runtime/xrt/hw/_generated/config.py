@@ -36,6 +36,7 @@ TARGETS = {
         description='Buyi: NPU with DMA; every tensor lives in external memory',
         npu_base=0x40000000,
         dma_base=0x80000000,
+        fault_base=0xc0000000,
         reg_block_size=0x1000,
         memories=(
             MemoryWindow(name='udma', base=0x10000000, size=0x4000000, description='host-visible DMA window in PS DDR'),
@@ -48,6 +49,7 @@ TARGETS = {
         description='ZG330: Buyi plus on-chip memory (OCM) for the compute engine',
         npu_base=0x40000000,
         dma_base=0x80000000,
+        fault_base=0xc0000000,
         reg_block_size=0x1000,
         memories=(
             MemoryWindow(name='udma', base=0x10000000, size=0x4000000, description='host-visible DMA window in PS DDR'),
