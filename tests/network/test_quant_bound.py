@@ -1,5 +1,6 @@
-"""The int32 accumulator bound (docs/quantization.md, section 4): the quantizer keeps it by
-construction and reports what that changed."""
+"""The int32 accumulator bound (docs/quantization.md, "The accumulator"): the quantizer keeps
+it by construction and reports what that changed; a hand-made layer beyond it wraps modulo
+2**32 on the host as on the engine (the golden model, which the RTL matches in lockstep)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,13 @@ import pytest
 from netutil import make_model, ort_run, rand
 from onnx import helper
 
+import xrt.npu.compiler._legalize as legalize
 from xrt.cli import main
-from xrt.network import Network, run_network_reference
+from xrt.dtypes import QuantParams, TensorType
+from xrt.hw.targets import NPU
+from xrt.network import Network, NetworkBuilder, run_network_reference
+from xrt.npu.compiler import compile_run, refusal
+from xrt.npu.compiler._golden_run import run_on_golden
 from xrt.ops import intmath
 from xrt.quant import calibrate, quantize_with_report
 from xrt.quant.accumulator import fit_layer
@@ -109,6 +115,52 @@ def test_quantizer_keeps_the_bound_and_reports_the_raised_scale() -> None:
         assert err.max() <= 0.1 * np.abs(ort_run(model, feed)[0]).max()
     for x in (np.full((1, 3, 5, 5), 1e3, np.float32), np.zeros((1, 3, 5, 5), np.float32)):
         assert np.all(np.isfinite(run_network_reference(q, {"x": x})[0]))
+
+
+def _out_of_bound_conv() -> tuple[Network, dict[str, np.ndarray]]:
+    """A hand-made QConv2d whose bias is near int32's top: positive sums wrap."""
+    rng = np.random.default_rng(7)
+    c = 16
+    b = NetworkBuilder("wraps")
+    x = b.input("x", TensorType("SInt8", (1, c, 6, 6), quant=QuantParams(1.0)))
+    params = {
+        "weight": b.param("w", rng.integers(-127, 128, (c, c, 3, 3), dtype=np.int8)),
+        "bias": b.param("b", np.full(c, 2**31 - 20000, np.int32)),
+        "multiplier": b.param("m", np.full(c, 16384, np.int32)),
+        "shift": b.param("s", np.full(c, 38, np.int32)),
+    }
+    attrs = {"strides": [1, 1], "pads": [1, 1, 1, 1], "dilations": [1, 1], "groups": 1,
+             "lo": -128, "hi": 127, "out_scale": 1.0}  # fmt: skip
+    (y,) = b.add("QConv2d", [x], attrs, params)
+    feeds = {"x": rng.integers(-128, 128, (1, c, 6, 6), dtype=np.int8)}
+    return b.build([y]), feeds
+
+
+def test_a_hand_made_layer_beyond_the_bound_wraps_on_the_host() -> None:
+    net, feeds = _out_of_bound_conv()
+    (out,) = run_network_reference(net, feeds)
+    p = net.op_params(net.ops[1])
+    xp = np.pad(feeds["x"].astype(np.int64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    w = p["weight"].astype(np.int64)
+    sums = np.einsum("ocij,cyixj->oyx", w, np.lib.stride_tricks.sliding_window_view(
+        xp[0], (3, 3), axis=(1, 2)).transpose(0, 1, 3, 2, 4))  # fmt: skip
+    acc = [((int(s) + 2**31 - 20000 + 2**31) % 2**32) - 2**31 for s in sums.reshape(-1)]
+    assert max(int(s) for s in sums.reshape(-1)) > 20000  # some do wrap
+    want = intmath.requantize(np.array(acc).reshape(1, 16, 6, 6), 16384, 38)
+    np.testing.assert_array_equal(out, want)
+
+
+def test_the_engine_wraps_the_same_where_the_compiler_is_told_to_place_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The NPU refuses the layer (its bound cannot be proven); lowered anyway, the golden
+    model (int32 wrap-around, docs/isa.md) gives the host's answer bit for bit."""
+    net, feeds = _out_of_bound_conv()
+    op = net.ops[1]
+    assert "accumulator bound" in (refusal(op, net.values, net.op_params(op), NPU) or "")
+    monkeypatch.setattr(legalize, "accumulator_bound", lambda w, b: 0)
+    outs, _ = run_on_golden(compile_run(net), feeds)
+    np.testing.assert_array_equal(outs[net.outputs[0]], run_network_reference(net, feeds)[0])
 
 
 def test_xrt_run_and_compile_report_the_raised_scale(
