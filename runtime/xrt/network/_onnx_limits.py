@@ -72,7 +72,7 @@ ONNX_OP_LIMITS: dict[str, str] = {
     "Not": "",
     "Or": "",
     "PRelu": "",
-    "Pad": "modes constant, reflect, edge (not wrap); no negative pads",
+    "Pad": "modes constant, reflect, edge, wrap; no negative pads",
     "Pow": _BINARY,
     "Reciprocal": "float",
     "ReduceL1": _REDUCE,

@@ -283,7 +283,7 @@ def _upsample(ctx: Ctx) -> None:
 def _pad(ctx: Ctx) -> None:
     node, a = ctx.node, ctx.attrs()
     mode = a.get("mode", "constant")
-    if mode not in ("constant", "reflect", "edge"):
+    if mode not in ("constant", "reflect", "edge", "wrap"):
         raise ctx.fail(f"Pad mode {mode!r} is not supported")
     x = ctx.value(node.input[0])
     xt = ctx.b.values[x]

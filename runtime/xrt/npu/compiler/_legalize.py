@@ -7,8 +7,9 @@ half holds); the `check_*` functions what one operator family needs beyond it. T
 `xrt.npu.compiler._op_table` says which check belongs to which op type, and its `refusal`
 runs them. A backend's constraint binds a refused operator to the host: the NPU never gives
 a silently wrong answer. In particular a convolution or dense layer is refused unless its
-int32 accumulator provably cannot overflow: ``|bias| + 128 * sum|w|`` per output channel
-must stay below 2**31 (the engine wraps, the host kernel raises).
+int32 accumulator provably cannot overflow (`xrt.ops.intmath.accumulator_bound`, the bound
+the quantizer keeps by construction). Beyond it the engine and the host kernels both wrap
+modulo 2**32, but the NPU is kept to layers whose answer does not depend on wrapping.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from xrt.npu.compiler._layout import as_nchw, view_of
 from xrt.npu.compiler._movement import channel_permutation, flatten_fits, selection
 from xrt.npu.compiler._tiler import plan_conv
 from xrt.npu.compiler._vector import pool_tile_rows
+from xrt.ops.intmath import ACC_MAX, accumulator_bound
 
 __all__ = [
     "Check",
@@ -51,12 +53,6 @@ Check = Callable[[Operator, Types, Types, Params, NpuConfig], str | None]
 when the compiler lowers it exactly, else why not."""
 
 _PAD_MAX = 15
-
-
-def accumulator_bound(weight: np.ndarray, bias: np.ndarray) -> int:
-    """Largest ``|acc|`` any int8 input can produce: ``max_o |b[o]| + 128 * sum|w[o]|``."""
-    w = np.abs(weight.astype(np.int64)).reshape(weight.shape[0], -1).sum(axis=1)
-    return int((np.abs(bias.astype(np.int64)) + 128 * w).max(initial=0))
 
 
 def reshape_kind(src: tuple[int, ...], dst: tuple[int, ...]) -> str | None:
@@ -103,16 +99,16 @@ def check_conv(op: Operator, ins: Types, outs: Types, params: Params, cfg: NpuCo
     if max(a["pads"]) > _PAD_MAX:
         return f"pads {a['pads']} exceed the {_PAD_MAX} a LOAD can insert"
     bound = accumulator_bound(params["weight"], params["bias"])
-    if bound >= 2**31:
-        return f"int32 accumulator bound {bound} cannot be proven (>= 2**31)"
+    if bound > ACC_MAX:
+        return f"int32 accumulator bound {bound} cannot be proven (> 2**31 - 1)"
     plan = plan_conv(conv_geom(op, ins[0], params, cfg), cfg)
     return plan if isinstance(plan, str) else None
 
 
 def check_gemm(op: Operator, ins: Types, outs: Types, params: Params, cfg: NpuConfig) -> str | None:
     bound = accumulator_bound(params["weight"], params["bias"])
-    if bound >= 2**31:
-        return f"int32 accumulator bound {bound} cannot be proven (>= 2**31)"
+    if bound > ACC_MAX:
+        return f"int32 accumulator bound {bound} cannot be proven (> 2**31 - 1)"
     plan = plan_conv(gemm_geom(ins[0], params, cfg), cfg)
     return plan if isinstance(plan, str) else None
 
