@@ -147,6 +147,45 @@ def test_a_failing_test_keeps_a_recording_that_replays(project: Path) -> None:
     assert len(list((project / "all").glob("*.npurec"))) == 3
 
 
+SESSION = """\
+import numpy as np
+from onnx import TensorProto, helper
+
+from xrt.backend import HostBackend
+from xrt.network import Network
+from xrt.quant import quantize_network
+from xrt.session import Session
+
+
+def test_conv_runs_on_the_npu_bit_exact(npu_session):
+    w = np.random.default_rng(0).standard_normal((16, 16, 1, 1)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node("Relu", ["c"], ["y"])],
+        "conv_relu",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 4, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 4, 4])],
+        [helper.make_tensor("w", TensorProto.FLOAT, list(w.shape), w.ravel())],
+    )
+    x = np.random.default_rng(1).standard_normal((1, 16, 4, 4)).astype(np.float32)
+    net = quantize_network(Network.from_onnx(helper.make_model(graph)), [{"x": x}])
+    npu = npu_session(net)
+    assert not npu.placement().host_quantized  # the convolution ran on the NPU
+    host = Session.create([HostBackend], net).apply()
+    got, want = npu.forward({"x": x}), host.forward({"x": x})
+    assert [t.numpy().tobytes() for t in got] == [t.numpy().tobytes() for t in want]
+"""
+
+
+def test_npu_session_runs_a_network_on_the_tests_device(tmp_path: Path) -> None:
+    (tmp_path / "test_session.py").write_text(SESSION)
+    run = run_pytest(tmp_path, "test_session.py", "--junitxml=s.xml")
+    assert run.returncode == 0 and "1 passed" in run.stdout, run.stdout + run.stderr
+    cycles = int(
+        properties(tmp_path / "s.xml")["test_conv_runs_on_the_npu_bit_exact"]["npu_cycles"]
+    )
+    assert cycles > 200  # the compute engine ran the program
+
+
 def test_a_run_without_npu_fixtures_does_not_import_the_runtime(tmp_path: Path) -> None:
     (tmp_path / "test_plain.py").write_text(
         "import sys\n\ndef test_plain():\n    assert 'xrt' not in sys.modules\n"
