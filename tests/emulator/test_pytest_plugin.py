@@ -186,6 +186,33 @@ def test_npu_session_runs_a_network_on_the_tests_device(tmp_path: Path) -> None:
     assert cycles > 200  # the compute engine ran the program
 
 
+SERVER = """\
+import os
+
+import xrt
+
+
+def test_a_server_of_the_session(npu_server):
+    with open("server.pid", "w") as f:
+        f.write(str(npu_server.proc.pid))
+    with xrt.Device.open(npu_server.url) as dev:
+        assert dev.name == "npu0" and dev.target == "zg330"
+"""
+
+
+def test_npu_server_serves_the_session_and_is_stopped_after_it(tmp_path: Path) -> None:
+    (tmp_path / "test_server.py").write_text(SERVER)
+    run = run_pytest(tmp_path, "test_server.py", "--npu-server-target", "zg330")
+    assert run.returncode == 0 and "1 passed" in run.stdout, run.stdout + run.stderr
+    pid = int((tmp_path / "server.pid").read_text())
+    with pytest.raises(ProcessLookupError):  # stopped and reaped: no such process any more
+        os.kill(pid, 0)
+    bad = run_pytest(tmp_path, "test_server.py", "--npu-server-target", "zg3")
+    assert bad.returncode != 0 and "--npu-server-target 'zg3': no such NPU target" in (
+        bad.stdout + bad.stderr
+    )
+
+
 def test_a_run_without_npu_fixtures_does_not_import_the_runtime(tmp_path: Path) -> None:
     (tmp_path / "test_plain.py").write_text(
         "import sys\n\ndef test_plain():\n    assert 'xrt' not in sys.modules\n"
