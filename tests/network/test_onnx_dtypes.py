@@ -13,6 +13,7 @@ from netutil import ort_run
 from onnx import TensorProto, helper, numpy_helper
 
 from xrt.backend import HostBackend
+from xrt.dtypes import DataType
 from xrt.errors import ErrorCode, XrtError
 from xrt.network import Network
 from xrt.session import Session
@@ -60,7 +61,8 @@ def _check(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> Network:
     for a, e in zip(ours, ref, strict=True):
         assert a.shape == e.shape and a.dtype == e.dtype, (a.shape, a.dtype, e.shape, e.dtype)
         if e.dtype.kind == "f":
-            np.testing.assert_allclose(a, e, rtol=1e-3, atol=1e-5 * max(1.0, np.abs(e).max()))
+            big = np.abs(e[np.isfinite(e)]).max(initial=1.0)
+            np.testing.assert_allclose(a, e, rtol=1e-3, atol=1e-5 * big)
         else:
             np.testing.assert_array_equal(a, e)
     return net
@@ -190,6 +192,53 @@ def test_scalar_tensors_keep_shape_empty_end_to_end(tmp_path: Path) -> None:
     loaded = Network.load(tmp_path / "scalar.json")
     assert loaded.values["m"].shape == ()
     assert loaded.params[const.params["value"]].shape == ()
+
+
+def test_float64_and_uint64_run_on_the_host() -> None:
+    # Host-only element types: a DOUBLE initializer stays float64 (no silent float32), and
+    # UINT64 arithmetic keeps values past 2**63.
+    c = np.array([1e-12, 3.0, -2.5], np.float64)
+    dbl = _model(
+        [N("Mul", ["x", "c"], ["m"]), N("ReduceSum", ["m"], ["y"], keepdims=0)],
+        {"x": (TensorProto.DOUBLE, [2, 3])},
+        ["y", "m"],
+        {"c": c},
+    )
+    x = RNG.standard_normal((2, 3)) * 1e6
+    net = _check(dbl, {"x": x})
+    assert net.values["m"].dtype is DataType.FP64
+    (m,) = _host(net, {"x": x})[1:]
+    np.testing.assert_array_equal(m, x * c)  # exact in float64, not rounded to float32
+    u64 = _model(
+        [N("Add", ["a", "b"], ["s"]), N("Greater", ["s", "b"], ["g"])],
+        {"a": (TensorProto.UINT64, [3]), "b": (TensorProto.UINT64, [3])},
+        ["s", "g"],
+    )
+    a = np.array([1, 2**63, 5], np.uint64)
+    b = np.array([2**63 + 7, 2**62, 2**64 - 6], np.uint64)
+    _check(u64, {"a": a, "b": b})
+
+
+def test_zero_size_tensors_flow_end_to_end() -> None:
+    # A zero-size input has one possible value, so the importer folds it as a constant;
+    # what ops make of it (empty outputs, the identity of a reduction) reaches the user.
+    model = _model(
+        [
+            N("Relu", ["x"], ["r"]),
+            N("ReduceSum", ["x", "ax"], ["s"]),
+            N("ReduceMax", ["x", "ax"], ["mx"]),
+            N("ReduceSum", ["x", "last"], ["e"]),
+        ],
+        {"x": (TensorProto.FLOAT, [2, 0, 4])},
+        ["r", "s", "mx", "e"],
+        {"ax": np.array([1], np.int64), "last": np.array([2], np.int64)},
+        opset=18,
+    )
+    x = np.zeros((2, 0, 4), np.float32)
+    r, s, mx, e = _host(_check(model, {"x": x}), {"x": x})
+    assert r.shape == (2, 0, 4) and e.shape == (2, 0, 1)
+    assert np.array_equal(s, np.zeros((2, 1, 4), np.float32))
+    assert np.array_equal(mx, np.full((2, 1, 4), -np.inf, np.float32))
 
 
 def test_dropout_training_mode_true_is_refused() -> None:

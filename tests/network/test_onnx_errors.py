@@ -117,24 +117,12 @@ def test_unsupported_input_dtype_is_named() -> None:
     graph = helper.make_graph(
         [N("Relu", ["x"], ["y"])],
         "g",
-        [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [2])],
-        [helper.make_tensor_value_info("y", TensorProto.DOUBLE, [2])],
+        [helper.make_tensor_value_info("x", TensorProto.COMPLEX64, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.COMPLEX64, [2])],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     err = _err(model)
-    assert err.code == ErrorCode.LOAD_FAILED and "DOUBLE" in err.message and "'x'" in err.message
-
-
-def test_zero_size_input_dimension_is_reported_as_such() -> None:
-    graph = helper.make_graph(
-        [N("Relu", ["x"], ["y"])],
-        "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 0, 3])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    err = _err(model)
-    assert "zero-size dimension at axis 1" in err.message and "symbolic" not in err.message
+    assert err.code == ErrorCode.LOAD_FAILED and "COMPLEX64" in err.message and "'x'" in err.message
 
 
 def test_unsupported_variants_name_the_node() -> None:

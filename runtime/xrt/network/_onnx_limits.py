@@ -13,18 +13,17 @@ from __future__ import annotations
 __all__ = ["ONNX_FED_INPUTS", "ONNX_OP_LIMITS"]
 
 _BINARY = "same element type on both sides (Pow: any exponent type)"
-_REDUCE = "empty tensors not supported"
 
 ONNX_OP_LIMITS: dict[str, str] = {
     "Abs": "",
     "Add": "numeric types; int8 only as the quantizer's QAdd",
     "And": "",
-    "ArgMax": "",
-    "ArgMin": "",
+    "ArgMax": "an empty axis is refused (ONNX leaves it undefined)",
+    "ArgMin": "an empty axis is refused (ONNX leaves it undefined)",
     "AveragePool": "1-D and 2-D",
     "BatchNormalization": "inference only (training_mode refused); folded into a preceding "
     "Conv when both have constant parameters",
-    "Cast": "float -> int truncates; no FP64, UINT64, STRING, float8 targets",
+    "Cast": "float -> int truncates; no STRING or float8 targets",
     "Ceil": "float",
     "Clip": "float or plain integer; min > max gives max",
     "Concat": "",
@@ -75,17 +74,17 @@ ONNX_OP_LIMITS: dict[str, str] = {
     "Pad": "modes constant, reflect, edge, wrap; no negative pads",
     "Pow": _BINARY,
     "Reciprocal": "float",
-    "ReduceL1": _REDUCE,
-    "ReduceL2": _REDUCE,
-    "ReduceLogSumExp": _REDUCE,
-    "ReduceMax": _REDUCE,
-    "ReduceMean": _REDUCE,
-    "ReduceMin": _REDUCE,
-    "ReduceProd": _REDUCE,
-    "ReduceSum": _REDUCE,
-    "ReduceSumSquare": _REDUCE,
+    "ReduceL1": "",
+    "ReduceL2": "",
+    "ReduceLogSumExp": "",
+    "ReduceMax": "",
+    "ReduceMean": "over an empty set: 0 (ONNX leaves it undefined)",
+    "ReduceMin": "",
+    "ReduceProd": "",
+    "ReduceSum": "",
+    "ReduceSumSquare": "",
     "Relu": "",
-    "Reshape": "allowzero with a 0 in the shape refused (with a fed shape: allowzero refused)",
+    "Reshape": "",
     "Resize": "nearest, linear, cubic; no antialias, tf_crop_and_resize or "
     "keep_aspect_ratio_policy",
     "Round": "float",

@@ -111,15 +111,12 @@ def _reshape(ctx: Ctx) -> None:
     node, a = ctx.node, ctx.attrs()
     x = ctx.value(node.input[0])
     got = ctx.fed_or_const(1)
+    attrs = {"allowzero": True} if a.get("allowzero", 0) else {}
     if isinstance(got, str):
-        if a.get("allowzero", 0):
-            raise ctx.fail("Reshape with allowzero=1 and a shape fed at run time is not supported")
-        _emit_fed(ctx, "Reshape", x, {}, {"shape": got}, [-1] * ctx.fed_length(got))
+        _emit_fed(ctx, "Reshape", x, attrs, {"shape": got}, [-1] * ctx.fed_length(got))
         return
     shape = [int(d) for d in ctx.need_const(node.input[1], "the target shape").reshape(-1)]
-    if a.get("allowzero", 0) and 0 in shape:
-        raise ctx.fail("Reshape with allowzero=1 and a 0 in the shape is not supported")
-    ctx.emit("Reshape", [x], {"shape": shape}, output=node.output[0])
+    ctx.emit("Reshape", [x], {"shape": shape, **attrs}, output=node.output[0])
 
 
 def _squeeze(ctx: Ctx) -> None:

@@ -80,6 +80,8 @@ def operand_refusal(
     for t in [*ins, *outs]:
         if t.dtype is not DataType.SINT8:
             return f"operates on {t.dtype.manual_name}, the NPU only on int8"
+        if 0 in t.shape:
+            return f"zero-size tensor {list(t.shape)}: nothing for the NPU to compute"
         if not (len(t.shape) in (2, 4) or (len(t.shape) == 5 and rank5)):
             return f"rank {len(t.shape)} tensors have no channel-tiled layout for {op_type}"
     for t in [*ins, *outs]:
