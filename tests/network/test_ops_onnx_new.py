@@ -99,6 +99,36 @@ def test_resize_linear_cubic(mode: str, ctm: str, scales: list[float]) -> None:
     check_model(model)
 
 
+@pytest.mark.parametrize("policy", ["not_larger", "not_smaller"])
+@pytest.mark.parametrize(("sizes", "axes"), [([9, 11], [2, 3]), ([4, 20], [3, 2]), ([3], [2])])
+@pytest.mark.parametrize("mode", ["nearest", "linear"])
+def test_resize_keep_aspect_ratio(
+    policy: str, sizes: list[int], axes: list[int], mode: str
+) -> None:
+    # One scale over the axes (the smallest or largest of size / n), sizes rounded half up.
+    model = make_model(
+        [
+            N(
+                "Resize",
+                ["x", "", "", "sizes"],
+                ["y"],
+                mode=mode,
+                keep_aspect_ratio_policy=policy,
+                axes=axes,
+            )
+        ],
+        {"x": (1, 2, 6, 7)},
+        ["y"],
+        {"sizes": np.array(sizes, np.int64)},
+        opset=18,
+    )
+    net = check_model(model)
+    ratios = [s / (6, 7)[a - 2] for s, a in zip(sizes, axes, strict=True)]
+    r = min(ratios) if policy == "not_larger" else max(ratios)
+    want = [int(r * n + 0.5) if a in axes else n for a, n in enumerate((1, 2, 6, 7))]
+    assert list(net.values[net.outputs[0]].shape) == want
+
+
 @pytest.mark.parametrize(
     ("op", "attrs", "inits"),
     [

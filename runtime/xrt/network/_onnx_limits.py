@@ -85,8 +85,7 @@ ONNX_OP_LIMITS: dict[str, str] = {
     "ReduceSumSquare": "",
     "Relu": "",
     "Reshape": "",
-    "Resize": "nearest, linear, cubic; no antialias, tf_crop_and_resize or "
-    "keep_aspect_ratio_policy",
+    "Resize": "nearest, linear, cubic; no antialias or tf_crop_and_resize",
     "Round": "float",
     "Selu": "float",
     "Sigmoid": "float",

@@ -19,6 +19,7 @@ import numpy as np
 from xrt.network._onnx_ctx import Ctx
 from xrt.ops.activation import FLOAT32_MAX
 from xrt.ops.norm import batchnorm_scale_shift
+from xrt.ops.resize import ASPECT_POLICIES, keep_aspect
 
 __all__ = ["NN_HANDLERS"]
 
@@ -209,8 +210,11 @@ def _resize(ctx: Ctx) -> None:
         raise ctx.fail(f"Resize mode {mode!r} is not supported")
     if a.get("antialias", 0):
         raise ctx.fail("Resize with antialias is not supported")
-    if a.get("keep_aspect_ratio_policy", "stretch") != "stretch":
-        raise ctx.fail("Resize keep_aspect_ratio_policy other than stretch is not supported")
+    policy = a.get("keep_aspect_ratio_policy", "stretch")
+    if policy not in ASPECT_POLICIES:
+        raise ctx.fail(
+            f"Resize keep_aspect_ratio_policy {policy!r} is not one of {ASPECT_POLICIES}"
+        )
     ctm = a.get("coordinate_transformation_mode", "half_pixel")
     if ctm == "tf_crop_and_resize":
         raise ctx.fail("Resize coordinate_transformation_mode tf_crop_and_resize is not supported")
@@ -235,6 +239,8 @@ def _resize(ctx: Ctx) -> None:
         fill = np.array(shape, np.int64) if fed_sizes else np.ones(nd, np.float32)
         where = [axes.index(i) if i in axes else None for i in range(nd)]
         attrs["sizes" if not fed_sizes else "scales"] = []
+        if fed_sizes and policy != "stretch":
+            attrs |= {"keep_aspect_ratio_policy": policy, "axes": axes}
         dims = [-1 if i in axes else d for i, d in enumerate(shape)]
         out_t = ctx.dyn_type(node.output[0], ctx.b.values[x].dtype, dims)
         fed = {kind: _spread(ctx, value, where, fill)}
@@ -245,6 +251,8 @@ def _resize(ctx: Ctx) -> None:
         for ax, s in zip(axes, sizes_in.reshape(-1), strict=True):
             sizes[ax] = int(s)
             scales[ax] = int(s) / shape[ax]
+        if policy != "stretch":
+            sizes, scales = keep_aspect(shape, sizes, axes, policy)
     elif scales_in is not None and scales_in.size:
         for ax, r in zip(axes, scales_in.reshape(-1), strict=True):
             scales[ax] = float(r)

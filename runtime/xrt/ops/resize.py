@@ -14,7 +14,7 @@ scale, ``size / n`` from a size (`resize_plan`).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -23,9 +23,11 @@ from xrt.ops._common import fail
 from xrt.ops._registry import AttrSpec, OpDef, OpLike, register_op
 
 __all__ = [
+    "ASPECT_POLICIES",
     "COORD_MODES",
     "MODES",
     "NEAREST_MODES",
+    "keep_aspect",
     "nearest_indices",
     "resize_forward",
     "resize_plan",
@@ -44,6 +46,20 @@ MODES = ("nearest", "linear", "cubic")
 """Supported interpolation modes."""
 NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 """Supported ``nearest_mode`` values."""
+ASPECT_POLICIES = ("stretch", "not_larger", "not_smaller")
+"""``keep_aspect_ratio_policy`` values."""
+
+
+def keep_aspect(
+    shape: Sequence[int], sizes: Sequence[int], axes: Sequence[int], policy: str
+) -> tuple[list[int], list[float]]:
+    """ONNX ``keep_aspect_ratio_policy`` on requested `sizes` (one per axis of `shape`):
+    one scale for all of `axes`, the smallest (``not_larger``) or largest (``not_smaller``)
+    of ``size / n``, and sizes ``round_half_up(scale * n)`` there; other axes keep theirs."""
+    ratios = [sizes[a] / shape[a] if shape[a] else 0.0 for a in axes]
+    r = min(ratios) if policy == "not_larger" else max(ratios)
+    out_sizes = [int(r * n + 0.5) if i in axes else n for i, n in enumerate(shape)]
+    return out_sizes, [r if i in axes else 1.0 for i in range(len(shape))]
 
 
 def source_coords(n_in: int, n_out: int, scale: float, coord_mode: str) -> np.ndarray:
@@ -89,8 +105,13 @@ def nearest_indices(
 
 def resize_plan(op: OpLike, shape: tuple[int, ...]) -> tuple[list[int], list[float]]:
     """The output sizes and the scales of `op` on an input of `shape`: the attributes, an
-    empty one derived from the other (``floor(n * scale)``, ``size / n``)."""
+    empty one derived from the other (``floor(n * scale)``, ``size / n``, or by
+    `keep_aspect` over ``axes`` for a ``keep_aspect_ratio_policy`` other than stretch)."""
     sizes, scales = list(op.attrs["sizes"]), [float(r) for r in op.attrs["scales"]]
+    policy = op.attrs["keep_aspect_ratio_policy"]
+    if policy != "stretch" and not scales and len(sizes) == len(shape):
+        axes = op.attrs["axes"] or range(len(shape))
+        return keep_aspect(shape, sizes, [a % len(shape) for a in axes], policy)
     if not sizes and len(scales) == len(shape):
         sizes = [
             math.floor(n * r) if math.isfinite(r) else 0 for n, r in zip(shape, scales, strict=True)
@@ -117,6 +138,8 @@ def _check(op: OpLike, x: TensorType) -> tuple[int, ...]:
         raise fail(op, f"{a['mode']} resize needs a float input, got {x.dtype.manual_name}")
     if a["nearest_mode"] not in NEAREST_MODES:
         raise fail(op, f"nearest_mode must be one of {NEAREST_MODES}")
+    if a["keep_aspect_ratio_policy"] not in ASPECT_POLICIES:
+        raise fail(op, f"keep_aspect_ratio_policy must be one of {ASPECT_POLICIES}")
     return tuple(sizes)
 
 
@@ -196,6 +219,10 @@ register_op(
             "mode": AttrSpec("str", "nearest", None, "nearest, linear or cubic"),
             "cubic_coeff_a": AttrSpec("float", -0.75),
             "exclude_outside": AttrSpec("bool", False),
+            "keep_aspect_ratio_policy": AttrSpec(
+                "str", "stretch", None, "with sizes and no scales: one scale over axes"
+            ),
+            "axes": AttrSpec("ints", [], None, "axes keep_aspect_ratio_policy spans; empty: all"),
         },
         _infer,
         resize_forward,
