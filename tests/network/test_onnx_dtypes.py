@@ -11,6 +11,7 @@ import onnx
 import pytest
 from netutil import ort_run
 from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
 
 from xrt.backend import HostBackend
 from xrt.dtypes import DataType
@@ -241,21 +242,33 @@ def test_zero_size_tensors_flow_end_to_end() -> None:
     assert np.array_equal(mx, np.full((2, 1, 4), -np.inf, np.float32))
 
 
-def test_dropout_training_mode_true_is_refused() -> None:
-    def model(flag: bool) -> onnx.ModelProto:
+def test_dropout_in_training_mode_drops_and_scales() -> None:
+    def model(flag: bool, seed: int | None) -> onnx.ModelProto:
+        extra = {} if seed is None else {"seed": seed}
         return _model(
-            [N("Dropout", ["x", "ratio", "train"], ["y"], name="drop")],
-            {"x": (TensorProto.FLOAT, [2, 3])},
-            ["y"],
-            {"ratio": np.array(0.5, np.float32), "train": np.array(flag)},
+            [N("Dropout", ["x", "ratio", "train"], ["y", "mask"], name="drop", **extra)],
+            {"x": (TensorProto.FLOAT, [40, 50])},
+            ["y", "mask"],
+            {"ratio": np.array(0.25, np.float32), "train": np.array(flag)},
         )
 
-    with pytest.raises(XrtError) as err:
-        Network.from_onnx(model(True))
-    assert err.value.code == ErrorCode.LOAD_FAILED
-    assert "training_mode=True" in err.value.message and "'drop'" in err.value.message
-    x = RNG.standard_normal((2, 3)).astype(np.float32)
-    _check(model(False), {"x": x})
+    x = RNG.standard_normal((40, 50)).astype(np.float32)
+    y, mask = _host(Network.from_onnx(model(True, 7)), {"x": x})
+    assert mask.dtype == np.bool_ and 0.7 < mask.mean() < 0.8  # kept with probability 0.75
+    np.testing.assert_array_equal(y, np.where(mask, x * np.float32(1 / 0.75), 0))
+    # A seed gives the same mask at every forward (the ONNX reference's generator), no seed
+    # a fresh one.
+    again, mask2 = _host(Network.from_onnx(model(True, 7)), {"x": x})
+    assert np.array_equal(mask, mask2) and np.array_equal(y, again)
+    ref = ReferenceEvaluator(model(True, 7)).run(None, {"x": x})
+    np.testing.assert_array_equal(mask, ref[1])
+    net = Network.from_onnx(model(True, None))
+    with Session.create([HostBackend], net) as sess:
+        sess.apply()
+        masks = [sess.forward({"x": x})[1].numpy() for _ in range(2)]
+    assert not np.array_equal(*masks)
+    # Inference mode is the identity: the importer removes it.
+    _check(model(False, 7), {"x": x})
 
 
 def test_clip_with_min_above_max_gives_max() -> None:

@@ -136,21 +136,6 @@ def test_unsupported_variants_name_the_node() -> None:
     )
     err = _err(resize)
     assert "'up'" in err.message and "antialias" in err.message
-    drop = helper.make_model(
-        helper.make_graph(
-            [N("Dropout", ["x", "r", "t"], ["y"], name="dyn")],
-            "g",
-            [
-                helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4]),
-                helper.make_tensor_value_info("r", TensorProto.FLOAT, []),
-                helper.make_tensor_value_info("t", TensorProto.BOOL, []),
-            ],
-            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-        ),
-        opset_imports=[helper.make_opsetid("", 13)],
-    )
-    err = _err(drop)  # training_mode fed at run time: inference only
-    assert "'dyn'" in err.message and "training_mode" in err.message
     conv3d = make_model(
         [N("Conv", ["x", "w"], ["y"], name="c3")],
         {"x": (1, 2, 4, 4, 4)},

@@ -32,8 +32,8 @@ ONNX_OP_LIMITS: dict[str, str] = {
     "Cos": "float",
     "DepthToSpace": "4-D input",
     "Div": _BINARY + "; integer division truncates, by zero is an error",
-    "Dropout": "inference only: training_mode True or fed at run time refused; the mask is all "
-    "True",
+    "Dropout": "inference mode is removed (the mask all True); training mode draws the mask "
+    "with numpy's RandomState(seed), as ONNX's reference does",
     "Elu": "float",
     "Equal": _BINARY,
     "Erf": "float",

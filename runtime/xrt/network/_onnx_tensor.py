@@ -34,23 +34,37 @@ def same(op_type: str, keep: Sequence[str] = ()) -> Callable[[Ctx], None]:
 
 
 def passthrough(ctx: Ctx) -> None:
-    """Identity and inference-mode Dropout: the output is the input."""
+    """Identity and inference-mode Dropout: the output is the input (training-mode Dropout,
+    with training_mode True or fed at run time, is the Dropout op)."""
     node = ctx.node
     if node.op_type == "Dropout":
         flag = ctx.fed_or_const(2)
-        if isinstance(flag, str):
-            raise ctx.fail(
-                "Dropout training_mode fed at run time is not supported: inference only "
-                "(training_mode must be a constant False)"
-            )
-        if flag is not None and bool(np.asarray(flag).reshape(-1)[0]):
-            raise ctx.fail("Dropout with training_mode=True is not supported (inference only)")
+        if isinstance(flag, str) or (flag is not None and bool(np.asarray(flag).reshape(-1)[0])):
+            _dropout(ctx, flag)
+            return
     x = ctx.value(node.input[0])
     ctx.alias[node.output[0]] = x
     if node.op_type == "Dropout" and len(node.output) > 1 and node.output[1]:
         # Inference: nothing is dropped, the mask is all True.
         mask = ctx.const_value(np.ones(ctx.static_shape(x), np.bool_), "mask")
         ctx.alias[node.output[1]] = mask
+
+
+def _dropout(ctx: Ctx, flag: np.ndarray | str) -> None:
+    node = ctx.node
+    x = ctx.value(node.input[0])
+    attrs: dict[str, Any] = {"seed": ctx.attrs().get("seed")}
+    fed: dict[str, str] = {}
+    for index, role in ((1, "ratio"), (2, "training_mode")):
+        got = flag if index == 2 else ctx.fed_or_const(index)
+        if isinstance(got, str):
+            fed[role] = got
+        elif got is not None:
+            value = np.asarray(got).reshape(-1)[0]
+            attrs[role] = bool(value) if role == "training_mode" else float(value)
+    mask = node.output[1] if len(node.output) > 1 and node.output[1] else None
+    outputs = [node.output[0], mask or ctx.b.unique(f"{node.output[0]}:mask")]
+    ctx.emit("Dropout", [x], attrs, outputs=outputs, fed=fed)
 
 
 def _sum(ctx: Ctx) -> None:

@@ -19,6 +19,7 @@ shape               Reshape, Squeeze, Unsqueeze, Flatten, Transpose, Identity, C
 gemm                Gemm, MatMul, QGemm
 norm                BatchNorm, LRN, LayerNorm, InstanceNorm
 softmax             Softmax
+dropout             Dropout (training mode; inference-mode Dropout is removed on import)
 resize              Resize (nearest, linear, cubic)
 pad                 Pad
 cast                Cast (also quantize / dequantize)
@@ -36,6 +37,7 @@ from xrt.ops import (  # noqa: F401  (importing registers the op types)
     cast,
     conv,
     convtranspose,
+    dropout,
     elementwise,
     gemm,
     hardop_placeholder,
