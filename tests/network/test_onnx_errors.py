@@ -143,18 +143,6 @@ def test_unsupported_variants_name_the_node() -> None:
         {"w": rand(3, 2, 1, 1, 1)},
     )
     assert "2-D" in _err(conv3d).message and "'c3'" in _err(conv3d).message
-    graph = helper.make_graph(
-        [N("MaxPool", ["x"], ["y", "idx"], kernel_shape=[2, 2], name="mp")],
-        "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4])],
-        [
-            helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
-            helper.make_tensor_value_info("idx", TensorProto.INT64, None),
-        ],
-    )
-    pool = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    err = _err(pool)
-    assert "Indices" in err.message and "'mp'" in err.message
 
 
 def test_shape_inference_failure_is_11011() -> None:

@@ -4,9 +4,10 @@ tests cover them too, on fixed small examples; these vary shapes and attributes)
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import pytest
 from netutil import check_model, make_model, rand
-from onnx import helper
+from onnx import TensorProto, helper
 
 N = helper.make_node
 
@@ -97,6 +98,32 @@ def test_resize_linear_cubic(mode: str, ctm: str, scales: list[float]) -> None:
         {"scales": np.array(scales, np.float32)},
     )
     check_model(model)
+
+
+@pytest.mark.parametrize(
+    ("attrs", "xshape"),
+    [
+        ({"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}, (2, 3, 7, 8)),
+        ({"kernel_shape": [2, 3], "dilations": [2, 1], "ceil_mode": 1}, (1, 2, 7, 6)),
+        ({"kernel_shape": [3, 2], "strides": [1, 2], "storage_order": 1}, (2, 2, 5, 7)),
+        ({"kernel_shape": [3], "strides": [2], "pads": [1, 1]}, (2, 3, 9)),
+    ],
+)
+def test_maxpool_indices(attrs: dict, xshape: tuple[int, ...]) -> None:
+    # The Indices output: each maximum's flat index in the input (NCHW row-major, or H and
+    # W column-major with storage_order 1).
+    graph = helper.make_graph(
+        [N("MaxPool", ["x"], ["y", "i"], **attrs)],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(xshape))],
+        [
+            helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+            helper.make_tensor_value_info("i", TensorProto.INT64, None),
+        ],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = min(model.ir_version, 10)
+    check_model(onnx.shape_inference.infer_shapes(model, strict_mode=True))
 
 
 @pytest.mark.parametrize("policy", ["not_larger", "not_smaller"])

@@ -223,10 +223,6 @@ def _conv_transpose(ctx: Ctx) -> None:
 
 def _pool(ctx: Ctx) -> None:
     node, a = ctx.node, ctx.attrs()
-    if len(node.output) > 1 and node.output[1]:
-        raise ctx.fail("the Indices output of MaxPool is not supported")
-    if node.op_type == "MaxPool" and a.get("storage_order", 0):
-        raise ctx.fail("MaxPool storage_order=1 is not supported")
     x, nd = _lift_1d(ctx, ctx.value(node.input[0]))
     kernel = _spatial(ctx, a, "kernel_shape", nd, 1)
     strides = _spatial(ctx, a, "strides", nd, 1)
@@ -240,7 +236,16 @@ def _pool(ctx: Ctx) -> None:
         "ceil_mode": bool(a.get("ceil_mode", 0)),
     }
     if node.op_type == "MaxPool":
-        y = ctx.emit("MaxPool2d", [x], attrs)
+        if len(node.output) > 1 and node.output[1]:
+            order = {"storage_order": int(a.get("storage_order", 0))}
+            idx = ctx.emit("MaxPool2dIndices", [x], attrs | order)
+            if nd == 1:  # flat indices of the lifted (N, C, 1, L) input are those of (N, C, L)
+                t = ctx.b.values[idx]
+                shape = [t.shape[0], t.shape[1], t.shape[3]]
+                ctx.emit("Reshape", [idx], {"shape": shape}, output=node.output[1])
+            else:
+                ctx.alias[node.output[1]] = idx
+        y = ctx.emit("MaxPool2d", [x], attrs)  # last: _lower_1d names it
     else:
         attrs["count_include_pad"] = bool(a.get("count_include_pad", 0))
         y = ctx.emit("AvgPool2d", [x], attrs)

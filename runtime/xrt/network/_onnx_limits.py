@@ -61,7 +61,7 @@ ONNX_OP_LIMITS: dict[str, str] = {
     "LogSoftmax": "float",
     "MatMul": "constant 2-D right operand becomes a dense layer",
     "Max": "",
-    "MaxPool": "1-D and 2-D; no Indices output, storage_order 0",
+    "MaxPool": "1-D and 2-D",
     "Mean": "float",
     "Min": "",
     "Mish": "float",
