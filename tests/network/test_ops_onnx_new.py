@@ -8,6 +8,9 @@ import onnx
 import pytest
 from netutil import check_model, make_model, rand
 from onnx import TensorProto, helper
+from onnx.reference import ReferenceEvaluator
+
+from xrt.network import Network, run_network_reference
 
 N = helper.make_node
 
@@ -124,6 +127,41 @@ def test_maxpool_indices(attrs: dict, xshape: tuple[int, ...]) -> None:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = min(model.ir_version, 10)
     check_model(onnx.shape_inference.infer_shapes(model, strict_mode=True))
+
+
+@pytest.mark.parametrize("xshape", [(4, 3, 5, 6), (6, 2, 7), (8, 5)])
+def test_batchnorm_training_mode(xshape: tuple[int, ...]) -> None:
+    # Training mode normalises with the batch's statistics and updates the running ones
+    # by momentum; onnxruntime's inference build lacks it, ONNX's reference evaluator has it.
+    c = xshape[1]
+    inits = {
+        "s": rand(c, seed=2),
+        "b": rand(c, seed=3),
+        "m": rand(c, seed=4),
+        "v": np.abs(rand(c, seed=5)) + 0.5,
+    }
+    model = make_model(
+        [
+            N(
+                "BatchNormalization",
+                ["x", "s", "b", "m", "v"],
+                ["y", "rm", "rv"],
+                training_mode=1,
+                momentum=0.8,
+                epsilon=1e-3,
+            )
+        ],
+        {"x": xshape},
+        ["y", "rm", "rv"],
+        inits,
+        opset=15,
+    )
+    x = rand(*xshape, seed=6) * 3 + 1
+    net = Network.from_onnx(model)
+    ours = run_network_reference(net, {"x": x})
+    ref = ReferenceEvaluator(model).run(None, {"x": x})
+    for a, e in zip(ours, ref, strict=True):
+        np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("policy", ["not_larger", "not_smaller"])

@@ -21,8 +21,8 @@ ONNX_OP_LIMITS: dict[str, str] = {
     "ArgMax": "an empty axis is refused (ONNX leaves it undefined)",
     "ArgMin": "an empty axis is refused (ONNX leaves it undefined)",
     "AveragePool": "1-D and 2-D",
-    "BatchNormalization": "inference only (training_mode refused); folded into a preceding "
-    "Conv when both have constant parameters",
+    "BatchNormalization": "inference mode folded into a preceding Conv when both have "
+    "constant parameters; training_mode 1 (batch statistics, running ones updated) on the host",
     "Cast": "float -> int truncates; no STRING or float8 targets",
     "Ceil": "float",
     "Clip": "float or plain integer; min > max gives max",

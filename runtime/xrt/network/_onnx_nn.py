@@ -138,10 +138,9 @@ def _matmul(ctx: Ctx) -> None:
 
 def _batchnorm(ctx: Ctx) -> None:
     node, a = ctx.node, ctx.attrs()
-    if a.get("training_mode", 0):
-        raise ctx.fail("BatchNormalization in training mode is not supported")
-    if any(o for o in node.output[1:]):
-        raise ctx.fail("BatchNormalization's running-statistics outputs are not supported")
+    training = bool(a.get("training_mode", 0))
+    if any(o for o in node.output[1:]) and not training:
+        raise ctx.fail("BatchNormalization's running-statistics outputs need training_mode 1")
     roles = ("scale", "bias", "mean", "var")
     params: dict[str, np.ndarray] = {}
     fed: dict[str, str] = {}
@@ -149,6 +148,12 @@ def _batchnorm(ctx: Ctx) -> None:
         ctx.fed_param(i + 1, r, params, fed, lambda arr: arr.astype(np.float32))
     eps = float(a.get("epsilon", 1e-5))
     x = ctx.value(node.input[0])
+    if training:
+        outs = [o or ctx.b.unique(f"{node.output[0]}:stat") for o in node.output]
+        outs += [ctx.b.unique(f"{node.output[0]}:stat") for _ in range(3 - len(outs))]
+        attrs = {"epsilon": eps, "momentum": float(a.get("momentum", 0.9))}
+        ctx.emit("BatchNormTrain", [x], attrs, params, outputs=outs, fed=fed)
+        return
     prod = ctx.b.producer(x)
     if (
         ctx.fold_bn
