@@ -164,6 +164,35 @@ def test_batchnorm_training_mode(xshape: tuple[int, ...]) -> None:
         np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("mode", ["nearest", "linear"])
+@pytest.mark.parametrize(
+    ("roi", "sizes"),
+    [
+        ([0, 0, 0.2, 0.1, 1, 1, 0.9, 0.8], [1, 2, 5, 4]),
+        ([0, 0, -0.3, 0.4, 1, 1, 0.7, 1.5], [1, 2, 5, 3]),  # beyond the input: extrapolated
+    ],
+)
+def test_resize_tf_crop_and_resize(mode: str, roi: list[float], sizes: list[int]) -> None:
+    # Every cropped axis changes size: onnxruntime skips an axis whose size is unchanged,
+    # crop or not (ONNX's reference does not, nor does xrt).
+    model = make_model(
+        [
+            N(
+                "Resize",
+                ["x", "roi", "", "sizes"],
+                ["y"],
+                mode=mode,
+                coordinate_transformation_mode="tf_crop_and_resize",
+                extrapolation_value=-7.5,
+            )
+        ],
+        {"x": (1, 2, 6, 7)},
+        ["y"],
+        {"roi": np.array(roi, np.float32), "sizes": np.array(sizes, np.int64)},
+    )
+    check_model(model)
+
+
 @pytest.mark.parametrize("policy", ["not_larger", "not_smaller"])
 @pytest.mark.parametrize(("sizes", "axes"), [([9, 11], [2, 3]), ([4, 20], [3, 2]), ([3], [2])])
 @pytest.mark.parametrize("mode", ["nearest", "linear"])

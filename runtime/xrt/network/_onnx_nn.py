@@ -221,20 +221,38 @@ def _resize(ctx: Ctx) -> None:
             f"Resize keep_aspect_ratio_policy {policy!r} is not one of {ASPECT_POLICIES}"
         )
     ctm = a.get("coordinate_transformation_mode", "half_pixel")
-    if ctm == "tf_crop_and_resize":
-        raise ctx.fail("Resize coordinate_transformation_mode tf_crop_and_resize is not supported")
     x = ctx.value(node.input[0])
     shape = ctx.static_shape(x)
     nd = len(shape)
     axes = [int(v) % nd for v in a.get("axes", range(nd))]
     scales_in, sizes_in = ctx.fed_or_const(2), ctx.fed_or_const(3)
-    attrs = {
+    attrs: dict[str, Any] = {
         "coordinate_transformation_mode": ctm,
         "nearest_mode": a.get("nearest_mode", "round_prefer_floor"),
         "mode": mode,
         "cubic_coeff_a": float(a.get("cubic_coeff_a", -0.75)),
         "exclude_outside": bool(a.get("exclude_outside", 0)),
     }
+    roi_fed: dict[str, str] = {}
+    if ctm == "tf_crop_and_resize":
+        attrs["extrapolation_value"] = float(a.get("extrapolation_value", 0.0))
+        roi = ctx.fed_or_const(1)
+        # ONNX's roi is starts then ends over `axes`; ours over every axis (others: 0, 1).
+        k = len(axes)
+        where = [axes.index(i) if i in axes else None for i in range(nd)]
+        where += [k + p if p is not None else None for p in where]
+        fill = np.array([0.0] * nd + [1.0] * nd)
+        if isinstance(roi, str):
+            ctx.fed_length(roi, 2 * k, "Resize roi")
+            roi_fed["roi"] = _spread(ctx, roi, where, fill)
+        elif roi is None or roi.size != 2 * k:
+            raise ctx.fail(f"tf_crop_and_resize needs a roi of {2 * k} values")
+        else:
+            flat = roi.reshape(-1).astype(np.float64)
+            attrs["roi"] = [
+                float(flat[p]) if p is not None else float(f)
+                for p, f in zip(where, fill, strict=True)
+            ]
     fed_sizes = isinstance(sizes_in, str)
     if fed_sizes or (isinstance(scales_in, str) and (sizes_in is None or not sizes_in.size)):
         # Run-time scales or sizes: the other is derived at each forward (xrt.ops.resize).
@@ -248,7 +266,7 @@ def _resize(ctx: Ctx) -> None:
             attrs |= {"keep_aspect_ratio_policy": policy, "axes": axes}
         dims = [-1 if i in axes else d for i, d in enumerate(shape)]
         out_t = ctx.dyn_type(node.output[0], ctx.b.values[x].dtype, dims)
-        fed = {kind: _spread(ctx, value, where, fill)}
+        fed = {kind: _spread(ctx, value, where, fill), **roi_fed}
         ctx.emit("Resize", [x], attrs, output=node.output[0], fed=fed, types=[out_t])
         return
     sizes, scales = list(shape), [1.0] * nd
@@ -265,7 +283,7 @@ def _resize(ctx: Ctx) -> None:
     else:
         raise ctx.fail("Resize needs scales or sizes")
     attrs = {"sizes": sizes, "scales": scales, **attrs}
-    ctx.emit("Resize", [x], attrs, output=node.output[0])
+    ctx.emit("Resize", [x], attrs, output=node.output[0], fed=roi_fed)
 
 
 def _upsample(ctx: Ctx) -> None:

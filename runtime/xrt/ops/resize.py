@@ -40,6 +40,7 @@ COORD_MODES = (
     "pytorch_half_pixel",
     "tf_half_pixel_for_nn",
     "half_pixel_symmetric",
+    "tf_crop_and_resize",
 )
 """Supported ``coordinate_transformation_mode`` values."""
 MODES = ("nearest", "linear", "cubic")
@@ -62,9 +63,18 @@ def keep_aspect(
     return out_sizes, [r if i in axes else 1.0 for i in range(len(shape))]
 
 
-def source_coords(n_in: int, n_out: int, scale: float, coord_mode: str) -> np.ndarray:
-    """Source coordinate of each output position along one axis (float64, not clamped)."""
+def source_coords(
+    n_in: int, n_out: int, scale: float, coord_mode: str, roi: tuple[float, float] = (0.0, 1.0)
+) -> np.ndarray:
+    """Source coordinate of each output position along one axis (float64, not clamped);
+    `roi` is the axis's normalised crop (start, end) of ``tf_crop_and_resize``."""
     o = np.arange(n_out, dtype=np.float64)
+    if coord_mode == "tf_crop_and_resize":
+        # Like align_corners over the crop, by the output length (as TF's CropAndResize).
+        start, end = roi
+        if n_out == 1:
+            return np.full(1, (start + end) / 2 * (n_in - 1))
+        return start * (n_in - 1) + o * (end - start) * (n_in - 1) / (n_out - 1)
     if coord_mode == "half_pixel":
         x = (o + 0.5) / scale - 0.5
     elif coord_mode == "pytorch_half_pixel":
@@ -86,10 +96,15 @@ def source_coords(n_in: int, n_out: int, scale: float, coord_mode: str) -> np.nd
 
 
 def nearest_indices(
-    n_in: int, n_out: int, scale: float, coord_mode: str, nearest_mode: str
+    n_in: int,
+    n_out: int,
+    scale: float,
+    coord_mode: str,
+    nearest_mode: str,
+    roi: tuple[float, float] = (0.0, 1.0),
 ) -> np.ndarray:
     """Source index of each output position along one axis (int64, clamped to the input)."""
-    x = source_coords(n_in, n_out, scale, coord_mode)
+    x = source_coords(n_in, n_out, scale, coord_mode, roi)
     if nearest_mode == "round_prefer_floor":
         idx = np.where(x == np.floor(x) + 0.5, np.floor(x), np.round(x))
     elif nearest_mode == "round_prefer_ceil":
@@ -121,8 +136,19 @@ def resize_plan(op: OpLike, shape: tuple[int, ...]) -> tuple[list[int], list[flo
     return sizes, scales
 
 
+def _rois(op: OpLike, ndim: int) -> list[tuple[float, float]]:
+    """Each axis's crop (start, end) from ``roi`` (starts, then ends); (0, 1) without one."""
+    roi = [float(v) for v in op.attrs["roi"]]
+    if op.attrs["coordinate_transformation_mode"] != "tf_crop_and_resize":
+        return [(0.0, 1.0)] * ndim
+    if len(roi) != 2 * ndim or not all(math.isfinite(v) for v in roi):
+        raise fail(op, f"tf_crop_and_resize needs a finite roi of {2 * ndim} values, got {roi}")
+    return list(zip(roi[:ndim], roi[ndim:], strict=True))
+
+
 def _check(op: OpLike, x: TensorType) -> tuple[int, ...]:
     a = op.attrs
+    _rois(op, x.ndim)
     sizes, scales = resize_plan(op, x.shape)
     if len(sizes) != x.ndim or len(scales) != x.ndim:
         raise fail(op, f"sizes {sizes} and scales {scales} need one entry per axis ({x.ndim})")
@@ -156,10 +182,12 @@ def _cubic_weights(t: np.ndarray, a: float) -> np.ndarray:
     return np.where(d <= 1, near, far)
 
 
-def _taps(op: OpLike, n_in: int, n_out: int, r: float) -> tuple[np.ndarray, np.ndarray]:
+def _taps(
+    op: OpLike, n_in: int, n_out: int, r: float, roi: tuple[float, float]
+) -> tuple[np.ndarray, np.ndarray]:
     """Source indices and weights (each (n_out, taps)) of linear / cubic interpolation."""
     a = op.attrs
-    x = source_coords(n_in, n_out, r, a["coordinate_transformation_mode"])
+    x = source_coords(n_in, n_out, r, a["coordinate_transformation_mode"], roi)
     if a["mode"] == "linear":
         x = np.clip(x, 0, n_in - 1)
         i0 = np.floor(x)
@@ -179,28 +207,33 @@ def _taps(op: OpLike, n_in: int, n_out: int, r: float) -> tuple[np.ndarray, np.n
 def resize_forward(
     op: OpLike, inputs: list[np.ndarray], params: Mapping[str, np.ndarray]
 ) -> list[np.ndarray]:
-    """One pass per resized axis: ``take`` (nearest) or a weighted sum of 2 / 4 taps."""
+    """One pass per resized axis: ``take`` (nearest) or a weighted sum of 2 / 4 taps; with
+    ``tf_crop_and_resize``, positions sampled outside the input get ``extrapolation_value``."""
     a = op.attrs
     x = inputs[0]
     dtype = x.dtype
     sizes, scales = resize_plan(op, x.shape)
+    ctm = a["coordinate_transformation_mode"]
+    rois = _rois(op, x.ndim)
     for axis, (n_out, r) in enumerate(zip(sizes, scales, strict=True)):
         n_in = x.shape[axis]
-        if n_out == n_in and r == 1.0:
-            continue
-        if a["mode"] == "nearest":
-            idx = nearest_indices(
-                n_in, n_out, r, a["coordinate_transformation_mode"], a["nearest_mode"]
-            )
-            x = np.take(x, idx, axis=axis)
-            continue
-        idx, weights = _taps(op, n_in, n_out, r)
         shape = [1] * x.ndim
         shape[axis] = n_out
-        acc = np.zeros((*x.shape[:axis], n_out, *x.shape[axis + 1 :]), np.float64)
-        for k in range(idx.shape[1]):
-            acc += np.take(x, idx[:, k], axis=axis) * weights[:, k].reshape(shape)
-        x = acc.astype(dtype)
+        if n_out == n_in and r == 1.0 and rois[axis] == (0.0, 1.0):
+            continue
+        if a["mode"] == "nearest":
+            idx = nearest_indices(n_in, n_out, r, ctm, a["nearest_mode"], rois[axis])
+            x = np.take(x, idx, axis=axis)
+        else:
+            idx, weights = _taps(op, n_in, n_out, r, rois[axis])
+            acc = np.zeros((*x.shape[:axis], n_out, *x.shape[axis + 1 :]), np.float64)
+            for k in range(idx.shape[1]):
+                acc += np.take(x, idx[:, k], axis=axis) * weights[:, k].reshape(shape)
+            x = acc.astype(dtype)
+        if ctm == "tf_crop_and_resize":
+            src = source_coords(n_in, n_out, r, ctm, rois[axis])
+            outside = ((src < 0) | (src > n_in - 1)).reshape(shape)
+            x = np.where(outside, np.asarray(a["extrapolation_value"]).astype(dtype), x)
     return [x]
 
 
@@ -223,10 +256,14 @@ register_op(
                 "str", "stretch", None, "with sizes and no scales: one scale over axes"
             ),
             "axes": AttrSpec("ints", [], None, "axes keep_aspect_ratio_policy spans; empty: all"),
+            "roi": AttrSpec(
+                "floats", [], None, "tf_crop_and_resize: normalised starts, then ends, per axis"
+            ),
+            "extrapolation_value": AttrSpec("float", 0.0, None, "tf_crop_and_resize: outside"),
         },
         _infer,
         resize_forward,
-        fed_roles=("sizes", "scales"),
+        fed_roles=("sizes", "scales", "roi"),
         shape_roles=("sizes", "scales"),
         doc="resize, nearest / (bi)linear / (bi)cubic (ONNX Resize, Upsample)",
     )

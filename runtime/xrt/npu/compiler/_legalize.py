@@ -190,6 +190,8 @@ def check_resize(
     op: Operator, ins: Types, outs: Types, params: Params, cfg: NpuConfig
 ) -> str | None:
     si, so = ins[0].shape, outs[0].shape
+    if op.attrs["coordinate_transformation_mode"] == "tf_crop_and_resize":
+        return "tf_crop_and_resize (a crop with extrapolation) runs on the host"
     if len(si) != 4 or si[:2] != so[:2]:
         return "only spatial resizing of rank-4 tensors"
     if si[3] > cfg.inp_rows // 2 or so[3] > cfg.acc_rows // 2:
