@@ -8,15 +8,12 @@ import pytest
 from onnx_node_cases import WHEEL_MODEL_KINDS, run_case, wheel_model_cases
 
 STR = "STRING data: xrt has numeric tensors only"
-VOLUMETRIC = "3-D (volumetric) operator: only 1-D and 2-D are supported"
+VOLUMETRIC = "3-D (volumetric) convolution: only 1-D and 2-D are supported"
 TRAINING = "ai.onnx.preview.training (Gradient) is not an inference operator"
 SEQUENCES = "sequence types and operators are not supported"
 SHRINK = "Shrink is not supported"
 
 EXPECTED_FAILURES: dict[str, str] = {
-    "test_AvgPool3d": VOLUMETRIC,
-    "test_AvgPool3d_stride": VOLUMETRIC,
-    "test_AvgPool3d_stride1_pad0_gpu_input": VOLUMETRIC,
     "test_Conv3d": VOLUMETRIC,
     "test_Conv3d_dilated": VOLUMETRIC,
     "test_Conv3d_dilated_strided": VOLUMETRIC,
@@ -24,9 +21,6 @@ EXPECTED_FAILURES: dict[str, str] = {
     "test_Conv3d_no_bias": VOLUMETRIC,
     "test_Conv3d_stride": VOLUMETRIC,
     "test_Conv3d_stride_padding": VOLUMETRIC,
-    "test_MaxPool3d": VOLUMETRIC,
-    "test_MaxPool3d_stride": VOLUMETRIC,
-    "test_MaxPool3d_stride_padding": VOLUMETRIC,
     "test_gradient_of_add": TRAINING,
     "test_gradient_of_add_and_mul": TRAINING,
     "test_sequence_model1": SEQUENCES,

@@ -193,6 +193,25 @@ def test_resize_tf_crop_and_resize(mode: str, roi: list[float], sizes: list[int]
     check_model(model)
 
 
+@pytest.mark.parametrize("op", ["MaxPool", "AveragePool"])
+@pytest.mark.parametrize(
+    "attrs",
+    [
+        {"kernel_shape": [2, 3, 2]},
+        {"kernel_shape": [3, 3, 3], "strides": [2, 1, 2], "pads": [1, 1, 0, 1, 0, 1]},
+        {"kernel_shape": [2, 2, 3], "strides": [2, 2, 2], "ceil_mode": 1},
+        {"kernel_shape": [3, 2, 2], "pads": [1, 1, 1, 1, 1, 1], "count_include_pad": 1},
+        {"kernel_shape": [2, 2, 2], "auto_pad": "SAME_UPPER", "strides": [2, 2, 2]},
+    ],
+)
+def test_volumetric_pools(op: str, attrs: dict) -> None:
+    attrs = dict(attrs)
+    if op == "MaxPool":
+        attrs.pop("count_include_pad", None)
+    model = make_model([N(op, ["x"], ["y"], **attrs)], {"x": (2, 3, 5, 6, 7)}, ["y"])
+    check_model(model)
+
+
 @pytest.mark.parametrize("policy", ["not_larger", "not_smaller"])
 @pytest.mark.parametrize(("sizes", "axes"), [([9, 11], [2, 3]), ([4, 20], [3, 2]), ([3], [2])])
 @pytest.mark.parametrize("mode", ["nearest", "linear"])

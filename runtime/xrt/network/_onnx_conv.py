@@ -221,8 +221,34 @@ def _conv_transpose(ctx: Ctx) -> None:
     _lower_1d(ctx, ctx.emit("ConvTranspose2d", [x], attrs, params, fed=fed), nd)
 
 
+def _pool3d(ctx: Ctx, x: str) -> None:
+    """A 5-D (volumetric) pool: MaxPool3d / AvgPool3d on the host."""
+    node, a = ctx.node, ctx.attrs()
+    if len(node.output) > 1 and node.output[1]:
+        raise ctx.fail("the Indices output of a 3-D MaxPool is not supported")
+    kernel = _spatial(ctx, a, "kernel_shape", 3, 1)
+    strides = _spatial(ctx, a, "strides", 3, 1)
+    dil = _spatial(ctx, a, "dilations", 3, 1)
+    pads = _spatial_pads(ctx, a, ctx.b.values[x].shape[2:], kernel, strides, dil)
+    attrs: dict[str, Any] = {
+        "kernel": kernel,
+        "strides": strides,
+        "pads": pads,
+        "dilations": dil,
+        "ceil_mode": bool(a.get("ceil_mode", 0)),
+    }
+    if node.op_type == "MaxPool":
+        ctx.emit("MaxPool3d", [x], attrs, output=node.output[0])
+    else:
+        attrs["count_include_pad"] = bool(a.get("count_include_pad", 0))
+        ctx.emit("AvgPool3d", [x], attrs, output=node.output[0])
+
+
 def _pool(ctx: Ctx) -> None:
     node, a = ctx.node, ctx.attrs()
+    if ctx.b.values[ctx.value(node.input[0])].ndim == 5:
+        _pool3d(ctx, ctx.value(node.input[0]))
+        return
     x, nd = _lift_1d(ctx, ctx.value(node.input[0]))
     kernel = _spatial(ctx, a, "kernel_shape", nd, 1)
     strides = _spatial(ctx, a, "strides", nd, 1)

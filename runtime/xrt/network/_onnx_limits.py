@@ -20,7 +20,7 @@ ONNX_OP_LIMITS: dict[str, str] = {
     "And": "",
     "ArgMax": "an empty axis is refused (ONNX leaves it undefined)",
     "ArgMin": "an empty axis is refused (ONNX leaves it undefined)",
-    "AveragePool": "1-D and 2-D",
+    "AveragePool": "1-D and 2-D; 3-D on the host",
     "BatchNormalization": "inference mode folded into a preceding Conv when both have "
     "constant parameters; training_mode 1 (batch statistics, running ones updated) on the host",
     "Cast": "float -> int truncates; no STRING or float8 targets",
@@ -61,7 +61,7 @@ ONNX_OP_LIMITS: dict[str, str] = {
     "LogSoftmax": "float",
     "MatMul": "constant 2-D right operand becomes a dense layer",
     "Max": "",
-    "MaxPool": "1-D and 2-D",
+    "MaxPool": "1-D and 2-D; 3-D on the host (without Indices)",
     "Mean": "float",
     "Min": "",
     "Mish": "float",

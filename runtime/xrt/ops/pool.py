@@ -31,6 +31,7 @@ from xrt.ops._window import out_hw, windows
 
 __all__ = [
     "avgpool2d_forward",
+    "axis_counts",
     "global_avgpool_forward",
     "maxpool2d_forward",
     "maxpool2d_indices_forward",
@@ -137,7 +138,7 @@ def _reduce_taps(win: np.ndarray, fn: np.ufunc) -> np.ndarray:
     return out
 
 
-def _axis_counts(
+def axis_counts(
     size: int, kernel: int, stride: int, begin: int, end: int, dil: int, ceil: bool, incl: bool
 ) -> np.ndarray:
     """How many taps of each window along one axis land on counted positions."""
@@ -156,8 +157,8 @@ def pool_counts(attrs: Mapping[str, Any], h: int, w: int) -> np.ndarray:
     """
     k, s, p, d = attrs["kernel"], attrs["strides"], attrs["pads"], attrs["dilations"]
     ceil, incl = bool(attrs["ceil_mode"]), bool(attrs["count_include_pad"])
-    ch = _axis_counts(h, k[0], s[0], p[0], p[2], d[0], ceil, incl)
-    cw = _axis_counts(w, k[1], s[1], p[1], p[3], d[1], ceil, incl)
+    ch = axis_counts(h, k[0], s[0], p[0], p[2], d[0], ceil, incl)
+    cw = axis_counts(w, k[1], s[1], p[1], p[3], d[1], ceil, incl)
     return ch[:, None] * cw[None, :]
 
 
