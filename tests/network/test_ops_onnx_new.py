@@ -212,6 +212,27 @@ def test_volumetric_pools(op: str, attrs: dict) -> None:
     check_model(model)
 
 
+@pytest.mark.parametrize("mode", ["linear", "cubic"])
+@pytest.mark.parametrize(
+    ("scales", "extra"),
+    [
+        ([1, 1, 0.6, 0.35], {}),
+        ([1, 1, 0.25, 1.5], {"coordinate_transformation_mode": "pytorch_half_pixel"}),
+        ([1, 1, 0.5, 0.4], {"exclude_outside": 1}),
+    ],
+)
+def test_resize_antialias(mode: str, scales: list[float], extra: dict) -> None:
+    # Downscaling filters through the kernel stretched by 1 / scale; upscaling is unchanged.
+    model = make_model(
+        [N("Resize", ["x", "", "scales"], ["y"], mode=mode, antialias=1, **extra)],
+        {"x": (1, 2, 13, 17)},
+        ["y"],
+        {"scales": np.array(scales, np.float32)},
+        opset=18,
+    )
+    check_model(model)
+
+
 @pytest.mark.parametrize("policy", ["not_larger", "not_smaller"])
 @pytest.mark.parametrize(("sizes", "axes"), [([9, 11], [2, 3]), ([4, 20], [3, 2]), ([3], [2])])
 @pytest.mark.parametrize("mode", ["nearest", "linear"])

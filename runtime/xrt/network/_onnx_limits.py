@@ -85,7 +85,7 @@ ONNX_OP_LIMITS: dict[str, str] = {
     "ReduceSumSquare": "",
     "Relu": "",
     "Reshape": "",
-    "Resize": "nearest, linear, cubic; no antialias; tf_crop_and_resize on the host",
+    "Resize": "nearest, linear, cubic (antialias included); tf_crop_and_resize on the host",
     "Round": "float",
     "Selu": "float",
     "Sigmoid": "float",

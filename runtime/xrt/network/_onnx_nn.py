@@ -213,8 +213,6 @@ def _resize(ctx: Ctx) -> None:
     mode = a.get("mode", "nearest")
     if mode not in ("nearest", "linear", "cubic"):
         raise ctx.fail(f"Resize mode {mode!r} is not supported")
-    if a.get("antialias", 0):
-        raise ctx.fail("Resize with antialias is not supported")
     policy = a.get("keep_aspect_ratio_policy", "stretch")
     if policy not in ASPECT_POLICIES:
         raise ctx.fail(
@@ -232,6 +230,7 @@ def _resize(ctx: Ctx) -> None:
         "mode": mode,
         "cubic_coeff_a": float(a.get("cubic_coeff_a", -0.75)),
         "exclude_outside": bool(a.get("exclude_outside", 0)),
+        "antialias": bool(a.get("antialias", 0)) and mode != "nearest",
     }
     roi_fed: dict[str, str] = {}
     if ctm == "tf_crop_and_resize":

@@ -188,7 +188,9 @@ def _taps(
     """Source indices and weights (each (n_out, taps)) of linear / cubic interpolation."""
     a = op.attrs
     x = source_coords(n_in, n_out, r, a["coordinate_transformation_mode"], roi)
-    if a["mode"] == "linear":
+    if a["antialias"] and r < 1.0:
+        idx, weights = _antialias_taps(x, r, a["mode"], a["cubic_coeff_a"])
+    elif a["mode"] == "linear":
         x = np.clip(x, 0, n_in - 1)
         i0 = np.floor(x)
         t = x - i0
@@ -198,10 +200,35 @@ def _taps(
         i0 = np.floor(x)
         idx = i0[:, None] + np.arange(-1, 3)
         weights = _cubic_weights(x - i0, a["cubic_coeff_a"])
-        if a["exclude_outside"]:
-            weights = np.where((idx < 0) | (idx > n_in - 1), 0.0, weights)
-            weights = weights / weights.sum(axis=1, keepdims=True)
+    if a["exclude_outside"]:  # (linear taps outside carry no weight unless antialiased)
+        weights = np.where((idx < 0) | (idx > n_in - 1), 0.0, weights)
+        total = weights.sum(axis=1, keepdims=True)
+        weights = weights / np.where(total == 0, 1.0, total)
     return np.clip(idx, 0, n_in - 1).astype(np.int64), weights
+
+
+def _antialias_taps(
+    x: np.ndarray, scale: float, mode: str, cubic_a: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Downscaling with ``antialias``: the linear (triangle) or cubic kernel stretched by
+    ``1 / scale``, so it spans ``2 / scale`` (``4 / scale``) source positions, its weights
+    normalised to sum 1 (ONNX Resize's antialias filter; edge positions repeat)."""
+    base = np.floor(x)
+    t = x - base
+    exact = t == 0  # an exact source position: taps around it from the left, as ONNX does
+    base, t = np.where(exact, base - 1, base), np.where(exact, 1.0, t)
+    half = 1 if mode == "linear" else 2
+    start = math.floor(-half / scale) + 1
+    offsets = np.arange(start, 2 - start, dtype=np.float64)
+    d = np.abs(offsets[None, :] - t[:, None]) * scale
+    if mode == "linear":
+        weights = np.clip(1 - d, 0.0, 1.0)
+    else:
+        near = ((cubic_a + 2) * d - (cubic_a + 3)) * d * d + 1
+        far = ((cubic_a * d - 5 * cubic_a) * d + 8 * cubic_a) * d - 4 * cubic_a
+        weights = np.where(d <= 1, near, np.where(d < 2, far, 0.0))
+    weights = weights / weights.sum(axis=1, keepdims=True)
+    return base[:, None] + offsets[None, :], weights
 
 
 def resize_forward(
@@ -252,6 +279,7 @@ register_op(
             "mode": AttrSpec("str", "nearest", None, "nearest, linear or cubic"),
             "cubic_coeff_a": AttrSpec("float", -0.75),
             "exclude_outside": AttrSpec("bool", False),
+            "antialias": AttrSpec("bool", False, None, "linear / cubic: filter when downscaling"),
             "keep_aspect_ratio_policy": AttrSpec(
                 "str", "stretch", None, "with sizes and no scales: one scale over axes"
             ),
