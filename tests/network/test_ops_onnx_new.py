@@ -41,6 +41,27 @@ def test_conv_transpose(case: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("attrs", "wshape"),
+    [
+        ({}, (2, 3, 2, 3, 2)),
+        (
+            {"strides": [2, 1, 2], "pads": [1, 0, 1, 0, 1, 1], "output_padding": [1, 0, 1]},
+            (2, 2, 3, 3, 3),
+        ),
+        ({"group": 2, "dilations": [1, 2, 1]}, (2, 2, 2, 2, 3)),
+        ({"auto_pad": "SAME_UPPER", "strides": [2, 2, 2]}, (2, 1, 3, 2, 2)),
+    ],
+)
+def test_conv_transpose_3d(attrs: dict, wshape: tuple[int, ...]) -> None:
+    co = wshape[1] * attrs.get("group", 1)
+    inits = {"w": rand(*wshape, seed=4), "b": rand(co, seed=5)}
+    model = make_model(
+        [N("ConvTranspose", ["x", "w", "b"], ["y"], **attrs)], {"x": (2, 2, 3, 4, 5)}, ["y"], inits
+    )
+    check_model(model)
+
+
+@pytest.mark.parametrize(
     ("op", "attrs"),
     [
         ("Conv", {"pads": [2, 1], "strides": [2], "dilations": [2]}),

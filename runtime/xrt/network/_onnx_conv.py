@@ -179,14 +179,16 @@ def _foldable_bn_after(ctx: Ctx, value: str) -> tuple[Any, dict[str, np.ndarray]
 
 def _conv_transpose(ctx: Ctx) -> None:
     node, a = ctx.node, ctx.attrs()
-    x, nd = _lift_1d(ctx, ctx.value(node.input[0]))
+    x = ctx.value(node.input[0])
+    x, nd = (x, 3) if ctx.b.values[x].ndim == 5 else _lift_1d(ctx, x)
     params, fed, kernel = _weight(ctx, nd)
     strides = _spatial(ctx, a, "strides", nd, 1)
     dil = _spatial(ctx, a, "dilations", nd, 1)
     out_pad = _spatial(ctx, a, "output_padding", nd, 0)
     auto = a.get("auto_pad", "NOTSET")
     needs_sizes = "output_shape" in a or auto in ("SAME_UPPER", "SAME_LOWER")
-    sizes = ctx.static_shape(x)[4 - nd :] if needs_sizes else ctx.b.values[x].shape[4 - nd :]
+    rank = ctx.b.values[x].ndim
+    sizes = ctx.static_shape(x)[rank - nd :] if needs_sizes else ctx.b.values[x].shape[rank - nd :]
     full = [
         s * (n - 1) + op + d * (k - 1) + 1
         for n, k, s, d, op in zip(sizes, kernel, strides, dil, out_pad, strict=True)
@@ -209,6 +211,11 @@ def _conv_transpose(ctx: Ctx) -> None:
         pads = list(a.get("pads", [0] * (2 * nd))) if auto != "VALID" else [0] * (2 * nd)
     else:
         raise ctx.fail(f"auto_pad {auto!r} is not supported")
+    if nd == 3:  # volumetric: ConvTranspose3d on the host
+        attrs3: dict[str, Any] = {"strides": strides, "pads": pads, "dilations": dil}
+        attrs3 |= {"output_padding": out_pad, "groups": int(a.get("group", 1))}
+        ctx.emit("ConvTranspose3d", [x], attrs3, params, output=node.output[0], fed=fed)
+        return
     if nd == 1 and "weight" in params:
         params["weight"] = params["weight"][:, :, None, :]
     attrs = {

@@ -28,7 +28,7 @@ ONNX_OP_LIMITS: dict[str, str] = {
     "Clip": "float or plain integer; min > max gives max",
     "Concat": "",
     "Conv": "1-D and 2-D",
-    "ConvTranspose": "1-D and 2-D",
+    "ConvTranspose": "1-D and 2-D; 3-D on the host",
     "Cos": "float",
     "DepthToSpace": "4-D input",
     "Div": _BINARY + "; integer division truncates, by zero is an error",

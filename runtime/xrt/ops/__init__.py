@@ -11,6 +11,7 @@ pool                MaxPool2d, MaxPool2dIndices, AvgPool2d, GlobalAvgPool, QAvgP
                     QGlobalAvgPool
 pool3d              MaxPool3d, AvgPool3d (host only)
 convtranspose       ConvTranspose2d
+conv3d              ConvTranspose3d (host only)
 activation          Relu, Clip, LeakyRelu, Sigmoid, HardSwish, HardSigmoid, QClip, QLut
 elementwise         Add, Mul, Concat, QAdd, QMul, QConcat
 mathops             unary math (Sqrt, Exp, Erf, Gelu...), Sub, Div, Pow, comparisons, Sum,
@@ -38,6 +39,7 @@ from xrt.ops import (  # noqa: F401  (importing registers the op types)
     boundary,
     cast,
     conv,
+    conv3d,
     convtranspose,
     dropout,
     elementwise,
