@@ -84,7 +84,9 @@ def operators_markdown() -> str:
         "time) are folded at import whatever their type, so `Shape`, `Size`, "
         "`ConstantOfShape`, `Range`, `Constant` and similar shape arithmetic also work. "
         "Element types: FP32, FP16, BF16, INT8/UINT8, INT16/UINT16, INT32/UINT32, INT64, "
-        "BOOL (no FP64, UINT64, STRING). ONNX's own node tests for these operators run "
+        "BOOL, and on the host only FP64 (DOUBLE) and UINT64 (no STRING); tensors may have "
+        "zero-size dimensions (a zero-size graph input is a constant, fed an empty array). "
+        "ONNX's own node tests for these operators run "
         "in `tests/network/test_onnx_node_conformance.py`.",
         "",
         "Run-time parameters: the inputs in the column *fed at run time* (weights, "

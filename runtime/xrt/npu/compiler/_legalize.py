@@ -80,6 +80,8 @@ def operand_refusal(
     for t in [*ins, *outs]:
         if t.dtype is not DataType.SINT8:
             return f"operates on {t.dtype.manual_name}, the NPU only on int8"
+        if 0 in t.shape:
+            return f"zero-size tensor {list(t.shape)}: nothing for the NPU to compute"
         if not (len(t.shape) in (2, 4) or (len(t.shape) == 5 and rank5)):
             return f"rank {len(t.shape)} tensors have no channel-tiled layout for {op_type}"
     for t in [*ins, *outs]:
@@ -188,6 +190,8 @@ def check_resize(
     op: Operator, ins: Types, outs: Types, params: Params, cfg: NpuConfig
 ) -> str | None:
     si, so = ins[0].shape, outs[0].shape
+    if op.attrs["coordinate_transformation_mode"] == "tf_crop_and_resize":
+        return "tf_crop_and_resize (a crop with extrapolation) runs on the host"
     if len(si) != 4 or si[:2] != so[:2]:
         return "only spatial resizing of rank-4 tensors"
     if si[3] > cfg.inp_rows // 2 or so[3] > cfg.acc_rows // 2:
