@@ -11,6 +11,8 @@ npu-emu serve [--host 127.0.0.1] [--port 50051] [--target buyi|zg330] [--devices
               [--waves DIR] [--trace-registers FILE] [--warm CHECKPOINT]
               [--checkpoint-key-file FILE] [--allow-foreign-checkpoints]
               [--record DIR [--record-max-mib MIB] [--record-keep-mib MIB]]
+              [--port-file FILE]   (its URL, written 0600 once the devices are ready)
+npu-emu wait [--device URL | --port-file F] [--timeout S]  (0: a device is free; 5: timed out)
 npu-emu replay REC [--target buyi|zg330] [--check] [--waves START:END [--out F.fst]] [--list]
               [--max-cycles N] [--max-wall-s S]
               (a recorded lease again, in-process: npuemu.replay, npuemu.replay_waves)
@@ -80,6 +82,14 @@ def _parser() -> argparse.ArgumentParser:
         "--host", default="127.0.0.1", help="address to bind (127.0.0.1: this machine only)"
     )
     s.add_argument("--port", type=int, default=50051, help="port (0: any free port)")
+    s.add_argument(
+        "--port-file",
+        type=Path,
+        metavar="FILE",
+        default=None,
+        help="once the devices are ready, write the server's URL (grpc://HOST:PORT) into FILE "
+        "(mode 0600, atomically: a reader never sees half of it); removed at shutdown",
+    )
     s.add_argument(
         "--target",
         choices=sorted(TARGETS),
@@ -167,6 +177,32 @@ def _parser() -> argparse.ArgumentParser:
     )
     b.add_argument("--waves", action="store_true", help="the traced model (serve --waves)")
     add_device_commands(sub, fmt)
+    wt = sub.add_parser(
+        "wait",
+        help="wait until a device of a server can be leased (exit 0), or time out (exit 5)",
+        formatter_class=fmt,
+    )
+    wt.add_argument(
+        "--device",
+        "-d",
+        metavar="URL",
+        default=None,
+        help="the server or device: grpc://HOST:PORT[/DEVICE] (default $XRT_DEVICE)",
+    )
+    wt.add_argument(
+        "--port-file",
+        type=Path,
+        metavar="FILE",
+        default=None,
+        help="wait for this file of `serve --port-file` to appear, then for a device at the "
+        "URL it holds",
+    )
+    wt.add_argument(
+        "--timeout",
+        type=_positive(float, "--timeout", zero=True),
+        default=60.0,
+        help="seconds to wait",
+    )
     a = sub.add_parser(
         "attach",
         help="run a program (a C driver) with a device leased to it: its registers through "
@@ -392,6 +428,10 @@ def _main(args: argparse.Namespace) -> int:
                 args.max_cycles or Budget.max_cycles, args.max_wall_s or Budget.max_wall_s
             ),
         )
+    if args.command == "wait":
+        from npuemu.wait_cli import wait_for_device
+
+        return wait_for_device(args.device, args.timeout, port_file=args.port_file)
     if args.command == "attach":
         from npuemu.attach import main as attach_main
 
@@ -413,6 +453,12 @@ def _main(args: argparse.Namespace) -> int:
         return handled
     if not 0 <= args.port <= 65535:
         print(f"npu-emu: --port {args.port} is not a port number", file=sys.stderr)
+        return exitcodes.BAD_INPUT
+    if args.port_file is not None and not args.port_file.parent.is_dir():
+        print(
+            f"npu-emu: --port-file {args.port_file}: no folder {args.port_file.parent}",
+            file=sys.stderr,
+        )
         return exitcodes.BAD_INPUT
     from npuemu.server.app import ServeOptions, run
     from npuemu.server.security import SecurityError, security_options
@@ -460,6 +506,7 @@ def _main(args: argparse.Namespace) -> int:
             admin_token=sec.admin_token,
             drain_s=args.drain,
             grace_s=args.shutdown_grace,
+            port_file=args.port_file,
         )
     )
 

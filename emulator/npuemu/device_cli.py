@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Iterator
@@ -64,6 +65,16 @@ class CliError(Exception):
     """A bad name or value: printed as one line, exit status 2."""
 
 
+def _server(text: str) -> str:
+    """``--server``: HOST:PORT, or the server's ``grpc://HOST:PORT`` URL (its address)."""
+    rest = text.strip().removeprefix("grpc://").rstrip("/")
+    if not re.fullmatch(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):\d{1,5}", rest):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a server's HOST:PORT (or grpc://HOST:PORT)"
+        )
+    return rest
+
+
 def _int(text: str) -> int:
     try:
         return int(text, 0)
@@ -77,8 +88,9 @@ def add_device_commands(sub: argparse._SubParsersAction, formatter: type) -> Non
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument(
             "--server",
+            type=_server,
             default=os.environ.get("NPU_EMU_SERVER", DEFAULT_SERVER),
-            help="HOST:PORT of `npu-emu serve` ($NPU_EMU_SERVER)",
+            help="HOST:PORT (or grpc://HOST:PORT) of `npu-emu serve` ($NPU_EMU_SERVER)",
         )
 
     d = sub.add_parser("devices", help="list a server's devices", formatter_class=formatter)
@@ -399,6 +411,7 @@ def _devices(args: argparse.Namespace) -> int:
     import grpc
 
     from xrt.hw.wire import pb, pb_grpc
+    from xrt.transport.grpc.errors import rpc_error
 
     token = os.environ.get("NPU_EMU_TOKEN")
     metadata = (("authorization", f"Bearer {token}"),) if token else ()
@@ -406,8 +419,8 @@ def _devices(args: argparse.Namespace) -> int:
         stub = pb_grpc.DeviceServiceStub(channel)
         try:
             listing = stub.ListDevices(pb.ListDevicesRequest(), timeout=10, metadata=metadata)
-        except grpc.RpcError as exc:
-            raise CliError(f"{args.server}: {exc.code().name}: {exc.details()}") from None
+        except grpc.RpcError as exc:  # a sentence saying what failed, exit 1 (xrt.exitcodes)
+            raise rpc_error(exc, f"listing the devices of {args.server}") from None
     devices = [
         {
             "name": d.name,

@@ -36,8 +36,9 @@ def compile_command(args: argparse.Namespace) -> int:
             f"{args.model} is a program container already; compile the model it came from",
         )
     net = load_network(args.model)
+    quant = None
     if args.quantize:
-        net = quantize(net, args)
+        net, quant = quantize(net, args)
     check_npu_gets_integers(net, [npu], quantized=args.quantize)
     with progress(f"compiling {net.name} for {args.target} (no device)"):
         sess = compile_session(net, args.target)
@@ -58,9 +59,13 @@ def compile_command(args: argparse.Namespace) -> int:
     info = Qpc.from_file(out).info()
     if args.json:
         doc = {"model": args.model, "output": str(out), "bytes": out.stat().st_size}
+        if quant is not None:
+            doc["quantizer"] = quant.to_dict()
         print(json.dumps({**doc, **info.to_dict()}, indent=1))
     else:
         print(f"model {args.model} -> {out} ({out.stat().st_size} bytes)")
+        if quant is not None:
+            print(f"quantizer: {quant.line()}")
         for line in info.summary_lines():
             print(line)
     return exitcodes.OK

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -18,6 +19,9 @@ from xrt.dtypes import DataType, TensorType
 from xrt.errors import ErrorCode, XrtError
 from xrt.network import Network, is_quantized_op
 from xrt.progress import progress
+
+if TYPE_CHECKING:
+    from xrt.quant import QuantReport
 
 __all__ = ["check_npu_gets_integers", "inputs", "load_network", "quantize"]
 
@@ -46,12 +50,13 @@ def load_network(path_text: str) -> Network:
         return Network.from_onnx(path)
 
 
-def quantize(net: Network, args: argparse.Namespace) -> Network:
+def quantize(net: Network, args: argparse.Namespace) -> tuple[Network, QuantReport]:
     """``--quantize``: calibrate on ``--calib`` random input sets (seeded by ``--seed``) or
-    the files of ``--calib-dir``, then quantize to int8."""
+    the files of ``--calib-dir``, then quantize to int8; with what the quantizer changed
+    beyond rounding to keep the int32 accumulator bound (printed by both commands)."""
     if args.calib < 1:
         raise XrtError(ErrorCode.OUT_OF_RANGE, f"--calib must be >= 1, got {args.calib}")
-    from xrt.quant import calibrate, quantize_network
+    from xrt.quant import calibrate, quantize_with_report
 
     fed = [f"{op.describe()}: {', '.join(op.fed)}" for op in net.ops if op.fed]
     if fed:
@@ -65,7 +70,7 @@ def quantize(net: Network, args: argparse.Namespace) -> Network:
     else:
         samples = [inputs(net, [], args.seed + 1000 + i)[0] for i in range(args.calib)]
     with progress(f"calibrating on {len(samples)} input sets"):
-        return quantize_network(net, ranges=calibrate(net, samples))
+        return quantize_with_report(net, ranges=calibrate(net, samples))
 
 
 def _random_input(t: TensorType, rng: np.random.Generator) -> np.ndarray:

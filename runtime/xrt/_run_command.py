@@ -24,7 +24,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 import numpy as np
@@ -44,6 +44,9 @@ from xrt.progress import progress
 from xrt.session import PlacementReport, Session
 from xrt.session.snapshot import is_snapshot_file
 from xrt.tuning import TuningRecords
+
+if TYPE_CHECKING:
+    from xrt.quant import QuantReport
 
 __all__ = ["run_command"]
 
@@ -75,8 +78,9 @@ def run_command(args: argparse.Namespace) -> int:
         with sigint_deferred():  # a Ctrl-C inside onnx's native module init crashed xrt run
             require_onnx()
         net = load_network(args.model)
+        quant = None
         if args.quantize:
-            net = quantize(net, args)
+            net, quant = quantize(net, args)
         if devices.device is None and args.backends is None and _has_quantized(net):
             devices.open(default_device_url())  # a network file quantized already
         device = devices.device
@@ -91,7 +95,7 @@ def run_command(args: argparse.Namespace) -> int:
             with progress(f"applying the network to {', '.join(names)}"):
                 return sess.apply()
 
-        return _Run(args, net, names, device, feed, sources, prepare).execute()
+        return _Run(args, net, names, device, feed, sources, prepare, quant).execute()
 
 
 class _Devices:
@@ -270,8 +274,10 @@ class _Run:
         feed: dict[str, np.ndarray],
         sources: list[str],
         prepare: Callable[[Callable[[Session], None]], Session],
+        quant: QuantReport | None = None,
     ) -> None:
         self.args, self.net, self.names, self.prepare = args, net, names, prepare
+        self.quant = quant  # --quantize: what keeping the accumulator bound changed
         self.records: TuningRecords | None = None  # --tuning-records, once loaded
         self.device, self.feed, self.sources = device, feed, sources
         self.summary: dict[str, Any] = {
@@ -281,6 +287,8 @@ class _Run:
             "backends": names,
             "device": str(device.url) if device is not None else None,
         }
+        if quant is not None:
+            self.summary["quantizer"] = quant.to_dict()
 
     def say(self, text: str = "") -> None:
         """Human-readable output (the JSON summary replaces it with --json)."""
@@ -310,6 +318,8 @@ class _Run:
 
     def execute(self) -> int:
         args = self.args
+        if self.quant is not None:
+            self.say(f"quantizer: {self.quant.line()}")
         with self.prepare(self._tuning) as sess:
             if self.records is not None:
                 self._tuning_report(sess, self.records)

@@ -84,8 +84,9 @@ class DeviceURL:
         """Parse `url`.
 
         Raises:
-            XrtError: 11010 when `url` is no str, 11003 when it has no scheme, a bad port or
-                a repeated query parameter. A parameter without a value (``?verbose``) is ''.
+            XrtError: 11010 when `url` is no str, 11003 when it has no scheme or two
+                (``grpc://grpc://...``), a bad port or a repeated query parameter. A
+                parameter without a value (``?verbose``) is ''.
         """
         if not isinstance(url, str):
             raise XrtError(ErrorCode.WRONG_TYPE, f"device URL must be a str, got {url!r}")
@@ -93,6 +94,11 @@ class DeviceURL:
             parts = urlsplit(url.strip())
         except ValueError as exc:
             raise XrtError(ErrorCode.OUT_OF_RANGE, f"device URL {url!r}: {exc}") from None
+        if url.partition("?")[0].count("://") > 1:  # "grpc://grpc://...": a pasted prefix
+            raise XrtError(
+                ErrorCode.OUT_OF_RANGE,
+                f"device URL {url!r} has two schemes: write one, as in 'grpc://HOST:PORT'",
+            )
         if not parts.scheme or "://" not in url:
             raise XrtError(
                 ErrorCode.OUT_OF_RANGE,

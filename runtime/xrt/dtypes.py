@@ -41,6 +41,10 @@ class DataType(Enum):
     UINT32 = ("UInt32", "uint32")
     SINT64 = ("SInt64", "int64")
     BOOL = ("Bool", "bool")
+    # Host-only types (ONNX DOUBLE and UINT64): the host kernels compute in them, the NPU
+    # legalizer refuses them as it refuses every type but int8.
+    FP64 = ("FP64", "float64")
+    UINT64 = ("UInt64", "uint64")
 
     @property
     def manual_name(self) -> str:
@@ -65,7 +69,7 @@ class DataType(Enum):
 
     @property
     def is_float(self) -> bool:
-        return self in (DataType.FP32, DataType.FP16, DataType.BF16)
+        return self in (DataType.FP32, DataType.FP16, DataType.BF16, DataType.FP64)
 
     @property
     def is_integer(self) -> bool:

@@ -21,6 +21,7 @@ __all__ = [
     "MISMATCH",
     "OK",
     "PLACEMENT",
+    "TIMED_OUT",
     "for_error",
     "quiet_broken_pipe",
 ]
@@ -36,6 +37,8 @@ PLACEMENT = 3
 the host."""
 MISMATCH = 4
 """``xrt run --compare``: the outputs differ from the reference."""
+TIMED_OUT = 5
+"""``npu-emu wait``: no device could be leased within ``--timeout``."""
 INTERRUPTED = 130
 """Ctrl-C (SIGINT), as a shell reports it; the lease was released."""
 BROKEN_PIPE = 141

@@ -122,7 +122,8 @@ class Tensor:
 
         Args:
             array: The values; its numpy dtype must be one of `DataType` (no silent casts:
-                float64 is refused, convert with ``.astype(np.float32)``).
+                float64 gives a host-only FP64 tensor, convert with ``.astype(np.float32)``
+                for an FP32 one).
             layout: Axis letters of the type (``"NHWC"``) or ``"*"``.
             quant: Quantization parameters of an integer tensor.
             dtype: Expected element type; must match ``array.dtype`` exactly.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -111,6 +112,22 @@ def test_devices_lists_both(traced_server):
         ("npu0", "buyi", "free"),
         ("npu1", "buyi", "free"),
     ]
+
+
+def test_devices_takes_a_url_and_says_why_it_cannot_connect(traced_server):
+    srv, _ = traced_server
+    out = run_cli(["devices", "--server", srv.url])  # grpc://HOST:PORT is the server too
+    assert out.returncode == 0 and re.search(r"^npu0\s+buyi", out.stdout, re.M), out.stderr
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = run_cli(["devices", "--server", f"127.0.0.1:{port}"])
+    assert out.returncode == 1  # a failed operation, as every other command's (xrt.exitcodes)
+    assert f"listing the devices of 127.0.0.1:{port}" in out.stderr
+    assert "nothing listens at that address and port" in out.stderr
+    out = run_cli(["devices", "--server", f"grpc://grpc://127.0.0.1:{port}"])
+    assert out.returncode == 2
+    assert f"'grpc://grpc://127.0.0.1:{port}' is not a server's HOST:PORT" in out.stderr
 
 
 def test_runtime_register_trace_env(traced_server):

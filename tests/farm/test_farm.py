@@ -194,8 +194,6 @@ def test_the_farm_device_fixture_holds_a_device_and_gives_it_back(farm, tmp_path
             sys.executable,
             "-m",
             "pytest",
-            "-p",
-            "npuemu.farm.fixtures",
             "--farm-tags",
             "target=zg330",
             "-s",

@@ -184,3 +184,22 @@ def _declare(model: onnx.ModelProto, name: str, shape: tuple[int, ...]) -> None:
     for i in model.graph.input:
         if i.name == name:
             i.CopyFrom(onnx.helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, shape))
+
+
+def with_near_dead_channels(model: onnx.ModelProto, factor: float = 1e-7) -> onnx.ModelProto:
+    """A copy of `model` whose every Conv / Gemm weight initializer has its first output
+    channel scaled by `factor`: a channel whose weights are all near zero, whose bias
+    (quantized at ``s_in * max|w| / 127``) then needs more than 31 bits (issue 45)."""
+    model = onnx.ModelProto.FromString(model.SerializeToString())
+    inits = {i.name: i for i in model.graph.initializer}
+    for node in model.graph.node:
+        if node.op_type not in ("Conv", "Gemm") or node.input[1] not in inits:
+            continue
+        arr = numpy_helper.to_array(inits[node.input[1]]).copy()
+        trans_b = any(a.name == "transB" and a.i for a in node.attribute)
+        if node.op_type == "Gemm" and not trans_b:
+            arr[:, 0] *= factor  # a (K, N) weight: output channel 0 is column 0
+        else:
+            arr[0] *= factor
+        inits[node.input[1]].CopyFrom(numpy_helper.from_array(arr, node.input[1]))
+    return model

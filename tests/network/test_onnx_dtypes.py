@@ -11,8 +11,10 @@ import onnx
 import pytest
 from netutil import ort_run
 from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
 
 from xrt.backend import HostBackend
+from xrt.dtypes import DataType
 from xrt.errors import ErrorCode, XrtError
 from xrt.network import Network
 from xrt.session import Session
@@ -60,7 +62,8 @@ def _check(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> Network:
     for a, e in zip(ours, ref, strict=True):
         assert a.shape == e.shape and a.dtype == e.dtype, (a.shape, a.dtype, e.shape, e.dtype)
         if e.dtype.kind == "f":
-            np.testing.assert_allclose(a, e, rtol=1e-3, atol=1e-5 * max(1.0, np.abs(e).max()))
+            big = np.abs(e[np.isfinite(e)]).max(initial=1.0)
+            np.testing.assert_allclose(a, e, rtol=1e-3, atol=1e-5 * big)
         else:
             np.testing.assert_array_equal(a, e)
     return net
@@ -192,21 +195,80 @@ def test_scalar_tensors_keep_shape_empty_end_to_end(tmp_path: Path) -> None:
     assert loaded.params[const.params["value"]].shape == ()
 
 
-def test_dropout_training_mode_true_is_refused() -> None:
-    def model(flag: bool) -> onnx.ModelProto:
+def test_float64_and_uint64_run_on_the_host() -> None:
+    # Host-only element types: a DOUBLE initializer stays float64 (no silent float32), and
+    # UINT64 arithmetic keeps values past 2**63.
+    c = np.array([1e-12, 3.0, -2.5], np.float64)
+    dbl = _model(
+        [N("Mul", ["x", "c"], ["m"]), N("ReduceSum", ["m"], ["y"], keepdims=0)],
+        {"x": (TensorProto.DOUBLE, [2, 3])},
+        ["y", "m"],
+        {"c": c},
+    )
+    x = RNG.standard_normal((2, 3)) * 1e6
+    net = _check(dbl, {"x": x})
+    assert net.values["m"].dtype is DataType.FP64
+    (m,) = _host(net, {"x": x})[1:]
+    np.testing.assert_array_equal(m, x * c)  # exact in float64, not rounded to float32
+    u64 = _model(
+        [N("Add", ["a", "b"], ["s"]), N("Greater", ["s", "b"], ["g"])],
+        {"a": (TensorProto.UINT64, [3]), "b": (TensorProto.UINT64, [3])},
+        ["s", "g"],
+    )
+    a = np.array([1, 2**63, 5], np.uint64)
+    b = np.array([2**63 + 7, 2**62, 2**64 - 6], np.uint64)
+    _check(u64, {"a": a, "b": b})
+
+
+def test_zero_size_tensors_flow_end_to_end() -> None:
+    # A zero-size input has one possible value, so the importer folds it as a constant;
+    # what ops make of it (empty outputs, the identity of a reduction) reaches the user.
+    model = _model(
+        [
+            N("Relu", ["x"], ["r"]),
+            N("ReduceSum", ["x", "ax"], ["s"]),
+            N("ReduceMax", ["x", "ax"], ["mx"]),
+            N("ReduceSum", ["x", "last"], ["e"]),
+        ],
+        {"x": (TensorProto.FLOAT, [2, 0, 4])},
+        ["r", "s", "mx", "e"],
+        {"ax": np.array([1], np.int64), "last": np.array([2], np.int64)},
+        opset=18,
+    )
+    x = np.zeros((2, 0, 4), np.float32)
+    r, s, mx, e = _host(_check(model, {"x": x}), {"x": x})
+    assert r.shape == (2, 0, 4) and e.shape == (2, 0, 1)
+    assert np.array_equal(s, np.zeros((2, 1, 4), np.float32))
+    assert np.array_equal(mx, np.full((2, 1, 4), -np.inf, np.float32))
+
+
+def test_dropout_in_training_mode_drops_and_scales() -> None:
+    def model(flag: bool, seed: int | None) -> onnx.ModelProto:
+        extra = {} if seed is None else {"seed": seed}
         return _model(
-            [N("Dropout", ["x", "ratio", "train"], ["y"], name="drop")],
-            {"x": (TensorProto.FLOAT, [2, 3])},
-            ["y"],
-            {"ratio": np.array(0.5, np.float32), "train": np.array(flag)},
+            [N("Dropout", ["x", "ratio", "train"], ["y", "mask"], name="drop", **extra)],
+            {"x": (TensorProto.FLOAT, [40, 50])},
+            ["y", "mask"],
+            {"ratio": np.array(0.25, np.float32), "train": np.array(flag)},
         )
 
-    with pytest.raises(XrtError) as err:
-        Network.from_onnx(model(True))
-    assert err.value.code == ErrorCode.LOAD_FAILED
-    assert "training_mode=True" in err.value.message and "'drop'" in err.value.message
-    x = RNG.standard_normal((2, 3)).astype(np.float32)
-    _check(model(False), {"x": x})
+    x = RNG.standard_normal((40, 50)).astype(np.float32)
+    y, mask = _host(Network.from_onnx(model(True, 7)), {"x": x})
+    assert mask.dtype == np.bool_ and 0.7 < mask.mean() < 0.8  # kept with probability 0.75
+    np.testing.assert_array_equal(y, np.where(mask, x * np.float32(1 / 0.75), 0))
+    # A seed gives the same mask at every forward (the ONNX reference's generator), no seed
+    # a fresh one.
+    again, mask2 = _host(Network.from_onnx(model(True, 7)), {"x": x})
+    assert np.array_equal(mask, mask2) and np.array_equal(y, again)
+    ref = ReferenceEvaluator(model(True, 7)).run(None, {"x": x})
+    np.testing.assert_array_equal(mask, ref[1])
+    net = Network.from_onnx(model(True, None))
+    with Session.create([HostBackend], net) as sess:
+        sess.apply()
+        masks = [sess.forward({"x": x})[1].numpy() for _ in range(2)]
+    assert not np.array_equal(*masks)
+    # Inference mode is the identity: the importer removes it.
+    _check(model(False, 7), {"x": x})
 
 
 def test_clip_with_min_above_max_gives_max() -> None:

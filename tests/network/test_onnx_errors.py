@@ -117,52 +117,25 @@ def test_unsupported_input_dtype_is_named() -> None:
     graph = helper.make_graph(
         [N("Relu", ["x"], ["y"])],
         "g",
-        [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [2])],
-        [helper.make_tensor_value_info("y", TensorProto.DOUBLE, [2])],
+        [helper.make_tensor_value_info("x", TensorProto.COMPLEX64, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.COMPLEX64, [2])],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     err = _err(model)
-    assert err.code == ErrorCode.LOAD_FAILED and "DOUBLE" in err.message and "'x'" in err.message
-
-
-def test_zero_size_input_dimension_is_reported_as_such() -> None:
-    graph = helper.make_graph(
-        [N("Relu", ["x"], ["y"])],
-        "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 0, 3])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    err = _err(model)
-    assert "zero-size dimension at axis 1" in err.message and "symbolic" not in err.message
+    assert err.code == ErrorCode.LOAD_FAILED and "COMPLEX64" in err.message and "'x'" in err.message
 
 
 def test_unsupported_variants_name_the_node() -> None:
     inits = {"roi": np.zeros(0, np.float32), "sc": np.array([1, 1, 2, 2], np.float32)}
     resize = make_model(
-        [N("Resize", ["x", "roi", "sc"], ["y"], mode="linear", antialias=1, name="up")],
+        [N("Resize", ["x", "roi", "sc"], ["y"], mode="area", name="up")],
         {"x": (1, 1, 2, 2)},
         ["y"],
         inits,
         opset=18,
     )
     err = _err(resize)
-    assert "'up'" in err.message and "antialias" in err.message
-    drop = helper.make_model(
-        helper.make_graph(
-            [N("Dropout", ["x", "r", "t"], ["y"], name="dyn")],
-            "g",
-            [
-                helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4]),
-                helper.make_tensor_value_info("r", TensorProto.FLOAT, []),
-                helper.make_tensor_value_info("t", TensorProto.BOOL, []),
-            ],
-            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-        ),
-        opset_imports=[helper.make_opsetid("", 13)],
-    )
-    err = _err(drop)  # training_mode fed at run time: inference only
-    assert "'dyn'" in err.message and "training_mode" in err.message
+    assert "'up'" in err.message and "mode 'area'" in err.message
     conv3d = make_model(
         [N("Conv", ["x", "w"], ["y"], name="c3")],
         {"x": (1, 2, 4, 4, 4)},
@@ -170,18 +143,6 @@ def test_unsupported_variants_name_the_node() -> None:
         {"w": rand(3, 2, 1, 1, 1)},
     )
     assert "2-D" in _err(conv3d).message and "'c3'" in _err(conv3d).message
-    graph = helper.make_graph(
-        [N("MaxPool", ["x"], ["y", "idx"], kernel_shape=[2, 2], name="mp")],
-        "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4])],
-        [
-            helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
-            helper.make_tensor_value_info("idx", TensorProto.INT64, None),
-        ],
-    )
-    pool = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    err = _err(pool)
-    assert "Indices" in err.message and "'mp'" in err.message
 
 
 def test_shape_inference_failure_is_11011() -> None:

@@ -7,17 +7,13 @@ from __future__ import annotations
 import pytest
 from onnx_node_cases import WHEEL_MODEL_KINDS, run_case, wheel_model_cases
 
-FP64 = "float64 (DOUBLE) data: xrt has no FP64 element type"
 STR = "STRING data: xrt has numeric tensors only"
-VOLUMETRIC = "3-D (volumetric) operator: only 1-D and 2-D are supported"
+VOLUMETRIC = "3-D (volumetric) convolution: only 1-D and 2-D are supported"
 TRAINING = "ai.onnx.preview.training (Gradient) is not an inference operator"
 SEQUENCES = "sequence types and operators are not supported"
 SHRINK = "Shrink is not supported"
 
 EXPECTED_FAILURES: dict[str, str] = {
-    "test_AvgPool3d": VOLUMETRIC,
-    "test_AvgPool3d_stride": VOLUMETRIC,
-    "test_AvgPool3d_stride1_pad0_gpu_input": VOLUMETRIC,
     "test_Conv3d": VOLUMETRIC,
     "test_Conv3d_dilated": VOLUMETRIC,
     "test_Conv3d_dilated_strided": VOLUMETRIC,
@@ -25,14 +21,6 @@ EXPECTED_FAILURES: dict[str, str] = {
     "test_Conv3d_no_bias": VOLUMETRIC,
     "test_Conv3d_stride": VOLUMETRIC,
     "test_Conv3d_stride_padding": VOLUMETRIC,
-    "test_MaxPool3d": VOLUMETRIC,
-    "test_MaxPool3d_stride": VOLUMETRIC,
-    "test_MaxPool3d_stride_padding": VOLUMETRIC,
-    "test_operator_add_broadcast": FP64,
-    "test_operator_add_size1_broadcast": FP64,
-    "test_operator_add_size1_right_broadcast": FP64,
-    "test_operator_add_size1_singleton_broadcast": FP64,
-    "test_operator_addconstant": FP64,
     "test_gradient_of_add": TRAINING,
     "test_gradient_of_add_and_mul": TRAINING,
     "test_sequence_model1": SEQUENCES,
@@ -41,7 +29,7 @@ EXPECTED_FAILURES: dict[str, str] = {
     "test_sequence_model4": SEQUENCES,
     "test_sequence_model5": SEQUENCES,
     "test_sequence_model6": SEQUENCES,
-    "test_sequence_model7": FP64,
+    "test_sequence_model7": SEQUENCES,
     "test_sequence_model8": SEQUENCES,
     "test_shrink": SHRINK,
     "test_strnorm_model_monday_casesensintive_lower": STR,

@@ -4,9 +4,13 @@ tests cover them too, on fixed small examples; these vary shapes and attributes)
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import pytest
 from netutil import check_model, make_model, rand
-from onnx import helper
+from onnx import TensorProto, helper
+from onnx.reference import ReferenceEvaluator
+
+from xrt.network import Network, run_network_reference
 
 N = helper.make_node
 
@@ -32,6 +36,27 @@ def test_conv_transpose(case: str) -> None:
     inits = {"w": rand(*wshape, seed=4), "b": rand(wshape[1] * attrs.get("group", 1), seed=5)}
     model = make_model(
         [N("ConvTranspose", ["x", "w", "b"], ["y"], **attrs)], {"x": xshape}, ["y"], inits
+    )
+    check_model(model)
+
+
+@pytest.mark.parametrize(
+    ("attrs", "wshape"),
+    [
+        ({}, (2, 3, 2, 3, 2)),
+        (
+            {"strides": [2, 1, 2], "pads": [1, 0, 1, 0, 1, 1], "output_padding": [1, 0, 1]},
+            (2, 2, 3, 3, 3),
+        ),
+        ({"group": 2, "dilations": [1, 2, 1]}, (2, 2, 2, 2, 3)),
+        ({"auto_pad": "SAME_UPPER", "strides": [2, 2, 2]}, (2, 1, 3, 2, 2)),
+    ],
+)
+def test_conv_transpose_3d(attrs: dict, wshape: tuple[int, ...]) -> None:
+    co = wshape[1] * attrs.get("group", 1)
+    inits = {"w": rand(*wshape, seed=4), "b": rand(co, seed=5)}
+    model = make_model(
+        [N("ConvTranspose", ["x", "w", "b"], ["y"], **attrs)], {"x": (2, 2, 3, 4, 5)}, ["y"], inits
     )
     check_model(model)
 
@@ -97,6 +122,166 @@ def test_resize_linear_cubic(mode: str, ctm: str, scales: list[float]) -> None:
         {"scales": np.array(scales, np.float32)},
     )
     check_model(model)
+
+
+@pytest.mark.parametrize(
+    ("attrs", "xshape"),
+    [
+        ({"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}, (2, 3, 7, 8)),
+        ({"kernel_shape": [2, 3], "dilations": [2, 1], "ceil_mode": 1}, (1, 2, 7, 6)),
+        ({"kernel_shape": [3, 2], "strides": [1, 2], "storage_order": 1}, (2, 2, 5, 7)),
+        ({"kernel_shape": [3], "strides": [2], "pads": [1, 1]}, (2, 3, 9)),
+    ],
+)
+def test_maxpool_indices(attrs: dict, xshape: tuple[int, ...]) -> None:
+    # The Indices output: each maximum's flat index in the input (NCHW row-major, or H and
+    # W column-major with storage_order 1).
+    graph = helper.make_graph(
+        [N("MaxPool", ["x"], ["y", "i"], **attrs)],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(xshape))],
+        [
+            helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+            helper.make_tensor_value_info("i", TensorProto.INT64, None),
+        ],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = min(model.ir_version, 10)
+    check_model(onnx.shape_inference.infer_shapes(model, strict_mode=True))
+
+
+@pytest.mark.parametrize("xshape", [(4, 3, 5, 6), (6, 2, 7), (8, 5)])
+def test_batchnorm_training_mode(xshape: tuple[int, ...]) -> None:
+    # Training mode normalises with the batch's statistics and updates the running ones
+    # by momentum; onnxruntime's inference build lacks it, ONNX's reference evaluator has it.
+    c = xshape[1]
+    inits = {
+        "s": rand(c, seed=2),
+        "b": rand(c, seed=3),
+        "m": rand(c, seed=4),
+        "v": np.abs(rand(c, seed=5)) + 0.5,
+    }
+    model = make_model(
+        [
+            N(
+                "BatchNormalization",
+                ["x", "s", "b", "m", "v"],
+                ["y", "rm", "rv"],
+                training_mode=1,
+                momentum=0.8,
+                epsilon=1e-3,
+            )
+        ],
+        {"x": xshape},
+        ["y", "rm", "rv"],
+        inits,
+        opset=15,
+    )
+    x = rand(*xshape, seed=6) * 3 + 1
+    net = Network.from_onnx(model)
+    ours = run_network_reference(net, {"x": x})
+    ref = ReferenceEvaluator(model).run(None, {"x": x})
+    for a, e in zip(ours, ref, strict=True):
+        np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear"])
+@pytest.mark.parametrize(
+    ("roi", "sizes"),
+    [
+        ([0, 0, 0.2, 0.1, 1, 1, 0.9, 0.8], [1, 2, 5, 4]),
+        ([0, 0, -0.3, 0.4, 1, 1, 0.7, 1.5], [1, 2, 5, 3]),  # beyond the input: extrapolated
+    ],
+)
+def test_resize_tf_crop_and_resize(mode: str, roi: list[float], sizes: list[int]) -> None:
+    # Every cropped axis changes size: onnxruntime skips an axis whose size is unchanged,
+    # crop or not (ONNX's reference does not, nor does xrt).
+    model = make_model(
+        [
+            N(
+                "Resize",
+                ["x", "roi", "", "sizes"],
+                ["y"],
+                mode=mode,
+                coordinate_transformation_mode="tf_crop_and_resize",
+                extrapolation_value=-7.5,
+            )
+        ],
+        {"x": (1, 2, 6, 7)},
+        ["y"],
+        {"roi": np.array(roi, np.float32), "sizes": np.array(sizes, np.int64)},
+    )
+    check_model(model)
+
+
+@pytest.mark.parametrize("op", ["MaxPool", "AveragePool"])
+@pytest.mark.parametrize(
+    "attrs",
+    [
+        {"kernel_shape": [2, 3, 2]},
+        {"kernel_shape": [3, 3, 3], "strides": [2, 1, 2], "pads": [1, 1, 0, 1, 0, 1]},
+        {"kernel_shape": [2, 2, 3], "strides": [2, 2, 2], "ceil_mode": 1},
+        {"kernel_shape": [3, 2, 2], "pads": [1, 1, 1, 1, 1, 1], "count_include_pad": 1},
+        {"kernel_shape": [2, 2, 2], "auto_pad": "SAME_UPPER", "strides": [2, 2, 2]},
+    ],
+)
+def test_volumetric_pools(op: str, attrs: dict) -> None:
+    attrs = dict(attrs)
+    if op == "MaxPool":
+        attrs.pop("count_include_pad", None)
+    model = make_model([N(op, ["x"], ["y"], **attrs)], {"x": (2, 3, 5, 6, 7)}, ["y"])
+    check_model(model)
+
+
+@pytest.mark.parametrize("mode", ["linear", "cubic"])
+@pytest.mark.parametrize(
+    ("scales", "extra"),
+    [
+        ([1, 1, 0.6, 0.35], {}),
+        ([1, 1, 0.25, 1.5], {"coordinate_transformation_mode": "pytorch_half_pixel"}),
+        ([1, 1, 0.5, 0.4], {"exclude_outside": 1}),
+    ],
+)
+def test_resize_antialias(mode: str, scales: list[float], extra: dict) -> None:
+    # Downscaling filters through the kernel stretched by 1 / scale; upscaling is unchanged.
+    model = make_model(
+        [N("Resize", ["x", "", "scales"], ["y"], mode=mode, antialias=1, **extra)],
+        {"x": (1, 2, 13, 17)},
+        ["y"],
+        {"scales": np.array(scales, np.float32)},
+        opset=18,
+    )
+    check_model(model)
+
+
+@pytest.mark.parametrize("policy", ["not_larger", "not_smaller"])
+@pytest.mark.parametrize(("sizes", "axes"), [([9, 11], [2, 3]), ([4, 20], [3, 2]), ([3], [2])])
+@pytest.mark.parametrize("mode", ["nearest", "linear"])
+def test_resize_keep_aspect_ratio(
+    policy: str, sizes: list[int], axes: list[int], mode: str
+) -> None:
+    # One scale over the axes (the smallest or largest of size / n), sizes rounded half up.
+    model = make_model(
+        [
+            N(
+                "Resize",
+                ["x", "", "", "sizes"],
+                ["y"],
+                mode=mode,
+                keep_aspect_ratio_policy=policy,
+                axes=axes,
+            )
+        ],
+        {"x": (1, 2, 6, 7)},
+        ["y"],
+        {"sizes": np.array(sizes, np.int64)},
+        opset=18,
+    )
+    net = check_model(model)
+    ratios = [s / (6, 7)[a - 2] for s, a in zip(sizes, axes, strict=True)]
+    r = min(ratios) if policy == "not_larger" else max(ratios)
+    want = [int(r * n + 0.5) if a in axes else n for a, n in enumerate((1, 2, 6, 7))]
+    assert list(net.values[net.outputs[0]].shape) == want
 
 
 @pytest.mark.parametrize(

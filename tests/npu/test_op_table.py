@@ -17,8 +17,10 @@ import pytest
 from npu_util import i8, npu_outputs, single
 
 from xrt.backend import BuyiBackend, ZG330Backend
+from xrt.dtypes import TensorType
 from xrt.errors import XrtError
 from xrt.hw.targets import NPU
+from xrt.network import NetworkBuilder
 from xrt.npu import compiler
 from xrt.npu.compiler import _op_table, _stem_fold, compile_run, is_alias, refusal
 from xrt.npu.compiler._lowering import lower_relu
@@ -121,3 +123,18 @@ def test_a_stem_fold_is_planned_once_per_operator_and_compile(
     assert seen == {op.op_id: 1 for op in net.ops[1:-1]}  # the compiler skips Input, Output
     assert prog.layers[0].detail.startswith("columns folded into 9 channels")
     assert [p.name for p in prog.intermediates] == [net.outputs[0] + "#fold"]
+
+
+@pytest.mark.parametrize("name", ["FP64", "UInt64"])
+def test_host_only_element_types_are_refused_by_name(name: str) -> None:
+    # FP64 and UInt64 (ONNX DOUBLE and UINT64) run on the host only: the legalizer names
+    # the type, so a placement report says why the operator stays on the host.
+    b = NetworkBuilder("host_only")
+    (y,) = b.add(
+        "Transpose", [b.input("x", TensorType(name, (1, 4, 2, 2)))], {"perm": [0, 1, 3, 2]}
+    )
+    net = b.build([y])
+    (op,) = net.ops[1:-1]
+    assert refusal(op, net.values, {}, NPU) == f"operates on {name}, the NPU only on int8"
+    with pytest.raises(XrtError, match=f"operates on {name}"):
+        compile_run(net)

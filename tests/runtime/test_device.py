@@ -47,6 +47,10 @@ def test_url_forms() -> None:
             DeviceURL.parse(bad)
     with raises(ErrorCode.WRONG_TYPE):
         DeviceURL.parse(b"host://")  # type: ignore[arg-type]
+    # A pasted prefix: named, with the form to write.
+    with pytest.raises(XrtError, match=r"'grpc://grpc://127.0.0.1:50051' has two schemes"):
+        DeviceURL.parse("grpc://grpc://127.0.0.1:50051")
+    assert DeviceURL.parse("labgrid://p?coordinator=ws://h:1").params["coordinator"] == "ws://h:1"
 
 
 @pytest.fixture

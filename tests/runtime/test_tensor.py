@@ -75,8 +75,9 @@ def test_numpy_round_trip_every_dtype(dt: DataType, ddr: MemoryMemRegion) -> Non
 
 def test_from_numpy_refuses_silent_casts() -> None:
     with raises(ErrorCode.WRONG_TYPE) as e:
-        Tensor.from_numpy(np.zeros(3))  # float64
-    assert "float64" in e.value.message
+        Tensor.from_numpy(np.zeros(3, np.complex64))
+    assert "complex64" in e.value.message
+    assert Tensor.from_numpy(np.zeros(3)).dtype is DataType.FP64  # float64 stays float64
     with raises(ErrorCode.WRONG_TYPE):
         Tensor.from_numpy(np.zeros(3, np.float32), dtype="FP16")
     with raises(ErrorCode.WRONG_TYPE):

@@ -13,10 +13,12 @@ usual `BuyiDevice` / `ZG330Device` (`xrt.npu_device.open_device`) over a `SimTra
 straight into the simulator, ``udma`` mapped. The worker stops with the device's close, at
 interpreter exit, and when the process dies (no orphan, ever).
 
-URL: ``sim://TARGET[?lockstep=0|1&bounce=BYTES&double_buffer=0|1&probe=0|1]``; TARGET is
-``buyi`` or ``zg330``; ``lockstep=1`` checks every launch of the compute engine against the
-golden model (docs/emulator.md, "Lockstep checking"); the others are the device classes'
-(docs/runtime-transports.md).
+URL: ``sim://TARGET[?lockstep=0|1&record=FILE&record_max_mib=N&bounce=BYTES&double_buffer=0|1
+&probe=0|1]``; TARGET is ``buyi`` or ``zg330``; ``lockstep=1`` checks every launch of the
+compute engine against the golden model (docs/emulator.md, "Lockstep checking");
+``record=FILE`` records the session client-side as a board's is (`xrt.transport.recorder`:
+wall-clock times, polls run as loops of reads, no zero-copy memory), for ``npu-emu replay``;
+the others are the device classes' (docs/runtime-transports.md).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from xrt.device import DeviceURL
 from xrt.errors import ErrorCode, XrtError
 from xrt.hw.targets import TARGETS
 from xrt.npu_device import DEVICE_URL_PARAMS, NpuDevice, open_device
+from xrt.transport.recorder import RECORD_URL_PARAMS, recording_from_url
 
 # The simulator stack is the emulator extra: without it the entry point does not load, and
 # the runtime says to install it (or to set XRT_DEVICE) instead.
@@ -41,7 +44,7 @@ from npuemu.embedded.transport import SimTransport  # noqa: E402 (after the chec
 
 __all__ = ["URL_PARAMS", "SimTransport", "open_sim"]
 
-URL_PARAMS = ("lockstep",)
+URL_PARAMS = ("lockstep", *RECORD_URL_PARAMS)
 """The ``sim://`` URL's own parameters (beside the device classes', `DEVICE_URL_PARAMS`)."""
 
 
@@ -78,4 +81,4 @@ def open_sim(url: DeviceURL) -> NpuDevice:
             ErrorCode.WRONG_TYPE, f"device URL {url.raw!r}: lockstep={lockstep} must be 0 or 1"
         )
     transport = SimTransport(f"sim://{url.host}", TARGETS[url.host], lockstep=bool(lockstep))
-    return open_device(transport, url)
+    return open_device(recording_from_url(transport, url), url)

@@ -9,26 +9,23 @@ reservation first and then releasing lets the coordinator hand the place to a wa
 reservation at once; releasing first leaves it allocated to the old reservation for
 seconds, and releasing without cancelling blocks it for a minute or more.
 
-As a pytest plugin (``-p npuemu.farm.fixtures`` or ``pytest_plugins = [...]`` in a
-conftest), the session fixture ``farm_device`` does the same with the tags of
+In pytest, the session fixture ``farm_device`` of npu-emu's plugin
+(`npuemu.pytest_plugin`, installed with the package) does the same with the tags of
 ``--farm-tags target=zg330`` (or ``$NPU_FARM_TAGS``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import pytest
-
 from xrt.errors import ErrorCode, XrtError
 from xrt.farm import FarmClient
 
-__all__ = ["HeldFarmDevice", "farm_device", "hold_farm_device", "parse_tags"]
+__all__ = ["HeldFarmDevice", "hold_farm_device", "parse_tags"]
 
 
 @dataclass
@@ -101,28 +98,3 @@ def hold_farm_device(
             client.cancel(token)
             if acquired:
                 client.release(acquired, from_user=client.user)
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("npu-emu farm")
-    group.addoption(
-        "--farm-tags",
-        default=os.environ.get("NPU_FARM_TAGS", ""),
-        help="tags of the farm place to reserve, e.g. 'target=zg330' (default $NPU_FARM_TAGS)",
-    )
-    group.addoption(
-        "--farm-wait",
-        type=float,
-        default=600.0,
-        help="seconds to wait for a free place (default 600)",
-    )
-
-
-@pytest.fixture(scope="session")
-def farm_device(request: pytest.FixtureRequest) -> Iterator[Any]:
-    """An emulated NPU held from the farm for the whole session (see the module docstring)."""
-    tags = parse_tags(request.config.getoption("--farm-tags"))
-    if not tags:
-        raise pytest.UsageError("farm_device needs --farm-tags KEY=VALUE (or $NPU_FARM_TAGS)")
-    with hold_farm_device(tags, wait_s=request.config.getoption("--farm-wait")) as held:
-        yield held.device

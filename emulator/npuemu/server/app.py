@@ -41,7 +41,13 @@ from npuemu.server.observer import ObserverDeviceService
 from npuemu.server.recording import DEFAULT_KEEP_MIB, DEFAULT_MAX_MIB, RecordingFolder
 from npuemu.server.security import TlsFiles
 from npuemu.server.shm import new_server_dir, remove_stale_dirs
-from npuemu.server.storage import LogFolder, StartupError, choose_memory_dir, private_folder
+from npuemu.server.storage import (
+    LogFolder,
+    StartupError,
+    choose_memory_dir,
+    private_folder,
+    write_port_file,
+)
 from npuemu.server.worker_process import WorkerError
 from npuemu.sim.build import ModelBuildError, build_npu_sim
 from npuemu.worker.config import WorkerConfig
@@ -102,6 +108,7 @@ class ServeOptions:
     # Shutdown (see the module docstring).
     drain_s: float = DRAIN_S
     grace_s: float = GRACE_S
+    port_file: Path | None = None  # the URL, written once the devices are ready
 
 
 def load_warm(
@@ -342,7 +349,19 @@ async def serve(opts: ServeOptions) -> int:
         flush=True,
     )
 
+    scheme = "grpcs" if opts.tls is not None else "grpc"
+    host = f"[{opts.host}]" if ":" in opts.host else opts.host
+    port_file = None
+    if opts.port_file is not None:
+        try:
+            port_file = write_port_file(opts.port_file, f"{scheme}://{host}:{port}")
+        except OSError as exc:
+            log.error("--port-file %s: %s", opts.port_file, exc)
+            stop.set()
+
     await stop.wait()
+    if port_file is not None:
+        port_file.remove()
     await _shut_down(server, manager, health_servicer, stop, opts)  # workers stopped too
     await handout.stop()
     if recordings is not None:

@@ -25,11 +25,22 @@ from npuemu.server.recording import RecordingFolder
 from npuemu.sim.build import BuiltModel
 from npuemu.worker.config import WorkerConfig
 from xrt.hw.config import TargetConfig
-from xrt.hw.wire import REASON_BUSY, REASON_RESETTING, DeviceState
+from xrt.hw.wire import REASON_BUSY, REASON_RESETTING, REASON_STARTING, DeviceState
 
 __all__ = ["DeviceManager"]
 
 log = logging.getLogger("npuemu.server")
+
+
+def _starting_error(text: str) -> ServiceError:
+    """UNAVAILABLE while the server starts its workers: clients wait for it by default
+    (`xrt.transport.grpc.retry`), saying so once."""
+    return ServiceError(
+        grpc.StatusCode.UNAVAILABLE,
+        text,
+        retry_reason=REASON_STARTING,
+        retry_after_s=RETRY_AFTER_S / 5,
+    )
 
 
 class DeviceManager:
@@ -107,6 +118,8 @@ class DeviceManager:
                 )
             if device.state == DeviceState.RESTARTING:
                 raise device.restarting_error()
+            if device.state == DeviceState.STARTING:
+                raise _starting_error(f"device {name} is starting")
             if device.state != DeviceState.FREE:
                 raise ServiceError(
                     grpc.StatusCode.UNAVAILABLE,
@@ -119,6 +132,9 @@ class DeviceManager:
                 (d for d in self.devices.values() if d.state == DeviceState.FREE and not d.lease),
                 None,
             )
+            starting = [d.name for d in self.devices.values() if d.state == DeviceState.STARTING]
+            if free is None and starting:
+                raise _starting_error(f"no device is ready yet ({', '.join(starting)} starting)")
             if free is None:
                 busy = ", ".join(
                     f"{d.name} leased by {d.lease.holder}"

@@ -34,6 +34,7 @@ from xrt.hw.config import TargetConfig
 __all__ = [
     "DEFAULT_MEMORY_DIR",
     "LogFolder",
+    "PortFile",
     "StartupError",
     "choose_memory_dir",
     "free_bytes",
@@ -42,6 +43,7 @@ __all__ = [
     "place_private_file",
     "private_folder",
     "private_log_root",
+    "write_port_file",
 ]
 
 log = logging.getLogger("npuemu.server")
@@ -240,3 +242,41 @@ def place_private_file(src: Path, out: Path) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+@dataclass
+class PortFile:
+    """The file of ``serve --port-file``: what was written, to remove it at shutdown."""
+
+    path: Path
+    stat: os.stat_result
+
+    def remove(self) -> None:
+        """Remove the file, unless something else replaced it since (another server)."""
+        with contextlib.suppress(OSError):
+            st = os.stat(self.path)
+            if (st.st_dev, st.st_ino) == (self.stat.st_dev, self.stat.st_ino):
+                os.unlink(self.path)
+
+
+def write_port_file(path: Path, url: str) -> PortFile:
+    """Write `url` and a newline into `path`, mode 0600, atomically: written beside it
+    under a fresh name (``mkstemp``: 0600, ``O_EXCL``) and renamed over it, so a reader sees
+    no file or the whole of it, and a symlink at `path` is replaced, not followed.
+
+    Raises:
+        OSError: it cannot be written there.
+    """
+    folder = path.absolute().parent
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".part")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(url + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return PortFile(path, os.stat(path))

@@ -32,6 +32,7 @@ __all__ = [
     "REASON_BUSY",
     "REASON_RESETTING",
     "REASON_RESTARTING",
+    "REASON_STARTING",
     "RETRY_AFTER_KEY",
     "RETRY_REASON_KEY",
     "XRT_CODE_KEY",
@@ -66,6 +67,7 @@ RETRY_AFTER_KEY = "npu-emu-retry-after-ms"
 REASON_RESTARTING = "worker-restarting"  # the device's simulation worker is being restarted
 REASON_RESETTING = "device-resetting"  # the device is being cleared between two holders
 REASON_BUSY = "device-busy"  # the device is leased, or none is free
+REASON_STARTING = "device-starting"  # the server is starting the device's simulation worker
 XRT_CODE_KEY = "npu-emu-xrt-code"
 """Trailing metadata of a refusal for which the manual has a code of its own (11011 for a
 checkpoint that cannot be loaded): the runtime raises it instead of the status's code."""

@@ -179,14 +179,16 @@ def _foldable_bn_after(ctx: Ctx, value: str) -> tuple[Any, dict[str, np.ndarray]
 
 def _conv_transpose(ctx: Ctx) -> None:
     node, a = ctx.node, ctx.attrs()
-    x, nd = _lift_1d(ctx, ctx.value(node.input[0]))
+    x = ctx.value(node.input[0])
+    x, nd = (x, 3) if ctx.b.values[x].ndim == 5 else _lift_1d(ctx, x)
     params, fed, kernel = _weight(ctx, nd)
     strides = _spatial(ctx, a, "strides", nd, 1)
     dil = _spatial(ctx, a, "dilations", nd, 1)
     out_pad = _spatial(ctx, a, "output_padding", nd, 0)
     auto = a.get("auto_pad", "NOTSET")
     needs_sizes = "output_shape" in a or auto in ("SAME_UPPER", "SAME_LOWER")
-    sizes = ctx.static_shape(x)[4 - nd :] if needs_sizes else ctx.b.values[x].shape[4 - nd :]
+    rank = ctx.b.values[x].ndim
+    sizes = ctx.static_shape(x)[rank - nd :] if needs_sizes else ctx.b.values[x].shape[rank - nd :]
     full = [
         s * (n - 1) + op + d * (k - 1) + 1
         for n, k, s, d, op in zip(sizes, kernel, strides, dil, out_pad, strict=True)
@@ -209,6 +211,11 @@ def _conv_transpose(ctx: Ctx) -> None:
         pads = list(a.get("pads", [0] * (2 * nd))) if auto != "VALID" else [0] * (2 * nd)
     else:
         raise ctx.fail(f"auto_pad {auto!r} is not supported")
+    if nd == 3:  # volumetric: ConvTranspose3d on the host
+        attrs3: dict[str, Any] = {"strides": strides, "pads": pads, "dilations": dil}
+        attrs3 |= {"output_padding": out_pad, "groups": int(a.get("group", 1))}
+        ctx.emit("ConvTranspose3d", [x], attrs3, params, output=node.output[0], fed=fed)
+        return
     if nd == 1 and "weight" in params:
         params["weight"] = params["weight"][:, :, None, :]
     attrs = {
@@ -221,12 +228,34 @@ def _conv_transpose(ctx: Ctx) -> None:
     _lower_1d(ctx, ctx.emit("ConvTranspose2d", [x], attrs, params, fed=fed), nd)
 
 
-def _pool(ctx: Ctx) -> None:
+def _pool3d(ctx: Ctx, x: str) -> None:
+    """A 5-D (volumetric) pool: MaxPool3d / AvgPool3d on the host."""
     node, a = ctx.node, ctx.attrs()
     if len(node.output) > 1 and node.output[1]:
-        raise ctx.fail("the Indices output of MaxPool is not supported")
-    if node.op_type == "MaxPool" and a.get("storage_order", 0):
-        raise ctx.fail("MaxPool storage_order=1 is not supported")
+        raise ctx.fail("the Indices output of a 3-D MaxPool is not supported")
+    kernel = _spatial(ctx, a, "kernel_shape", 3, 1)
+    strides = _spatial(ctx, a, "strides", 3, 1)
+    dil = _spatial(ctx, a, "dilations", 3, 1)
+    pads = _spatial_pads(ctx, a, ctx.b.values[x].shape[2:], kernel, strides, dil)
+    attrs: dict[str, Any] = {
+        "kernel": kernel,
+        "strides": strides,
+        "pads": pads,
+        "dilations": dil,
+        "ceil_mode": bool(a.get("ceil_mode", 0)),
+    }
+    if node.op_type == "MaxPool":
+        ctx.emit("MaxPool3d", [x], attrs, output=node.output[0])
+    else:
+        attrs["count_include_pad"] = bool(a.get("count_include_pad", 0))
+        ctx.emit("AvgPool3d", [x], attrs, output=node.output[0])
+
+
+def _pool(ctx: Ctx) -> None:
+    node, a = ctx.node, ctx.attrs()
+    if ctx.b.values[ctx.value(node.input[0])].ndim == 5:
+        _pool3d(ctx, ctx.value(node.input[0]))
+        return
     x, nd = _lift_1d(ctx, ctx.value(node.input[0]))
     kernel = _spatial(ctx, a, "kernel_shape", nd, 1)
     strides = _spatial(ctx, a, "strides", nd, 1)
@@ -240,7 +269,16 @@ def _pool(ctx: Ctx) -> None:
         "ceil_mode": bool(a.get("ceil_mode", 0)),
     }
     if node.op_type == "MaxPool":
-        y = ctx.emit("MaxPool2d", [x], attrs)
+        if len(node.output) > 1 and node.output[1]:
+            order = {"storage_order": int(a.get("storage_order", 0))}
+            idx = ctx.emit("MaxPool2dIndices", [x], attrs | order)
+            if nd == 1:  # flat indices of the lifted (N, C, 1, L) input are those of (N, C, L)
+                t = ctx.b.values[idx]
+                shape = [t.shape[0], t.shape[1], t.shape[3]]
+                ctx.emit("Reshape", [idx], {"shape": shape}, output=node.output[1])
+            else:
+                ctx.alias[node.output[1]] = idx
+        y = ctx.emit("MaxPool2d", [x], attrs)  # last: _lower_1d names it
     else:
         attrs["count_include_pad"] = bool(a.get("count_include_pad", 0))
         y = ctx.emit("AvgPool2d", [x], attrs)

@@ -29,7 +29,9 @@ ONNX_DTYPES: dict[int, DataType] = {
     7: DataType.SINT64,
     9: DataType.BOOL,
     10: DataType.FP16,
+    11: DataType.FP64,
     12: DataType.UINT32,
+    13: DataType.UINT64,
     16: DataType.BF16,
 }
 """ONNX ``TensorProto.DataType`` values xrt stores, and their `DataType`."""
@@ -60,14 +62,6 @@ def onnx_dtype(onnx: Any, elem_type: int, what: str) -> DataType:
     return dt
 
 
-def host_array(arr: np.ndarray) -> np.ndarray:
-    """A constant as xrt stores it: float64 becomes float32 (xrt has no FP64)."""
-    arr = np.asarray(arr)
-    if arr.dtype == np.float64:
-        return arr.astype(np.float32)
-    return arr
-
-
 class Ctx:
     """State of one import: the builder, constants, aliases and per-node helpers."""
 
@@ -85,7 +79,7 @@ class Ctx:
         """Outputs of nodes a handler already imported together with an earlier node."""
         self.onnx_types: dict[str, TensorType] = {}
         """ONNX shape inference's type of each tensor whose rank it knows (-1: unknown)."""
-        self.empty: dict[str, str] = {}
+        self.empty: set[str] = set()
         """Zero-size graph inputs (constant: they hold no data) -> why they cannot be data."""
         for node in model.graph.node:
             for v in node.input:
@@ -128,13 +122,14 @@ class Ctx:
 
     def value(self, name: str) -> str:
         """Our value name for ONNX tensor `name`; a constant becomes a Constant op."""
-        if name in self.empty:
-            raise XrtError(ErrorCode.LOAD_FAILED, self.empty[name])
+        if name in self.empty and name not in self.consts:
+            # A zero-size tensor has one possible value: it is a constant (fed or not).
+            self.consts[name] = self.const(name)  # type: ignore[assignment]
         if name in self.alias:
             return self.alias[name]
         if name in self.consts:
             if name not in self.materialized:
-                arr = host_array(self.consts[name])
+                arr = self.consts[name]
                 pname = self.b.param(name, arr, unique=True)
                 (out,) = self.b.add(
                     "Constant",
@@ -256,7 +251,7 @@ class Ctx:
     def const_value(self, arr: np.ndarray, role: str) -> str:
         """A Constant op holding `arr`, named after the node and `role`."""
         base = f"{self.node.name or self.node.output[0]}.{role}"
-        pname = self.b.param(base, host_array(arr), unique=True)
+        pname = self.b.param(base, np.asarray(arr), unique=True)
         (out,) = self.b.add(
             "Constant",
             [],

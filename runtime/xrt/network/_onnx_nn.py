@@ -19,6 +19,7 @@ import numpy as np
 from xrt.network._onnx_ctx import Ctx
 from xrt.ops.activation import FLOAT32_MAX
 from xrt.ops.norm import batchnorm_scale_shift
+from xrt.ops.resize import ASPECT_POLICIES, keep_aspect
 
 __all__ = ["NN_HANDLERS"]
 
@@ -137,10 +138,9 @@ def _matmul(ctx: Ctx) -> None:
 
 def _batchnorm(ctx: Ctx) -> None:
     node, a = ctx.node, ctx.attrs()
-    if a.get("training_mode", 0):
-        raise ctx.fail("BatchNormalization in training mode is not supported")
-    if any(o for o in node.output[1:]):
-        raise ctx.fail("BatchNormalization's running-statistics outputs are not supported")
+    training = bool(a.get("training_mode", 0))
+    if any(o for o in node.output[1:]) and not training:
+        raise ctx.fail("BatchNormalization's running-statistics outputs need training_mode 1")
     roles = ("scale", "bias", "mean", "var")
     params: dict[str, np.ndarray] = {}
     fed: dict[str, str] = {}
@@ -148,6 +148,12 @@ def _batchnorm(ctx: Ctx) -> None:
         ctx.fed_param(i + 1, r, params, fed, lambda arr: arr.astype(np.float32))
     eps = float(a.get("epsilon", 1e-5))
     x = ctx.value(node.input[0])
+    if training:
+        outs = [o or ctx.b.unique(f"{node.output[0]}:stat") for o in node.output]
+        outs += [ctx.b.unique(f"{node.output[0]}:stat") for _ in range(3 - len(outs))]
+        attrs = {"epsilon": eps, "momentum": float(a.get("momentum", 0.9))}
+        ctx.emit("BatchNormTrain", [x], attrs, params, outputs=outs, fed=fed)
+        return
     prod = ctx.b.producer(x)
     if (
         ctx.fold_bn
@@ -207,25 +213,45 @@ def _resize(ctx: Ctx) -> None:
     mode = a.get("mode", "nearest")
     if mode not in ("nearest", "linear", "cubic"):
         raise ctx.fail(f"Resize mode {mode!r} is not supported")
-    if a.get("antialias", 0):
-        raise ctx.fail("Resize with antialias is not supported")
-    if a.get("keep_aspect_ratio_policy", "stretch") != "stretch":
-        raise ctx.fail("Resize keep_aspect_ratio_policy other than stretch is not supported")
+    policy = a.get("keep_aspect_ratio_policy", "stretch")
+    if policy not in ASPECT_POLICIES:
+        raise ctx.fail(
+            f"Resize keep_aspect_ratio_policy {policy!r} is not one of {ASPECT_POLICIES}"
+        )
     ctm = a.get("coordinate_transformation_mode", "half_pixel")
-    if ctm == "tf_crop_and_resize":
-        raise ctx.fail("Resize coordinate_transformation_mode tf_crop_and_resize is not supported")
     x = ctx.value(node.input[0])
     shape = ctx.static_shape(x)
     nd = len(shape)
     axes = [int(v) % nd for v in a.get("axes", range(nd))]
     scales_in, sizes_in = ctx.fed_or_const(2), ctx.fed_or_const(3)
-    attrs = {
+    attrs: dict[str, Any] = {
         "coordinate_transformation_mode": ctm,
         "nearest_mode": a.get("nearest_mode", "round_prefer_floor"),
         "mode": mode,
         "cubic_coeff_a": float(a.get("cubic_coeff_a", -0.75)),
         "exclude_outside": bool(a.get("exclude_outside", 0)),
+        "antialias": bool(a.get("antialias", 0)) and mode != "nearest",
     }
+    roi_fed: dict[str, str] = {}
+    if ctm == "tf_crop_and_resize":
+        attrs["extrapolation_value"] = float(a.get("extrapolation_value", 0.0))
+        roi = ctx.fed_or_const(1)
+        # ONNX's roi is starts then ends over `axes`; ours over every axis (others: 0, 1).
+        k = len(axes)
+        where = [axes.index(i) if i in axes else None for i in range(nd)]
+        where += [k + p if p is not None else None for p in where]
+        fill = np.array([0.0] * nd + [1.0] * nd)
+        if isinstance(roi, str):
+            ctx.fed_length(roi, 2 * k, "Resize roi")
+            roi_fed["roi"] = _spread(ctx, roi, where, fill)
+        elif roi is None or roi.size != 2 * k:
+            raise ctx.fail(f"tf_crop_and_resize needs a roi of {2 * k} values")
+        else:
+            flat = roi.reshape(-1).astype(np.float64)
+            attrs["roi"] = [
+                float(flat[p]) if p is not None else float(f)
+                for p, f in zip(where, fill, strict=True)
+            ]
     fed_sizes = isinstance(sizes_in, str)
     if fed_sizes or (isinstance(scales_in, str) and (sizes_in is None or not sizes_in.size)):
         # Run-time scales or sizes: the other is derived at each forward (xrt.ops.resize).
@@ -235,9 +261,11 @@ def _resize(ctx: Ctx) -> None:
         fill = np.array(shape, np.int64) if fed_sizes else np.ones(nd, np.float32)
         where = [axes.index(i) if i in axes else None for i in range(nd)]
         attrs["sizes" if not fed_sizes else "scales"] = []
+        if fed_sizes and policy != "stretch":
+            attrs |= {"keep_aspect_ratio_policy": policy, "axes": axes}
         dims = [-1 if i in axes else d for i, d in enumerate(shape)]
         out_t = ctx.dyn_type(node.output[0], ctx.b.values[x].dtype, dims)
-        fed = {kind: _spread(ctx, value, where, fill)}
+        fed = {kind: _spread(ctx, value, where, fill), **roi_fed}
         ctx.emit("Resize", [x], attrs, output=node.output[0], fed=fed, types=[out_t])
         return
     sizes, scales = list(shape), [1.0] * nd
@@ -245,6 +273,8 @@ def _resize(ctx: Ctx) -> None:
         for ax, s in zip(axes, sizes_in.reshape(-1), strict=True):
             sizes[ax] = int(s)
             scales[ax] = int(s) / shape[ax]
+        if policy != "stretch":
+            sizes, scales = keep_aspect(shape, sizes, axes, policy)
     elif scales_in is not None and scales_in.size:
         for ax, r in zip(axes, scales_in.reshape(-1), strict=True):
             scales[ax] = float(r)
@@ -252,7 +282,7 @@ def _resize(ctx: Ctx) -> None:
     else:
         raise ctx.fail("Resize needs scales or sizes")
     attrs = {"sizes": sizes, "scales": scales, **attrs}
-    ctx.emit("Resize", [x], attrs, output=node.output[0])
+    ctx.emit("Resize", [x], attrs, output=node.output[0], fed=roi_fed)
 
 
 def _upsample(ctx: Ctx) -> None:
@@ -283,7 +313,7 @@ def _upsample(ctx: Ctx) -> None:
 def _pad(ctx: Ctx) -> None:
     node, a = ctx.node, ctx.attrs()
     mode = a.get("mode", "constant")
-    if mode not in ("constant", "reflect", "edge"):
+    if mode not in ("constant", "reflect", "edge", "wrap"):
         raise ctx.fail(f"Pad mode {mode!r} is not supported")
     x = ctx.value(node.input[0])
     xt = ctx.b.values[x]

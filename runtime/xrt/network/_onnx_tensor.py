@@ -34,23 +34,37 @@ def same(op_type: str, keep: Sequence[str] = ()) -> Callable[[Ctx], None]:
 
 
 def passthrough(ctx: Ctx) -> None:
-    """Identity and inference-mode Dropout: the output is the input."""
+    """Identity and inference-mode Dropout: the output is the input (training-mode Dropout,
+    with training_mode True or fed at run time, is the Dropout op)."""
     node = ctx.node
     if node.op_type == "Dropout":
         flag = ctx.fed_or_const(2)
-        if isinstance(flag, str):
-            raise ctx.fail(
-                "Dropout training_mode fed at run time is not supported: inference only "
-                "(training_mode must be a constant False)"
-            )
-        if flag is not None and bool(np.asarray(flag).reshape(-1)[0]):
-            raise ctx.fail("Dropout with training_mode=True is not supported (inference only)")
+        if isinstance(flag, str) or (flag is not None and bool(np.asarray(flag).reshape(-1)[0])):
+            _dropout(ctx, flag)
+            return
     x = ctx.value(node.input[0])
     ctx.alias[node.output[0]] = x
     if node.op_type == "Dropout" and len(node.output) > 1 and node.output[1]:
         # Inference: nothing is dropped, the mask is all True.
         mask = ctx.const_value(np.ones(ctx.static_shape(x), np.bool_), "mask")
         ctx.alias[node.output[1]] = mask
+
+
+def _dropout(ctx: Ctx, flag: np.ndarray | str) -> None:
+    node = ctx.node
+    x = ctx.value(node.input[0])
+    attrs: dict[str, Any] = {"seed": ctx.attrs().get("seed")}
+    fed: dict[str, str] = {}
+    for index, role in ((1, "ratio"), (2, "training_mode")):
+        got = flag if index == 2 else ctx.fed_or_const(index)
+        if isinstance(got, str):
+            fed[role] = got
+        elif got is not None:
+            value = np.asarray(got).reshape(-1)[0]
+            attrs[role] = bool(value) if role == "training_mode" else float(value)
+    mask = node.output[1] if len(node.output) > 1 and node.output[1] else None
+    outputs = [node.output[0], mask or ctx.b.unique(f"{node.output[0]}:mask")]
+    ctx.emit("Dropout", [x], attrs, outputs=outputs, fed=fed)
 
 
 def _sum(ctx: Ctx) -> None:
@@ -111,15 +125,12 @@ def _reshape(ctx: Ctx) -> None:
     node, a = ctx.node, ctx.attrs()
     x = ctx.value(node.input[0])
     got = ctx.fed_or_const(1)
+    attrs = {"allowzero": True} if a.get("allowzero", 0) else {}
     if isinstance(got, str):
-        if a.get("allowzero", 0):
-            raise ctx.fail("Reshape with allowzero=1 and a shape fed at run time is not supported")
-        _emit_fed(ctx, "Reshape", x, {}, {"shape": got}, [-1] * ctx.fed_length(got))
+        _emit_fed(ctx, "Reshape", x, attrs, {"shape": got}, [-1] * ctx.fed_length(got))
         return
     shape = [int(d) for d in ctx.need_const(node.input[1], "the target shape").reshape(-1)]
-    if a.get("allowzero", 0) and 0 in shape:
-        raise ctx.fail("Reshape with allowzero=1 and a 0 in the shape is not supported")
-    ctx.emit("Reshape", [x], {"shape": shape}, output=node.output[0])
+    ctx.emit("Reshape", [x], {"shape": shape, **attrs}, output=node.output[0])
 
 
 def _squeeze(ctx: Ctx) -> None:

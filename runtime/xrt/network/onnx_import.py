@@ -18,7 +18,8 @@ is a run-time parameter: the operator's role is bound to that input and the host
 it at each forward (`xrt.network._fed`; `ONNX_FED_INPUTS` lists which ONNX inputs may be
 fed). Output shapes that depend on such data are declared from ONNX shape inference
 (-1 where it does not know them) and resolved at each forward. A zero-size graph input
-holds no data, so it is a constant (an empty axes list, say); it cannot be a data input.
+holds no data, so its one possible value is a constant (an empty axes list, say): the
+importer folds it as one, and the input stays declared (fed an empty array).
 
 Node handlers live in `_onnx_nn` (layers) and `_onnx_tensor` (math, shapes, indexing);
 `SUPPORTED_ONNX_OPS` lists what they map, and docs/onnx-operators.md (generated) their
@@ -201,7 +202,7 @@ def _fix_inputs(
     onnx: Any,
     model: Any,
     input_shapes: Mapping[str, Sequence[int]] | None,
-    empty: dict[str, str],
+    empty: set[str],
 ) -> list[tuple[str, TensorType]]:
     inits = {i.name for i in model.graph.initializer}
     wanted = dict(input_shapes or {})
@@ -213,7 +214,6 @@ def _fix_inputs(
             f"input_shapes names unknown input(s) {unknown} (inputs: {sorted(real)})",
         )
     found = []
-    wanted_names = set(wanted)
     for inp in model.graph.input:
         if inp.name in inits:
             continue
@@ -240,12 +240,7 @@ def _fix_inputs(
                 if d.HasField("dim_value") and d.dim_value > 0:
                     shape.append(int(d.dim_value))
                 elif d.HasField("dim_value") and d.dim_value == 0:
-                    # No data: a constant (e.g. empty axes); as data it is refused.
-                    empty.setdefault(
-                        inp.name,
-                        f"ONNX input {inp.name!r} has a zero-size dimension at axis {axis} "
-                        f"(dim_value 0); empty tensors are not supported",
-                    )
+                    empty.add(inp.name)  # no data: its one possible value is a constant
                     shape.append(0)
                 elif d.HasField("dim_value"):
                     raise XrtError(
@@ -262,12 +257,10 @@ def _fix_inputs(
                         f"{d.dim_param or '?'} at axis {axis}; "
                         "pass input_shapes",
                     )
-        if any(d < 0 for d in shape) or (inp.name in wanted_names and 0 in shape):
-            raise XrtError(
-                ErrorCode.OUT_OF_RANGE,
-                f"input {inp.name!r} shape {shape} must be positive (zero-size dimensions "
-                "are not supported)",
-            )
+        if any(d < 0 for d in shape):
+            raise XrtError(ErrorCode.OUT_OF_RANGE, f"input {inp.name!r} shape {shape} must be >= 0")
+        if 0 in shape:
+            empty.add(inp.name)
         del ttype.shape.dim[:]
         for d in shape:
             ttype.shape.dim.add().dim_value = d
@@ -404,7 +397,7 @@ def _import(
     if opset < MIN_OPSET:
         proto = _upgrade(onnx, proto, opset)
         opset = MIN_OPSET
-    empty: dict[str, str] = {}
+    empty: set[str] = set()
     inputs = _fix_inputs(onnx, proto, input_shapes, empty)
     try:
         inferred = onnx.shape_inference.infer_shapes(proto, strict_mode=True)

@@ -1,6 +1,7 @@
 """NPU device classes and the URL schemes that open them.
 
 - ``grpc://HOST:PORT[/DEVICE]``: the emulator (`xrt.transport.grpc.GrpcTransport`);
+  ``record=FILE`` records the lease client-side, as a board's session (below);
 - ``axi://BOARD?npu=...&dma=...&target=...&file=...``: a board through ``/dev/mem`` or a
   file laid out like it (`xrt.transport.mmap.MmapTransport`); ``record=FILE`` (and
   ``record_max_mib=N``) records the session client-side (`xrt.transport.recorder`) for
@@ -99,11 +100,14 @@ def open_device(transport: NpuTransport, url: DeviceURL | None = None) -> NpuDev
 
 @register_device("grpc://")
 def open_grpc(url: DeviceURL) -> NpuDevice:
-    """Factory of ``grpc://`` URLs: lease a device of an ``npu-emu serve`` server."""
+    """Factory of ``grpc://`` URLs: lease a device of an ``npu-emu serve`` server; with
+    ``record=FILE``, the lease is recorded client-side as a board session is
+    (`xrt.transport.recorder`), whether or not the server records."""
     from xrt.transport.grpc import URL_PARAMS, GrpcTransport
+    from xrt.transport.recorder import RECORD_URL_PARAMS, recording_from_url
 
-    _check_params(url, (*URL_PARAMS, *DEVICE_URL_PARAMS))
-    return open_device(GrpcTransport.from_url(url), url)
+    _check_params(url, (*URL_PARAMS, *DEVICE_URL_PARAMS, *RECORD_URL_PARAMS))
+    return open_device(recording_from_url(GrpcTransport.from_url(url), url), url)
 
 
 @register_device("grpcs://")

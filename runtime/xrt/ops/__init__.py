@@ -7,8 +7,11 @@ a kernel ``forward(op, inputs, params) -> outputs``. Families live in one module
 module              op types
 ==================  ==========================================================
 conv                Conv2d, QConv2d
-pool                MaxPool2d, AvgPool2d, GlobalAvgPool, QAvgPool2d, QGlobalAvgPool
+pool                MaxPool2d, MaxPool2dIndices, AvgPool2d, GlobalAvgPool, QAvgPool2d,
+                    QGlobalAvgPool
+pool3d              MaxPool3d, AvgPool3d (host only)
 convtranspose       ConvTranspose2d
+conv3d              ConvTranspose3d (host only)
 activation          Relu, Clip, LeakyRelu, Sigmoid, HardSwish, HardSigmoid, QClip, QLut
 elementwise         Add, Mul, Concat, QAdd, QMul, QConcat
 mathops             unary math (Sqrt, Exp, Erf, Gelu...), Sub, Div, Pow, comparisons, Sum,
@@ -17,8 +20,9 @@ reduce              ReduceMean, ReduceSum, ReduceMax... ArgMax, ArgMin
 index               Slice, Split, Gather, Expand, Tile, DepthToSpace, SpaceToDepth
 shape               Reshape, Squeeze, Unsqueeze, Flatten, Transpose, Identity, Constant
 gemm                Gemm, MatMul, QGemm
-norm                BatchNorm, LRN, LayerNorm, InstanceNorm
+norm                BatchNorm, BatchNormTrain, LRN, LayerNorm, InstanceNorm
 softmax             Softmax
+dropout             Dropout (training mode; inference-mode Dropout is removed on import)
 resize              Resize (nearest, linear, cubic)
 pad                 Pad
 cast                Cast (also quantize / dequantize)
@@ -35,7 +39,9 @@ from xrt.ops import (  # noqa: F401  (importing registers the op types)
     boundary,
     cast,
     conv,
+    conv3d,
     convtranspose,
+    dropout,
     elementwise,
     gemm,
     hardop_placeholder,
@@ -45,6 +51,7 @@ from xrt.ops import (  # noqa: F401  (importing registers the op types)
     norm,
     pad,
     pool,
+    pool3d,
     reduce,
     resize,
     shape,

@@ -108,7 +108,7 @@ def qconv2d_forward(
     x = inputs[0]
     weight = params["weight"]
     sums = conv_core(x, weight, a["strides"], a["pads"], a["dilations"], a["groups"], np.float64)
-    acc = int_accumulate(op, sums, params["bias"], (1, -1, 1, 1))
+    acc = int_accumulate(sums, params["bias"], (1, -1, 1, 1))
     mult = params["multiplier"].astype(np.int64).reshape(1, -1, 1, 1)
     shift = params["shift"].astype(np.int64).reshape(1, -1, 1, 1)
     return [intmath.requantize(acc, mult, shift, a["lo"], a["hi"])]
@@ -148,7 +148,7 @@ def qconv2d_forward_per_tap(
     a = op.attrs
     weight = params["weight"]
     sums = _per_tap_sums(inputs[0], weight, a["strides"], a["pads"], a["dilations"], a["groups"])
-    acc = int_accumulate(op, sums, params["bias"], (1, -1, 1, 1))
+    acc = int_accumulate(sums, params["bias"], (1, -1, 1, 1))
     mult = params["multiplier"].astype(np.int64).reshape(1, -1, 1, 1)
     shift = params["shift"].astype(np.int64).reshape(1, -1, 1, 1)
     return [intmath.requantize(acc, mult, shift, a["lo"], a["hi"])]

@@ -83,7 +83,7 @@ def qgemm_forward(
     sums = (
         inputs[0].astype(np.float64) @ params["weight"].astype(np.float64).T
     )  # exact, see conv_core
-    acc = int_accumulate(op, sums, params["bias"], (1, -1))
+    acc = int_accumulate(sums, params["bias"], (1, -1))
     mult = params["multiplier"].astype(np.int64).reshape(1, -1)
     shift = params["shift"].astype(np.int64).reshape(1, -1)
     return [intmath.requantize(acc, mult, shift, a["lo"], a["hi"])]

@@ -11,6 +11,12 @@ unit must reproduce it bit for bit. In short:
   shift, so ties round towards +infinity; for ``S == 0`` no rounding term is added
   (`requantize`). ``|acc * M| < 2**46``: a 48-bit signed intermediate suffices; numpy int64
   here.
+* The accumulator bound (`accumulator_bound`): a convolution or dense layer whose
+  ``|b[o]| + 128 * sum|w[o]|`` stays within int32 (at most ``|b[o]| + depth * 127 * 128``
+  for int8 weights in ``[-127, 127]`` and ``depth`` products per output) cannot overflow
+  on any int8 input. The quantizer guarantees it, the NPU compiler places only layers
+  that meet it, and one that does not (a hand-made network) wraps modulo ``2**32`` on every
+  backend, as the engine's adders do (`wrap_int32`).
 * Float to int8 (the edge ``Cast``): ``q = clamp(rint(x / s), -128, 127)`` in float64,
   ties to even (`quantize`); int8 to float: ``float32(q) * float32(s)`` (`dequantize`).
 """
@@ -24,6 +30,7 @@ import numpy as np
 from xrt.errors import ErrorCode, XrtError
 
 __all__ = [
+    "ACC_INPUT_MAX",
     "ACC_MAX",
     "ACC_MIN",
     "INT8_MAX",
@@ -33,6 +40,8 @@ __all__ = [
     "MULTIPLIER_MIN",
     "SHIFT_MAX",
     "WEIGHT_QMAX",
+    "accumulator_bound",
+    "accumulator_headroom",
     "check_multiplier",
     "dequantize",
     "quantize",
@@ -43,6 +52,7 @@ __all__ = [
     "requantize",
     "rounding_shift_right",
     "symmetric_scale",
+    "wrap_int32",
 ]
 
 INT8_MIN = -128
@@ -55,6 +65,8 @@ ACC_MIN = -(2**31)
 """Lowest int32 accumulator value."""
 ACC_MAX = 2**31 - 1
 """Highest int32 accumulator value."""
+ACC_INPUT_MAX = -INT8_MIN
+"""Largest magnitude of an int8 activation (128), the factor of the accumulator bound."""
 MULTIPLIER_BITS = 15
 """Significant bits of a requantisation multiplier (it fits a signed 16-bit register)."""
 MULTIPLIER_MIN = 1 << (MULTIPLIER_BITS - 1)
@@ -208,3 +220,31 @@ def quantize_bias(bias: np.ndarray, scale: np.ndarray) -> np.ndarray:
     """int32 bias: ``clamp(rint(float64(b) / float64(s_in * s_w[c])), int32)``."""
     q = np.rint(np.asarray(bias, dtype=np.float64) / np.asarray(scale, dtype=np.float64))
     return np.clip(np.nan_to_num(q, nan=0.0), ACC_MIN, ACC_MAX).astype(np.int32)
+
+
+def accumulator_headroom(weight: np.ndarray) -> np.ndarray:
+    """Per output channel (axis 0), how large ``|bias|`` may be while the accumulator bound
+    holds: ``ACC_MAX - 128 * sum|w[o]|`` (int64; negative when the weights alone break it).
+
+    ``128 * sum|w[o]|`` is the largest ``|sum x * w[o]|`` over int8 inputs ``x``; with
+    weights in ``[-127, 127]`` it is at most ``depth * 127 * 128``, ``depth`` the number
+    of products per output (``C/g * kh * kw`` for a convolution, ``K`` for a dense layer).
+    """
+    w = np.abs(np.asarray(weight).astype(np.int64)).reshape(weight.shape[0], -1).sum(axis=1)
+    return ACC_MAX - ACC_INPUT_MAX * w
+
+
+def accumulator_bound(weight: np.ndarray, bias: np.ndarray) -> int:
+    """Largest ``|acc|`` any int8 input can produce: ``max_o |b[o]| + 128 * sum|w[o]|``.
+
+    The bound holds (no int8 input can leave int32) exactly when this is ``<= ACC_MAX``.
+    """
+    b = np.abs(np.asarray(bias).astype(np.int64))
+    return int((ACC_MAX - accumulator_headroom(weight) + b).max(initial=0))
+
+
+def wrap_int32(acc: np.ndarray) -> np.ndarray:
+    """Exact integer sums reduced to int32 two's complement, modulo ``2**32`` (int64 result):
+    what the engine's 32-bit adders hold whatever the order of the additions."""
+    a = np.asarray(acc, dtype=np.int64)
+    return ((a - ACC_MIN) & 0xFFFFFFFF) + ACC_MIN

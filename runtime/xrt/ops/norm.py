@@ -1,4 +1,5 @@
-"""Normalisations: ``BatchNorm`` (inference form), ``LRN``, ``LayerNorm``, ``InstanceNorm``.
+"""Normalisations: ``BatchNorm`` (inference form), ``BatchNormTrain`` (training form),
+``LRN``, ``LayerNorm``, ``InstanceNorm``.
 
 The ONNX importer folds BatchNorm into the preceding convolution
 when that convolution's output feeds nothing else (`fold_batchnorm`); what remains runs here.
@@ -17,6 +18,7 @@ from xrt.ops._registry import AttrSpec, OpDef, OpLike, register_op
 __all__ = [
     "batchnorm_forward",
     "batchnorm_scale_shift",
+    "batchnorm_train_forward",
     "instnorm_forward",
     "layernorm_forward",
     "lrn_forward",
@@ -75,6 +77,51 @@ register_op(
         params=_ROLES,
         fed_roles=_ROLES,
         doc="batch normalisation with running statistics (ONNX BatchNormalization, inference)",
+    )
+)
+
+
+def _infer_train(
+    op: OpLike, ins: list[TensorType], params: Mapping[str, np.ndarray]
+) -> list[TensorType]:
+    (x,) = _infer(op, ins, params)
+    if not 0.0 <= op.attrs["momentum"] <= 1.0:
+        raise fail(op, f"momentum must be in [0, 1], got {op.attrs['momentum']}")
+    stat = TensorType(x.dtype, (x.shape[1],))
+    return [x, stat, stat]
+
+
+def batchnorm_train_forward(
+    op: OpLike, inputs: list[np.ndarray], params: Mapping[str, np.ndarray]
+) -> list[np.ndarray]:
+    """Normalise with the batch's own statistics (mean and population variance over every
+    axis but 1, float64), and update the running ones:
+    ``running = given * momentum + batch * (1 - momentum)``."""
+    x = inputs[0]
+    axes = (0, *range(2, x.ndim))
+    x64 = x.astype(np.float64)
+    mean, var = x64.mean(axis=axes), x64.var(axis=axes)
+    a, b = batchnorm_scale_shift({**params, "mean": mean, "var": var}, op.attrs["epsilon"])
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    y = x64 * a.reshape(shape) + b.reshape(shape)
+    m = op.attrs["momentum"]
+    run_mean = params["mean"].astype(np.float64) * m + mean * (1 - m)
+    run_var = params["var"].astype(np.float64) * m + var * (1 - m)
+    return [t.astype(x.dtype) for t in (y, run_mean, run_var)]
+
+
+register_op(
+    OpDef(
+        "BatchNormTrain",
+        (1, 1),
+        3,
+        {"epsilon": AttrSpec("float", 1e-5), "momentum": AttrSpec("float", 0.9)},
+        _infer_train,
+        batchnorm_train_forward,
+        params=_ROLES,
+        fed_roles=_ROLES,
+        doc="batch normalisation in training mode: the batch's statistics, and the running "
+        "mean and variance updated by momentum (ONNX BatchNormalization, training_mode 1)",
     )
 )
 

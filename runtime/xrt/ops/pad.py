@@ -1,4 +1,4 @@
-"""``Pad`` (ONNX modes constant, reflect, edge). Dtype-generic.
+"""``Pad`` (ONNX modes constant, reflect, edge, wrap). Dtype-generic.
 
 On int8 the constant ``value`` is already quantized (the quantizer writes
 ``quantize(value, s)``), so the op keeps its input's scale.
@@ -17,7 +17,7 @@ from xrt.ops._registry import AttrSpec, OpDef, OpLike, register_op
 
 __all__ = ["MODES", "pad_forward"]
 
-MODES = ("constant", "reflect", "edge")
+MODES = ("constant", "reflect", "edge", "wrap")
 """Supported padding modes."""
 
 
@@ -38,10 +38,10 @@ def _infer(op: OpLike, ins: list[TensorType], params: Mapping[str, np.ndarray]) 
         raise fail(
             op, f"reflect pads {pads} must be smaller than the input dimensions {list(x.shape)}"
         )
-    if mode == "edge" and any(
+    if mode in ("edge", "wrap") and any(
         (pads[i] or pads[i + x.ndim]) and d == 0 for i, d in enumerate(x.shape)
     ):
-        raise fail(op, "edge padding of an empty axis")
+        raise fail(op, f"{mode} padding of an empty axis")
     if x.dtype.is_integer:
         info = np.iinfo(x.dtype.numpy)
         if not (info.min <= op.attrs["value"] <= info.max) or op.attrs["value"] != int(
@@ -54,7 +54,9 @@ def _infer(op: OpLike, ins: list[TensorType], params: Mapping[str, np.ndarray]) 
 def pad_forward(
     op: OpLike, inputs: list[np.ndarray], params: Mapping[str, np.ndarray]
 ) -> list[np.ndarray]:
-    """``numpy.pad`` with ONNX's pads order ``[begin_0, ..., begin_n, end_0, ..., end_n]``."""
+    """``numpy.pad`` with ONNX's pads order ``[begin_0, ..., begin_n, end_0, ..., end_n]``
+    (wrap: the axis repeated periodically, as ``numpy.pad(mode="wrap")`` and ONNX's
+    reference)."""
     x = inputs[0]
     pads, mode = op.attrs["pads"], op.attrs["mode"]
     n = x.ndim
@@ -71,13 +73,13 @@ register_op(
         1,
         {
             "pads": AttrSpec("ints", doc="[begin per axis..., end per axis...] (ONNX order)"),
-            "mode": AttrSpec("str", "constant", None, "constant, reflect or edge"),
+            "mode": AttrSpec("str", "constant", None, "constant, reflect, edge or wrap"),
             "value": AttrSpec("float", 0.0, None, "constant fill (quantized on int8)"),
         },
         _infer,
         pad_forward,
         fed_roles=("pads", "value"),
         shape_roles=("pads",),
-        doc="pad (ONNX Pad, modes constant/reflect/edge)",
+        doc="pad (ONNX Pad, modes constant/reflect/edge/wrap)",
     )
 )

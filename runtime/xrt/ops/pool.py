@@ -1,5 +1,5 @@
-"""Pooling: ``MaxPool2d``, ``AvgPool2d``, ``GlobalAvgPool`` and the int8 ``QAvgPool2d``,
-``QGlobalAvgPool``.
+"""Pooling: ``MaxPool2d`` (and where its maxima come from, ``MaxPool2dIndices``),
+``AvgPool2d``, ``GlobalAvgPool`` and the int8 ``QAvgPool2d``, ``QGlobalAvgPool``.
 
 ``MaxPool2d`` is dtype-generic: on int8 it is exact and keeps the input's scale, so the
 quantized network uses it unchanged. Averages need a division, which the integer kernels
@@ -31,8 +31,10 @@ from xrt.ops._window import out_hw, windows
 
 __all__ = [
     "avgpool2d_forward",
+    "axis_counts",
     "global_avgpool_forward",
     "maxpool2d_forward",
+    "maxpool2d_indices_forward",
     "pool_counts",
     "qavgpool2d_forward",
     "qglobal_avgpool_forward",
@@ -93,6 +95,38 @@ def maxpool2d_forward(
     return [_reduce_taps(win, np.maximum).astype(x.dtype, copy=False)]
 
 
+def _infer_maxpool_indices(
+    op: OpLike, ins: list[TensorType], params: Mapping[str, np.ndarray]
+) -> list[TensorType]:
+    x = ins[0]
+    if x.dtype is DataType.BOOL:
+        raise fail(op, "input must be numeric", ErrorCode.WRONG_TYPE)
+    if op.attrs["storage_order"] not in (0, 1):
+        raise fail(op, f"storage_order must be 0 or 1, got {op.attrs['storage_order']}")
+    return [TensorType(DataType.SINT64, _pool_out(op, x), x.layout)]
+
+
+def maxpool2d_indices_forward(
+    op: OpLike, inputs: list[np.ndarray], params: Mapping[str, np.ndarray]
+) -> list[np.ndarray]:
+    """Where each ``MaxPool2d`` maximum comes from: its flat index in the input (row-major
+    NCHW; with ``storage_order`` 1, H and W column-major), the first of equal maxima in
+    window order (rows, then columns), as ONNX MaxPool's Indices output."""
+    a = op.attrs
+    x = inputs[0]
+    n, c, h, w = x.shape
+    pad_value = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+    ho, wo = out_hw(h, w, a["kernel"], a["strides"], a["pads"], a["dilations"], a["ceil_mode"])
+    win = windows(x, a["kernel"], a["strides"], a["pads"], a["dilations"], (ho, wo), pad_value)
+    kh, kw = a["kernel"]
+    tap_i, tap_j = np.divmod(win.reshape(n, c, ho, wo, kh * kw).argmax(axis=-1), kw)
+    rows = np.arange(ho)[:, None] * a["strides"][0] - a["pads"][0] + tap_i * a["dilations"][0]
+    cols = np.arange(wo)[None, :] * a["strides"][1] - a["pads"][1] + tap_j * a["dilations"][1]
+    plane = rows * w + cols if a["storage_order"] == 0 else rows + cols * h
+    base = np.arange(n * c, dtype=np.int64).reshape(n, c, 1, 1) * (h * w)
+    return [(base + plane).astype(np.int64)]
+
+
 def _reduce_taps(win: np.ndarray, fn: np.ufunc) -> np.ndarray:
     """Combine the kernel taps of a window view with `fn`, one tap at a time (vectorised)."""
     kh, kw = win.shape[-2:]
@@ -104,7 +138,7 @@ def _reduce_taps(win: np.ndarray, fn: np.ufunc) -> np.ndarray:
     return out
 
 
-def _axis_counts(
+def axis_counts(
     size: int, kernel: int, stride: int, begin: int, end: int, dil: int, ceil: bool, incl: bool
 ) -> np.ndarray:
     """How many taps of each window along one axis land on counted positions."""
@@ -123,8 +157,8 @@ def pool_counts(attrs: Mapping[str, Any], h: int, w: int) -> np.ndarray:
     """
     k, s, p, d = attrs["kernel"], attrs["strides"], attrs["pads"], attrs["dilations"]
     ceil, incl = bool(attrs["ceil_mode"]), bool(attrs["count_include_pad"])
-    ch = _axis_counts(h, k[0], s[0], p[0], p[2], d[0], ceil, incl)
-    cw = _axis_counts(w, k[1], s[1], p[1], p[3], d[1], ceil, incl)
+    ch = axis_counts(h, k[0], s[0], p[0], p[2], d[0], ceil, incl)
+    cw = axis_counts(w, k[1], s[1], p[1], p[3], d[1], ceil, incl)
     return ch[:, None] * cw[None, :]
 
 
@@ -264,6 +298,20 @@ register_op(
         infer=_infer_maxpool,
         forward=maxpool2d_forward,
         doc="2-D max pooling on any numeric dtype (int8 keeps its scale).",
+    )
+)
+register_op(
+    OpDef(
+        op_type="MaxPool2dIndices",
+        num_inputs=(1, 1),
+        num_outputs=1,
+        attrs={
+            **POOL_ATTRS,
+            "storage_order": AttrSpec("int", 0, None, "1: H and W indexed column-major"),
+        },
+        infer=_infer_maxpool_indices,
+        forward=maxpool2d_indices_forward,
+        doc="the flat input index of each MaxPool2d maximum (ONNX MaxPool's Indices output).",
     )
 )
 register_op(

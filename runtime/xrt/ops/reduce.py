@@ -28,9 +28,27 @@ def _sum(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
     return np.sum(x, axis=axes, dtype=acc, keepdims=True)
 
 
+def _lowest(dtype: np.dtype, highest: bool = False) -> object:
+    """The identity of max (of min when `highest`): what ONNX gives over an empty set."""
+    if dtype.kind == "b":
+        return highest
+    if dtype.kind == "f":
+        return np.inf if highest else -np.inf
+    info = np.iinfo(dtype)
+    return info.max if highest else info.min
+
+
+def _max(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+    return np.max(x, axis=axes, keepdims=True, initial=_lowest(x.dtype))
+
+
+def _min(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+    return np.min(x, axis=axes, keepdims=True, initial=_lowest(x.dtype, highest=True))
+
+
 def _logsumexp(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
     x64 = x.astype(np.float64)
-    m = np.max(x64, axis=axes, keepdims=True)
+    m = _max(x64, axes)
     m = np.where(np.isfinite(m), m, 0.0)
     return np.log(np.sum(np.exp(x64 - m), axis=axes, keepdims=True)) + m
 
@@ -41,8 +59,8 @@ REDUCE_OPS: dict[str, tuple[Callable[[np.ndarray, tuple[int, ...]], np.ndarray],
         lambda x, ax: _sum(x, ax) / max(1, int(np.prod([x.shape[a] for a in ax]))),
         "mean",
     ),
-    "ReduceMax": (lambda x, ax: np.max(x, axis=ax, keepdims=True), "maximum"),
-    "ReduceMin": (lambda x, ax: np.min(x, axis=ax, keepdims=True), "minimum"),
+    "ReduceMax": (_max, "maximum (over an empty set: -inf, or the type's lowest value)"),
+    "ReduceMin": (_min, "minimum (over an empty set: +inf, or the type's highest value)"),
     "ReduceProd": (
         lambda x, ax: np.prod(
             x.astype(np.float64) if x.dtype.kind == "f" else x, axis=ax, keepdims=True
@@ -94,8 +112,6 @@ def _infer_reduce(
     axes = reduce_axes(op, x.ndim)
     if axes is None:
         return [TensorType(x.dtype, x.shape, x.layout)]
-    if op.op_type in ("ReduceMax", "ReduceMin") and any(x.shape[a] == 0 for a in axes):
-        raise fail(op, f"cannot take the {op.op_type[6:].lower()} over an empty axis")
     return [TensorType(x.dtype, _out_shape(op, x.shape, axes), "*")]
 
 

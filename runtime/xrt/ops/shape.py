@@ -29,10 +29,14 @@ __all__ = [
 
 
 def resolve_reshape(op: OpLike, in_shape: tuple[int, ...], spec: list[int]) -> tuple[int, ...]:
-    """ONNX Reshape target: 0 copies the input dimension, one -1 takes what is left."""
+    """ONNX Reshape target: 0 copies the input dimension (a literal 0 with ``allowzero``),
+    one -1 takes what is left."""
+    allowzero = bool(op.attrs.get("allowzero", False))
+    if allowzero and 0 in spec and -1 in spec:
+        raise fail(op, f"shape {spec}: allowzero forbids a 0 beside a -1")
     out: list[int] = []
     for i, d in enumerate(spec):
-        if d == 0:
+        if d == 0 and not allowzero:
             if i >= len(in_shape):
                 raise fail(op, f"shape {spec}: 0 at position {i} has no input dimension to copy")
             out.append(in_shape[i])
@@ -186,12 +190,15 @@ register_op(
         "Reshape",
         (1, 1),
         1,
-        {"shape": AttrSpec("ints", doc="target shape; 0 copies a dimension, one -1 is inferred")},
+        {
+            "shape": AttrSpec("ints", doc="target shape; 0 copies a dimension, one -1 is inferred"),
+            "allowzero": AttrSpec("bool", False, None, "a 0 in shape is a zero-size dimension"),
+        },
         _infer_reshape,
         reshape_forward,
         fed_roles=("shape",),
         shape_roles=("shape",),
-        doc="reshape (ONNX semantics, allowzero=0)",
+        doc="reshape (ONNX semantics, with its allowzero)",
     )
 )
 for _name, _doc in (

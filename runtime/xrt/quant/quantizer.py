@@ -2,15 +2,16 @@
 
 Activations: symmetric per-tensor int8 (zero point 0), scale ``amax / 127`` from
 calibration. Weights: symmetric per-output-channel int8 in ``[-127, 127]``. Biases: int32 at
-scale ``s_in * s_w[c]``. Every rescale is an integer multiplier and a rounding right shift
-(`xrt.ops.intmath`). ReLU / Clip after Conv, Gemm, Add, Sub or Mul fold into the
-saturation bounds. Per-channel affine maps (BatchNorm, and Mul / Add / Sub / Div by a
-constant that is the same over every pixel, `xrt.quant.affine`) fold into the convolution or
-dense layer they alone follow, in float before quantizing; elsewhere a chain of them over a
-rank-4 tensor becomes one depthwise 1x1 ``QConv2d``. Sigmoid, HardSwish, HardSigmoid and
-LeakyRelu become 256-entry lookup tables. Ops without an integer kernel (Softmax, MatMul of
-two values, Cast, BatchNorm over other ranks) run in float between a dequantize and a
-quantize ``Cast``.
+scale ``s_in * s_w[c]``, a channel's weight scale raised where its bias would otherwise
+break the int32 accumulator bound (`xrt.quant.accumulator`). Every rescale is an integer
+multiplier and a rounding right shift (`xrt.ops.intmath`). ReLU / Clip after Conv, Gemm,
+Add, Sub or Mul fold into the saturation bounds. Per-channel affine maps (BatchNorm, and Mul
+/ Add / Sub / Div by a constant that is the same over every pixel, `xrt.quant.affine`) fold
+into the convolution or dense layer they alone follow, in float before quantizing; elsewhere
+a chain of them over a rank-4 tensor becomes one depthwise 1x1 ``QConv2d``. Sigmoid,
+HardSwish, HardSigmoid and LeakyRelu become 256-entry lookup tables. Ops without an integer
+kernel (Softmax, MatMul of two values, Cast, BatchNorm over other ranks) run in float
+between a dequantize and a quantize ``Cast``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from xrt.ops import intmath, is_boundary
 from xrt.ops.mathops import UNARY_FLOAT_OPS
 from xrt.ops.pool import pool_counts
 from xrt.ops.reduce import reduce_axes
+from xrt.quant.accumulator import QuantReport, fit_layer
 from xrt.quant.affine import AFFINE_OPS, AffineChain, affine_chain, affine_weights, following_chain
 from xrt.quant.calibrate import Samples, ValueRange, calibrate
 
@@ -37,6 +39,7 @@ __all__ = [
     "PASSTHROUGH_OPS",
     "quantize_network",
     "quantize_weight_per_channel",
+    "quantize_with_report",
 ]
 
 INT_SUFFIX = ":q"
@@ -106,6 +109,7 @@ class _Quantizer:
         self.scale: dict[str, float] = {}
         self.pending_const: dict[str, Operator] = {}
         self.fused: set[int] = set()
+        self.report = QuantReport()
 
     # -- representations ---------------------------------------------------------------
 
@@ -213,11 +217,12 @@ class _Quantizer:
             bias = np.asarray(bias, np.float64) * chain.a + chain.b
             self.fused.update(o.op_id for o in chain.ops)
             out = chain.result
-        wq, s_w = quantize_weight_per_channel(weight)
-        bq = intmath.quantize_bias(bias, s_in * s_w)
         result, s_out, lo, hi = self.fused_activation(op, out)
-        mult, shift = _multipliers(s_in * s_w / s_out)
         base = op.name or op.outputs[0]
+        fitted = fit_layer(weight, bias, s_in, s_out, op.describe())
+        self.report.add(base, fitted)
+        wq, bq, s_w = fitted.weight, fitted.bias, fitted.scale
+        mult, shift = _multipliers(s_in * s_w / s_out)
         params = {
             "weight": self.b.param(f"{base}.weight{INT_SUFFIX}", wq, unique=True),
             "bias": self.b.param(f"{base}.bias{INT_SUFFIX}", bq, unique=True),
@@ -250,6 +255,8 @@ class _Quantizer:
         s_in = self.scale[chain.source]
         self.fused.update(o.op_id for o in chain.ops)
         wq, bq, s_w = affine_weights(chain.a, chain.b, s_in)
+        if intmath.accumulator_bound(wq, bq) > intmath.ACC_MAX:  # affine_weights keeps 2**23
+            raise XrtError(ErrorCode.BACKEND_INTERNAL, f"{op.describe()}: bias out of bound")
         result, s_out, lo, hi = self.fused_activation(chain.ops[-1])
         mult, shift = _multipliers(s_in * s_w / s_out)
         base = op.name or op.outputs[0]
@@ -476,6 +483,30 @@ def quantize_network(
         XrtError: 11003 without samples or ranges, or when a rescale factor cannot be
             represented; 11010 when the network is already quantized.
     """
+    return quantize_with_report(
+        network,
+        samples,
+        ranges=ranges,
+        fuse_activations=fuse_activations,
+        dequantize_outputs=dequantize_outputs,
+        name=name,
+        fold_affine=fold_affine,
+    )[0]
+
+
+def quantize_with_report(
+    network: Network,
+    samples: Samples | None = None,
+    *,
+    ranges: Mapping[str, ValueRange] | None = None,
+    fuse_activations: bool = True,
+    dequantize_outputs: bool = True,
+    name: str | None = None,
+    fold_affine: bool = True,
+) -> tuple[Network, QuantReport]:
+    """`quantize_network`, and what it changed beyond rounding to keep every convolution's
+    and dense layer's int32 accumulator in range (`QuantReport`: raised weight scales,
+    clamped biases; ``xrt compile`` and ``xrt run`` print it)."""
     if ranges is None:
         if samples is None:
             raise XrtError(
@@ -483,4 +514,4 @@ def quantize_network(
             )
         ranges = calibrate(network, samples)
     q = _Quantizer(network, ranges, fuse_activations, name or f"{network.name}_int8", fold_affine)
-    return q.run(dequantize_outputs)
+    return q.run(dequantize_outputs), q.report

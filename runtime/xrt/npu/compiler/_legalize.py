@@ -7,8 +7,9 @@ half holds); the `check_*` functions what one operator family needs beyond it. T
 `xrt.npu.compiler._op_table` says which check belongs to which op type, and its `refusal`
 runs them. A backend's constraint binds a refused operator to the host: the NPU never gives
 a silently wrong answer. In particular a convolution or dense layer is refused unless its
-int32 accumulator provably cannot overflow: ``|bias| + 128 * sum|w|`` per output channel
-must stay below 2**31 (the engine wraps, the host kernel raises).
+int32 accumulator provably cannot overflow (`xrt.ops.intmath.accumulator_bound`, the bound
+the quantizer keeps by construction). Beyond it the engine and the host kernels both wrap
+modulo 2**32, but the NPU is kept to layers whose answer does not depend on wrapping.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from xrt.npu.compiler._layout import as_nchw, view_of
 from xrt.npu.compiler._movement import channel_permutation, flatten_fits, selection
 from xrt.npu.compiler._tiler import plan_conv
 from xrt.npu.compiler._vector import pool_tile_rows
+from xrt.ops.intmath import ACC_MAX, accumulator_bound
 
 __all__ = [
     "Check",
@@ -53,12 +55,6 @@ when the compiler lowers it exactly, else why not."""
 _PAD_MAX = 15
 
 
-def accumulator_bound(weight: np.ndarray, bias: np.ndarray) -> int:
-    """Largest ``|acc|`` any int8 input can produce: ``max_o |b[o]| + 128 * sum|w[o]|``."""
-    w = np.abs(weight.astype(np.int64)).reshape(weight.shape[0], -1).sum(axis=1)
-    return int((np.abs(bias.astype(np.int64)) + 128 * w).max(initial=0))
-
-
 def reshape_kind(src: tuple[int, ...], dst: tuple[int, ...]) -> str | None:
     """How a Reshape / Flatten / Identity of `src` into `dst` runs on the NPU: ``"alias"``
     (the channel-tiled bytes are the same: no instructions), ``"flatten"`` (``(N, C, H, W)
@@ -84,6 +80,8 @@ def operand_refusal(
     for t in [*ins, *outs]:
         if t.dtype is not DataType.SINT8:
             return f"operates on {t.dtype.manual_name}, the NPU only on int8"
+        if 0 in t.shape:
+            return f"zero-size tensor {list(t.shape)}: nothing for the NPU to compute"
         if not (len(t.shape) in (2, 4) or (len(t.shape) == 5 and rank5)):
             return f"rank {len(t.shape)} tensors have no channel-tiled layout for {op_type}"
     for t in [*ins, *outs]:
@@ -103,16 +101,16 @@ def check_conv(op: Operator, ins: Types, outs: Types, params: Params, cfg: NpuCo
     if max(a["pads"]) > _PAD_MAX:
         return f"pads {a['pads']} exceed the {_PAD_MAX} a LOAD can insert"
     bound = accumulator_bound(params["weight"], params["bias"])
-    if bound >= 2**31:
-        return f"int32 accumulator bound {bound} cannot be proven (>= 2**31)"
+    if bound > ACC_MAX:
+        return f"int32 accumulator bound {bound} cannot be proven (> 2**31 - 1)"
     plan = plan_conv(conv_geom(op, ins[0], params, cfg), cfg)
     return plan if isinstance(plan, str) else None
 
 
 def check_gemm(op: Operator, ins: Types, outs: Types, params: Params, cfg: NpuConfig) -> str | None:
     bound = accumulator_bound(params["weight"], params["bias"])
-    if bound >= 2**31:
-        return f"int32 accumulator bound {bound} cannot be proven (>= 2**31)"
+    if bound > ACC_MAX:
+        return f"int32 accumulator bound {bound} cannot be proven (> 2**31 - 1)"
     plan = plan_conv(gemm_geom(ins[0], params, cfg), cfg)
     return plan if isinstance(plan, str) else None
 
@@ -192,6 +190,8 @@ def check_resize(
     op: Operator, ins: Types, outs: Types, params: Params, cfg: NpuConfig
 ) -> str | None:
     si, so = ins[0].shape, outs[0].shape
+    if op.attrs["coordinate_transformation_mode"] == "tf_crop_and_resize":
+        return "tf_crop_and_resize (a crop with extrapolation) runs on the host"
     if len(si) != 4 or si[:2] != so[:2]:
         return "only spatial resizing of rank-4 tensors"
     if si[3] > cfg.inp_rows // 2 or so[3] > cfg.acc_rows // 2:

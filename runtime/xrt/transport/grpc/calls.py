@@ -10,7 +10,9 @@ answers first.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 import time
 from collections.abc import Iterator
 from typing import Any, cast
@@ -26,6 +28,8 @@ from xrt.transport.grpc.retry import (
     REASON_BUSY,
     REASON_RESETTING,
     REASON_RESTARTING,
+    REASON_STARTING,
+    START_WAIT_S,
     retry_hint,
 )
 
@@ -75,6 +79,7 @@ class DeviceClient:
         token: str | None = None,
         retry_s: float = DEFAULT_RETRY_S,
     ) -> None:
+        self.address = address
         if token is None:
             token = os.environ.get("NPU_EMU_TOKEN") or None
         self.metadata: tuple[tuple[str, str], ...] = (
@@ -105,6 +110,7 @@ class DeviceClient:
         """
         start = time.monotonic()
         attempts = 0
+        said = False
         while True:
             attempts += 1
             try:
@@ -117,6 +123,11 @@ class DeviceClient:
                     budget = max(self.retry_s, wait_s)
                 elif reason == REASON_BUSY:
                     budget = wait_s
+                elif reason == REASON_STARTING:
+                    budget = max(START_WAIT_S, wait_s)
+                    if not said:  # one line, so a user sees why nothing happens yet
+                        said = True
+                        _say(f"xrt: {self.address}: {exc.details()}: waiting up to {budget:.0f} s")
                 else:
                     raise rpc_error(exc, what) from None
                 if spent + after_s > budget:
@@ -236,3 +247,8 @@ class DeviceClient:
         except grpc.RpcError as exc:
             raise rpc_error(exc, what) from None
         return int(resp.cycles), int(resp.saved_cycle)
+
+
+def _say(line: str) -> None:
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # no or a closed stderr
+        print(line, file=sys.stderr, flush=True)

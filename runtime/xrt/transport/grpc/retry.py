@@ -12,11 +12,15 @@ Two layers, so that nothing is retried whose effect is unknown:
   did nothing and the call will work later, it says so in trailing metadata:
   ``npu-emu-retry-reason`` (`REASON_RESTARTING`: the device's simulation worker is being
   restarted; `REASON_RESETTING`: the device is being cleared between two holders;
-  `REASON_BUSY`: the device is leased, or none is free) and ``npu-emu-retry-after-ms``
-  (when to try again). The runtime's own loop retries `REASON_RESTARTING` and
-  `REASON_RESETTING` within a bounded budget (`DEFAULT_RETRY_S`, the URL's ``retry=``),
-  `REASON_BUSY` only while ``Device.open(...?wait=SECONDS)`` waits. The call during which a
-  worker died carries no such key: its effect is unknown and it fails at once.
+  `REASON_BUSY`: the device is leased, or none is free; `REASON_STARTING`: the server is
+  still starting its devices) and ``npu-emu-retry-after-ms`` (when to try again). The
+  runtime's own loop retries `REASON_RESTARTING` and `REASON_RESETTING` within a bounded
+  budget (`DEFAULT_RETRY_S`, the URL's ``retry=``), `REASON_BUSY` only while
+  ``Device.open(...?wait=SECONDS)`` waits, and `REASON_STARTING` always, up to
+  `START_WAIT_S` (or a longer ``wait=``), with one line on stderr saying so: a client
+  started right after its server (``make serve &``) waits for it instead of failing. The
+  call during which a worker died carries no such key: its effect is unknown and it fails
+  at once.
 
 The key names and reasons are the wire's (`xrt.hw.wire`): one source for both sides. The
 loop itself is `DeviceClient.unary` (`xrt.transport.grpc.calls`).
@@ -32,6 +36,7 @@ from xrt.hw.wire import (
     REASON_BUSY,
     REASON_RESETTING,
     REASON_RESTARTING,
+    REASON_STARTING,
     RETRY_AFTER_KEY,
     RETRY_REASON_KEY,
 )
@@ -42,9 +47,11 @@ __all__ = [
     "REASON_BUSY",
     "REASON_RESETTING",
     "REASON_RESTARTING",
+    "REASON_STARTING",
     "RETRY_AFTER_KEY",
     "RETRY_REASON_KEY",
     "SERVICE_CONFIG",
+    "START_WAIT_S",
     "retry_hint",
 ]
 
@@ -52,6 +59,10 @@ __all__ = [
 DEFAULT_RETRY_S = 30.0
 """How long a call that meets a worker restart is retried (a restart takes 1-2 s here; one
 that keeps failing is reported in the error once this budget is spent)."""
+
+START_WAIT_S = 300.0
+"""How long a client waits for a server that is still starting its devices (a worker
+starts in seconds here; a loaded CI machine starting several takes longer)."""
 
 _IDEMPOTENT = ("ListDevices", "GetCounters", "KeepAlive", "ReadRegister", "ReadMemory")
 
