@@ -65,7 +65,7 @@ def dma_model():
 
 @pytest.mark.sim
 @pytest.mark.parametrize(
-    "testcase", ["axi_bad_slave", "axil_unstable_address", "dma_counters", "dma_csr_w1c"]
+    "testcase", ["axi_bad_slave", "axil_unstable_address", "dma_counters", "dma_csr_fields"]
 )
 def test_dma_assertions(dma_model, testcase, tmp_path):
     _run(dma_model, tmp_path, testcase)
