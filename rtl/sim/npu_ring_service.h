@@ -74,6 +74,7 @@ extern "C" void npu_regbus_cancel();
 // Failed assertions (rtl/sim/npu_assert_dpi.cpp).
 extern "C" bool npu_assert_describe_unreported(char* out, size_t size, uint64_t period_ps);
 extern "C" void npu_worker_assert_mark_reported();
+extern "C" uint64_t npu_worker_assert_count();
 
 namespace npu_ring {
 
@@ -371,7 +372,8 @@ class Service {
                 refuse("wall_ms %llu is not within 1..%llu", req.wall_ms, NPU_RING_MAX_WALL_MS);
                 return true;
             }
-            if (shared().handover) {
+            // After a failed assertion the worker resets the device first (npuemu.worker).
+            if (shared().handover || npu_worker_assert_count() != 0) {
                 hand_over(index, req);
                 return true;
             }
@@ -424,7 +426,7 @@ class Service {
                 guard += op.max_cycles + NPU_SIM_POLL_MAX_INTERVAL;
             }
         }
-        if (shared().handover) {
+        if (shared().handover || npu_worker_assert_count() != 0) {
             hand_over(index, req);
             return true;
         }
