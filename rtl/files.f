@@ -1,6 +1,7 @@
 // Ordered source list: packages first. The build, the lint and the tests all read it
 // (paths relative to rtl/). C++ DPI sources are listed in tools/../npuemu/sim/build.py;
 // the headers the sources `include live in include/ (npuemu.sim.build passes -I).
+common/npu_assert_pkg.sv
 generated/npu_config_pkg.sv
 generated/npu_wire_pkg.sv
 generated/npu_isa_pkg.sv
@@ -15,6 +16,8 @@ generated/npu_csr.sv
 generated/dma_csr.sv
 generated/fault_csr.sv
 common/npu_fifo.sv
+bus/npu_axil_checker.sv
+bus/npu_axi_sva.sv
 compute/npu_cmp_sram.sv
 compute/npu_cmp_tokens.sv
 compute/npu_cmp_ctl.sv
@@ -39,7 +42,6 @@ bus/npu_axi_demux.sv
 bus/npu_axi_mux.sv
 bus/npu_axil_demux.sv
 bus/npu_axil_arb.sv
-bus/npu_axil_checker.sv
 mem/npu_axi_mem.sv
 top/npu_regs.sv
 top/npu_top.sv

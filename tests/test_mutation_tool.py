@@ -5,6 +5,7 @@ mutant is built and killed end to end.
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -12,6 +13,8 @@ import pytest
 
 from tools.mutation import MutantFileError, apply_mutant, load_mutants
 from tools.mutation.__main__ import ROOT, run_mutant
+from tools.mutation.report import Outcome, write_report
+from tools.mutation.runner import first_assertion
 
 MUTANT_TOML = """
 [[mutant]]
@@ -81,3 +84,30 @@ def test_a_dma_mutant_is_built_from_a_copy_and_killed(tmp_path):
     log = (tmp_path / m.id / "run" / "pytest.log").read_text()
     assert f"{tmp_path / m.id / 'sim'}" in log  # the model was built from the copy's cache
     assert not (tmp_path / m.id / "rtl").exists()  # the copy is removed afterwards
+
+
+def test_the_first_assertion_to_fail_is_named_and_reported(tmp_path):
+    """A run whose simulators reported failed RTL assertions names the earliest one (by
+    simulated time, across its logs), and the report has it beside the killing test."""
+    logs = {
+        "test_a0/sim.log": "noise\n[90000] %Error: npu_fifo.sv:84: Assertion failed in "
+        "top.u_q.g_must_accept.FifoOverflow: FifoOverflow: push into a full FIFO\n",
+        "test_b0/run/sim.log": "[40000] %Error: npu_axi_sva.sv:74: Assertion failed in "
+        "top.u_sva_axi.AxiAr4K: AxiAr4K: dma master AR: burst crosses a 4 KiB boundary\n"
+        "[50000] %Error: x.sv:1: Assertion failed in top.Later: Later: later\n",
+        "test_c0/sim.log": "[10000] %Error: x.sv:3: not an assertion\n",
+    }
+    for rel, text in logs.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    got = first_assertion(tmp_path)
+    assert got == (
+        "AxiAr4K (top.u_sva_axi.AxiAr4K) at 40000 ps: dma master AR: burst crosses a 4 KiB boundary"
+    )
+    assert first_assertion(tmp_path / "test_c0") is None
+    (m,) = load_mutants(_repo(tmp_path / "repo", "a <= b;"), tmp_path / "repo")
+    outcomes = [Outcome(m, True, "tests/x.py::t > c", 3.0, assertion=got)]
+    md, js = write_report(tmp_path / "out", outcomes, {})
+    assert "1 caught first by an RTL assertion" in md.read_text()
+    assert "AxiAr4K (top.u_sva_axi.AxiAr4K)" in md.read_text()
+    assert json.loads(js.read_text())["results"][0]["assertion"] == got

@@ -49,6 +49,7 @@ def lint_rtl(top: str, parameters: dict[str, int]) -> subprocess.CompletedProces
         "verilator",
         "--lint-only",
         "-Wall",
+        "--assert",  # as every simulation build: the SVA assertions linted too
         "--top-module",
         top,
         *(f"-G{k}={v}" for k, v in parameters.items()),

@@ -159,6 +159,11 @@ module npu_axi_demux #(
     .out_data_o(b_route), .out_valid_o(b_route_valid), .out_ready_i(b_fire),
     .count_o()
   );
+
+  for (genvar s = 0; s < NumSlaves; s++) begin : g_sva
+    npu_axi_sva #(.Name($sformatf("demux to slave %0d", s)), .req_t(req_t), .rsp_t(rsp_t))
+    u_sva_mst (.clk_i, .rst_ni, .req_i(mst_req_o[s]), .rsp_i(mst_rsp_i[s]));
+  end
 endmodule
 
 `default_nettype wire

@@ -118,6 +118,10 @@ module npu_axi_mux #(
   logic unused;
   assign unused = ^{slv_req_i[0].ar.id[Top], slv_req_i[1].ar.id[Top],
                     slv_req_i[0].aw.id[Top], slv_req_i[1].aw.id[Top]};
+
+  npu_axi_sva #(.Name("mux to memories"), .req_t(req_t), .rsp_t(rsp_t)) u_sva_mst (
+    .clk_i, .rst_ni, .req_i(mst_req_o), .rsp_i(mst_rsp_i)
+  );
 endmodule
 
 `default_nettype wire

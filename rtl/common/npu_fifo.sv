@@ -1,4 +1,5 @@
 `default_nettype none
+`include "npu_assert.svh"
 
 /// Synchronous first-word-fall-through FIFO with valid/ready handshakes on both sides.
 /// `count_o` counts stored entries; `clear_i` empties the FIFO in one cycle.
@@ -7,6 +8,12 @@ module npu_fifo #(
   parameter int unsigned Width = 8,
   /// Entries; any value >= 2.
   parameter int unsigned Depth = 4,
+  /// The producer ignores `in_ready_o` (the FIFO is sized never to fill): a push into a full
+  /// FIFO would lose an entry, and an assertion says so.
+  parameter bit MustAccept = 1'b0,
+  /// The consumer ignores `out_valid_o` (it pops only what it knows is there): a pop of an
+  /// empty FIFO is a broken invariant, and an assertion says so.
+  parameter bit MustHold = 1'b0,
   localparam int unsigned CountWidth = $clog2(Depth + 1),
   localparam int unsigned PtrWidth = $clog2(Depth)
 ) (
@@ -61,6 +68,24 @@ module npu_fifo #(
   // Storage has no reset: it is only read where count_q says an entry was written.
   always_ff @(posedge clk_i) begin
     if (push) mem_q[wr_ptr_q] <= in_data_i;
+  end
+
+  // Invariants (rtl/include/npu_assert.svh). `clear_i` empties the FIFO whatever is
+  // pushed or popped in that cycle.
+  `NPU_ASSERT(FifoCountRange, count_q <= CountWidth'(Depth),
+              $sformatf("count %0d exceeds the depth %0d", count_q, Depth))
+  `NPU_ASSERT(FifoPointers, count_q == '0 || count_q == CountWidth'(Depth)
+              || wr_ptr_q != rd_ptr_q, "read and write pointers meet with the FIFO neither empty nor full")
+  `NPU_ASSERT(FifoCountTracks, !$past(rst_ni) || $past(clear_i) || count_q == $past(count_q)
+              + CountWidth'($past(push)) - CountWidth'($past(pop)),
+              "the count does not follow the pushes and pops")
+  if (MustAccept) begin : g_must_accept
+    `NPU_ASSERT_NEVER(FifoOverflow, in_valid_i && !in_ready_o && !clear_i,
+                      $sformatf("push into a full FIFO (%0d entries): an entry is lost", Depth))
+  end
+  if (MustHold) begin : g_must_hold
+    `NPU_ASSERT_NEVER(FifoUnderflow, out_ready_i && !out_valid_o && !clear_i,
+                      "pop of an empty FIFO: the consumer takes an entry that is not there")
   end
 endmodule
 

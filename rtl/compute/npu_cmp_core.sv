@@ -472,6 +472,11 @@ module npu_cmp_core
   );
 `endif
 
+  // Protocol assertions on the master port (load, store and fetch share it).
+  npu_axi_sva #(
+    .Name("compute master"), .MaxOutstanding(2 * MaxOutstanding), .req_t(req_t), .rsp_t(rsp_t)
+  ) u_sva_axi (.clk_i, .rst_ni, .req_i(m_axi_req_o), .rsp_i(m_axi_rsp_i));
+
   logic unused;
   assign unused = ^{m_axi_rsp_i.r.id, aw_fire_unused, finish,
                     pop_prev[0], pop_next[2], push_prev[0], push_next[2],

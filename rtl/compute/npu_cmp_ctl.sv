@@ -1,4 +1,5 @@
 `default_nettype none
+`include "npu_assert.svh"
 
 /// Instruction sequencer of one unit: takes the next instruction from the unit's queue,
 /// pops its tokens (`pop_prev`, then `pop_next`, each waiting for a token), starts the
@@ -90,6 +91,20 @@ module npu_cmp_ctl (
       end
     end
   end
+
+  // Invariants (rtl/include/npu_assert.svh).
+  `NPU_ASSERT(CtlStateLegal, state_q inside {StIdle, StPop, StExec},
+              $sformatf("sequencer in the unused state %0d", state_q))
+  `NPU_ASSERT_ONEHOT0(CtlOnePop, {pop_prev_o, pop_next_o},
+                      "both token pops in one cycle")
+  `NPU_ASSERT_NEVER(CtlPopWithoutToken, (pop_prev_o && !avail_prev_i) || (pop_next_o && !avail_next_i),
+                    "a token popped from an empty queue")
+  `NPU_ASSERT_NEVER(CtlStartWhileExec, start_o && state_q == StExec,
+                    "a datapath started while it runs the previous instruction")
+  `NPU_ASSERT_NEVER(CtlDoneWhileIdle, finish_now && state_q == StIdle,
+                    "an instruction retired with none held")
+  `NPU_ASSERT_NEVER(CtlActAfterStop, stop_i && (start_o || pop_prev_o || pop_next_o || push_prev_o
+                    || push_next_o || q_ready_o), "an action after stop")
 endmodule
 
 `default_nettype wire

@@ -78,7 +78,7 @@ module npu_cmp_fetch #(
     if (err_q == 2'd0 && r_resp_i[1]) r_err = r_resp_i;
   end
 
-  npu_fifo #(.Width(2 + 32 + 256), .Depth(Depth)) u_q (
+  npu_fifo #(.Width(2 + 32 + 256), .Depth(Depth), .MustAccept(1'b1)) u_q (
     .clk_i, .rst_ni, .clear_i(start_i),
     .in_data_i(unmapped ? {2'd1, pc_issue_q, 256'd0} : {r_err, pc_recv_q, r_data_i, lo_q}),
     .in_valid_i(push), .in_ready_o(),

@@ -89,7 +89,9 @@ module npu_cmp_load #(
 
   // Burst addresses in flight, oldest first, to name the burst a read error came from.
   logic [AddrWidth-1:0] oldest_addr;
-  npu_fifo #(.Width(AddrWidth), .Depth(MaxOutstanding + 1)) u_addr_q (
+  npu_fifo #(
+    .Width(AddrWidth), .Depth(MaxOutstanding + 1), .MustAccept(1'b1), .MustHold(1'b1)
+  ) u_addr_q (
     .clk_i, .rst_ni, .clear_i(1'b0),
     .in_data_i(w_addr), .in_valid_i(ar_fire), .in_ready_o(),
     .out_data_o(oldest_addr), .out_valid_o(), .out_ready_i(r_fire && r_last_i),

@@ -109,13 +109,15 @@ module npu_cmp_store #(
   // Lengths of requested bursts for the W side, and their addresses for error reports.
   logic [8:0] len_head;
   logic       len_valid, len_pop;
-  npu_fifo #(.Width(9), .Depth(MaxOutstanding + 1)) u_len_q (
+  npu_fifo #(.Width(9), .Depth(MaxOutstanding + 1), .MustAccept(1'b1)) u_len_q (
     .clk_i, .rst_ni, .clear_i(1'b0),
     .in_data_i(w_beats), .in_valid_i(aw_load), .in_ready_o(),
     .out_data_o(len_head), .out_valid_o(len_valid), .out_ready_i(len_pop), .count_o()
   );
   logic [AddrWidth-1:0] oldest_addr;
-  npu_fifo #(.Width(AddrWidth), .Depth(MaxOutstanding + 1)) u_addr_q (
+  npu_fifo #(
+    .Width(AddrWidth), .Depth(MaxOutstanding + 1), .MustAccept(1'b1), .MustHold(1'b1)
+  ) u_addr_q (
     .clk_i, .rst_ni, .clear_i(1'b0),
     .in_data_i(w_addr), .in_valid_i(aw_load), .in_ready_o(),
     .out_data_o(oldest_addr), .out_valid_o(), .out_ready_i(b_fire), .count_o()
@@ -205,7 +207,7 @@ module npu_cmp_store #(
     end
   end
 
-  npu_fifo #(.Width(AccWidth), .Depth(ElemDepth)) u_elem_q (
+  npu_fifo #(.Width(AccWidth), .Depth(ElemDepth), .MustAccept(1'b1)) u_elem_q (
     .clk_i, .rst_ni, .clear_i,
     .in_data_i(s2_data_q), .in_valid_i(s2_valid_q), .in_ready_o(),
     .out_data_o(elem_head), .out_valid_o(elem_valid), .out_ready_i(elem_pop),

@@ -1,4 +1,5 @@
 `default_nettype none
+`include "npu_assert.svh"
 
 /// The four dependency-token counters (index 0 L2C, 1 C2L, 2 C2S, 3 S2C). A pop is only
 /// requested when `avail_o` says a token is there; a push into a full queue (no pop in the
@@ -40,6 +41,19 @@ module npu_cmp_tokens #(
         else if (pop_i[q] && !push_i[q]) count_q[q] <= count_q[q] - 1'b1;
       end
     end
+  end
+
+  // Invariants (rtl/include/npu_assert.svh): the sequencers pop only a token that is there
+  // (npu_cmp_ctl waits on avail_o), and no count leaves 0..Depth. A push into a full queue
+  // is a program's error (ErrTokenOverflow), not a broken invariant.
+  for (genvar q = 0; q < 4; q++) begin : g_check
+    `NPU_ASSERT_NEVER(TokPopEmpty, pop_i[q] && !avail_o[q] && !clear_i,
+                      $sformatf("token queue %0d popped while empty", q))
+    `NPU_ASSERT(TokCountRange, count_q[q] <= CountWidth'(Depth),
+                $sformatf("token queue %0d holds %0d tokens, more than %0d", q, count_q[q], Depth))
+    `NPU_ASSERT(TokOverflowNotCounted, !$past(rst_ni) || $past(clear_i) || !$past(overflow_o[q])
+                || count_q[q] == $past(count_q[q]),
+                $sformatf("token queue %0d counted a push into a full queue", q))
   end
 endmodule
 

@@ -1,4 +1,5 @@
 `default_nettype none
+`include "npu_assert.svh"
 
 `include "npu_axi_assign.svh"
 
@@ -117,6 +118,31 @@ module npu_dma #(
 
   assign irq_o = (hwif_out.INT_STATUS.DONE.value && hwif_out.INT_ENABLE.DONE.value)
               || (hwif_out.INT_STATUS.ERROR.value && hwif_out.INT_ENABLE.ERROR.value);
+
+  // Protocol assertions on both ports (rtl/bus/npu_axi_sva.sv, npu_axil_checker.sv).
+  npu_axi_sva #(
+    .Name("dma master"), .MaxOutstanding(MaxOutstanding), .req_t(axi_req_t), .rsp_t(axi_rsp_t)
+  ) u_sva_axi (.clk_i, .rst_ni, .req_i(m_axi_req_o), .rsp_i(m_axi_rsp_i));
+  npu_axil_checker #(.Name("dma register port"), .req_t(axil_req_t), .rsp_t(axil_rsp_t))
+  u_sva_axil (.clk_i, .rst_ni, .req_i(s_axil_req_i), .rsp_i(s_axil_rsp_o), .tb_i(1'b0));
+
+  // CSR fields (the generated dma_csr has no assertions of its own): a singlepulse field is
+  // high one cycle; a write-1-to-clear field is only ever set by its hardware event. The
+  // fields by name: tests/rtl/test_assertions.py forces them.
+  wire csr_start = hwif_out.CTRL.START.value, csr_abort = hwif_out.CTRL.ABORT.value;
+  wire csr_perf_clear = hwif_out.PERF_CTRL.CLEAR.value;
+  wire csr_int_done = hwif_out.INT_STATUS.DONE.value;
+  wire csr_int_error = hwif_out.INT_STATUS.ERROR.value;
+  `NPU_ASSERT_NEVER(DmaCsrStartPulse, $past(csr_start) && csr_start,
+                    "CTRL.START (singlepulse) high two cycles running")
+  `NPU_ASSERT_NEVER(DmaCsrAbortPulse, $past(csr_abort) && csr_abort,
+                    "CTRL.ABORT (singlepulse) high two cycles running")
+  `NPU_ASSERT_NEVER(DmaCsrPerfClearPulse, $past(csr_perf_clear) && csr_perf_clear,
+                    "PERF_CTRL.CLEAR (singlepulse) high two cycles running")
+  `NPU_ASSERT(DmaCsrDoneW1c, !$rose(csr_int_done) || $past(done_event),
+              "INT_STATUS.DONE (w1c) rose without a done event")
+  `NPU_ASSERT(DmaCsrErrorW1c, !$rose(csr_int_error) || $past(error_event),
+              "INT_STATUS.ERROR (w1c) rose without an error event")
 endmodule
 
 `default_nettype wire

@@ -1,4 +1,5 @@
 `default_nettype none
+`include "npu_assert.svh"
 
 /// DMA engine core: checks a programmed transfer, runs the read side, the realigner and the
 /// write side, and reports the outcome. Register-agnostic: `npu_dma` connects it to the CSRs.
@@ -308,6 +309,41 @@ module npu_dma_core
       xfers_failed_o  <= xfers_failed_o + 32'(error_event_o);
     end
   end
+
+  // ---------------------------------------------------------------- assertions
+  // Bytes moved by the current transfer (reset at START) against what it was asked to move.
+  logic [63:0] xfer_read_q, xfer_written_q, xfer_total_q;
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      xfer_read_q    <= '0;
+      xfer_written_q <= '0;
+      xfer_total_q   <= '0;
+    end else if (state_q == StIdle) begin
+      xfer_read_q    <= '0;
+      xfer_written_q <= '0;
+    end else begin
+      if (state_q == StCheck) xfer_total_q <= 64'(row_bytes_q) * 64'(rows_q);
+      xfer_read_q    <= xfer_read_q + 64'(beat_bytes_read);
+      xfer_written_q <= xfer_written_q + 64'(beat_bytes_written);
+    end
+  end
+  `NPU_ASSERT(DmaWrittenLeRead, xfer_written_q <= xfer_read_q,
+              $sformatf("wrote %0d bytes of a transfer but read only %0d", xfer_written_q,
+                        xfer_read_q))
+  `NPU_ASSERT(DmaReadLeTotal, state_q != StRun || xfer_read_q <= xfer_total_q,
+              $sformatf("read %0d bytes of a %0d-byte transfer", xfer_read_q, xfer_total_q))
+  `NPU_ASSERT(DmaDoneBytes, !done_event_o || (xfer_read_q == xfer_total_q
+              && xfer_written_q == xfer_total_q),
+              $sformatf("transfer done with %0d bytes read and %0d written of %0d", xfer_read_q,
+                        xfer_written_q, xfer_total_q))
+  `NPU_ASSERT_ONEHOT0(DmaOneOutcome, {done_q, error_q}, "DONE and ERROR both set")
+  `NPU_ASSERT_NEVER(DmaBusIdle, state_q != StRun && (ar_valid || aw_valid),
+                    "a burst requested outside a running transfer")
+  `NPU_ASSERT_NEVER(DmaFinishBusy, state_q == StFinish && (rd_busy || wr_busy),
+                    "transfer finished with bursts in flight")
+  `NPU_ASSERT(DmaPerfMonotonic, !$past(rst_ni) || $past(perf_clear_i)
+              || (bytes_read_o >= $past(bytes_read_o) && bytes_written_o >= $past(bytes_written_o)),
+              "a byte counter went down without PERF_CTRL.CLEAR")
 
   // Unused inputs: IDs come back as sent (single ID).
   logic unused;

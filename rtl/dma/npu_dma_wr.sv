@@ -165,7 +165,9 @@ module npu_dma_wr #(
     end
   end
 
-  npu_fifo #(.Width(AddrWidth), .Depth(MaxOutstanding + 1)) u_addr_q (
+  npu_fifo #(
+    .Width(AddrWidth), .Depth(MaxOutstanding + 1), .MustAccept(1'b1), .MustHold(1'b1)
+  ) u_addr_q (
     .clk_i, .rst_ni, .clear_i(1'b0),
     .in_data_i(plan_addr), .in_valid_i(load), .in_ready_o(),
     .out_data_o(burst_addr_o), .out_valid_o(), .out_ready_i(b_valid_i),

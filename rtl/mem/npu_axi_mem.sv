@@ -108,7 +108,7 @@ module npu_axi_mem #(
       if (!rst_ni) now_q <= '0;
       else now_q <= now_q + 32'd1;
     end
-    npu_fifo #(.Width(32), .Depth(MaxOutstanding)) u_time_q (
+    npu_fifo #(.Width(32), .Depth(MaxOutstanding), .MustAccept(1'b1), .MustHold(1'b1)) u_time_q (
       .clk_i, .rst_ni, .clear_i(1'b0),
       .in_data_i(now_q), .in_valid_i(s_req_i.ar_valid && ar_ready), .in_ready_o(),
       .out_data_o(head_time), .out_valid_o(), .out_ready_i(ar_pop), .count_o()
@@ -284,6 +284,10 @@ module npu_axi_mem #(
   logic unused;
   assign unused = ^{s_req_i.ar.size, s_req_i.ar.burst, s_req_i.aw.size, s_req_i.aw.burst,
                     aw_head[7:0]};
+
+  npu_axi_sva #(
+    .Name("memory port"), .MaxOutstanding(255), .req_t(req_t), .rsp_t(rsp_t)
+  ) u_sva_slv (.clk_i, .rst_ni, .req_i(s_req_i), .rsp_i(s_rsp_o));
 endmodule
 
 `default_nettype wire

@@ -72,6 +72,10 @@
 extern "C" int npu_regbus_submit(const npu_regbus_op* ops, uint32_t n);
 extern "C" uint32_t npu_regbus_collect(npu_regbus_result* out, uint32_t cap);
 extern "C" void npu_regbus_cancel();
+// Failed assertions (rtl/sim/npu_assert_dpi.cpp).
+extern "C" bool npu_assert_describe_unreported(char* out, size_t size, uint64_t period_ps);
+extern "C" void npu_worker_assert_mark_reported();
+extern "C" uint64_t npu_worker_assert_count();
 
 namespace npu_ring {
 
@@ -303,6 +307,16 @@ class Service {
     }
 
     void respond(uint32_t status, uint32_t n_results, const char* message) {
+        // A failed RTL assertion while the request ran is a device error of that request
+        // (rtl/sim/npu_assert_dpi.cpp); the worker resets the device before the next one.
+        char fired[NPU_RING_MESSAGE_BYTES];
+        if (status == NPU_RING_STATUS_OK
+            && npu_assert_describe_unreported(fired, sizeof(fired), m_period_ps)) {
+            npu_worker_assert_mark_reported();
+            status = NPU_RING_STATUS_DEVICE_ERROR;
+            n_results = 0;
+            message = fired;
+        }
         write_response(shared().slots[m_slot], status, n_results, cycles(), m_outcome, m_waited,
                        message);
         m_responded_at = std::chrono::steady_clock::now();
@@ -359,7 +373,8 @@ class Service {
                 refuse("wall_ms %llu is not within 1..%llu", req.wall_ms, NPU_RING_MAX_WALL_MS);
                 return true;
             }
-            if (shared().handover) {
+            // After a failed assertion the worker resets the device first (npuemu.worker).
+            if (shared().handover || npu_worker_assert_count() != 0) {
                 hand_over(index, req);
                 return true;
             }
@@ -414,7 +429,7 @@ class Service {
                 guard += op.max_cycles + NPU_SIM_POLL_MAX_INTERVAL;
             }
         }
-        if (shared().handover) {
+        if (shared().handover || npu_worker_assert_count() != 0) {
             hand_over(index, req);
             return true;
         }

@@ -503,6 +503,13 @@ int main(int argc, char** argv) {
     Verilated::commandArgs(argc, argv);
     std::unique_ptr<Vtop> top(new Vtop(""));
     Verilated::fatalOnVpiError(false);  // cocotb probes with calls that may fail
+    // A failed assertion (rtl/include/npu_assert.svh) never aborts the process. In a device
+    // worker it is a device error, not the end of the simulation: npu_assert_dpi.cpp records
+    // it and the worker fails the request that caused it with 11014 (npuemu.worker). In a
+    // test or bench run the first one ends the simulation (Verilator's $stop), so the test
+    // fails; +verilator+error+limit+N lets a test see N of them.
+    Verilated::fatalOnError(false);
+    if (handout != nullptr) Verilated::threadContextp()->errorLimit(1 << 30);
     if (Verilated::threadContextp()->timeprecision() != -12) {
         std::fprintf(stderr, "Error: npu_sim_main.cpp needs a model built with 1ps precision\n");
         return 2;

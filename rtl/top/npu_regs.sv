@@ -1,4 +1,5 @@
 `default_nettype none
+`include "npu_assert.svh"
 
 `include "npu_axi_assign.svh"
 
@@ -221,6 +222,27 @@ module npu_regs
   assign irq_o = (hwif_out.INT_STATUS.SW.value && hwif_out.INT_ENABLE.SW.value)
               || (hwif_out.INT_STATUS.CORE_DONE.value && hwif_out.INT_ENABLE.CORE_DONE.value)
               || (hwif_out.INT_STATUS.CORE_ERROR.value && hwif_out.INT_ENABLE.CORE_ERROR.value);
+
+  // The AXI4-Lite port (rtl/bus/npu_axil_checker.sv) and the CSR fields (the generated
+  // npu_csr has no assertions of its own): a singlepulse field is high one cycle; a
+  // write-1-to-clear field is only ever set by its hardware event.
+  npu_axil_checker #(.Name("npu register port (regs)"), .req_t(req_t), .rsp_t(rsp_t))
+  u_sva_axil (.clk_i, .rst_ni, .req_i(s_axil_req_i), .rsp_i(s_axil_rsp_o), .tb_i(1'b0));
+  `NPU_ASSERT_NEVER(NpuCsrStartPulse,
+                    $past(hwif_out.CORE_CTRL.START.value) && hwif_out.CORE_CTRL.START.value,
+                    "CORE_CTRL.START (singlepulse) high two cycles running")
+  `NPU_ASSERT_NEVER(NpuCsrAbortPulse,
+                    $past(hwif_out.CORE_CTRL.ABORT.value) && hwif_out.CORE_CTRL.ABORT.value,
+                    "CORE_CTRL.ABORT (singlepulse) high two cycles running")
+  `NPU_ASSERT_NEVER(NpuCsrWipePulse,
+                    $past(hwif_out.CORE_CTRL.WIPE.value) && hwif_out.CORE_CTRL.WIPE.value,
+                    "CORE_CTRL.WIPE (singlepulse) high two cycles running")
+  `NPU_ASSERT(NpuCsrSwIrqW1c, !$rose(hwif_out.INT_STATUS.SW.value)
+              || $past(hwif_in.INT_STATUS.SW.hwset), "INT_STATUS.SW (w1c) rose without CTRL.SW_IRQ rising")
+  `NPU_ASSERT(NpuCsrCoreDoneW1c, !$rose(hwif_out.INT_STATUS.CORE_DONE.value)
+              || $past(core_done_event_i), "INT_STATUS.CORE_DONE (w1c) rose without a done event")
+  `NPU_ASSERT(NpuCsrCoreErrorW1c, !$rose(hwif_out.INT_STATUS.CORE_ERROR.value)
+              || $past(core_error_event_i), "INT_STATUS.CORE_ERROR (w1c) rose without an error event")
 endmodule
 
 `default_nettype wire

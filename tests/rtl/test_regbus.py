@@ -7,8 +7,8 @@ cocotbext-axi's `AxiLiteMaster`, the independent AXI4-Lite verification IP, on t
 - A bus monitor (this file, sampling the links every cycle: test code only) checks the
   master's AXI4-Lite traffic: handshake stability, a write alone on the link (reads may
   be pipelined, up to READS_IN_FLIGHT), legal responses, and the exact transactions each
-  operation must make; the RTL checkers
-  (`npu_axil_checker`) count no violation, and do count one that a hand-driven port makes.
+  operation must make; the RTL checkers' assertions
+  (`npu_axil_checker`) do not fail, and do fail on a hand-driven port's broken handshake.
 - A masked write stays atomic while another master writes the same register.
 
 cocotbext-axi's traffic itself is not checked: under Verilator, with `npu_sim`'s clock
@@ -30,6 +30,7 @@ import cocotb
 import pytest
 from cocotb.triggers import FallingEdge, RisingEdge, Timer
 
+from npuemu.sim import assertions
 from npuemu.sim.cocotb_run import run_cocotb
 from npuemu.sim.harness import NpuHarness
 from npuemu.sim.regbus import CocotbextMaster, Row
@@ -51,8 +52,14 @@ def axi(status: int) -> int:
 
 
 # ---------------------------------------------------------------------------- pytest side
+# The one test whose assertion failures are meant: it runs alone, with Verilator told to go
+# on after them (elsewhere the first failure ends the simulation, and the test fails).
+BROKEN_HANDSHAKE = "checker_counts_a_broken_handshake"
+
+
 @pytest.mark.sim
-def test_regbus_master(sim_model, shm_dir, tmp_path):
+@pytest.mark.parametrize("broken", [False, True], ids=["regbus", "broken-handshake"])
+def test_regbus_master(sim_model, shm_dir, tmp_path, broken):
     model = sim_model("buyi")
     files = {mem: shm_dir / f"{mem}.bin" for mem in ("udma", "plddr")}
     for mem, path in files.items():
@@ -60,12 +67,19 @@ def test_regbus_master(sim_model, shm_dir, tmp_path):
             f.truncate(target("buyi").memory(mem).size)
     seed = int(os.environ.get("NPU_TEST_SEED", random.randrange(1 << 30)))
     print(f"NPU_TEST_SEED={seed}")
+    plusargs = [f"+npu_mem_{mem}={path}" for mem, path in files.items()]
+    env = {"NPU_TARGET": "buyi", "NPU_TEST_SEED": str(seed)}
+    if broken:
+        plusargs.append("+verilator+error+limit+1000000")
+    else:
+        env["COCOTB_TEST_FILTER"] = rf"^(?!.*\.{BROKEN_HANDSHAKE}$)"
     run_cocotb(
         model,
         "test_regbus",
         test_dir=tmp_path,
-        plusargs=[f"+npu_mem_{mem}={path}" for mem, path in files.items()],
-        extra_env={"NPU_TARGET": "buyi", "NPU_TEST_SEED": str(seed)},
+        testcase=BROKEN_HANDSHAKE if broken else None,
+        plusargs=plusargs,
+        extra_env=env,
         seed=seed,
     )
 
@@ -438,8 +452,9 @@ async def master_traffic_and_cycles(dut):
 @cocotb.test()
 async def checker_counts_a_broken_handshake(dut):
     """The RTL checker is not blind: an address that changes while AW waits for ready
-    (driven by hand on the toplevel port) is counted."""
+    (driven by hand on the toplevel port) fails its AxilAwStable assertion."""
     h = NpuHarness(dut, CLOCK_PERIOD_PS, master="regbus")
+    dut.tb_strict_i.value = 1  # the port is driven by hand: its handshakes are checked
     await h.reset()
     assert h.axil_violations == (0, 0)
     pool = Pool()
@@ -456,8 +471,13 @@ async def checker_counts_a_broken_handshake(dut):
     dut.s_axil_awvalid.value = 0
     await RisingEdge(dut.clk_o)
     assert h.axil_violations[1] > 0
+    # The assertions of the link's checker, and of the register block's own port, name it.
+    stable = [f for f in assertions.failures() if f.name == "AxilAwStable"]
+    assert any(".u_check_axil." in f.scope for f in stable), assertions.failures()
+    assert all("AW: payload changed while waiting for ready" in f.message for f in stable)
     await h.reset()  # the device (and its checkers) start clean
     assert h.axil_violations == (0, 0)
+    dut.tb_strict_i.value = 0
 
 
 async def hand_writes(dut, addr: int, values: list[int]) -> None:

@@ -52,7 +52,10 @@ def run_mutant(
     finally:
         shutil.rmtree(mdir / "rtl", ignore_errors=True)
         shutil.rmtree(mdir / "sim", ignore_errors=True)
-    return Outcome(m, not res.passed, res.failed_test, res.seconds, res.timed_out, res.also_failed)
+    return Outcome(
+        m, not res.passed, res.failed_test, res.seconds, res.timed_out, res.also_failed,
+        res.assertion,
+    )  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -106,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
         verdict = f"killed by {o.killed_by}" if o.killed else "SURVIVED"
         if o.also_failed:
             verdict += f" (also: {', '.join(o.also_failed)})"
+        if o.assertion:
+            verdict += f"; assertion first: {o.assertion}"
         print(f"[{i}/{len(mutants)}] {m.id}: {verdict} ({o.seconds:.0f} s)", flush=True)
     meta["load average at end"] = _loadavg()
     meta["total run time"] = f"{time.monotonic() - start:.0f} s"

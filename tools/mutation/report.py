@@ -22,6 +22,7 @@ class Outcome:
     seconds: float
     timed_out: bool = False
     also_failed: tuple[str, ...] = ()  # other cocotb tests that failed in the same test
+    assertion: str | None = None  # the RTL assertion that caught it first, if one did
 
 
 def write_report(
@@ -39,9 +40,11 @@ def write_report(
     """
     out.mkdir(parents=True, exist_ok=True)
     survived = [o.mutant.id for o in outcomes if not o.killed]
+    by_assertion = [o.mutant.id for o in outcomes if o.killed and o.assertion]
     summary = {
         "mutants": len(outcomes),
         "killed": len(outcomes) - len(survived),
+        "caught_by_assertion": len(by_assertion),
         "survived": survived,
         "results": [
             {
@@ -50,6 +53,7 @@ def write_report(
                 "killed": o.killed,
                 "killed_by": o.killed_by,
                 "also_failed": list(o.also_failed),
+                "assertion": o.assertion,
                 "timed_out": o.timed_out,
                 "seconds": round(o.seconds, 1),
             }
@@ -64,19 +68,20 @@ def write_report(
         "# Mutation check",
         "",
         f"{summary['killed']} of {summary['mutants']} mutants killed"
-        + (f"; **survived: {', '.join(survived)}**" if survived else "") + ".",
+        + (f"; **survived: {', '.join(survived)}**" if survived else "") + "; "
+        + f"{len(by_assertion)} caught first by an RTL assertion.",
         "",
         *(f"- {k}: {v}" for k, v in meta.items()),
         "",
-        "| mutant | file | description | killed by | also failed | time |",
-        "|---|---|---|---|---|---|",
+        "| mutant | file | description | killed by | assertion first | also failed | time |",
+        "|---|---|---|---|---|---|---|",
     ]  # fmt: skip
     for o in outcomes:
         by = o.killed_by if o.killed else "**SURVIVED**"
         lines.append(
             f"| `{o.mutant.id}` | {o.mutant.file.removeprefix('rtl/')} | "
-            f"{o.mutant.description} | {_cell(by or '?')} | {', '.join(o.also_failed)} | "
-            f"{o.seconds:.0f} s |"
+            f"{o.mutant.description} | {_cell(by or '?')} | {_cell(o.assertion or '')} | "
+            f"{', '.join(o.also_failed)} | {o.seconds:.0f} s |"
         )
     md_path = out / "report.md"
     md_path.write_text("\n".join(lines) + "\n")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -30,6 +31,7 @@ class RunResult:
     returncode: int
     log: Path
     also_failed: tuple[str, ...] = ()  # the other cocotb tests that failed in that test
+    assertion: str | None = None  # the first RTL assertion that failed in the run, if any
 
 
 def run_selection(
@@ -95,7 +97,31 @@ def run_selection(
     failed, also = _first_failure(junit, work / "tmp")
     if rc != 0 and failed is None:
         failed = f"(pytest exit status {rc}: see {log})"
-    return RunResult(rc == 0, failed, False, seconds, rc, log, also)
+    assertion = first_assertion(work / "tmp") if rc != 0 else None
+    return RunResult(rc == 0, failed, False, seconds, rc, log, also, assertion)
+
+
+# Verilator's report of a failed assertion (rtl/include/npu_assert.svh): "[<time>] %Error:
+# <file>:<line>: Assertion failed in <scope>: <name>: <message>".
+_ASSERTION_LINE = re.compile(r"^\[(\d+)\] %Error: \S+: Assertion failed in (\S+): (\w+): (.*)$")
+
+
+def first_assertion(basetemp: Path) -> str | None:
+    """The RTL assertion that failed first (by simulated time) in any simulator log under
+    `basetemp`: "NAME (SCOPE) at TIME ps: MESSAGE", or None when none failed. A failing
+    assertion stops a test's simulation at once, so it is what caught a mutant first, before
+    any check of the test's own."""
+    first: tuple[int, str] | None = None
+    for log in sorted(basetemp.glob("**/sim.log")):
+        for line in log.read_text(errors="replace").splitlines():
+            m = _ASSERTION_LINE.match(line.strip())
+            if m is None:
+                continue
+            time_ps, scope, name, message = int(m[1]), m[2], m[3], m[4]
+            if first is None or time_ps < first[0]:
+                first = (time_ps, f"{name} ({scope}) at {time_ps} ps: {message}")
+            break  # the first of each log
+    return None if first is None else first[1]
 
 
 def _first_failure(junit: Path, basetemp: Path) -> tuple[str | None, tuple[str, ...]]:

@@ -66,6 +66,8 @@ DPI_SOURCES = (
     # The lockstep trace (rtl/sim/npu_cmp_lockstep.sv under NPU_LOCKSTEP; off until
     # NPU_EMU_LOCKSTEP is set: npuemu.sim.lockstep).
     RTL_DIR / "sim" / "npu_lockstep_dpi.cpp",
+    # Failed assertions (rtl/include/npu_assert.svh), recorded for the worker and the tests.
+    RTL_DIR / "sim" / "npu_assert_dpi.cpp",
 )
 # Headers the C++ includes: the register ring's layout (generated from xrt.hw.ring) and its
 # service in the harness's main loop (npu_sim builds: -DNPU_SIM_RING).
@@ -121,6 +123,10 @@ COCOTB_ARGS = (
     f"-I{RTL_DIR / 'sim'}",
 )
 TIMING_ARGS = ("--timing", "-CFLAGS", "-fcoroutines")
+# The RTL's SVA assertions (rtl/include/npu_assert.svh): on in every model unless a caller
+# asks for a model without them (bench/bench_assert.py measures the difference:
+# docs/debugging.md, "Assertions").
+ASSERT_ARGS = ("--assert",)
 VERILATOR_ARGS = (
     "-O3",
     "--x-assign",
@@ -288,6 +294,7 @@ def build_model(
     name: str | None = None,
     main: Path | None = None,
     coverage: bool | None = None,
+    assertions: bool = True,
 ) -> BuiltModel:
     """Build (or reuse) the verilated model of `toplevel` with `parameters`.
 
@@ -301,6 +308,8 @@ def build_model(
         main: A C++ main loop (under `RTL_DIR`) in place of cocotb's ``verilator.cpp``.
         coverage: Build with line and toggle coverage (`COVERAGE_ARGS`); default: on when
             the ``NPU_EMU_COVERAGE`` environment variable names a folder (make coverage).
+        assertions: Compile the RTL's assertions (`ASSERT_ARGS`); a failure is recorded
+            for `npuemu.sim.assertions` and reported by Verilator.
 
     Returns:
         The model and whether it was built now, with the build time.
@@ -314,6 +323,7 @@ def build_model(
     fcov = coverage and isa_toml.is_file()
     fcov_args = ("--coverage-user", f"-DNPU_FCOV_DIGEST={fcov_digest(isa_toml)}") if fcov else ()
     extra_args = (
+        *(ASSERT_ARGS if assertions else ()),
         *(TIMING_ARGS if timing else ()),
         *extra_args,
         *(COVERAGE_ARGS if coverage else ()),
@@ -410,7 +420,9 @@ def verilator_runner(main: Path | None = None):  # -> cocotb_tools.runner.Verila
     return OwnMainVerilator()
 
 
-def build_npu_sim(target_name: str, *, waves: bool | None = None) -> BuiltModel:
+def build_npu_sim(
+    target_name: str, *, waves: bool | None = None, assertions: bool = True
+) -> BuiltModel:
     """The `npu_sim` model of a target ("buyi", "zg330") as the harness runs it: with our
     own main loop (`NPU_SIM_MAIN`), which drives the clock, so long waits cost no callback
     per clock edge and quiet time steps no VPI calls."""
@@ -442,6 +454,7 @@ def build_npu_sim(target_name: str, *, waves: bool | None = None) -> BuiltModel:
             "-CFLAGS",
             f"-DNPU_SIM_REG_BLOCK_SIZE={cfg.reg_block_size:#x}u",
         ),
-        name=target_name,
+        name=target_name if assertions else f"{target_name}-noassert",
         main=NPU_SIM_MAIN,
+        assertions=assertions,
     )

@@ -27,6 +27,7 @@ from cocotb.triggers import FallingEdge, First, RisingEdge, Timer
 from cocotb.utils import get_sim_time
 from cocotbext.axi import AxiResp
 
+from npuemu.sim import assertions
 from npuemu.sim.regbus import CocotbextMaster, RegbusMaster
 from xrt.hw.regops import (
     RegKind,
@@ -152,6 +153,7 @@ class NpuHarness:
         self.master.reset()
         await self.run_cycles(cycles)
         self.dut.rst_ni.value = 1
+        assertions.clear()  # the device starts clean
         await RisingEdge(self.clock)
         await RisingEdge(self.clock)
         busy = getattr(self.dut, "busy_o", None)  # npu_sim; the DMA block has none
@@ -220,12 +222,14 @@ class NpuHarness:
 
     @property
     def axil_violations(self) -> tuple[int, int]:
-        """AXI4-Lite rules broken since reset, counted by `npu_sim`'s checkers: (on the
-        register bus master's own link, on the NPU's register port); (0, 0) for tops
-        without them."""
-        if not hasattr(self.dut, "axil_violations_o"):
-            return 0, 0
-        return int(self.dut.rbm_violations_o.value), int(self.dut.axil_violations_o.value)
+        """AXI4-Lite assertions failed since reset in `npu_sim`'s link checkers
+        (npu_axil_checker): (on the register bus master's own link, on the NPU's register
+        port); (0, 0) for tops without them."""
+        fired = assertions.failures()
+        return (
+            sum(".u_check_regbus." in f.scope for f in fired),
+            sum(".u_check_axil." in f.scope for f in fired),
+        )
 
     # ------------------------------------------------------------------ interrupt
     @property

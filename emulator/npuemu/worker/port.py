@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 from cocotb.utils import get_sim_time
 
+from npuemu.sim import assertions
 from npuemu.sim.lockstep import LaunchVetter
 from npuemu.sim.waves import WavesUnavailableError
 from npuemu.worker.handlers import PortRefusal, Worker
@@ -44,7 +45,7 @@ from xrt.hw.port import (
 )
 from xrt.hw.port_pipe import encode_reply, encode_request
 from xrt.hw.regs import read_side_effects
-from xrt.hw.targets import target
+from xrt.hw.targets import CLOCK_PERIOD_PS, target
 
 __all__ = ["ForwardTap", "LockstepTap", "Tap", "WorkerPort", "encode_served"]
 
@@ -77,6 +78,11 @@ class WorkerPort:
         started = int(get_sim_time("ps"))  # where a recording pins the request
         error = None
         body = None
+        if assertions.count():  # failed between requests, or named by a ring's reply
+            error = await self.assertion_failed()
+            if error is not None:  # the device broke while no request ran: this one sees it
+                reply = Reply(req_id, self.worker.h.cycles, started, None, error)
+                return self.tap(Served(request, reply, route, read_only))
         if read_only and (why := read_only_refusal(request, self.read_side_effects)):
             # The server checks first: this is the gate, should the server not.
             log.error("refused a read-only request %s: %s", request.TAG, why)
@@ -91,11 +97,30 @@ class WorkerPort:
             except Exception as exc:  # the worker's own failure: logged, answered, survived
                 log.exception("request %s failed", request.TAG)
                 error = PortError(PortErrorCode.INTERNAL, f"{type(exc).__name__}: {exc}")
+        if assertions.count():
+            fired = await self.assertion_failed()
+            if fired is not None:
+                body, error = None, fired
         reply = Reply(req_id, self.worker.h.cycles, started, body, error)
         reply = self.tap(Served(request, reply, route, read_only))
         if self.watch is not None:
             self.watch(Served(request, reply, route, read_only))
         return reply
+
+    async def assertion_failed(self) -> PortError | None:
+        """After an RTL assertion failed (npuemu.sim.assertions): the device error naming
+        the first failure no reply has named yet (None when a ring's reply named it), and
+        a device reset, so the next request finds a sound device."""
+        fresh = assertions.unreported()
+        error = None
+        if fresh:
+            first = fresh[0]
+            more = f" (and {len(fresh) - 1} more)" if len(fresh) > 1 else ""
+            why = f"device error: {first.describe(CLOCK_PERIOD_PS)}{more}"
+            log.error("%s; resetting the device", why)
+            error = PortError(PortErrorCode.INTERNAL, why)
+        await self.worker.h.reset()  # clears the records too
+        return error
 
     def tap(self, served: Served) -> Reply:
         """Hand `served` to every tap (in order); the reply as the taps leave it."""
