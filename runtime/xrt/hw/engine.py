@@ -20,7 +20,7 @@ register map (`xrt.hw.regs`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from xrt.hw.isa import ERROR_TEXT, EngineError
 from xrt.hw.regops import RegOp, RegPoll, RegRead, RegWrite
@@ -100,7 +100,7 @@ def is_busy(status: int | None) -> bool:
 def readout_ops(npu_base: int) -> list[RegOp]:
     """The batch after the interrupt: status, error registers, counters (LO before HI: the
     LO read latches HI), then the acknowledge. `decode_readout` reads its results."""
-    ops: list[RegOp] = [RegRead(_at(npu_base, name)) for name in _READ_FIRST]
+    ops = status_ops(npu_base)
     for name in PERF_COUNTERS:
         ops += [
             RegRead(_at(npu_base, f"PERF_{name}_LO")),
@@ -188,17 +188,10 @@ def decode_status(values: Sequence[int | None]) -> EngineOutcome:
 
 
 def decode_readout(values: Sequence[int | None]) -> EngineOutcome:
-    """The `EngineOutcome` in the results of a `readout_ops` batch."""
-    status, pc, lo, hi = (int(v or 0) for v in values[:4])
+    """The `EngineOutcome` in the results of a `readout_ops` batch (`status_ops`' reads
+    first, then the counters)."""
     counters = {}
     for i, name in enumerate(PERF_COUNTERS):
         c_lo, c_hi = values[4 + 2 * i], values[5 + 2 * i]
         counters[name] = (int(c_hi or 0) << 32) | int(c_lo or 0)
-    return EngineOutcome(
-        status=status,
-        err_code=_ERR_CODE.extract(status),
-        err_unit=_ERR_UNIT.extract(status),
-        err_pc=pc,
-        err_addr=(hi << 32) | lo,
-        counters=counters,
-    )
+    return replace(decode_status(values), counters=counters)

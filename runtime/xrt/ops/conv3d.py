@@ -14,55 +14,10 @@ from math import prod
 
 import numpy as np
 
-from xrt.dtypes import TensorType
-from xrt.errors import ErrorCode
-from xrt.ops._common import check_nonneg, check_positive, fail, need_float, need_rank
 from xrt.ops._registry import AttrSpec, OpDef, OpLike, register_op
-from xrt.ops.convtranspose import convtranspose_out_size
+from xrt.ops.convtranspose import convtranspose_infer
 
 __all__ = ["convtranspose3d_forward"]
-
-
-def _infer(op: OpLike, ins: list[TensorType], params: Mapping[str, np.ndarray]) -> list[TensorType]:
-    a = op.attrs
-    x = ins[0]
-    need_float(op, x)
-    need_rank(op, x, 5)
-    w = params["weight"]
-    if w.dtype.kind != "f" or w.ndim != 5:
-        raise fail(
-            op,
-            f"weight must be float of rank 5, got {w.dtype} {list(w.shape)}",
-            ErrorCode.WRONG_TYPE,
-        )
-    check_positive(op, "strides", a["strides"])
-    check_positive(op, "dilations", a["dilations"])
-    check_nonneg(op, "pads", a["pads"])
-    check_nonneg(op, "output_padding", a["output_padding"])
-    g = a["groups"]
-    c = x.shape[1]
-    if g <= 0 or c % g or w.shape[0] != c:
-        raise fail(op, f"weight {list(w.shape)} and groups {g} do not fit {c} input channels")
-    co = w.shape[1] * g
-    bias = params.get("bias")
-    if bias is not None and bias.shape != (co,):
-        raise fail(op, f"bias must have shape [{co}], got {list(bias.shape)}")
-    p = a["pads"]
-    out = [
-        convtranspose_out_size(
-            n,
-            w.shape[2 + i],
-            a["strides"][i],
-            p[i],
-            p[i + 3],
-            a["dilations"][i],
-            a["output_padding"][i],
-        )
-        for i, n in enumerate(x.shape[2:])
-    ]
-    if min(out) <= 0:
-        raise fail(op, f"pads {p} leave no output ({out})")
-    return [TensorType(x.dtype, (x.shape[0], co, *out), x.layout)]
 
 
 def convtranspose3d_forward(
@@ -109,7 +64,7 @@ register_op(
         },
         params=("weight",),
         optional_params=("bias",),
-        infer=_infer,
+        infer=convtranspose_infer(5),
         forward=convtranspose3d_forward,
         fed_roles=("weight", "bias"),
         doc="3-D transposed convolution on the host (NCDHW, weight (C_in, C_out/g, kd, kh, kw))",

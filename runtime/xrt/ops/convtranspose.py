@@ -8,7 +8,7 @@ contribution with one strided add: a loop over the kh * kw taps, none per elemen
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -27,40 +27,55 @@ def convtranspose_out_size(
     return stride * (size - 1) + out_pad + dilation * (kernel - 1) + 1 - pad_begin - pad_end
 
 
-def _infer(op: OpLike, ins: list[TensorType], params: Mapping[str, np.ndarray]) -> list[TensorType]:
-    a = op.attrs
-    x = ins[0]
-    need_float(op, x)
-    need_rank(op, x, 4)
-    w = params["weight"]
-    if w.dtype.kind != "f" or w.ndim != 4:
-        raise fail(
-            op,
-            f"weight must be float of rank 4, got {w.dtype} {list(w.shape)}",
-            ErrorCode.WRONG_TYPE,
-        )
-    check_positive(op, "strides", a["strides"])
-    check_positive(op, "dilations", a["dilations"])
-    check_nonneg(op, "pads", a["pads"])
-    check_nonneg(op, "output_padding", a["output_padding"])
-    g = a["groups"]
-    n, c, h, wd = x.shape
-    if g <= 0 or c % g or w.shape[0] != c:
-        raise fail(op, f"weight {list(w.shape)} and groups {g} do not fit {c} input channels")
-    co = w.shape[1] * g
-    bias = params.get("bias")
-    if bias is not None and bias.shape != (co,):
-        raise fail(op, f"bias must have shape [{co}], got {list(bias.shape)}")
-    pt, pl, pb, pr = a["pads"]
-    ho = convtranspose_out_size(
-        h, w.shape[2], a["strides"][0], pt, pb, a["dilations"][0], a["output_padding"][0]
-    )
-    wo = convtranspose_out_size(
-        wd, w.shape[3], a["strides"][1], pl, pr, a["dilations"][1], a["output_padding"][1]
-    )
-    if ho <= 0 or wo <= 0:
-        raise fail(op, f"pads {a['pads']} leave no output ({ho}x{wo})")
-    return [TensorType(x.dtype, (n, co, ho, wo), x.layout)]
+def convtranspose_infer(rank: int) -> Callable[..., list[TensorType]]:
+    """The type inference of a transposed convolution over tensors of `rank` (4: 2-D,
+    5: 3-D): checks the weight, groups, bias and attributes; output lengths per spatial axis
+    by `convtranspose_out_size`."""
+
+    def infer(
+        op: OpLike, ins: list[TensorType], params: Mapping[str, np.ndarray]
+    ) -> list[TensorType]:
+        a = op.attrs
+        x = ins[0]
+        need_float(op, x)
+        need_rank(op, x, rank)
+        w = params["weight"]
+        if w.dtype.kind != "f" or w.ndim != rank:
+            raise fail(
+                op,
+                f"weight must be float of rank {rank}, got {w.dtype} {list(w.shape)}",
+                ErrorCode.WRONG_TYPE,
+            )
+        check_positive(op, "strides", a["strides"])
+        check_positive(op, "dilations", a["dilations"])
+        check_nonneg(op, "pads", a["pads"])
+        check_nonneg(op, "output_padding", a["output_padding"])
+        g = a["groups"]
+        c = x.shape[1]
+        if g <= 0 or c % g or w.shape[0] != c:
+            raise fail(op, f"weight {list(w.shape)} and groups {g} do not fit {c} input channels")
+        co = w.shape[1] * g
+        bias = params.get("bias")
+        if bias is not None and bias.shape != (co,):
+            raise fail(op, f"bias must have shape [{co}], got {list(bias.shape)}")
+        p, axes = a["pads"], rank - 2
+        out = [
+            convtranspose_out_size(
+                n,
+                w.shape[2 + i],
+                a["strides"][i],
+                p[i],
+                p[i + axes],
+                a["dilations"][i],
+                a["output_padding"][i],
+            )
+            for i, n in enumerate(x.shape[2:])
+        ]
+        if min(out) <= 0:
+            raise fail(op, f"pads {list(p)} leave no output ({'x'.join(map(str, out))})")
+        return [TensorType(x.dtype, (x.shape[0], co, *out), x.layout)]
+
+    return infer
 
 
 def convtranspose2d_forward(
@@ -114,7 +129,7 @@ register_op(
         },
         params=("weight",),
         optional_params=("bias",),
-        infer=_infer,
+        infer=convtranspose_infer(4),
         forward=convtranspose2d_forward,
         fed_roles=("weight", "bias"),
         doc="2-D transposed convolution (NCHW, weight (C_in, C_out/g, kh, kw)), optional bias",
