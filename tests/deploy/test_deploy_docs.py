@@ -14,7 +14,7 @@ DOCS = (ROOT / "docs" / "deploy.md").read_text()
 
 
 def _shell_lines() -> list[str]:
-    blocks = re.findall(r"```\n(.*?)```", DOCS, re.S)
+    blocks = re.findall(r"```(?:sh)?\n(.*?)```", DOCS, re.S)
     return [line.split("  #")[0].strip() for b in blocks for line in b.splitlines() if line]
 
 
