@@ -436,8 +436,7 @@ class _Run:
         walls: list[float],
     ) -> None:
         args, net = self.args, self.net
-        if args.trace is not None:
-            sess.write_trace(args.trace)
+        traced = sess.write_trace(args.trace) if args.trace is not None else ""
         self.say(
             f"model {args.model}: network {net.name!r}, {len(net.ops)} ops; "
             f"backends {', '.join(self.names)}"
@@ -492,7 +491,7 @@ class _Run:
             self.say(sess.profile_summary())
             self.say(sess.memory_plan.summary())
         if args.trace is not None:
-            self.say(f"trace: {args.trace} ({len(sess.trace_events())} events; ui.perfetto.dev)")
+            self.say(f"trace: {args.trace} ({traced}; ui.perfetto.dev)")
 
     def _compare(self, outs: dict[str, np.ndarray]) -> int:
         """Run the same network on the host backend and compare bit for bit."""
