@@ -3,7 +3,7 @@
 
 ::
 
-    xrt run MODEL.onnx|CONTAINER [--device URL] [--backends NAME[,NAME...]]
+    xrt run MODEL.onnx|CONTAINER [--device/-d URL] [--backends NAME[,NAME...]]
                        [--input FILE.npy ...] [--seed N] [--quantize [--calib N | --calib-dir DIR]]
                        [--require-npu] [--compare host] [--output FILE.npz] [--runs N]
                        [--json] [--profile] [--trace FILE] [--values N]
@@ -37,6 +37,8 @@ Exit status (one table for ``xrt`` and ``npu-emu``, `xrt.exitcodes`): 0 success;
 failed (11012..11015); 2 bad arguments or input (11002, 11003, 11010, 11011); 3
 ``--require-npu`` found quantized operators on the host; 4 ``--compare`` found a
 difference; 130 interrupted (Ctrl-C); 141 the output pipe closed.
+With ``--json`` an error is ``{"error": {"code": ..., "message": ...}}`` on stdout
+(`xrt.cli_output`).
 """
 
 from __future__ import annotations

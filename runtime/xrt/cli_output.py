@@ -81,7 +81,8 @@ def report_error(
     if usage:
         print(usage.rstrip(), file=sys.stderr)
     text = str(error)  # an XrtError shows its number: "[11003] ..."
-    print(f"{prog}: error: {text}", file=sys.stderr, flush=True)
+    label = "" if code == exitcodes.INTERRUPTED else "error: "  # Ctrl-C is no error
+    print(f"{prog}: {label}{text}", file=sys.stderr, flush=True)
     return code
 
 
