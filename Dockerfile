@@ -31,7 +31,7 @@ RUN npu-emu build --target "${TARGET}" \
 USER 10001
 EXPOSE 50051
 HEALTHCHECK --interval=15s --timeout=5s --start-period=120s --retries=3 \
-    CMD ["npu-emu", "health", "--server", "127.0.0.1:50051"]
+    CMD ["npu-emu", "health", "--device", "grpc://127.0.0.1:50051"]
 # 0.0.0.0: reachable through the container's published port. Set NPU_EMU_TOKEN (or mount
 # a --token-file) and TLS (--tls-cert/--tls-key) before exposing it beyond one host.
 ENTRYPOINT ["npu-emu", "serve", "--host", "0.0.0.0", "--port", "50051", "--log-dir", "/opt/npu-emu/logs"]

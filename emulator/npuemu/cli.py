@@ -18,9 +18,14 @@ npu-emu replay REC [--target buyi|zg330] [--check] [--waves START:END [--out F.f
               [--max-cycles N] [--max-wall-s S]
               (a recorded lease again, in-process: npuemu.replay, npuemu.replay_waves)
 npu-emu build [--target buyi|zg330] [--waves]
-npu-emu checkpoint save|restore DEVICE FILE | info FILE   (npuemu.device_cli)
-npu-emu attach URL -- PROGRAM [ARGS...]   (a C driver against a leased device: npuemu.attach)
+npu-emu checkpoint save|restore -d URL FILE | info FILE   (npuemu.device_cli)
+npu-emu attach -d URL -- PROGRAM [ARGS...]   (a C driver against a leased device: npuemu.attach)
 npu-emu devices | regs | mem | waves | health ...   (npuemu.device_cli)
+
+Every command that talks to a device or server takes it as ``--device/-d URL``
+(`xrt.cli_device`; default $XRT_DEVICE); every command that prints a result takes ``--json``,
+and prints an error under it as ``{"error": {"code": ..., "message": ...}}``
+(`xrt.cli_output`); the exit status is `xrt.exitcodes`' (docs/debugging.md).
 npu-emu --version
 """
 
@@ -32,9 +37,19 @@ import sys
 from pathlib import Path
 
 from npuemu import __version__
+from npuemu.cli_common import CliError, add_json_option, emit
 from npuemu.device_cli import add_device_commands, run_device_command
 from npuemu.server.recording import DEFAULT_KEEP_MIB, DEFAULT_MAX_MIB
 from xrt import exitcodes
+from xrt.cli_device import (
+    DEFAULT_SERVER_URL,
+    SERVER_SCHEMES,
+    add_device_option,
+    check_device_url,
+    device_from_args,
+)
+from xrt.cli_output import CliParser, parse_or_report, report_error
+from xrt.errors import XrtError
 from xrt.hw.targets import TARGETS
 
 __all__ = ["main"]
@@ -73,9 +88,7 @@ class HelpWithDefaults(argparse.ArgumentDefaultsHelpFormatter):
 
 def _parser() -> argparse.ArgumentParser:
     fmt = HelpWithDefaults
-    p = argparse.ArgumentParser(
-        prog="npu-emu", description="Simulated NPU device server.", formatter_class=fmt
-    )
+    p = CliParser(prog="npu-emu", description="Simulated NPU device server.", formatter_class=fmt)
     p.add_argument("--version", action="version", version=f"npu-emu {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("serve", help="host simulated NPUs over gRPC", formatter_class=fmt)
@@ -177,19 +190,17 @@ def _parser() -> argparse.ArgumentParser:
         help="the NPU to build (default $NPU_EMU_TARGET, else buyi)",
     )
     b.add_argument("--waves", action="store_true", help="the traced model (serve --waves)")
+    add_json_option(b, "the model's folder and whether it was built")
     add_device_commands(sub, fmt)
     wt = sub.add_parser(
         "wait",
         help="wait until a device of a server can be leased (exit 0), or time out (exit 5)",
         formatter_class=fmt,
     )
-    wt.add_argument(
-        "--device",
-        "-d",
-        metavar="URL",
-        default=None,
-        help="the server or device: grpc://HOST:PORT[/DEVICE] (default $XRT_DEVICE)",
+    add_device_option(
+        wt, help="the server or device: grpc://HOST:PORT[/DEVICE] (default $XRT_DEVICE)"
     )
+    add_json_option(wt, "the device found")
     wt.add_argument(
         "--port-file",
         type=Path,
@@ -208,10 +219,14 @@ def _parser() -> argparse.ArgumentParser:
         "attach",
         help="run a program (a C driver) with a device leased to it: its registers through "
         "the register ring, udma mapped (the server must be on this machine)",
-        description="npu-emu attach URL -- PROGRAM [ARGS...]: see npuemu.attach",
+        description="npu-emu attach --device URL -- PROGRAM [ARGS...]: see npuemu.attach",
         formatter_class=fmt,
     )
-    a.add_argument("url", help="the device: grpc://HOST:PORT[/DEVICE][?token=...]")
+    add_device_option(
+        a,
+        help="the device: grpc://HOST:PORT[/DEVICE][?token=...] (default $XRT_DEVICE, else "
+        "grpc://127.0.0.1:50051)",
+    )
     a.add_argument(
         "--fault",
         action="append",
@@ -415,12 +430,20 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("GRPC_VERBOSITY", "NONE")
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(line_buffering=True)  # a CI log sees each line as it comes
-    args = _parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse_or_report(_parser(), argv)
+    if isinstance(args, int):
+        return args
+    prog = f"npu-emu {args.command}"
+    as_json = getattr(args, "json", False)
     try:
         return _main(args)
+    except CliError as exc:
+        return report_error(prog, exitcodes.BAD_INPUT, str(exc), as_json=as_json)
+    except XrtError as exc:
+        return report_error(prog, exitcodes.for_error(exc), exc, as_json=as_json)
     except KeyboardInterrupt:
-        print(f"npu-emu {args.command}: interrupted", file=sys.stderr)
-        return exitcodes.INTERRUPTED
+        return report_error(prog, exitcodes.INTERRUPTED, "interrupted", as_json=as_json)
     except BrokenPipeError:
         return exitcodes.quiet_broken_pipe()
 
@@ -448,22 +471,35 @@ def _main(args: argparse.Namespace) -> int:
     if args.command == "wait":
         from npuemu.wait_cli import wait_for_device
 
-        return wait_for_device(args.device, args.timeout, port_file=args.port_file)
+        if args.device:
+            check_device_url(args.device, schemes=SERVER_SCHEMES)
+        return wait_for_device(
+            args.device, args.timeout, port_file=args.port_file, as_json=args.json
+        )
     if args.command == "attach":
         from npuemu.attach import main as attach_main
 
-        command = args.program[1:] if args.program[:1] == ["--"] else args.program
-        return attach_main(args.url, command, args.fault)
+        command, legacy = args.program, None
+        if command[:1] != ["--"] and command and "://" in command[0]:
+            legacy, command = command[0], command[1:]  # attach URL -- PROGRAM (deprecated)
+        command = command[1:] if command[:1] == ["--"] else command
+        url = device_from_args(args, "npu-emu attach", name=legacy, server_default=True)
+        return attach_main(url or DEFAULT_SERVER_URL, command, args.fault)
     if args.command == "build":
         from npuemu.sim.build import ModelBuildError, build_npu_sim
 
         try:
             m = build_npu_sim(args.target, waves=args.waves)
         except ModelBuildError as exc:
-            print(f"npu-emu: {exc}", file=sys.stderr)
-            return exitcodes.FAILED
+            return report_error("npu-emu build", exitcodes.FAILED, str(exc), as_json=args.json)
         how = f"built in {m.seconds:.1f} s" if m.built_now else "cached"
-        print(f"{args.target}: {m.build_dir} ({how})")
+        doc = {
+            "target": args.target,
+            "build_dir": str(m.build_dir),
+            "built_now": m.built_now,
+            "seconds": m.seconds,
+        }
+        emit(args, doc, [f"{args.target}: {m.build_dir} ({how})"])
         return 0
     handled = run_device_command(args)
     if handled is not None:

@@ -34,45 +34,36 @@ and waveform windows of the holder's activity; no writes, no memory.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import re
-import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from xrt import exitcodes
-from xrt.errors import XrtError
+from npuemu.cli_common import (
+    CliError,
+    add_json_option,
+    emit,
+    open_device,
+    open_observer,
+)
+from npuemu.regs_cli import regs_command
+from xrt.cli_device import SERVER_SCHEMES, add_device_option, device_from_args
+from xrt.errors import ErrorCode, XrtError
 
 if TYPE_CHECKING:
-    from xrt.hw.regmap import FieldInfo, RegisterBlockInfo, RegisterInfo
     from xrt.npu_device.npu import NpuDevice
-    from xrt.transport.grpc import Observer
 
-__all__ = ["add_device_commands", "run_device_command"]
+__all__ = ["CliError", "add_device_commands", "run_device_command"]
 
-DEFAULT_SERVER = "127.0.0.1:50051"
+DEVICE_HELP = (
+    "the device, grpc://HOST:PORT/DEVICE (any free one without /DEVICE), or the server, "
+    "grpc://HOST:PORT (default $XRT_DEVICE, else grpc://127.0.0.1:50051)"
+)
+LEGACY_NAME_HELP = "deprecated: the device's name (or URL); say --device grpc://HOST:PORT/NAME"
 OBSERVE_HELP = (
     "look at a device someone else holds, without its lease (the server's admin token in "
     "$NPU_EMU_ADMIN_TOKEN; reads only)"
 )
-
-
-class CliError(Exception):
-    """A bad name or value: printed as one line, exit status 2."""
-
-
-def _server(text: str) -> str:
-    """``--server``: HOST:PORT, or the server's ``grpc://HOST:PORT`` URL (its address)."""
-    rest = text.strip().removeprefix("grpc://").rstrip("/")
-    if not re.fullmatch(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):\d{1,5}", rest):
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a server's HOST:PORT (or grpc://HOST:PORT)"
-        )
-    return rest
 
 
 def _int(text: str) -> int:
@@ -85,17 +76,12 @@ def _int(text: str) -> int:
 def add_device_commands(sub: argparse._SubParsersAction, formatter: type) -> None:
     """Add the device commands to `npu-emu`'s sub-command parser."""
 
-    def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument(
-            "--server",
-            type=_server,
-            default=os.environ.get("NPU_EMU_SERVER", DEFAULT_SERVER),
-            help="HOST:PORT (or grpc://HOST:PORT) of `npu-emu serve` ($NPU_EMU_SERVER)",
-        )
+    def common(p: argparse.ArgumentParser, json_what: str = "the result") -> None:
+        add_device_option(p, help=DEVICE_HELP, legacy_server=True)
+        add_json_option(p, json_what)
 
     d = sub.add_parser("devices", help="list a server's devices", formatter_class=formatter)
-    common(d)
-    d.add_argument("--json", action="store_true", help="print the listing as one JSON document")
+    common(d, "the listing")
 
     h = sub.add_parser(
         "health",
@@ -110,17 +96,17 @@ def add_device_commands(sub: argparse._SubParsersAction, formatter: type) -> Non
     )
     rsub = regs.add_subparsers(dest="regs_command", required=True)
     r = rsub.add_parser("read", help="read a register or a field", formatter_class=formatter)
-    r.add_argument("device")
+    r.add_argument("device_name", nargs="?", metavar="DEVICE", help=LEGACY_NAME_HELP)
     r.add_argument("name", help="BLOCK.REGISTER[.FIELD], e.g. npu.MAGIC")
     r.add_argument("--observe", action="store_true", help=OBSERVE_HELP)
     common(r)
     w = rsub.add_parser("write", help="write a register or a field", formatter_class=formatter)
-    w.add_argument("device")
+    w.add_argument("device_name", nargs="?", metavar="DEVICE", help=LEGACY_NAME_HELP)
     w.add_argument("name", help="BLOCK.REGISTER[.FIELD]")
     w.add_argument("value", type=_int, help="value (0x.. for hex)")
     common(w)
     dump = rsub.add_parser("dump", help="every register, fields decoded", formatter_class=formatter)
-    dump.add_argument("device")
+    dump.add_argument("device_name", nargs="?", metavar="DEVICE", help=LEGACY_NAME_HELP)
     dump.add_argument("block", nargs="?", help="npu or dma (default: both)")
     dump.add_argument("--observe", action="store_true", help=OBSERVE_HELP)
     common(dump)
@@ -128,13 +114,13 @@ def add_device_commands(sub: argparse._SubParsersAction, formatter: type) -> Non
     mem = sub.add_parser("mem", help="read or write device memory", formatter_class=formatter)
     msub = mem.add_subparsers(dest="mem_command", required=True)
     mr = msub.add_parser("read", help="hex dump or save memory", formatter_class=formatter)
-    mr.add_argument("device")
+    mr.add_argument("device_name", nargs="?", metavar="DEVICE", help=LEGACY_NAME_HELP)
     mr.add_argument("where", help="REGION[:OFFSET] (udma, plddr, ocm) or a physical address")
     mr.add_argument("length", type=_int, help="bytes")
     mr.add_argument("--out", type=Path, help="write the bytes to this file instead")
     common(mr)
     mw = msub.add_parser("write", help="write bytes to memory", formatter_class=formatter)
-    mw.add_argument("device")
+    mw.add_argument("device_name", nargs="?", metavar="DEVICE", help=LEGACY_NAME_HELP)
     mw.add_argument("where", help="REGION[:OFFSET] or a physical address")
     src = mw.add_mutually_exclusive_group(required=True)
     src.add_argument("--hex", help="bytes as hex, e.g. 'de ad be ef'")
@@ -146,7 +132,7 @@ def add_device_commands(sub: argparse._SubParsersAction, formatter: type) -> Non
         help="record a waveform window on a device (server started with --waves)",
         formatter_class=formatter,
     )
-    wv.add_argument("device")
+    wv.add_argument("device_name", nargs="?", metavar="DEVICE", help=LEGACY_NAME_HELP)
     wv.add_argument(
         "--cycles", type=_int, default=10_000, help="simulated cycles the window runs for"
     )
@@ -176,7 +162,7 @@ def add_device_commands(sub: argparse._SubParsersAction, formatter: type) -> Non
     cs = csub.add_parser(
         "save", help="save the device's state into FILE", formatter_class=formatter
     )
-    cs.add_argument("device")
+    cs.add_argument("device_name", nargs="?", metavar="DEVICE", help=LEGACY_NAME_HELP)
     cs.add_argument("file", type=Path)
     cs.add_argument(
         "--wait-cycles",
@@ -188,7 +174,7 @@ def add_device_commands(sub: argparse._SubParsersAction, formatter: type) -> Non
     cr = csub.add_parser(
         "restore", help="put FILE's state into the device", formatter_class=formatter
     )
-    cr.add_argument("device")
+    cr.add_argument("device_name", nargs="?", metavar="DEVICE", help=LEGACY_NAME_HELP)
     cr.add_argument("file", type=Path)
     cr.add_argument(
         "--portable",
@@ -199,158 +185,7 @@ def add_device_commands(sub: argparse._SubParsersAction, formatter: type) -> Non
     common(cr)
     ci = csub.add_parser("info", help="what a checkpoint file holds", formatter_class=formatter)
     ci.add_argument("file", type=Path)
-
-
-@contextmanager
-def _device(server: str, name: str) -> Iterator[NpuDevice]:
-    from xrt.device import Device
-
-    url = name if name.startswith("grpc://") else f"grpc://{server}/{name}"
-    dev = Device.open(url)
-    try:
-        yield dev  # type: ignore[misc]
-    finally:
-        dev.close()
-
-
-def _observer(server: str, name: str) -> Observer:
-    from xrt.transport.grpc import Observer
-
-    url = name if name.startswith(("grpc://", "grpcs://")) else f"grpc://{server}/{name}"
-    return Observer(url)
-
-
-def _observed(obs: Observer) -> None:
-    """One line on stderr: whose device was looked at, and that no lease was taken."""
-    holder = obs.holder or "nobody"
-    print(f"npu-emu: observed {obs.device} (held by {holder}; no lease taken)", file=sys.stderr)
-
-
-def _blocks() -> dict[str, RegisterBlockInfo]:
-    from xrt.hw.regs import DMA, NPU
-
-    return {"npu": NPU, "dma": DMA}
-
-
-def resolve_name(name: str) -> tuple[str, RegisterInfo, FieldInfo | None]:
-    """``BLOCK.REG[.FIELD]`` or ``REG[.FIELD]`` -> (block, register, field or None)."""
-    blocks = _blocks()
-    parts = name.split(".")
-    if parts[0].lower() in blocks:
-        block_names = [parts[0].lower()]
-        parts = parts[1:]
-    else:
-        block_names = [b for b, info in blocks.items() if parts[0].upper() in info]
-    if not parts or len(parts) > 2:
-        raise CliError(f"{name!r}: give BLOCK.REGISTER[.FIELD], e.g. npu.MAGIC")
-    reg_name = parts[0].upper()
-    found = [b for b in block_names if reg_name in blocks[b]]
-    if not found:
-        where = " or ".join(block_names) or "npu or dma"
-        raise CliError(f"no register {reg_name!r} in {where} (see `npu-emu regs dump DEVICE`)")
-    if len(found) > 1:
-        choices = " or ".join(f"{b}.{reg_name}" for b in found)
-        raise CliError(f"{reg_name} is in {' and '.join(found)}: say {choices}")
-    reg = blocks[found[0]].register(reg_name)
-    field = None
-    if len(parts) == 2:
-        fname = parts[1].upper()
-        names = [f.name for f in reg.fields]
-        if fname not in names:
-            raise CliError(
-                f"{found[0]}.{reg_name} has no field {fname!r} (fields: {', '.join(names)})"
-            )
-        field = reg.field(fname)
-    return found[0], reg, field
-
-
-def _fields_text(reg: RegisterInfo, value: int) -> str:
-    return " ".join(f"{f.name}={f.extract(value):#x}" for f in reg.fields)
-
-
-def _regs(args: argparse.Namespace) -> int:
-    if getattr(args, "observe", False):
-        return _regs_observed(args)
-    if args.regs_command == "dump":
-        blocks = _blocks()
-        if args.block and args.block.lower() not in blocks:
-            raise CliError(f"no register block {args.block!r} (npu, dma)")
-        chosen = [args.block.lower()] if args.block else list(blocks)
-        with _device(args.server, args.device) as dev:
-            for b in chosen:
-                region = dev.get_reg_region(b)
-                for reg in blocks[b]:
-                    view = region.regs.register(reg.name)
-                    if not reg.readable:
-                        print(f"{view.address:#010x} {b}.{reg.name:<16} (write-only)")
-                        continue
-                    value = view.read()
-                    print(
-                        f"{view.address:#010x} {b}.{reg.name:<16} {value:#010x}  "
-                        f"{_fields_text(reg, value)}"
-                    )
-        return 0
-    block, reg, field = resolve_name(args.name)
-    with _device(args.server, args.device) as dev:
-        view = dev.get_reg_region(block).regs.register(reg.name)
-        label = f"{block}.{reg.name}" + (f".{field.name}" if field else "")
-        if args.regs_command == "read":
-            value = view.read()
-            if field is None:
-                print(f"{label} @ {view.address:#010x} = {value:#010x}  {_fields_text(reg, value)}")
-            else:
-                print(f"{label} @ {view.address:#010x} = {field.extract(value):#x}")
-            return 0
-        if field is None:
-            view.write(args.value)
-        else:
-            view.modify(**{field.name: args.value})
-        print(f"{label} @ {view.address:#010x} <- {args.value:#x}")
-    return 0
-
-
-def _regs_observed(args: argparse.Namespace) -> int:
-    """`regs read|dump --observe`: one batch of reads through the Observe* calls."""
-    from xrt.hw.regs import read_side_effect_text
-
-    blocks = _blocks()
-    if args.regs_command == "dump":
-        if args.block and args.block.lower() not in blocks:
-            raise CliError(f"no register block {args.block!r} (npu, dma)")
-        chosen = [args.block.lower()] if args.block else list(blocks)
-        with _observer(args.server, args.device) as obs:
-            rows = []  # (address, block, register, value or why it was not read)
-            for b in chosen:
-                base = obs.block_base(b)
-                for reg in blocks[b]:
-                    why = (
-                        "write-only" if not reg.readable else read_side_effect_text(blocks[b], reg)
-                    )
-                    rows.append((base + reg.offset, b, reg, why))
-            values = iter(obs.read_registers([a for a, _, _, why in rows if not why]))
-            for addr, b, reg, why in rows:
-                if why:
-                    shown = "(write-only)" if why == "write-only" else f"(not read: {why})"
-                    print(f"{addr:#010x} {b}.{reg.name:<16} {shown}")
-                    continue
-                value = next(values)
-                print(f"{addr:#010x} {b}.{reg.name:<16} {value:#010x}  {_fields_text(reg, value)}")
-            _observed(obs)
-        return 0
-    block, reg, field = resolve_name(args.name)
-    label = f"{block}.{reg.name}" + (f".{field.name}" if field else "")
-    why = read_side_effect_text(blocks[block], reg)
-    if why:
-        raise CliError(f"{label}: {why}: an observer may not read it (it would change the device)")
-    with _observer(args.server, args.device) as obs:
-        addr = obs.block_base(block) + reg.offset
-        value = obs.read_register(addr)
-        if field is None:
-            print(f"{label} @ {addr:#010x} = {value:#010x}  {_fields_text(reg, value)}")
-        else:
-            print(f"{label} @ {addr:#010x} = {field.extract(value):#x}")
-        _observed(obs)
-    return 0
+    add_json_option(ci, "what the file holds")
 
 
 def _where(dev: NpuDevice, where: str) -> tuple[object, int]:
@@ -374,26 +209,30 @@ def _where(dev: NpuDevice, where: str) -> tuple[object, int]:
     raise CliError(f"address {addr:#x} is in no memory region ({', '.join(regions)})")
 
 
-def _hexdump(addr: int, data: bytes) -> None:
+def _hexdump(addr: int, data: bytes) -> list[str]:
+    lines = []
     for i in range(0, len(data), 16):
         row = data[i : i + 16]
         text = "".join(chr(c) if 32 <= c < 127 else "." for c in row)
-        print(f"{addr + i:#012x}  {row.hex(' '):<47}  {text}")
+        lines.append(f"{addr + i:#012x}  {row.hex(' '):<47}  {text}")
+    return lines
 
 
 def _mem(args: argparse.Namespace) -> int:
-    with _device(args.server, args.device) as dev:
+    with open_device(args.url) as dev:
         region, addr = _where(dev, args.where)
         if args.mem_command == "read":
             if args.length <= 0:
                 raise CliError(f"length must be positive, not {args.length}")
             buf = bytearray(args.length)
             region.read(buf, addr)  # type: ignore[attr-defined]
+            doc = {"where": args.where, "address": addr, "length": len(buf)}
             if args.out:
                 args.out.write_bytes(buf)
-                print(f"{len(buf)} B from {args.where} ({addr:#x}) -> {args.out}")
+                line = f"{len(buf)} B from {args.where} ({addr:#x}) -> {args.out}"
+                emit(args, {**doc, "out": str(args.out)}, [line])
             else:
-                _hexdump(addr, bytes(buf))
+                emit(args, {**doc, "hex": bytes(buf).hex()}, _hexdump(addr, bytes(buf)))
             return 0
         if args.infile is not None:
             data = args.infile.read_bytes()
@@ -403,8 +242,18 @@ def _mem(args: argparse.Namespace) -> int:
             except ValueError as exc:
                 raise CliError(f"--hex {args.hex!r}: {exc}") from None
         region.write(addr, data)  # type: ignore[attr-defined]
-        print(f"{len(data)} B -> {args.where} ({addr:#x})")
+        doc = {"where": args.where, "address": addr, "written": len(data)}
+        emit(args, doc, [f"{len(data)} B -> {args.where} ({addr:#x})"])
     return 0
+
+
+def _channel(url: str):  # -> (grpc.Channel, address, metadata)
+    from xrt.transport.grpc.channel import open_channel, parse_url
+
+    target = parse_url(url)
+    token = target.token or os.environ.get("NPU_EMU_TOKEN")
+    metadata = (("authorization", f"Bearer {token}"),) if token else ()
+    return open_channel(target.address, target.tls), target.address, metadata
 
 
 def _devices(args: argparse.Namespace) -> int:
@@ -413,14 +262,13 @@ def _devices(args: argparse.Namespace) -> int:
     from xrt.hw.wire import pb, pb_grpc
     from xrt.transport.grpc.errors import rpc_error
 
-    token = os.environ.get("NPU_EMU_TOKEN")
-    metadata = (("authorization", f"Bearer {token}"),) if token else ()
-    with grpc.insecure_channel(args.server) as channel:
+    channel, address, metadata = _channel(args.url)
+    with channel:
         stub = pb_grpc.DeviceServiceStub(channel)
         try:
             listing = stub.ListDevices(pb.ListDevicesRequest(), timeout=10, metadata=metadata)
         except grpc.RpcError as exc:  # a sentence saying what failed, exit 1 (xrt.exitcodes)
-            raise rpc_error(exc, f"listing the devices of {args.server}") from None
+            raise rpc_error(exc, f"listing the devices of {address}") from None
     devices = [
         {
             "name": d.name,
@@ -431,22 +279,21 @@ def _devices(args: argparse.Namespace) -> int:
         }
         for d in listing.devices
     ]
-    if args.json:
-        doc = {
-            "server": args.server,
-            "server_version": listing.server_version or None,
-            "protocol_version": listing.protocol_version,
-            "devices": devices,
-        }
-        print(json.dumps(doc, indent=1))
-        return 0
-    print(
-        f"{args.server}: npu-emu {listing.server_version or '?'}, "
-        f"protocol {listing.protocol_version}"
-    )
+    doc = {
+        "server": address,
+        "server_version": listing.server_version or None,
+        "protocol_version": listing.protocol_version,
+        "devices": devices,
+    }
+    lines = [
+        f"{address}: npu-emu {listing.server_version or '?'}, protocol {listing.protocol_version}"
+    ]
     for d in devices:
         holder = f"  held by {d['holder']}" if d["holder"] else ""
-        print(f"{d['name']:<6} {d['target']:<6} hw {d['hw_version']:<7} {d['state']}{holder}")
+        lines.append(
+            f"{d['name']:<6} {d['target']:<6} hw {d['hw_version']:<7} {d['state']}{holder}"
+        )
+    emit(args, doc, lines)
     return 0
 
 
@@ -454,7 +301,8 @@ def _health(args: argparse.Namespace) -> int:
     import grpc
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-    with grpc.insecure_channel(args.server) as channel:
+    channel, address, _ = _channel(args.url)
+    with channel:
         try:
             status = (
                 health_pb2_grpc.HealthStub(channel)
@@ -462,11 +310,14 @@ def _health(args: argparse.Namespace) -> int:
                 .status
             )
         except grpc.RpcError as exc:
-            print(f"{args.server}: {exc.code().name}", file=sys.stderr)
-            return 1
+            raise XrtError(
+                ErrorCode.DEVICE_INTERNAL, f"{address}: no health answer ({exc.code().name})"
+            ) from None
     name = health_pb2.HealthCheckResponse.ServingStatus.Name(status)
-    print(f"{args.server}: {name}")
-    return 0 if status == health_pb2.HealthCheckResponse.SERVING else 1
+    emit(args, {"server": address, "status": name}, [f"{address}: {name}"])
+    if status != health_pb2.HealthCheckResponse.SERVING:
+        raise XrtError(ErrorCode.DEVICE_INTERNAL, f"{address} is {name}, not SERVING")
+    return 0
 
 
 def _waves_observed(args: argparse.Namespace) -> int:
@@ -474,7 +325,7 @@ def _waves_observed(args: argparse.Namespace) -> int:
     `--timeout` seconds of wall time, whichever comes first; no simulated time is run."""
     if not args.timeout > 0:
         raise CliError(f"--timeout must be positive, not {args.timeout}")
-    with _observer(args.server, args.device) as obs:
+    with open_observer(args.url) as obs:
         start = obs.start_waves(args.cycles)
         holder = obs.holder or "nobody"  # the holder whose activity the window records
         try:
@@ -485,10 +336,6 @@ def _waves_observed(args: argparse.Namespace) -> int:
         finally:  # Ctrl-C or a failure: the window does not stay open
             window = obs.stop_waves()
     f = window.file
-    print(
-        f"{f.path} (cycles {f.first_cycle}..{f.last_cycle}, {f.size_bytes} B, on the "
-        "server's machine)"
-    )
     got = f.last_cycle - start
     why = {
         "full": f"the holder's activity ran the device through all {args.cycles} cycles",
@@ -497,8 +344,34 @@ def _waves_observed(args: argparse.Namespace) -> int:
         "cut_by_holder": f"the holder started a window of its own after {got} cycles",
         "cut_by_lease_end": f"the holder's lease ended after {got} cycles",
     }
-    print(f"window of {obs.device} held by {holder}: {why.get(window.state, window.state)}")
+    doc = {
+        "device": obs.device,
+        "holder": obs.holder,
+        **_window_doc(f),
+        "state": window.state,
+    }
+    lines = [
+        _window_line(f),
+        f"window of {obs.device} held by {holder}: {why.get(window.state, window.state)}",
+    ]
+    emit(args, doc, lines)
     return 0
+
+
+def _window_doc(f: Any) -> dict[str, Any]:
+    return {
+        "path": str(f.path),
+        "first_cycle": f.first_cycle,
+        "last_cycle": f.last_cycle,
+        "bytes": f.size_bytes,
+    }
+
+
+def _window_line(f: Any) -> str:
+    return (
+        f"{f.path} (cycles {f.first_cycle}..{f.last_cycle}, {f.size_bytes} B, on the "
+        "server's machine)"
+    )
 
 
 def _waves(args: argparse.Namespace) -> int:
@@ -506,16 +379,13 @@ def _waves(args: argparse.Namespace) -> int:
         raise CliError(f"--cycles must be positive, not {args.cycles}")
     if args.observe:
         return _waves_observed(args)
-    with _device(args.server, args.device) as dev:
+    with open_device(args.url) as dev:
         transport = dev.transport
         transport.start_waves(args.cycles)  # type: ignore[attr-defined]
         # Run the device's clock through the window (it ends early on an interrupt).
         dev.wait_irq(timeout_s=600.0, max_cycles=args.cycles)
         window = transport.stop_waves()  # type: ignore[attr-defined]
-    print(
-        f"{window.path} (cycles {window.first_cycle}..{window.last_cycle}, "
-        f"{window.size_bytes} B, on the server's machine)"
-    )
+    emit(args, _window_doc(window), [_window_line(window)])
     return 0
 
 
@@ -536,9 +406,10 @@ def _checkpoint(args: argparse.Namespace) -> int:
             raise CliError(f"cannot read {args.file}: {exc.strerror}") from None
         except CheckpointError as exc:
             raise CliError(f"{args.file}: {exc}") from None
-        print(json.dumps(ckpt.summary(), indent=2))
+        summary = ckpt.summary()
+        emit(args, summary, [_info_line(k, v) for k, v in summary.items()])
         return 0
-    with _device(args.server, args.device) as dev:
+    with open_device(args.url) as dev:
         if args.action == "save":
             start = time.monotonic()
             try:
@@ -547,22 +418,39 @@ def _checkpoint(args: argparse.Namespace) -> int:
                 raise CliError(f"cannot write {args.file}: {exc.strerror}") from None
             size = args.file.stat().st_size
             took = time.monotonic() - start
-            print(f"{args.file}: {size} B, the state of {dev.name} at cycle {cycle} ({took:.2f} s)")
+            doc = {"file": str(args.file), "bytes": size, "device": dev.name, "cycle": cycle}
+            line = f"{args.file}: {size} B, the state of {dev.name} at cycle {cycle} ({took:.2f} s)"
+            emit(args, doc, [line])
         else:
             if not args.file.is_file():
                 raise CliError(f"no checkpoint file {args.file}")
             cycle = dev.restore(args.file, portable=args.portable)
             what = "the memories and registers" if args.portable else "the state"
-            print(f"{dev.name} now holds {what} of {args.file} (taken at cycle {cycle})")
+            doc = {"file": str(args.file), "device": dev.name, "cycle": cycle}
+            line = f"{dev.name} now holds {what} of {args.file} (taken at cycle {cycle})"
+            emit(args, doc, [line])
     return 0
 
 
+def _info_line(key: str, value: Any) -> str:
+    """A line of `checkpoint info`'s text: memories one by one."""
+    if isinstance(value, dict):
+        parts = (f"{n} {m['size']} B ({m['touched']} B touched)" for n, m in value.items())
+        return f"{key}: {', '.join(parts)}"
+    return f"{key}: {value}"
+
+
 def run_device_command(args: argparse.Namespace) -> int | None:
-    """Run a device command; None when `args.command` is not one."""
+    """Run a device command; None when `args.command` is not one.
+
+    Raises:
+        CliError: a bad name or value (exit status 2).
+        XrtError: the device or server failed, or a bad URL (`xrt.exitcodes.for_error`).
+    """
     handlers = {
         "devices": _devices,
         "health": _health,
-        "regs": _regs,
+        "regs": regs_command,
         "mem": _mem,
         "waves": _waves,
         "checkpoint": _checkpoint,
@@ -570,11 +458,13 @@ def run_device_command(args: argparse.Namespace) -> int | None:
     handler = handlers.get(args.command)
     if handler is None:
         return None
-    try:
-        return handler(args)
-    except CliError as exc:
-        print(f"npu-emu: {exc}", file=sys.stderr)
-        return exitcodes.BAD_INPUT
-    except XrtError as exc:
-        print(f"npu-emu: {exc}", file=sys.stderr)
-        return exitcodes.for_error(exc)
+    if not (args.command == "checkpoint" and args.action == "info"):
+        server = args.command in ("devices", "health") or getattr(args, "observe", False)
+        args.url = device_from_args(
+            args,
+            f"npu-emu {args.command}",
+            name=getattr(args, "device_name", None),
+            schemes=SERVER_SCHEMES if server else None,
+            server_default=True,
+        )
+    return handler(args)

@@ -11,6 +11,7 @@ nothing is leased to find out.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import threading
@@ -18,6 +19,7 @@ import time
 from pathlib import Path
 
 from xrt import exitcodes
+from xrt.cli_output import report_error
 from xrt.device_url import DEFAULT_DEVICE_ENV
 from xrt.errors import XrtError
 
@@ -30,12 +32,22 @@ _FATAL = ("UNAUTHENTICATED", "PERMISSION_DENIED", "UNIMPLEMENTED", "FAILED_PRECO
 
 
 def wait_for_device(
-    url: str | None, timeout_s: float, *, port_file: Path | None = None, quiet: bool = False
+    url: str | None,
+    timeout_s: float,
+    *,
+    port_file: Path | None = None,
+    quiet: bool = False,
+    as_json: bool = False,
 ) -> int:
     """Wait up to `timeout_s` for a free device at `url` (default ``$XRT_DEVICE``), or at
     the URL `port_file` holds once it appears (``serve --port-file``); return the exit
     code (0, `TIMED_OUT`, `BAD_INPUT` for a bad URL or file or a device the server does
-    not have, `FAILED` when the server refuses the listing)."""
+    not have, `FAILED` when the server refuses the listing); with `as_json`, the device
+    found or the error as one JSON document on stdout."""
+
+    def _fail(code: int, message: str) -> int:
+        return report_error("npu-emu wait", code, message, as_json=as_json)
+
     import grpc
 
     from xrt.hw.wire import pb, pb_grpc
@@ -97,7 +109,9 @@ def wait_for_device(
                 }
                 ready = [n for n, s in states.items() if s == "free"]
                 if ready:
-                    if not quiet:
+                    if as_json:
+                        print(json.dumps({"device": url, "free": ready[0]}))
+                    elif not quiet:
                         print(f"{url}: {ready[0]} can be leased")
                     return exitcodes.OK
                 last = ", ".join(f"{n} {s}" for n, s in states.items()) or "no devices"
@@ -106,12 +120,7 @@ def wait_for_device(
                     exitcodes.TIMED_OUT,
                     f"{url}: no device could be leased within {timeout_s:g} s ({last})",
                 )
-            if not said and not quiet:
+            if not said and not quiet:  # stderr: fine under --json too
                 said = True
                 print(f"npu-emu wait: {url}: {last}; waiting", file=sys.stderr, flush=True)
             pause.wait(min(POLL_S, max(deadline - time.monotonic(), 0)))
-
-
-def _fail(code: int, message: str) -> int:
-    print(f"npu-emu wait: {message}", file=sys.stderr)
-    return code

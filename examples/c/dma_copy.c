@@ -5,7 +5,7 @@
  *   make c-example          # build/c/npu_dma_example     (a board: /dev/mem, as root)
  *                           # build/c/npu_dma_example_emu (the emulator: register ring)
  *   sudo build/c/npu_dma_example 65536
- *   npu-emu attach grpc://127.0.0.1:50051 -- build/c/npu_dma_example_emu 65536
+ *   npu-emu attach -d grpc://127.0.0.1:50051 -- build/c/npu_dma_example_emu 65536
  *
  * Register offsets, field masks and the bases come from the generated headers
  * (include/npu/, `make regs`): nothing here is typed by hand. The generated structs are

@@ -16,6 +16,7 @@ from pathlib import Path
 from xrt import exitcodes
 from xrt._model_input import check_npu_gets_integers, load_network, quantize
 from xrt.aic import Qpc
+from xrt.cli_output import error_document
 from xrt.errors import ErrorCode, XrtError
 from xrt.progress import progress
 from xrt.session.container import compile_session, npu_backend_type
@@ -45,15 +46,16 @@ def compile_command(args: argparse.Namespace) -> int:
     with sess:
         report = sess.placement()
         if args.require_npu and report.host_quantized:
+            why = (
+                f"--require-npu: {len(report.host_quantized)} quantized operator(s) stay on "
+                f"the host; {out} not written"
+            )
             if args.json:
-                print(json.dumps({"error": "quantized operators on the host", **report.to_dict()}))
+                doc = error_document(exitcodes.PLACEMENT, why)
+                print(json.dumps({**report.to_dict(), **doc}))
             for line in report.summary_lines():
                 print(line, file=sys.stderr)
-            print(
-                f"xrt compile: --require-npu: {len(report.host_quantized)} quantized "
-                f"operator(s) stay on the host; {out} not written",
-                file=sys.stderr,
-            )
+            print(f"xrt compile: {why}", file=sys.stderr)
             return exitcodes.PLACEMENT
         sess.dump_snapshot(out)
     info = Qpc.from_file(out).info()

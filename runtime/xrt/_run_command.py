@@ -35,6 +35,7 @@ from xrt._interrupt import check_interrupt, sigint_deferred
 from xrt._model_input import check_npu_gets_integers, inputs, load_network, quantize
 from xrt.aic import Qpc
 from xrt.backend import Backend, NpuBackend, backend_types, get_backend_type
+from xrt.cli_output import error_document
 from xrt.device import Device, HostDevice, default_device_url
 from xrt.dtypes import TensorType
 from xrt.errors import ErrorCode, XrtError
@@ -345,7 +346,11 @@ class _Run:
             self.summary["output_file"] = args.output
             self.say(f"outputs: {args.output} ({', '.join(outs)})")
         if args.json:
-            print(json.dumps(self.summary, indent=1, default=str))
+            doc = self.summary
+            if code != exitcodes.OK:  # every failure under --json has its "error"
+                why = f"--compare {args.compare}: the outputs differ from the reference"
+                doc = {**doc, **error_document(code, why)}
+            print(json.dumps(doc, indent=1, default=str))
         return code
 
     def _tuning(self, sess: Session) -> None:
@@ -387,14 +392,12 @@ class _Run:
 
     def _refuse_placement(self, report: PlacementReport) -> int:
         left = report.host_quantized
+        why = f"--require-npu: {len(left)} quantized operator(s) stay on the host"
         if self.args.json:
-            print(json.dumps({**self.summary, "error": "quantized operators on the host"}))
+            print(json.dumps({**self.summary, **error_document(exitcodes.PLACEMENT, why)}))
         for line in report.summary_lines():
             print(line, file=sys.stderr)
-        print(
-            f"xrt run: --require-npu: {len(left)} quantized operator(s) stay on the host",
-            file=sys.stderr,
-        )
+        print(f"xrt run: {why}", file=sys.stderr)
         return exitcodes.PLACEMENT
 
     def _forwards(self, sess: Session) -> tuple[dict[str, np.ndarray], list[float]]:
@@ -437,8 +440,7 @@ class _Run:
         walls: list[float],
     ) -> None:
         args, net = self.args, self.net
-        if args.trace is not None:
-            sess.write_trace(args.trace)
+        traced = sess.write_trace(args.trace) if args.trace is not None else ""
         self.say(
             f"model {args.model}: network {net.name!r}, {len(net.ops)} ops; "
             f"backends {', '.join(self.names)}"
@@ -493,7 +495,7 @@ class _Run:
             self.say(sess.profile_summary())
             self.say(sess.memory_plan.summary())
         if args.trace is not None:
-            self.say(f"trace: {args.trace} ({len(sess.trace_events())} events; ui.perfetto.dev)")
+            self.say(f"trace: {args.trace} ({traced}; ui.perfetto.dev)")
 
     def _compare_onnxruntime(self, outs: dict[str, np.ndarray]) -> int:
         with progress("running the onnxruntime reference"):

@@ -3,7 +3,7 @@
 
 ::
 
-    xrt run MODEL.onnx|CONTAINER [--device URL] [--backends NAME[,NAME...]]
+    xrt run MODEL.onnx|CONTAINER [--device/-d URL] [--backends NAME[,NAME...]]
                        [--input FILE.npy ...] [--seed N] [--quantize [--calib N | --calib-dir DIR]]
                        [--require-npu] [--compare host|onnxruntime [--atol A] [--rtol R]]
                        [--output FILE.npz] [--runs N]
@@ -38,6 +38,8 @@ Exit status (one table for ``xrt`` and ``npu-emu``, `xrt.exitcodes`): 0 success;
 failed (11012..11015); 2 bad arguments or input (11002, 11003, 11010, 11011); 3
 ``--require-npu`` found quantized operators on the host; 4 ``--compare`` found a
 difference; 130 interrupted (Ctrl-C); 141 the output pipe closed.
+With ``--json`` an error is ``{"error": {"code": ..., "message": ...}}`` on stdout
+(`xrt.cli_output`).
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ from collections.abc import Sequence
 from xrt import exitcodes
 from xrt._compare_onnx import DEFAULT_ATOL, DEFAULT_RTOL
 from xrt._interrupt import sigint_caught
+from xrt.cli_device import add_device_option, check_device_url
+from xrt.cli_output import CliParser, parse_or_report, report_error
 from xrt.errors import XrtError
 
 __all__ = ["main"]
@@ -87,7 +91,7 @@ def _fault_arg(text: str) -> str:
 def _parser() -> argparse.ArgumentParser:
     from xrt.npu_device.faults import FAULT_KINDS
 
-    parser = argparse.ArgumentParser(
+    parser = CliParser(
         prog="xrt",
         description="The xrt runtime's command line (see docs/session.md).",
         formatter_class=_HelpWithDefaults,
@@ -103,9 +107,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "model", help="ONNX model, xrt network file (.json) or program container (xrt compile)"
     )
-    run.add_argument(
-        "--device",
-        default=None,
+    add_device_option(
+        run,
         help="device URL (sim://buyi, grpc://HOST:PORT[/DEVICE], labgrid://PLACE, axi://..., "
         "host://): opened first; without --backends its NPU backend runs what it can, the "
         "host the rest (default: $XRT_DEVICE, else sim://buyi, when there is NPU work)",
@@ -268,27 +271,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("GRPC_VERBOSITY", "NONE")
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(line_buffering=True)  # a CI log sees each line as it comes
-    parser = _parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse_or_report(_parser(), argv)
+    if isinstance(args, int):
+        return args
+    prog = f"xrt {args.command}"
     try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
-        return int(exc.code or 0) if isinstance(exc.code, int | None) else exitcodes.BAD_INPUT
-    try:
-        if args.command == "run":
-            from xrt._run_command import run_command
+        with sigint_caught():
+            if args.command == "run":
+                from xrt._run_command import run_command
 
-            with sigint_caught():
+                if args.device:  # one sentence for a bad URL, before any work
+                    check_device_url(args.device)
                 return run_command(args)
-        if args.command == "compile":
-            from xrt._compile_command import compile_command
+            if args.command == "compile":
+                from xrt._compile_command import compile_command
 
-            return compile_command(args)
+                return compile_command(args)
     except XrtError as exc:
-        print(f"xrt {args.command}: error {exc}", file=sys.stderr)
-        return exitcodes.for_error(exc)
+        return report_error(prog, exitcodes.for_error(exc), exc, as_json=args.json)
     except KeyboardInterrupt:
-        print(f"xrt {args.command}: interrupted", file=sys.stderr)
-        return exitcodes.INTERRUPTED
+        return report_error(prog, exitcodes.INTERRUPTED, "interrupted", as_json=args.json)
     except BrokenPipeError:
         return exitcodes.quiet_broken_pipe()
     return exitcodes.BAD_INPUT  # pragma: no cover - argparse requires a known command

@@ -15,6 +15,7 @@ from xrt.errors import ErrorCode, XrtError
 __all__ = [
     "BAD_INPUT",
     "BROKEN_PIPE",
+    "CODES",
     "FAILED",
     "INPUT_ERRORS",
     "INTERRUPTED",
@@ -23,6 +24,7 @@ __all__ = [
     "PLACEMENT",
     "TIMED_OUT",
     "for_error",
+    "name_of",
     "quiet_broken_pipe",
 ]
 
@@ -44,9 +46,27 @@ INTERRUPTED = 130
 BROKEN_PIPE = 141
 """The reader of the output went away (``... | head``), as a shell reports SIGPIPE."""
 
+CODES = {
+    "ok": OK,
+    "failed": FAILED,
+    "bad_input": BAD_INPUT,
+    "placement": PLACEMENT,
+    "mismatch": MISMATCH,
+    "timed_out": TIMED_OUT,
+    "interrupted": INTERRUPTED,
+    "broken_pipe": BROKEN_PIPE,
+}
+"""Every exit status the commands define, by name (docs/debugging.md lists each)."""
+
 INPUT_ERRORS = frozenset(
     {ErrorCode.FILE_NOT_FOUND, ErrorCode.OUT_OF_RANGE, ErrorCode.WRONG_TYPE, ErrorCode.LOAD_FAILED}
 )
+
+
+def name_of(code: int) -> str:
+    """The name of exit status `code` in lower case (``"bad_input"``), as ``--json`` errors
+    give it; ``"exit_N"`` for a status of no name (a program's, under ``npu-emu attach``)."""
+    return next((name for name, value in CODES.items() if value == code), f"exit_{code}")
 
 
 def for_error(exc: XrtError) -> int:

@@ -146,16 +146,26 @@ class TraceRecorder:
             )
         return {"traceEvents": out, "displayTimeUnit": "ms"}
 
-    def write(self, path: str | os.PathLike[str]) -> None:
-        """Write `to_chrome` as JSON to `path`.
+    def write(self, path: str | os.PathLike[str]) -> str:
+        """Write `to_chrome` as JSON to `path`; returns what the file holds, counted as a
+        reader of its ``traceEvents`` counts them (``"135 trace events: 54 wall-time, 60
+        simulated, 21 track and lane names"``).
 
         Raises:
             XrtError: 11002 when the file cannot be written.
         """
+        doc = self.to_chrome()
+        events = doc["traceEvents"]
+        named = sum(1 for e in events if e["ph"] == "M")
+        summary = (
+            f"{len(events)} trace events: {len(self.events)} wall-time, "
+            f"{len(self.sim_events)} simulated, {named} track and lane names"
+        )
         try:
             with open(path, "w", encoding="utf-8") as fh:
-                json.dump(self.to_chrome(), fh)
+                json.dump(doc, fh)
         except OSError as exc:
             raise XrtError(
                 ErrorCode.FILE_NOT_FOUND, f"cannot write trace {str(path)!r}: {exc}"
             ) from None
+        return summary

@@ -116,18 +116,32 @@ def test_devices_lists_both(traced_server):
 
 def test_devices_takes_a_url_and_says_why_it_cannot_connect(traced_server):
     srv, _ = traced_server
-    out = run_cli(["devices", "--server", srv.url])  # grpc://HOST:PORT is the server too
+    out = run_cli(["devices", "--device", srv.url])  # grpc://HOST:PORT is the server
     assert out.returncode == 0 and re.search(r"^npu0\s+buyi", out.stdout, re.M), out.stderr
+    assert out.stderr == ""
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    out = run_cli(["devices", "--server", f"127.0.0.1:{port}"])
+    out = run_cli(["devices", "-d", f"grpc://127.0.0.1:{port}"])
     assert out.returncode == 1  # a failed operation, as every other command's (xrt.exitcodes)
     assert f"listing the devices of 127.0.0.1:{port}" in out.stderr
     assert "nothing listens at that address and port" in out.stderr
-    out = run_cli(["devices", "--server", f"grpc://grpc://127.0.0.1:{port}"])
+    out = run_cli(["devices", "-d", f"grpc://grpc://127.0.0.1:{port}"])
     assert out.returncode == 2
-    assert f"'grpc://grpc://127.0.0.1:{port}' is not a server's HOST:PORT" in out.stderr
+    assert f"'grpc://grpc://127.0.0.1:{port}' has two schemes" in out.stderr
+
+
+def test_old_spellings_work_with_one_deprecation_line(traced_server):
+    srv, _ = traced_server
+    new = run_cli(["regs", "read", "-d", f"{srv.url}/npu1", "npu.MAGIC"])
+    assert new.returncode == 0 and "npu.MAGIC @ 0x40000000" in new.stdout, new.stderr
+    assert new.stderr == ""
+    old = run_cli(["regs", "read", "npu1", "npu.MAGIC", "--server", srv.address])
+    assert old.returncode == 0 and old.stdout == new.stdout, old.stderr
+    (line,) = old.stderr.splitlines()
+    assert f"use --device {srv.url}/npu1" in line and "deprecated" in line
+    env = run_cli(["devices", "--json"], env={"XRT_DEVICE": srv.url})  # the default
+    assert env.returncode == 0 and json.loads(env.stdout)["devices"][1]["name"] == "npu1"
 
 
 def test_runtime_register_trace_env(traced_server):

@@ -267,7 +267,7 @@ def test_file_format(server: ServerProcess, tname: str, tmp_path: Path, key_file
     assert mems["mem:udma"]["pages"] == 2 and mems["mem:plddr"]["pages"] == 0
     assert len(raw) < 1 << 20, "zero pages must cost nothing"
     info = subprocess.run(
-        [sys.executable, "-m", "npuemu", "checkpoint", "info", str(path)],
+        [sys.executable, "-m", "npuemu", "checkpoint", "info", str(path), "--json"],
         capture_output=True,
         text=True,
         timeout=120,

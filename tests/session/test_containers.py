@@ -316,6 +316,15 @@ def test_xrt_run_knows_a_container_by_content(
     doc = json.loads(capsys.readouterr().out)
     assert doc["compare"]["bit_exact"] and doc["container"]["target"] is None
     assert doc["backends"] == ["host"]
+    # Cut short (a copy interrupted), it is still known as a container, and said to be one
+    # cut short, not a bad ONNX file (issue 43).
+    cut = tmp_path / "cut.xrtc"
+    cut.write_bytes(host_only.read_bytes()[: host_only.stat().st_size // 2])
+    assert main(["run", str(cut), "--json"]) == 2
+    err = json.loads(capsys.readouterr().out)["error"]
+    assert err["xrt_error"] == 11011 and str(cut) in err["message"]
+    assert "truncated or damaged program container" in err["message"]
+    assert "onnx" not in err["message"].lower()
 
     npu = tmp_path / "cnn.zg330"
     compile_container(cnn, "zg330", npu)

@@ -1,6 +1,6 @@
 """``npu-emu-farm``: the farm's services (docs/farm.md).
 
-npu-emu-farm export [--server HOST:PORT] [--advertise HOST] [-c COORDINATOR] [-n NAME]
+npu-emu-farm export [--device grpc://HOST:PORT] [--advertise HOST] [-c COORDINATOR] [-n NAME]
 npu-emu-farm reaper [-c COORDINATOR] [--grace SECONDS]
 npu-emu-farm status [-c COORDINATOR] [--json]
 """

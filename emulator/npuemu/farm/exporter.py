@@ -42,8 +42,11 @@ import labgrid.remote.exporter as lg_exporter
 import yaml
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from xrt.cli_device import DEFAULT_SERVER_URL, add_device_option, device_from_args
+from xrt.errors import XrtError
 from xrt.farm import RESOURCE_CLASS, coordinator_address
 from xrt.hw.wire import pb, pb_grpc
+from xrt.transport.grpc.channel import parse_url
 
 __all__ = ["NpuEmuDeviceExport", "ServerMonitor", "add_arguments", "run"]
 
@@ -222,15 +225,16 @@ def resource_config(
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--server",
-        default="127.0.0.1:50051",
-        help="HOST:PORT of the local npu-emu serve (default 127.0.0.1:50051)",
+    add_device_option(
+        p,
+        help="the local npu-emu serve, grpc://HOST:PORT (default $XRT_DEVICE, else "
+        "grpc://127.0.0.1:50051)",
+        legacy_server=True,
     )
     p.add_argument(
         "--advertise",
         default=None,
-        help="host name or address clients use to reach the server (default: --server's host)",
+        help="host name or address clients use to reach the server (default: --device's host)",
     )
     p.add_argument(
         "-c",
@@ -250,11 +254,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the exporter until SIGTERM/SIGINT (or the coordinator goes away: exit 100,
     as labgrid's exporter does, for systemd to restart it)."""
-    host, _, port = args.server.rpartition(":")
-    if not host or not port.isdigit():
-        print(f"npu-emu-farm export: --server {args.server!r} is not HOST:PORT", file=sys.stderr)
+    try:
+        url = device_from_args(args, "npu-emu-farm export", schemes=("grpc",), server_default=True)
+        address = parse_url(url or DEFAULT_SERVER_URL).address
+    except XrtError as exc:
+        print(f"npu-emu-farm export: {exc.message}", file=sys.stderr)
         return 2
-    monitor = ServerMonitor(args.server, interval_s=args.interval)
+    host, _, port = address.rpartition(":")
+    monitor = ServerMonitor(address, interval_s=args.interval)
     config = resource_config(monitor, args.advertise or host, int(port), args.wait)
     _monitors[f"{args.advertise or host}:{port}"] = monitor
     monitor.start()
@@ -264,7 +271,7 @@ def run(args: argparse.Namespace) -> int:
         path.write_text(yaml.safe_dump(config))
         print(
             f"npu-emu-farm export: {name} exports {', '.join(sorted(config))} of "
-            f"{args.server} to {coordinator_address(args.coordinator)}",
+            f"{address} to {coordinator_address(args.coordinator)}",
             flush=True,
         )
         lg_exporter.inspect = None  # set by labgrid's own main(); amain reads it

@@ -460,7 +460,9 @@ class Checkpoint:
             "model": self.model_digest,
             "device": self.device,
             "cycle": self.cycle,
-            "created": self.created,
+            # Readable, and unambiguous across machines (the raw epoch is kept beside it)
+            "created": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(self.created)),
+            "created_epoch": self.created,
             "sealed_by": self.seal_key_id or None,
             "model_state_bytes": len(self.model_state),
             "registers": len(self.registers),

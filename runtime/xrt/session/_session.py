@@ -475,8 +475,9 @@ class Session:
         trace = self._executor.record.trace
         return list(trace.events) if trace is not None else []
 
-    def write_trace(self, path: str | os.PathLike[str]) -> None:
-        """Write the last run's timeline as Chrome trace JSON (opens in ui.perfetto.dev).
+    def write_trace(self, path: str | os.PathLike[str]) -> str:
+        """Write the last run's timeline as Chrome trace JSON (opens in ui.perfetto.dev);
+        returns what the file holds (`xrt.timeline.Timeline.write`).
 
         Raises:
             XrtError: 11012 when no traced run happened; 11002 when the file cannot be
@@ -485,7 +486,7 @@ class Session:
         trace = self._executor.record.trace
         if trace is None:
             raise XrtError(ErrorCode.WRONG_ORDER, "no traced run: enable_trace(True), then forward")
-        trace.write(path)
+        return trace.write(path)
 
     def time_profile_results(self) -> dict[int, OpTime]:
         """Op id -> `OpTime` for each unit run by the current (or last) run, in order.

@@ -213,14 +213,21 @@ def _bad(label: str, why: str) -> XrtError:
 
 def is_snapshot_file(path: str | os.PathLike[str]) -> bool:
     """True when `path` is a zip archive holding a snapshot manifest (by content: a
-    container may have any name)."""
+    container may have any name), or a zip archive too damaged to list: a container cut
+    short loses the zip directory at its end, and is then reported as a damaged container
+    by its loader, not as a bad ONNX file (no ONNX or network file starts as a zip)."""
     try:
         with open(path, "rb") as f:
             if f.read(4) != b"PK\x03\x04":
                 return False
+    except OSError:
+        return False
+    try:
         with zipfile.ZipFile(path) as zf:
             return _MANIFEST in zf.namelist()
-    except (OSError, zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError):
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError):
+        return True
+    except OSError:
         return False
 
 
@@ -264,9 +271,16 @@ def _read_members(source: Path | bytes, label: str) -> tuple[dict[str, Any], dic
         raise
     except (RecursionError, MemoryError) as exc:
         raise _bad(label, f"unreadable ({type(exc).__name__})") from None
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError) as exc:
-        # zipfile reports CRC mismatches as BadZipFile; json errors are ValueErrors.
-        raise _bad(label, f"unreadable ({exc})") from None
+    except zipfile.BadZipFile as exc:
+        if str(exc) == "File is not a zip file":  # the end-of-archive directory is gone
+            raise _bad(
+                label,
+                f"truncated or damaged program container: its zip directory (the end of the "
+                f"file) is missing or unreadable, in {size} bytes; copy the whole file again",
+            ) from None
+        raise _bad(label, f"damaged program container ({exc})") from None  # CRC mismatches
+    except (zipfile.LargeZipFile, ValueError, OSError, EOFError) as exc:
+        raise _bad(label, f"unreadable ({exc})") from None  # json errors are ValueErrors
     return manifest, blobs
 
 
