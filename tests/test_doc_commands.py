@@ -129,8 +129,13 @@ def _rewrite_serve(tokens: list[str], index: int) -> tuple[list[str], dict[int, 
     if "--port" not in tokens:
         out += ["--port", "0"]
     ports[port] = f"ADDR_{index}"
-    url_file, log = f".doc-server-{index}.url", f".doc-server-{index}.log"
-    command = shlex.join([*out, "--port-file", url_file, "--drain", "0", "--shutdown-grace", "2"])
+    log = f".doc-server-{index}.log"
+    if "--port-file" in out:  # the block's own (the readiness example)
+        url_file = out[out.index("--port-file") + 1]
+    else:
+        url_file = f".doc-server-{index}.url"
+        out += ["--port-file", url_file]
+    command = shlex.join([*out, "--drain", "0", "--shutdown-grace", "2"])
     # Ready when the port file appears; a server that exits first fails the block at once
     # (bash's wait -n returns with whichever process ends first).
     script = [
