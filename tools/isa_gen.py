@@ -311,7 +311,7 @@ def _doc_reference(isa: IsaModel, config: dict) -> str:
                 typ = f.enum if f.kind == "enum" else f.kind
                 out.append(f"| {f.msb}:{f.lsb} | `{f.name}` | {typ} | {_md_escape(f.desc)} |\n")
             out.append("\n")
-        out.append("Semantics:\n\n```\n" + insn.semantics + "\n```\n\n")
+        out.append("Semantics:\n\n```text\n" + insn.semantics + "\n```\n\n")
         out.append("Checked before it starts (an error stops the engine):\n\n")
         out.extend(f"- {c}\n" for c in insn.checks)
     out.append("\n### Enumerations\n")

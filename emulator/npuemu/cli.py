@@ -7,7 +7,8 @@ npu-emu serve [--host 127.0.0.1] [--port 50051] [--target buyi|zg330] [--devices
               [--tls-cert PEM --tls-key PEM [--tls-client-ca PEM]] [--allow-insecure-remote]
               (token: $NPU_EMU_TOKEN or --token-file; --token on argv is readable by all users)
               [--admin-token-file PATH]   (observers; or $NPU_EMU_ADMIN_TOKEN_FILE)
-              [--memory-dir DIR] [--log-dir DIR] [--log-level LEVEL]
+              [--memory-dir DIR] [--log-dir DIR] [--log-level LEVEL] [--log-format text|json]
+              [--metrics-port PORT]   (Prometheus /metrics: docs/deploy.md)
               [--waves DIR] [--trace-registers FILE] [--warm CHECKPOINT]
               [--checkpoint-key-file FILE] [--allow-foreign-checkpoints]
               [--record DIR [--record-max-mib MIB] [--record-keep-mib MIB]]
@@ -322,6 +323,22 @@ def _add_storage_and_debug_options(s: argparse.ArgumentParser) -> None:
         choices=("DEBUG", "INFO", "WARNING", "ERROR"),
         help="server log level",
     )
+    debug.add_argument(
+        "--log-format",
+        default="text",
+        choices=("text", "json"),
+        help="server log lines as text, or as one JSON object per line (time, level, "
+        "logger, message, exception) for log collectors",
+    )
+    debug.add_argument(
+        "--metrics-port",
+        type=int,
+        metavar="PORT",
+        default=None,
+        help="serve Prometheus metrics at http://HOST:PORT/metrics (HOST: --host; 0: any "
+        "free port, printed at start): devices, leases, refused opens, requests by method "
+        "and status, simulated cycles, worker restarts, the model's build time",
+    )
     waves_default = os.environ.get("WAVES", "0") not in ("", "0")
     debug.add_argument(
         "--waves",
@@ -490,6 +507,9 @@ def _main(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         print(f"npu-emu: --port {args.port} is not a port number", file=sys.stderr)
         return exitcodes.BAD_INPUT
+    if args.metrics_port is not None and not 0 <= args.metrics_port <= 65535:
+        print(f"npu-emu: --metrics-port {args.metrics_port} is not a port number", file=sys.stderr)
+        return exitcodes.BAD_INPUT
     if args.port_file is not None and not args.port_file.parent.is_dir():
         print(
             f"npu-emu: --port-file {args.port_file}: no folder {args.port_file.parent}",
@@ -543,6 +563,8 @@ def _main(args: argparse.Namespace) -> int:
             drain_s=args.drain,
             grace_s=args.shutdown_grace,
             port_file=args.port_file,
+            metrics_port=args.metrics_port,
+            log_format=args.log_format,
         )
     )
 

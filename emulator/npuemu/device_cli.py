@@ -46,7 +46,7 @@ from npuemu.cli_common import (
     open_device,
     open_observer,
 )
-from npuemu.regs_cli import regs_command
+from npuemu.regs_cli import dump_block_not_device, regs_command
 from xrt.cli_device import SERVER_SCHEMES, add_device_option, device_from_args
 from xrt.errors import ErrorCode, XrtError
 
@@ -458,6 +458,8 @@ def run_device_command(args: argparse.Namespace) -> int | None:
     handler = handlers.get(args.command)
     if handler is None:
         return None
+    if args.command == "regs" and args.regs_command == "dump":
+        dump_block_not_device(args)  # `regs dump dma`: the block, not a device named dma
     if not (args.command == "checkpoint" and args.action == "info"):
         server = args.command in ("devices", "health") or getattr(args, "observe", False)
         args.url = device_from_args(

@@ -82,6 +82,14 @@ def _one(label: str, address: int, reg: RegisterInfo, field: FieldInfo | None, v
     return doc, f"{label} @ {address:#010x} = {field.extract(value):#x}"
 
 
+def dump_block_not_device(args: argparse.Namespace) -> None:
+    """``regs dump BLOCK``: with the device given by ``--device`` or ``$XRT_DEVICE``, the
+    one positional is the block (the old ``regs dump DEVICE [BLOCK]`` still parses)."""
+    name = args.device_name
+    if args.block is None and name is not None and name.lower() in _blocks():
+        args.block, args.device_name = name, None
+
+
 def _chosen_blocks(block: str | None) -> list[str]:
     blocks = _blocks()
     if block and block.lower() not in blocks:

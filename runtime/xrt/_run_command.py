@@ -30,6 +30,7 @@ from urllib.parse import urlencode
 import numpy as np
 
 from xrt import exitcodes
+from xrt._compare_onnx import check_tolerances, compare_onnxruntime
 from xrt._interrupt import check_interrupt, sigint_deferred
 from xrt._model_input import check_npu_gets_integers, inputs, load_network, quantize
 from xrt.aic import Qpc
@@ -63,6 +64,7 @@ def run_command(args: argparse.Namespace) -> int:
     container = is_snapshot_file(args.model)
     if container:
         _check_container_args(args)
+    check_tolerances(args, container)
     record = getattr(args, "record", None)
     if record is not None and not args.device:
         raise XrtError(ErrorCode.WRONG_TYPE, "--record needs the board's --device axi://...")
@@ -335,7 +337,9 @@ class _Run:
             self._report(sess, report, outs, walls)
             self._fault_report()
         code = exitcodes.OK
-        if args.compare:
+        if args.compare == "onnxruntime":
+            code = self._compare_onnxruntime(outs)
+        elif args.compare:
             code = self._compare(outs)
         if args.output:
             np.savez(args.output, **outs)
@@ -492,6 +496,18 @@ class _Run:
             self.say(sess.memory_plan.summary())
         if args.trace is not None:
             self.say(f"trace: {args.trace} ({traced}; ui.perfetto.dev)")
+
+    def _compare_onnxruntime(self, outs: dict[str, np.ndarray]) -> int:
+        with progress("running the onnxruntime reference"):
+            result = compare_onnxruntime(
+                self.args.model, self.feed, outs, self.args.atol, self.args.rtol
+            )
+        self.summary["compare"] = result.to_dict()
+        for line in result.lines():
+            self.say(line)
+            if self.args.json and not result.ok:
+                print(line, file=sys.stderr)
+        return exitcodes.OK if result.ok else exitcodes.MISMATCH
 
     def _compare(self, outs: dict[str, np.ndarray]) -> int:
         """Run the same network on the host backend and compare bit for bit."""

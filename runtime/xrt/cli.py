@@ -5,7 +5,8 @@
 
     xrt run MODEL.onnx|CONTAINER [--device/-d URL] [--backends NAME[,NAME...]]
                        [--input FILE.npy ...] [--seed N] [--quantize [--calib N | --calib-dir DIR]]
-                       [--require-npu] [--compare host] [--output FILE.npz] [--runs N]
+                       [--require-npu] [--compare host|onnxruntime [--atol A] [--rtol R]]
+                       [--output FILE.npz] [--runs N]
                        [--json] [--profile] [--trace FILE] [--values N]
                        [--tuning-records FILE [--tune [--tune-measure rtl|cost-model]]]
     xrt compile MODEL.onnx --target buyi|zg330 -o FILE [--quantize [--calib N | --calib-dir DIR]]
@@ -49,6 +50,7 @@ import sys
 from collections.abc import Sequence
 
 from xrt import exitcodes
+from xrt._compare_onnx import DEFAULT_ATOL, DEFAULT_RTOL
 from xrt._interrupt import sigint_caught
 from xrt.cli_device import add_device_option, check_device_url
 from xrt.cli_output import CliParser, parse_or_report, report_error
@@ -150,10 +152,25 @@ def _parser() -> argparse.ArgumentParser:
     )
     ci.add_argument(
         "--compare",
-        choices=("host",),
+        choices=("host", "onnxruntime"),
         default=None,
-        help="run the same network on the host backend too and check the outputs are "
-        "bit-exact (exit 4 naming the first differing element otherwise)",
+        help="host: run the same network on the host backend too and check the outputs are "
+        "bit-exact; onnxruntime: run the ONNX model in onnxruntime (the float reference) "
+        "and check every output within --atol/--rtol (exit 4 naming the first differing "
+        "element otherwise)",
+    )
+    ci.add_argument(
+        "--atol",
+        type=float,
+        default=None,
+        help=f"--compare onnxruntime: absolute tolerance (default {DEFAULT_ATOL:g})",
+    )
+    ci.add_argument(
+        "--rtol",
+        type=float,
+        default=None,
+        help=f"--compare onnxruntime: relative tolerance (default {DEFAULT_RTOL:g}); an "
+        "element passes when |got - expected| <= atol + rtol * |expected|",
     )
     ci.add_argument(
         "--output", metavar="FILE.npz", default=None, help="save every output, by name (.npz)"

@@ -14,7 +14,8 @@ DOCS = (ROOT / "docs" / "deploy.md").read_text()
 
 
 def _shell_lines() -> list[str]:
-    blocks = re.findall(r"```\n(.*?)```", DOCS, re.S)
+    fences = re.findall(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", DOCS, re.S | re.M)
+    blocks = [body for label, body in fences if label == "sh"]
     return [line.split("  #")[0].strip() for b in blocks for line in b.splitlines() if line]
 
 

@@ -22,7 +22,8 @@ def test_xrt_run_help_shows_defaults():
     assert "(default: 0)" in text  # --seed
     assert "(default: the device's NPU backend and host, or host alone on host:// or a " in text
     assert "(default: $XRT_DEVICE, else sim://buyi, when there is NPU work)" in text
-    assert "--require-npu" in text and "--compare {host}" in text
+    assert "--require-npu" in text and "--compare {host,onnxruntime}" in text
+    assert "--atol ATOL" in text and "--rtol RTOL" in text
 
 
 def test_xrt_compile_help_names_its_required_options():

@@ -34,6 +34,7 @@ from npuemu.server.checkpoint import Checkpoint, CheckpointError, Limits
 from npuemu.server.checkpoint_seal import SealKey, SealKeyError
 from npuemu.server.devices import SimDevice
 from npuemu.server.handlers import add_to_server
+from npuemu.server.json_log import JsonLogFormatter
 from npuemu.server.limits import HANDSHAKE_TIMEOUT_S, keepalive_options, plan_descriptors
 from npuemu.server.local_handout import MAX_CLIENTS, LocalHandout
 from npuemu.server.manager import DeviceManager
@@ -109,6 +110,10 @@ class ServeOptions:
     drain_s: float = DRAIN_S
     grace_s: float = GRACE_S
     port_file: Path | None = None  # the URL, written once the devices are ready
+    # Observability: Prometheus /metrics on this port (0: any free one; None: off) and the
+    # log lines' format ("text", or "json": one object per line for log collectors).
+    metrics_port: int | None = None
+    log_format: str = "text"
 
 
 def load_warm(
@@ -258,7 +263,17 @@ async def serve(opts: ServeOptions) -> int:
         for device in manager.devices.values():
             device.register_trace = trace
         log.info("register accesses are logged to %s", opts.register_trace)
-    interceptors = [TokenAuthInterceptor(opts.token)] if opts.token else []
+    interceptors: list[grpc.aio.ServerInterceptor] = []
+    metrics = None
+    if opts.metrics_port is not None:
+        from npuemu.server.metrics import MetricsInterceptor, ServerMetrics
+
+        metrics = ServerMetrics()
+        metrics.watch_devices(lambda: manager.devices.values(), model)
+        manager.metrics = metrics
+        interceptors.append(MetricsInterceptor(metrics))  # first: it counts refused calls too
+    if opts.token:
+        interceptors.append(TokenAuthInterceptor(opts.token))
     server = grpc.aio.server(
         interceptors=interceptors,
         options=[
@@ -305,6 +320,21 @@ async def serve(opts: ServeOptions) -> int:
         shutil.rmtree(folder, ignore_errors=True)
         logs.finish(crashed=False)  # nothing ran: leave no empty log folder behind
         return 2
+    if metrics is not None:
+        try:
+            metrics_port = metrics.serve(opts.host, opts.metrics_port or 0)
+        except OSError as exc:
+            log.error(
+                "--metrics-port %s: cannot listen on %s: %s",
+                opts.metrics_port,
+                opts.host,
+                exc.strerror,
+            )
+            shutil.rmtree(folder, ignore_errors=True)
+            logs.finish(crashed=False)
+            return 2
+        shown = f"[{opts.host}]" if ":" in opts.host else opts.host
+        print(f"npu-emu: metrics on http://{shown}:{metrics_port}/metrics", flush=True)
     await server.start()
     manager.device_log.attach()
     handout = LocalHandout(folder, manager)
@@ -371,6 +401,8 @@ async def serve(opts: ServeOptions) -> int:
     if logs.finish(crashed):
         log.info("worker logs kept in %s", logs.path)
     manager.device_log.detach()
+    if metrics is not None:
+        metrics.close()
     log.info("stopped")
     return 0
 
@@ -429,9 +461,10 @@ async def _shut_down(
 
 
 def run(opts: ServeOptions) -> int:
-    logging.basicConfig(
-        level=getattr(logging, opts.log_level.upper()),
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    handler = logging.StreamHandler(sys.stderr)
+    if opts.log_format == "json":
+        handler.setFormatter(JsonLogFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=getattr(logging, opts.log_level.upper()), handlers=[handler])
     return asyncio.run(serve(opts))

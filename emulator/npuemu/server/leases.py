@@ -65,6 +65,7 @@ class Lease:
     ttl_s: float
     id: str = field(default_factory=lambda: secrets.token_hex(12))
     last_seen: float = field(default_factory=time.monotonic)
+    opened: float = field(default_factory=time.monotonic)
     holds: int = 0  # open HoldLease streams
     claimed: bool = False  # its id has been used since OpenDevice
     heartbeats: bool = False  # its holder calls KeepAlive: an open stream is no use

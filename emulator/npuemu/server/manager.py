@@ -10,9 +10,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 
@@ -26,6 +27,9 @@ from npuemu.sim.build import BuiltModel
 from npuemu.worker.config import WorkerConfig
 from xrt.hw.config import TargetConfig
 from xrt.hw.wire import REASON_BUSY, REASON_RESETTING, REASON_STARTING, DeviceState
+
+if TYPE_CHECKING:
+    from npuemu.server.metrics import ServerMetrics
 
 __all__ = ["DeviceManager"]
 
@@ -78,6 +82,7 @@ class DeviceManager:
         self._expiry_task: asyncio.Task[None] | None = None
         self._transitions: set[asyncio.Task[None]] = set()
         self.recordings: RecordingFolder | None = None  # --record (npuemu.server.recording)
+        self.metrics: ServerMetrics | None = None  # --metrics-port (npuemu.server.metrics)
         # Checkpoints (npuemu.server.checkpoint_seal): the key that seals this server's, and
         # whether it restores model states it did not seal (one user's own server).
         self.seal_key = SealKey.generate()
@@ -107,6 +112,17 @@ class DeviceManager:
 
     def open(self, name: str, holder: str, ttl_s: float | None) -> tuple[Lease, SimDevice]:
         """Lease device `name` (or the first free one when empty) to `holder`."""
+        try:
+            lease, device = self._open(name, holder, ttl_s)
+        except ServiceError as exc:
+            if self.metrics is not None and exc.retry_reason:
+                self.metrics.open_refused(exc.retry_reason)
+            raise
+        if self.metrics is not None:
+            self.metrics.lease_opened()
+        return lease, device
+
+    def _open(self, name: str, holder: str, ttl_s: float | None) -> tuple[Lease, SimDevice]:
         if name:
             device = self.device(name)
             if device.lease is not None:
@@ -200,6 +216,8 @@ class DeviceManager:
                 self.recordings.finish(device.recording, reason)
                 device.recording = None
         self.device_log.forget(device.name)
+        if self.metrics is not None:
+            self.metrics.lease_ended(reason, time.monotonic() - lease.opened)
         log.info("%s released %s (%s)", lease.holder, device.name, reason)
         await asyncio.shield(self.spawn(device.clear_after_lease()))
 
