@@ -137,6 +137,13 @@ def add_device_commands(sub: argparse._SubParsersAction, formatter: type) -> Non
         "--cycles", type=_int, default=10_000, help="simulated cycles the window runs for"
     )
     wv.add_argument(
+        "--signals",
+        metavar="PATTERN",
+        default="",
+        help="only these signals: comma-separated hierarchical names, each a scope whose "
+        "signals are kept or one signal (npu_sim.u_npu.u_dma,$rootio.irq_o); default: all",
+    )
+    wv.add_argument(
         "--observe",
         action="store_true",
         help="record the holder's activity on a device someone else holds (the server's "
@@ -326,7 +333,7 @@ def _waves_observed(args: argparse.Namespace) -> int:
     if not args.timeout > 0:
         raise CliError(f"--timeout must be positive, not {args.timeout}")
     with open_observer(args.url) as obs:
-        start = obs.start_waves(args.cycles)
+        start = obs.start_waves(args.cycles, args.signals)
         holder = obs.holder or "nobody"  # the holder whose activity the window records
         try:
             deadline = time.monotonic() + args.timeout
@@ -381,7 +388,7 @@ def _waves(args: argparse.Namespace) -> int:
         return _waves_observed(args)
     with open_device(args.url) as dev:
         transport = dev.transport
-        transport.start_waves(args.cycles)  # type: ignore[attr-defined]
+        transport.start_waves(args.cycles, args.signals)  # type: ignore[attr-defined]
         # Run the device's clock through the window (it ends early on an interrupt).
         dev.wait_irq(timeout_s=600.0, max_cycles=args.cycles)
         window = transport.stop_waves()  # type: ignore[attr-defined]

@@ -1,9 +1,12 @@
 // Waveform windows on demand, compiled into traced models only (built with --trace-fst).
 //
 // The simulation worker (Python, in the same process) calls these through ctypes:
-//   npu_trace_start(path, clock, stop_ps)  open an FST file and dump on every edge of
+//   npu_trace_start(path, clock, stop_ps, scopes)
+//                                          open an FST file and dump on every edge of
 //                                          `clock` (a VPI name such as "npu_sim.clk_o"),
-//                                          up to simulated time `stop_ps` (0: no limit);
+//                                          up to simulated time `stop_ps` (0: no limit),
+//                                          only the signals under the comma-separated
+//                                          hierarchical `scopes` ("" or null: all);
 //   npu_trace_stop()                        close the file (no-op when none is open);
 //   npu_trace_active()                      1 while a file is open;
 //   npu_trace_first_ps()/npu_trace_last_ps() the first and last dumped times.
@@ -18,6 +21,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <string>
 
 namespace {
 
@@ -63,11 +67,22 @@ PLI_INT32 on_clock_edge(p_cb_data) {
 
 }  // namespace
 
-extern "C" int npu_trace_start(const char* path, const char* clock, uint64_t stop_ps) {
+extern "C" int npu_trace_start(const char* path, const char* clock, uint64_t stop_ps,
+                               const char* scopes) {
     if (g_tfp != nullptr) return -1;  // a window is already open
     vpiHandle clk = vpi_handle_by_name(const_cast<PLI_BYTE8*>(clock), nullptr);
     if (clk == nullptr) return -2;
     auto* tfp = new VerilatedFstC;
+    // Verilator's $dumpvars filter: a signal is dumped when a scope is a whole-component
+    // prefix of its name (a scope can also name one signal). Set before open(), where the
+    // signals are declared.
+    std::string rest = scopes != nullptr ? scopes : "";
+    while (!rest.empty()) {
+        const size_t comma = rest.find(',');
+        const std::string scope = rest.substr(0, comma);
+        if (!scope.empty()) tfp->dumpvars(99, scope);
+        rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+    }
     Verilated::threadContextp()->trace(tfp, 99);
     tfp->open(path);
     if (!tfp->isOpen()) return -3;

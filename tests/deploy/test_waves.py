@@ -101,3 +101,44 @@ def test_cli_records_a_window(waves_server):
     m = re.search(r"(\S+npu0-c(\d+)-c(\d+)\.fst) \(", out.stdout)
     assert m and Path(m.group(1)).is_file() and Path(m.group(1)).parent == folder.resolve()
     assert int(m.group(3)) - int(m.group(2)) == 3000
+
+
+def test_signals_cut_a_window_to_the_scopes_asked_for(waves_server):
+    """``--signals``: the DMA engine's scope and one top port, nothing else; the DMA's
+    signals still change during a transfer."""
+    srv, _folder = waves_server
+    with Device.open(f"{srv.url}/npu0") as dev:
+        dev.transport.start_waves(signals="npu_sim.u_npu.u_dma,$rootio.irq_o")
+        data = np.arange(1024, dtype=np.uint32)
+        chunk = dev.default_mem_region().malloc(data.nbytes)
+        chunk.write(data)
+        window = dev.transport.stop_waves()
+    signals = read_fst(Path(window.path))
+    assert signals, "the scopes matched no signal"
+    outside = [n for n in signals if not n.startswith(("npu_sim.u_npu.u_dma.", "$rootio.irq_o"))]
+    assert not outside, outside[:5]
+    assert "$rootio.irq_o" in signals
+    assert any(
+        len(changes(signals, n)) > 2 for n in signals if n.startswith("npu_sim.u_npu.u_dma.")
+    )
+    whole = read_fst(Path(dev_window_of_everything(srv)))
+    assert len(signals) < len(whole) / 4
+
+
+def dev_window_of_everything(srv: ServerProcess) -> str:
+    with Device.open(f"{srv.url}/npu0") as dev:
+        dev.transport.start_waves(cycles=100)
+        dev.wait_irq(timeout_s=60.0, max_cycles=100)
+        return dev.transport.stop_waves().path
+
+
+def test_cli_signals_and_a_bad_name(waves_server):
+    srv, _folder = waves_server
+    args = ["waves", "--cycles", "500", "-d", f"{srv.url}/npu0"]
+    out = run_cli([*args, "--signals", "npu_sim.u_npu.u_dma"])
+    assert out.returncode == 0, out.stderr
+    path = re.search(r"(\S+\.fst) \(", out.stdout).group(1)
+    assert all(n.startswith("npu_sim.u_npu.u_dma.") for n in read_fst(Path(path)))
+    bad = run_cli([*args, "--signals", "npu_sim.u_npu;rm -rf"])
+    assert bad.returncode == 2, bad.stdout + bad.stderr
+    assert "'npu_sim.u_npu;rm -rf' is not a hierarchical name" in bad.stderr

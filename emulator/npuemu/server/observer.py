@@ -46,7 +46,7 @@ from npuemu.server.devices import SimDevice
 from npuemu.server.errors import ServiceError, check_register, clip
 from npuemu.server.manager import DeviceManager
 from npuemu.server.service import _unary
-from npuemu.server.waves_service import MAX_WINDOW_CYCLES, WavesDeviceService
+from npuemu.server.waves_service import MAX_WINDOW_CYCLES, WavesDeviceService, signal_scopes
 from xrt.hw.port import (
     RegBatch,
     RegResults,
@@ -188,9 +188,10 @@ class ObserverDeviceService(WavesDeviceService):
                 grpc.StatusCode.INVALID_ARGUMENT,
                 f"cycles {request.cycles} is more than {MAX_WINDOW_CYCLES}",
             )
+        signals = signal_scopes(request.signals)
         length = f"{request.cycles} cycles" if request.cycles else "until stopped"
         self._log(who, d, f"start a waveform window ({length})")
-        r = await d.observe(WavesStart(request.cycles), d.lease)
+        r = await d.observe(WavesStart(request.cycles, signals), d.lease)
         return pb.ObserveStartWavesResponse(cycles=r.cycles, holder=self.m.holder_of(d))
 
     @_unary

@@ -15,14 +15,23 @@ import grpc
 from npuemu.server.errors import ServiceError
 from npuemu.server.manager import DeviceManager
 from npuemu.server.service import DeviceService, _unary
+from npuemu.sim.waves import check_signal_scopes
 from xrt.hw.port import WavesStart, WavesStop, WavesWindow
 from xrt.hw.wire import pb
 
-__all__ = ["MAX_WINDOW_CYCLES", "WavesDeviceService"]
+__all__ = ["MAX_WINDOW_CYCLES", "WavesDeviceService", "signal_scopes"]
 
 # A window of a busy device (the DMA streaming) takes about 150 B per cycle as FST
 # (bench/bench_waves.py), an idle one far less; this caps a window by cycles at about 1.5 GB.
 MAX_WINDOW_CYCLES = 10_000_000
+
+
+def signal_scopes(text: str) -> str:
+    """A request's ``signals``, checked (INVALID_ARGUMENT naming the bad name)."""
+    try:
+        return check_signal_scopes(text)
+    except ValueError as exc:
+        raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT, str(exc)) from None
 
 
 class WavesDeviceService(DeviceService):
@@ -47,8 +56,9 @@ class WavesDeviceService(DeviceService):
                 grpc.StatusCode.INVALID_ARGUMENT,
                 f"cycles {request.cycles} is more than {MAX_WINDOW_CYCLES}",
             )
+        signals = signal_scopes(request.signals)
         lease, d = self.m.use(request.lease_id)
-        r = await d.call(WavesStart(request.cycles), lease)
+        r = await d.call(WavesStart(request.cycles, signals), lease)
         return pb.StartWavesResponse(cycles=r.cycles)
 
     @_unary

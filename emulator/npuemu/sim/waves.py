@@ -25,10 +25,45 @@ import contextlib
 import ctypes
 import itertools
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["HOLDER", "OBSERVER", "WaveFile", "WaveRecorder", "WavesUnavailableError"]
+__all__ = [
+    "HOLDER",
+    "OBSERVER",
+    "WaveFile",
+    "WaveRecorder",
+    "WavesUnavailableError",
+    "check_signal_scopes",
+]
+
+# `--signals`: comma-separated hierarchical names (npu_sim.u_npu.u_dma, $rootio.irq_o), each a
+# scope whose signals the window keeps or one signal. Bounded: the names go to the tracer.
+_SCOPE = re.compile(r"\$?[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z_][A-Za-z0-9_$]*)*")
+MAX_SCOPES = 64
+MAX_SCOPES_CHARS = 4096
+
+
+def check_signal_scopes(text: str) -> str:
+    """`text` (``--signals``) if every comma-separated entry is a hierarchical name.
+
+    Raises:
+        ValueError: naming the entry that is not one, or a list that is too long.
+    """
+    if len(text) > MAX_SCOPES_CHARS:
+        raise ValueError(f"signals: {len(text)} characters (at most {MAX_SCOPES_CHARS})")
+    scopes = [s.strip() for s in text.split(",")] if text.strip() else []
+    if len(scopes) > MAX_SCOPES:
+        raise ValueError(f"signals: {len(scopes)} names (at most {MAX_SCOPES})")
+    for scope in scopes:
+        if not _SCOPE.fullmatch(scope):
+            raise ValueError(
+                f"signals: {scope!r} is not a hierarchical name such as npu_sim.u_npu or "
+                "$rootio.irq_o (a scope keeps every signal under it)"
+            )
+    return ",".join(scopes)
+
 
 HOLDER = "holder"
 OBSERVER = "observer"
@@ -87,7 +122,7 @@ class WaveRecorder:
             raise WavesUnavailableError(
                 "this simulation model was built without waveform support (serve with --waves DIR)"
             ) from None
-        self._start.argtypes = (ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint64)
+        self._start.argtypes = (ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint64, ctypes.c_char_p)
         self._start.restype = ctypes.c_int
         self._stop.restype = None
         self._active.restype = ctypes.c_int
@@ -111,9 +146,10 @@ class WaveRecorder:
     def last_of(self, owner: str) -> WaveFile | None:
         return self._last.get(owner)
 
-    def start(self, now_ps: int, cycles: int = 0, owner: str = HOLDER) -> None:
+    def start(self, now_ps: int, cycles: int = 0, owner: str = HOLDER, signals: str = "") -> None:
         """Open a window of `owner` at simulated time `now_ps`, for `cycles` cycles (0:
-        until stop). The holder's start closes an observer's open window first.
+        until stop), of the signals under the scopes of `signals` (`check_signal_scopes`;
+        "": every signal). The holder's start closes an observer's open window first.
 
         Raises:
             WavesUnavailableError: a window is already open (the holder's own, or any for
@@ -151,7 +187,8 @@ class WaveRecorder:
         except OSError as exc:
             raise WavesUnavailableError(f"cannot create {partial}: {exc.strerror}") from None
         stop_ps = now_ps + cycles * self.period_ps if cycles else 0
-        code = self._start(str(partial).encode(), self.clock_path.encode(), stop_ps)
+        scopes = check_signal_scopes(signals).encode()
+        code = self._start(str(partial).encode(), self.clock_path.encode(), stop_ps, scopes)
         if code != 0:
             why = {-2: f"no signal {self.clock_path}", -3: f"cannot open {partial}"}
             raise WavesUnavailableError(

@@ -299,7 +299,7 @@ class Worker:
 
     async def waves_start(self, req: WavesStart, read_only: bool = False) -> Done:
         owner = OBSERVER if read_only else HOLDER
-        self.waves().start(self.h.cycles * CLOCK_PERIOD_PS, req.cycles, owner)
+        self.waves().start(self.h.cycles * CLOCK_PERIOD_PS, req.cycles, owner, req.signals)
         return Done()
 
     async def waves_stop(self, req: WavesStop, read_only: bool = False) -> WavesWindow:

@@ -280,9 +280,11 @@ class RingDetach:
 
 @dataclass(frozen=True, slots=True)
 class WavesStart:
-    """Open a waveform window: `cycles` long, or until `WavesStop` (0)."""
+    """Open a waveform window: `cycles` long, or until `WavesStop` (0); of the signals under
+    the comma-separated hierarchical names of `signals` ("": every signal)."""
 
     cycles: int = 0
+    signals: str = ""
     TAG: ClassVar[str] = "waves_start"
 
 

@@ -117,6 +117,8 @@ def _check_request(request: Request) -> None:
     wrong type must fail here, naming it, not deep in a handler)."""
     for f in fields(request):
         value = getattr(request, f.name)
+        if f.name == "signals" and not isinstance(value, str):
+            raise ValueError(f"{request.TAG}.{f.name} is {type(value).__name__}")
         if f.name in ("records", "path") and not isinstance(value, (bytes, str)):
             raise ValueError(f"{request.TAG}.{f.name} is {type(value).__name__}")
         if f.name in ("n", "max_cycles", "cycles", "of") and not isinstance(value, int):

@@ -181,10 +181,11 @@ class Observer:
 
     # -- waveforms (a server started with --waves) ---------------------------------------
 
-    def start_waves(self, cycles: int = 0) -> int:
+    def start_waves(self, cycles: int = 0, signals: str = "") -> int:
         """Open the observer's waveform window for `cycles` simulated cycles of the holder's
-        activity (0: until `stop_waves`); return the device's cycle count then. Advances
-        no simulated time.
+        activity (0: until `stop_waves`), of the signals under the comma-separated
+        hierarchical names of `signals` ("": all); return the device's cycle count then.
+        Advances no simulated time.
 
         Raises:
             XrtError: 11012 when the server has no --waves, a window is already open (the
@@ -192,7 +193,9 @@ class Observer:
         """
         resp = self._call(
             "ObserveStartWaves",
-            pb.ObserveStartWavesRequest(device=self.device, cycles=cycles, client=self.client),
+            pb.ObserveStartWavesRequest(
+                device=self.device, cycles=cycles, client=self.client, signals=signals
+            ),
             "starting a waveform window",
         )
         self.holder, self.cycles = resp.holder, int(resp.cycles)

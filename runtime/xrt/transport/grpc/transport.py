@@ -427,9 +427,11 @@ class GrpcTransport(NpuTransport):
         message)`` until the lease ends; returns the function that stops it."""
         return follow_device_log(self._client, self._lease.id, self.info.name, callback)
 
-    def start_waves(self, cycles: int = 0) -> int:
+    def start_waves(self, cycles: int = 0, signals: str = "") -> int:
         """Open a waveform window on the device: every signal into an FST file on the
-        server's machine, for `cycles` simulated cycles (0: until `stop_waves`).
+        server's machine, for `cycles` simulated cycles (0: until `stop_waves`); with
+        `signals` (comma-separated hierarchical names such as ``npu_sim.u_npu.u_dma``),
+        only the signals under those scopes.
 
         Returns:
             The device's cycle count when the window opened.
@@ -440,7 +442,7 @@ class GrpcTransport(NpuTransport):
         self._check_open()
         resp = self._client.unary(
             "StartWaves",
-            pb.StartWavesRequest(lease_id=self._lease.id, cycles=cycles),
+            pb.StartWavesRequest(lease_id=self._lease.id, cycles=cycles, signals=signals),
             f"starting a waveform window on {self.info.name}",
             timeout=RPC_SLACK_S,
         )

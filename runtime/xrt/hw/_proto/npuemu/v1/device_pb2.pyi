@@ -490,12 +490,14 @@ class GetCountersResponse(_message.Message):
     def __init__(self, cycles: _Optional[int] = ..., requests: _Optional[int] = ..., register_ops: _Optional[int] = ..., memory_bytes_read: _Optional[int] = ..., memory_bytes_written: _Optional[int] = ..., worker_restarts: _Optional[int] = ..., observer_requests: _Optional[int] = ...) -> None: ...
 
 class StartWavesRequest(_message.Message):
-    __slots__ = ("lease_id", "cycles")
+    __slots__ = ("lease_id", "cycles", "signals")
     LEASE_ID_FIELD_NUMBER: _ClassVar[int]
     CYCLES_FIELD_NUMBER: _ClassVar[int]
+    SIGNALS_FIELD_NUMBER: _ClassVar[int]
     lease_id: str
     cycles: int
-    def __init__(self, lease_id: _Optional[str] = ..., cycles: _Optional[int] = ...) -> None: ...
+    signals: str
+    def __init__(self, lease_id: _Optional[str] = ..., cycles: _Optional[int] = ..., signals: _Optional[str] = ...) -> None: ...
 
 class StartWavesResponse(_message.Message):
     __slots__ = ("cycles",)
@@ -572,14 +574,16 @@ class ObserveRegisterBatchResponse(_message.Message):
     def __init__(self, results: _Optional[_Iterable[_Union[RegisterResult, _Mapping]]] = ..., cycles: _Optional[int] = ..., holder: _Optional[str] = ...) -> None: ...
 
 class ObserveStartWavesRequest(_message.Message):
-    __slots__ = ("device", "cycles", "client")
+    __slots__ = ("device", "cycles", "client", "signals")
     DEVICE_FIELD_NUMBER: _ClassVar[int]
     CYCLES_FIELD_NUMBER: _ClassVar[int]
     CLIENT_FIELD_NUMBER: _ClassVar[int]
+    SIGNALS_FIELD_NUMBER: _ClassVar[int]
     device: str
     cycles: int
     client: str
-    def __init__(self, device: _Optional[str] = ..., cycles: _Optional[int] = ..., client: _Optional[str] = ...) -> None: ...
+    signals: str
+    def __init__(self, device: _Optional[str] = ..., cycles: _Optional[int] = ..., client: _Optional[str] = ..., signals: _Optional[str] = ...) -> None: ...
 
 class ObserveStartWavesResponse(_message.Message):
     __slots__ = ("cycles", "holder")
