@@ -281,6 +281,7 @@ def _parser() -> argparse.ArgumentParser:
         help="the FST file of --waves (default: the recording's name with .fst, here; "
         "written 0600)",
     )
+    add_json_option(r, "the replay's summary (or --list's requests)")
     # The replay's budget (npuemu.replay_checks): a recording is input from anyone.
     r.add_argument(
         "--max-cycles",
@@ -464,6 +465,7 @@ def _main(args: argparse.Namespace) -> int:
             waves=args.waves,
             out=args.out,
             listing=args.list,
+            as_json=args.json,
             budget=Budget(
                 args.max_cycles or Budget.max_cycles, args.max_wall_s or Budget.max_wall_s
             ),

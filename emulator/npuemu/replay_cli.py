@@ -4,6 +4,7 @@ print the report (`npuemu.replay`, `npuemu.replay_waves`)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 import time
@@ -14,7 +15,9 @@ from typing import Any
 from npuemu.replay import REQUEST_KINDS, Replayer, ReplayError, choose_model, run_replayer
 from npuemu.replay_board import replayer_for
 from npuemu.replay_checks import Budget, limits_for, listing_limits, scan
+from npuemu.replay_report import ReplayReport
 from xrt import exitcodes
+from xrt.cli_output import report_error
 from xrt.hw.targets import TARGETS, target
 from xrt.progress import HEARTBEAT_S, step_progress
 from xrt.recording import Kind, Limits, Recording, RecordingError, open_recording
@@ -99,6 +102,14 @@ def _limits(target_name: str | None) -> Callable[[dict[str, Any]], Limits]:
     return limits
 
 
+class _ReplayRefusedError(Exception):
+    """A replay that cannot start or finish: its exit status and the sentence to say."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 def main(
     path: Path,
     target_name: str | None,
@@ -108,23 +119,49 @@ def main(
     out: Path | None = None,
     listing: bool = False,
     budget: Budget | None = None,
+    as_json: bool = False,
 ) -> int:
     """``npu-emu replay``: the exit status (0; 4 for a divergence; 2 for a recording that
     cannot be read or replayed here, or that needs more than `budget`; 1 when the device
     fails). The recording is read one record at a time, and every record is checked
-    (`npuemu.replay_checks`) before the model is built or the simulator starts."""
-    budget = budget or Budget()
-    if listing:
-        try:
-            rec = open_recording(path, listing_limits)
-            for _ in rec.records:  # every record is checked before a line is printed
-                pass
-            for line in iter_requests(rec):
-                print(line)
-        except (RecordingError, OSError) as exc:
-            print(f"npu-emu replay: {exc}", file=sys.stderr)
-            return exitcodes.BAD_INPUT
-        return exitcodes.OK
+    (`npuemu.replay_checks`) before the model is built or the simulator starts. With
+    `as_json`, the result (or the error) is one JSON document on stdout."""
+    try:
+        if listing:
+            lines = _listing(path)
+            if as_json:
+                print(json.dumps({"recording": str(path), "requests": lines}, indent=1))
+            else:
+                print("\n".join(lines))
+            return exitcodes.OK
+        report = _replay(path, target_name, check, waves, out, budget or Budget())
+    except _ReplayRefusedError as exc:
+        return report_error("npu-emu replay", exc.status, str(exc), as_json=as_json)
+    if as_json:
+        print(json.dumps(report.to_dict(), indent=1))
+    else:
+        print("\n".join(report.lines()))
+    return exitcodes.MISMATCH if report.divergence is not None else exitcodes.OK
+
+
+def _listing(path: Path) -> list[str]:
+    try:
+        rec = open_recording(path, listing_limits)
+        for _ in rec.records:  # every record is checked before a line is printed
+            pass
+        return list(iter_requests(rec))
+    except (RecordingError, OSError) as exc:
+        raise _ReplayRefusedError(exitcodes.BAD_INPUT, str(exc)) from None
+
+
+def _replay(
+    path: Path,
+    target_name: str | None,
+    check: bool,
+    waves: str | None,
+    out: Path | None,
+    budget: Budget,
+) -> ReplayReport:
     window = None
     if waves is not None:
         from npuemu.replay_waves import parse_window
@@ -132,30 +169,25 @@ def main(
         try:
             window = parse_window(waves)
         except ValueError as exc:
-            print(f"npu-emu replay: {exc}", file=sys.stderr)
-            return exitcodes.BAD_INPUT
+            raise _ReplayRefusedError(exitcodes.BAD_INPUT, str(exc)) from None
         out = out or Path(path.stem + ".fst")
         if out.is_dir():
-            print(f"npu-emu replay: --out {out} is a folder", file=sys.stderr)
-            return exitcodes.BAD_INPUT
+            raise _ReplayRefusedError(exitcodes.BAD_INPUT, f"--out {out} is a folder")
     try:
         rec = open_recording(path, _limits(target_name))
         name = target_name or rec.header["target"]
         summary = scan(rec, target(name), budget) if name in TARGETS else None
         cfg, model = choose_model(rec, target_name, waves=window is not None)
     except (RecordingError, OSError) as exc:
-        print(f"npu-emu replay: {exc}", file=sys.stderr)
-        return exitcodes.BAD_INPUT
+        raise _ReplayRefusedError(exitcodes.BAD_INPUT, str(exc)) from None
     except ReplayError as exc:
-        print(f"npu-emu replay: {exc}", file=sys.stderr)
-        return exc.status
+        raise _ReplayRefusedError(exc.status, str(exc)) from None
     if window is not None and rec.wall_clock:
-        print(
-            f"npu-emu replay: {path} is a board's recording (wall-clock times): --waves "
-            "takes a window of recorded cycles, which it has none of",
-            file=sys.stderr,
+        raise _ReplayRefusedError(
+            exitcodes.BAD_INPUT,
+            f"{path} is a board's recording (wall-clock times): --waves takes a window of "
+            "recorded cycles, which it has none of",
         )
-        return exitcodes.BAD_INPUT
     recorded = rec.header.get("target")
     if target_name is not None and target_name != recorded:
         print(f"npu-emu replay: replaying a {recorded} recording on {target_name}", file=sys.stderr)
@@ -170,15 +202,10 @@ def main(
             replayer: Replayer = WavesReplayer(rec, cfg, model, window=window, out=out, **opts)
         else:
             replayer = replayer_for(rec, cfg, model, **opts)
-        report = asyncio.run(run_replayer(replayer, update))
+        return asyncio.run(run_replayer(replayer, update))
     except ReplayError as exc:
-        print(f"npu-emu replay: {exc}", file=sys.stderr)
-        return exc.status
+        raise _ReplayRefusedError(exc.status, str(exc)) from None
     except (RecordingError, OSError) as exc:  # the file changed under the replay
-        print(f"npu-emu replay: {exc}", file=sys.stderr)
-        return exitcodes.BAD_INPUT
+        raise _ReplayRefusedError(exitcodes.BAD_INPUT, str(exc)) from None
     finally:
         close()
-    for line in report.lines():
-        print(line)
-    return exitcodes.MISMATCH if report.divergence is not None else exitcodes.OK

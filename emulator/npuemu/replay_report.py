@@ -60,6 +60,40 @@ class ReplayReport:
     responses: str = ""  # SHA-256 of every replayed response (equal replays: equal digests)
     wall_clock: bool = False  # a board's recording: no instants or cycles to compare
 
+    def to_dict(self) -> dict[str, object]:
+        """The summary as ``npu-emu replay --json`` prints it."""
+        doc: dict[str, object] = {
+            "recording": str(self.path),
+            "target": self.target,
+            "model": self.model,
+            "requests": self.requests,
+            "total": self.total,
+            "register_requests": self.register_requests,
+            "memory_requests": self.memory_requests,
+            "cycles": None if self.wall_clock else self.cycles,
+            "recorded_cycles": None if self.wall_clock else self.recorded_cycles,
+            "board_recording": self.wall_clock,
+            "responses_sha256": self.responses,
+            "wall_s": round(self.wall_s, 3),
+            "lease_s": self.lease_s,
+            "notes": self.notes,
+            "complete": self.complete,
+        }
+        if self.check:
+            doc["bit_exact"] = self.divergence is None
+            if self.divergence is not None:
+                d = self.divergence
+                doc["divergence"] = {
+                    "request": d.index,
+                    "op": d.op,
+                    "record": d.record.index,
+                    "offset": d.record.offset,
+                    "what": d.what,
+                    "expected": d.expected,
+                    "actual": d.actual,
+                }
+        return doc
+
     def lines(self) -> list[str]:
         """The summary ``npu-emu replay`` prints."""
         recorded = (

@@ -11,6 +11,7 @@ recordings; a truncated, a cut and a corrupt recording say so.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
 import re
@@ -226,6 +227,36 @@ def test_one_altered_memory_byte_diverges_at_that_request(
     assert done.returncode == 4, done.stdout + done.stderr
     assert f"DIVERGED at request #{index} (memory_read;" in done.stdout, done.stdout
     assert f"byte 3 of {SMALL} read at" in done.stdout
+
+
+def test_replay_json_gives_the_summary_the_divergence_and_errors(
+    dma_recording_path: Path, tmp_path: Path
+) -> None:
+    done = replay_cli(dma_recording_path, "--check", "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["bit_exact"] is True and doc["requests"] == doc["total"] == 11
+    assert doc["cycles"] == doc["recorded_cycles"] > 0 and len(doc["responses_sha256"]) == 64
+    out = tmp_path / "altered.npurec"
+
+    def flip(body: dict) -> None:
+        body["reply"]["value"] ^= 0x4
+
+    def busy_read(r) -> bool:  # type: ignore[no-untyped-def]
+        return r.body.get("op") == "read_reg" and r.body["args"]["addr"] == DMA_STATUS
+
+    index = _altered(dma_recording_path, out, busy_read, flip)
+    done = replay_cli(out, "--check", "--json")
+    assert done.returncode == 4
+    doc = json.loads(done.stdout)
+    assert doc["bit_exact"] is False and doc["divergence"]["request"] == index
+    assert doc["divergence"]["op"] == "read_reg"
+    missing = replay_cli(tmp_path / "nope.npurec", "--json")
+    assert missing.returncode == 2 and missing.stderr == ""
+    error = json.loads(missing.stdout)["error"]
+    assert error["code"] == "bad_input" and "nope.npurec" in error["message"]
+    listing = json.loads(replay_cli(dma_recording_path, "--list", "--json").stdout)
+    assert len(listing["requests"]) == 11
 
 
 def test_another_model_is_refused_unless_a_target_is_given(
