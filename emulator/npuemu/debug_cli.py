@@ -10,6 +10,8 @@ so a script or a test drives it as a real process::
     step [N] / stepi [N]           N engine instructions / N cycles (also: step cycles N)
     info engine | info breakpoints | info registers [NAME]
     x/Nx ADDR                      N 32-bit words of host-visible memory
+    waves on                       a waveform window from now (a traced model: serve --waves)
+    waves FILE [after N]           close it (N more cycles first) into FILE
     delete [N] | continue | quit
 
 ``run`` and ``continue`` return when the device stops (a breakpoint, a step) or the network
@@ -134,6 +136,8 @@ class Debug:
             self.wait(after)
         elif head in ("s", "step", "si", "stepi"):
             self.step(head, rest)
+        elif head == "waves" and rest:
+            self.waves(rest)
         else:
             raise XrtError(ErrorCode.OUT_OF_RANGE, f"unknown command {line.strip()!r}")
         return True
@@ -219,6 +223,17 @@ class Debug:
         else:
             state = self.dbg.step(instructions=_int(rest[0]) if rest else 1)
         self.report_stop(state)
+
+    def waves(self, rest: list[str]) -> None:
+        if rest == ["on"]:
+            self.dbg.waves_on()
+            self.say(f"Recording waveforms from cycle {self.dbg.engine_state().cycle}")
+            return
+        if len(rest) not in (1, 3) or (len(rest) == 3 and rest[1] != "after"):
+            raise XrtError(ErrorCode.OUT_OF_RANGE, "waves on | waves FILE [after N]")
+        after = _int(rest[2]) if len(rest) == 3 else 0
+        window = self.dbg.waves(rest[0], after=after)
+        self.say(f"Waveforms of cycles {window.first_cycle}..{window.last_cycle} in {window.path}")
 
     # -- the network -----------------------------------------------------------------------
 

@@ -226,6 +226,8 @@ def test_dma_addr_stops_on_a_transfer_from_or_to_the_address(dev: NpuDevice) -> 
         (lambda d: d.step(), "exactly one"),
         (lambda d: d.delete(4242), "4242"),
         (lambda d: d.read_memory(0, 16), "outside host-visible memory"),
+        (lambda d: d.waves_on(), "without --waves"),
+        (lambda d: d.waves(), "without --waves"),
     ],
 )
 def test_bad_debugger_requests_are_refused_naming_the_value(

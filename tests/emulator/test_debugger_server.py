@@ -140,6 +140,48 @@ def test_a_lease_end_clears_the_breakpoints_and_frees_a_stopped_device(
         nxt.close()
 
 
+@pytest.fixture(scope="module", params=["buyi", "zg330"])
+def waves_server(request: pytest.FixtureRequest, tmp_path_factory: Any) -> Iterator[Any]:
+    from npuemu.server.launch import ServerProcess
+
+    folder = tmp_path_factory.mktemp("waves")
+    with ServerProcess.start(
+        devices=1, target=request.param, extra_args=("--waves", str(folder))
+    ) as srv:
+        yield srv
+
+
+def test_waves_around_a_stop_hold_the_cycles_before_and_after_it(
+    waves_server: Any, network: tuple, tmp_path: Path
+) -> None:
+    net, feeds, want = network
+    dev = Device.open(waves_server.url)
+    assert isinstance(dev, NpuDevice)
+    try:
+        with _session(dev, net) as sess:
+            dbg = dev.debugger
+            start = dbg.engine_state().cycle
+            dbg.waves_on()  # the cycles before the stop need tracing on before it
+            dbg.break_at(insn=3)
+            run = Run(sess, feeds)
+            stop = dbg.wait_stopped(STOP_S)
+            window = dbg.waves(tmp_path / "stop.fst", after=50)
+            assert window.first_cycle <= start < stop.cycle
+            assert window.last_cycle >= stop.cycle + 50 - 1
+            assert dbg.engine_state().cycle == stop.cycle + 50
+            data = (tmp_path / "stop.fst").read_bytes()
+            assert len(data) > 1000 and window.path == str(tmp_path / "stop.fst")
+            dbg.delete()
+            dbg.continue_()
+            run.thread.join(STOP_S)
+            assert run.error is None, run.error
+            assert run.out is not None
+            for got, w in zip(run.out, want, strict=True):
+                np.testing.assert_array_equal(got, w)
+    finally:
+        dev.close()
+
+
 SCRIPT = """\
 break reg CORE_CTRL write
 info breakpoints

@@ -10,6 +10,8 @@ device's. A lease's end clears the breakpoints and resumes the device before any
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import grpc
 
 from npuemu.server.errors import ServiceError
@@ -37,8 +39,13 @@ def debug_response(reply: DebugReply) -> pb.DebugResponse:
         pb.DebugBreakpoint(id=b.id, kind=int(b.kind), value=b.value, arg=b.arg, hits=b.hits)
         for b in reply.breakpoints
     ]
+    wave = None
+    if reply.wave is not None:
+        path, first, last = reply.wave
+        size = Path(path).stat().st_size
+        wave = pb.WaveFile(path=path, first_cycle=first, last_cycle=last, size_bytes=size)
     return pb.DebugResponse(
-        state=state, breakpoints=points, created=reply.created, stops=reply.stops
+        state=state, breakpoints=points, created=reply.created, stops=reply.stops, wave=wave
     )
 
 

@@ -23,12 +23,14 @@ from __future__ import annotations
 import logging
 import os
 import socket
+from dataclasses import replace
 from typing import Any
 
 import cocotb
 from cocotb.triggers import Edge, FallingEdge, First, Timer
 
 from npuemu.sim.lockstep import LaunchVetter
+from npuemu.sim.waves import HOLDER, WavesUnavailableError
 from npuemu.worker.config import Hello, WorkerConfig
 from npuemu.worker.debug import DebugRefusalError, DebugUnit
 from npuemu.worker.device_watch import DeviceWatch
@@ -36,7 +38,7 @@ from npuemu.worker.handlers import Worker
 from npuemu.worker.mainloop import MainLoop, RingRequest
 from npuemu.worker.port import ForwardTap, LockstepTap, Tap, WorkerPort
 from npuemu.worker.protocol import BlockingChannel, ChannelClosedError
-from xrt.hw.debug import DebugRequest, decode_debug_request, encode_debug_reply
+from xrt.hw.debug import DebugOp, DebugRequest, decode_debug_request, encode_debug_reply
 from xrt.hw.port import (
     Cancel,
     ModelRestore,
@@ -102,12 +104,25 @@ class Loop:
         req_id = given if isinstance(given, int) else 0
         try:
             req_id, request = decode_debug_request(msg)
+            wave = self.debug_waves(DebugOp(request.op))
             reply = self.debug.serve(request)
-        except (ValueError, DebugRefusalError) as exc:
+        except (ValueError, DebugRefusalError, WavesUnavailableError) as exc:
             error = PortError(PortErrorCode.BAD_REQUEST, str(exc))
             self.chan.send(encode_reply(Reply(req_id, self.worker.h.cycles, error=error)))
             return
-        self.chan.send(encode_debug_reply(req_id, reply))
+        self.chan.send(encode_debug_reply(req_id, replace(reply, wave=wave)))
+
+    def debug_waves(self, op: DebugOp) -> tuple[str, int, int] | None:
+        """The debugger's waveform window (the holder's, `npuemu.sim.waves`): opened at
+        once unless one is, or closed and named (no time passes)."""
+        if op is DebugOp.WAVES_ON and not self.worker.waves().recording:
+            self.worker.waves().start(self.worker.h.cycles * CLOCK_PERIOD_PS, 0, HOLDER)
+        if op is not DebugOp.WAVES_OFF:
+            return None
+        window = self.worker.waves().finish(HOLDER)
+        if window is None:
+            raise WavesUnavailableError("no waveform window of this lease to close")
+        return (str(window.path), window.first_cycle, window.last_cycle)
 
     def drain_for_debugger(self) -> None:
         """Woken for the pipe while a ring request runs: answer the debugger's requests;

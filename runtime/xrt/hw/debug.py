@@ -81,6 +81,8 @@ class DebugOp(enum.Enum):
     STATE = "state"  # nothing changes: the state and the breakpoints
     RESUME = "resume"  # kind: a `StepKind`; value: cycles or instructions to step
     CLEAR = "clear"  # every breakpoint gone, the device running (a lease's end)
+    WAVES_ON = "waves_on"  # a waveform window open from now (unless one is): a traced model
+    WAVES_OFF = "waves_off"  # close it; the reply's `wave` is its file
 
 
 @dataclass(frozen=True)
@@ -188,6 +190,7 @@ class DebugReply:
     breakpoints: tuple[Breakpoint, ...]
     created: int = 0
     stops: int = 0
+    wave: tuple[str, int, int] | None = None  # WAVES_OFF: (file, first cycle, last cycle)
 
 
 def encode_debug_request(req_id: int, request: DebugRequest) -> dict[str, Any]:
@@ -217,7 +220,8 @@ def encode_debug_reply(req_id: int, reply: DebugReply) -> dict[str, Any]:
     state["reason"] = int(reply.state.reason)
     points = [[b.id, int(b.kind), b.value, b.arg, b.hits] for b in reply.breakpoints]
     return {"id": req_id, "t": DebugReply.TAG, "state": state, "breakpoints": points,
-            "created": reply.created, "stops": reply.stops}  # fmt: skip
+            "created": reply.created, "stops": reply.stops,
+            "wave": list(reply.wave) if reply.wave else None}  # fmt: skip
 
 
 def decode_debug_reply(msg: Mapping[str, Any]) -> DebugReply:
@@ -236,4 +240,6 @@ def decode_debug_reply(msg: Mapping[str, Any]) -> DebugReply:
         Breakpoint(int(i), BreakKind(k), int(v), int(a), int(h))
         for i, k, v, a, h in msg["breakpoints"]
     )
-    return DebugReply(state, points, int(msg.get("created", 0)), int(msg.get("stops", 0)))
+    wave = msg.get("wave")
+    file = (str(wave[0]), int(wave[1]), int(wave[2])) if wave else None
+    return DebugReply(state, points, int(msg.get("created", 0)), int(msg.get("stops", 0)), file)

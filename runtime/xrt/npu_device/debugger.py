@@ -21,6 +21,9 @@ instructions, and continues::
 from __future__ import annotations
 
 import math
+import os
+import shutil
+from dataclasses import dataclass
 
 from xrt.errors import ErrorCode, XrtError
 from xrt.hw.config import TargetConfig
@@ -38,7 +41,17 @@ from xrt.hw.debug import (
 from xrt.hw.regs import DMA, NPU
 from xrt.transport import NpuTransport
 
-__all__ = ["Breakpoint", "Debugger", "EngineState", "StopReason", "register_address"]
+__all__ = ["Breakpoint", "Debugger", "EngineState", "StopReason", "WaveWindow", "register_address"]
+
+
+@dataclass(frozen=True)
+class WaveWindow:
+    """A waveform window's FST file and the simulated cycles it covers."""
+
+    path: str
+    first_cycle: int
+    last_cycle: int
+
 
 _ACCESS = {"read": RegAccess.READ, "write": RegAccess.WRITE, "either": RegAccess.EITHER,
            "any": RegAccess.EITHER}  # fmt: skip
@@ -221,6 +234,47 @@ class Debugger:
     def clear(self) -> None:
         """Delete every breakpoint and let the device run on (a lease's end does too)."""
         self._ask(DebugOp.CLEAR)
+
+    # -- waveforms around a stop ----------------------------------------------------------
+
+    def waves_on(self) -> None:
+        """Open a waveform window from now (unless one is open): the cycles *before* a
+        later stop. Every signal is dumped at each clock edge until `waves` closes it:
+        the device runs a traced model (``npu-emu serve --waves DIR``), slower by about the
+        factor docs/debugging.md gives.
+
+        Raises:
+            XrtError: 11003 on a device without waveforms (``sim://``, a server without
+                ``--waves``).
+        """
+        self._ask(DebugOp.WAVES_ON)
+
+    def waves(self, path: str | os.PathLike[str] | None = None, *, after: int = 0) -> WaveWindow:
+        """Close the waveform window and name its file: the cycles since `waves_on` (before
+        the stop), and with `after` the next `after` cycles too (a window is opened now if
+        none is, then the device steps them). The file is on the server's machine; with
+        `path` it is copied there (the server must be on this machine).
+
+        Raises:
+            XrtError: 11003 with no window to close or no waveforms on the device; 11002
+                when `path` cannot be written or the server's file cannot be read.
+        """
+        if after:
+            self._ask(DebugOp.WAVES_ON)
+            self.step(cycles=_count(after, "after"))
+        wave = self._ask(DebugOp.WAVES_OFF).wave
+        assert wave is not None  # the worker answers WAVES_OFF with its file or refuses
+        window = WaveWindow(*wave)
+        if path is not None:
+            try:
+                shutil.copyfile(window.path, path)
+            except OSError as exc:
+                raise XrtError(
+                    ErrorCode.FILE_NOT_FOUND,
+                    f"copying the waveform window {window.path} to {path}: {exc.strerror}",
+                ) from None
+            return WaveWindow(str(path), window.first_cycle, window.last_cycle)
+        return window
 
     def read_memory(self, addr: int, nbytes: int) -> bytes:
         """`nbytes` of host-visible memory at bus address `addr` (the memory model's file:

@@ -24,7 +24,10 @@ def _reply(resp: Any) -> DebugReply:
     points = tuple(
         Breakpoint(b.id, BreakKind(b.kind), b.value, b.arg, b.hits) for b in resp.breakpoints
     )
-    return DebugReply(state, points, resp.created, int(resp.stops))
+    wave = None
+    if resp.HasField("wave"):
+        wave = (resp.wave.path, int(resp.wave.first_cycle), int(resp.wave.last_cycle))
+    return DebugReply(state, points, resp.created, int(resp.stops), wave)
 
 
 def debug_rpc(

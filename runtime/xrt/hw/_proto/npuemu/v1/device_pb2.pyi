@@ -598,16 +598,18 @@ class DebugState(_message.Message):
     def __init__(self, stopped: _Optional[bool] = ..., reason: _Optional[int] = ..., hit: _Optional[int] = ..., cycle: _Optional[int] = ..., decoding: _Optional[bool] = ..., pc: _Optional[int] = ..., insn: _Optional[bytes] = ..., units_busy: _Optional[int] = ..., queues: _Optional[int] = ..., dma_state: _Optional[int] = ..., dma_src: _Optional[int] = ..., dma_dst: _Optional[int] = ..., irq: _Optional[bool] = ..., busy: _Optional[bool] = ..., paused_ms: _Optional[int] = ..., step_left: _Optional[int] = ...) -> None: ...
 
 class DebugResponse(_message.Message):
-    __slots__ = ("state", "breakpoints", "created", "stops")
+    __slots__ = ("state", "breakpoints", "created", "stops", "wave")
     STATE_FIELD_NUMBER: _ClassVar[int]
     BREAKPOINTS_FIELD_NUMBER: _ClassVar[int]
     CREATED_FIELD_NUMBER: _ClassVar[int]
     STOPS_FIELD_NUMBER: _ClassVar[int]
+    WAVE_FIELD_NUMBER: _ClassVar[int]
     state: DebugState
     breakpoints: _containers.RepeatedCompositeFieldContainer[DebugBreakpoint]
     created: int
     stops: int
-    def __init__(self, state: _Optional[_Union[DebugState, _Mapping]] = ..., breakpoints: _Optional[_Iterable[_Union[DebugBreakpoint, _Mapping]]] = ..., created: _Optional[int] = ..., stops: _Optional[int] = ...) -> None: ...
+    wave: WaveFile
+    def __init__(self, state: _Optional[_Union[DebugState, _Mapping]] = ..., breakpoints: _Optional[_Iterable[_Union[DebugBreakpoint, _Mapping]]] = ..., created: _Optional[int] = ..., stops: _Optional[int] = ..., wave: _Optional[_Union[WaveFile, _Mapping]] = ...) -> None: ...
 
 class ObserveReadRegisterRequest(_message.Message):
     __slots__ = ("device", "address", "client")
