@@ -38,6 +38,7 @@ from pathlib import Path
 
 from npuemu import __version__
 from npuemu.cli_common import CliError, add_json_option, emit
+from npuemu.debug_cli import add_debug_command
 from npuemu.device_cli import add_device_commands, run_device_command
 from npuemu.server.recording import DEFAULT_KEEP_MIB, DEFAULT_MAX_MIB
 from xrt import exitcodes
@@ -192,6 +193,7 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--waves", action="store_true", help="the traced model (serve --waves)")
     add_json_option(b, "the model's folder and whether it was built")
     add_device_commands(sub, fmt)
+    add_debug_command(sub, fmt)
     wt = sub.add_parser(
         "wait",
         help="wait until a device of a server can be leased (exit 0), or time out (exit 5)",
@@ -470,6 +472,10 @@ def _main(args: argparse.Namespace) -> int:
                 args.max_cycles or Budget.max_cycles, args.max_wall_s or Budget.max_wall_s
             ),
         )
+    if args.command == "debug":
+        from npuemu.debug_cli import main as debug_main
+
+        return debug_main(args)
     if args.command == "wait":
         from npuemu.wait_cli import wait_for_device
 

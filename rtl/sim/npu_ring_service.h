@@ -61,6 +61,7 @@
 #include <cstring>
 #include <vector>
 
+#include "npu_debug.h"  // the debugger's stops: paused wall time, steps that run the clock
 #include "npu_ring_abi.h"
 
 #if !defined(NPU_SIM_POLL_MAX_INTERVAL) || !defined(NPU_SIM_NPU_BASE) \
@@ -118,6 +119,8 @@ struct Shared {
     int ipc_fd = -1;
     pid_t server = 0;
     bool handover = false;  // ring requests go to Python (npu_worker_ring_handover)
+    bool inflight = false;  // a ring request runs here (Python may serve the debugger only)
+    bool wake_when_free = false;  // Python kept messages for when no ring request runs
     bool handed = false;    // one is with Python now
     int handed_slot = 0;
     npu_ring_request handed_req{};
@@ -206,10 +209,22 @@ class Service {
             if (m_inflight != Inflight::kNone && ++m_revoke_steps >= kClockLookSteps) {
                 m_revoke_steps = 0;
                 if (revoked_now(m_slot)) abandon();
+                // The debugger's requests are answered while a ring request runs: Python
+                // is woken to read the pipe, and keeps any other message for later.
+                if (m_inflight != Inflight::kNone && ipc_readable()) {
+                    wake_python();
+                    return true;
+                }
             }
             if (m_inflight != Inflight::kNone) return false;  // still running: take the step
         }
-        if (m_top->busy_o) {  // an engine runs: keep the clock going, look now and then
+        if (s.wake_when_free) {  // Python kept a message while a ring request ran
+            s.wake_when_free = false;
+            wake_python();
+            return true;
+        }
+        // An engine runs, or the debugger steps cycles: keep the clock going, look now and then.
+        if (m_top->busy_o || npu_debug::wants_clock()) {
             if (++m_busy_steps < kBusySliceSteps) return false;
             m_busy_steps = 0;
             look(0);
@@ -229,7 +244,8 @@ class Service {
             if (std::chrono::steady_clock::now() >= spin_until) break;
             if (yield) sched_yield();
         }
-        while (s.idle && m_inflight == Inflight::kNone && !m_top->busy_o) {
+        while (s.idle && m_inflight == Inflight::kNone && !m_top->busy_o
+               && !npu_debug::wants_clock()) {
             if (!look(kOrphanCheckMs)) check_orphaned();
         }
         return m_woke;
@@ -262,8 +278,20 @@ class Service {
             return;
         }
         m_inflight = Inflight::kNone;  // a wait, or a batch not yet handed to the master
+        shared().inflight = false;
         m_outcome = 0;
         m_waited = 0;
+    }
+
+    bool ipc_readable() const {
+        pollfd fd = {shared().ipc_fd, POLLIN, 0};
+        return poll(&fd, 1, 0) > 0 && (fd.revents & (POLLIN | POLLHUP | POLLERR));
+    }
+
+    void wake_python() {
+        shared().idle = false;
+        m_top->host_wake_i = !m_top->host_wake_i;  // Python's Edge trigger fires
+        m_woke = true;
     }
 
     // Look at the IPC socket and the rings for `timeout_ms`; true if something was started
@@ -295,12 +323,13 @@ class Service {
             }
             uint64_t count;
             [[maybe_unused]] ssize_t r = read(fds[k].fd, &count, sizeof(count));
-            if (start_request(slot_of[k])) return true;  // another ring's kick stays readable
+            if (start_request(slot_of[k])) {  // another ring's kick stays readable
+                s.inflight = m_inflight != Inflight::kNone;
+                return true;
+            }
         }
         if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-            s.idle = false;
-            m_top->host_wake_i = !m_top->host_wake_i;  // Python's Edge trigger fires
-            m_woke = true;
+            wake_python();
             return true;
         }
         return false;
@@ -321,6 +350,7 @@ class Service {
                        message);
         m_responded_at = std::chrono::steady_clock::now();
         m_inflight = Inflight::kNone;
+        shared().inflight = false;
         m_outcome = 0;
         m_waited = 0;
     }
@@ -382,6 +412,7 @@ class Service {
             m_wait_max = req.max_cycles;
             m_wait_deadline = std::chrono::steady_clock::now()
                               + std::chrono::milliseconds(req.wall_ms);
+            m_wait_paused = npu_debug::paused_ns();
             m_clock_steps = 0;
             m_revoke_steps = 0;
             m_inflight = Inflight::kWait;
@@ -467,7 +498,9 @@ class Service {
                 outcome = NPU_WAIT_OUTCOME_CYCLE_LIMIT;
             } else if (++m_clock_steps >= kClockLookSteps) {
                 m_clock_steps = 0;
-                if (std::chrono::steady_clock::now() >= m_wait_deadline)
+                // Wall time the debugger held the device stopped does not count.
+                const auto paused = std::chrono::nanoseconds(npu_debug::paused_ns() - m_wait_paused);
+                if (std::chrono::steady_clock::now() - paused >= m_wait_deadline)
                     outcome = NPU_WAIT_OUTCOME_DEADLINE;
             }
             if (outcome != 0) {
@@ -507,6 +540,7 @@ class Service {
     uint64_t m_wait_start = 0;
     uint64_t m_wait_max = 0;
     std::chrono::steady_clock::time_point m_wait_deadline{};
+    uint64_t m_wait_paused = 0;  // npu_debug::paused_ns() when the wait started
     uint32_t m_clock_steps = 0;
     uint32_t m_revoke_steps = 0;  // steps since the in-flight ring's revoke fd was looked at
     uint32_t m_outcome = 0;
@@ -578,6 +612,16 @@ extern "C" __attribute__((visibility("default"))) void npu_worker_ring_detach(in
 extern "C" __attribute__((visibility("default"))) void npu_worker_idle_begin(int ipc_fd) {
     npu_ring::shared().idle = true;
     npu_ring::shared().ipc_fd = ipc_fd;
+}
+
+// Whether a ring request runs (Python, woken for its pipe, may then answer the debugger
+// only); and, when it keeps a message for later (`wake` 1), to be woken once none runs.
+extern "C" __attribute__((visibility("default"))) int npu_worker_ring_inflight() {
+    return npu_ring::shared().inflight ? 1 : 0;
+}
+
+extern "C" __attribute__((visibility("default"))) void npu_worker_idle_wake(int wake) {
+    npu_ring::shared().wake_when_free = wake != 0;
 }
 
 // Taps on (`on` 1): every ring request is handed over to Python (see the top of this file).

@@ -220,6 +220,9 @@ class Loop {
             g_callback_ran = false;
             careful = evaluate(careful);
 #ifdef NPU_SIM_RING
+            // A breakpoint hit stops the device here: the step is evaluated again, Python
+            // wakes in it and serves the debugger until it resumes (npu_debug.h).
+            while (npu_debug::unit()->after_evaluate(m_ctx->time())) careful = evaluate(true);
             // Idle time is the ring service's: it may block here (nothing asked, engines
             // idle), start a ring request, or wake Python, whose trigger fires in this same
             // time step evaluated again (npu_ring_service.h).
@@ -529,6 +532,9 @@ int main(int argc, char** argv) {
 #ifdef NPU_SIM_RING
     npu_ring::Service<Vtop> ring_service(top.get(), NPU_SIM_CLOCK_PERIOD_PS);
     g_ring_service = &ring_service;
+    npu_debug::Unit debug_unit({&top->clk_i, &top->host_wake_i, &top->irq_o, &top->busy_o},
+                               NPU_SIM_CLOCK_PERIOD_PS);
+    npu_debug::unit() = &debug_unit;
 #endif
     vlog_startup_routines_bootstrap();
     Verilated::addExitCb([](void*) { wrap_up(); }, nullptr);

@@ -235,3 +235,32 @@ def test_device_choice(monkeypatch: pytest.MonkeyPatch) -> None:
     name = recording_name("tests/test_a.py::test_b[x/y z]")
     assert "/" not in name and " " not in name and name.endswith(".npurec")
     assert name != recording_name("tests/test_a.py::test_b[x/y_z]")
+
+
+FAULTED = """\
+import pytest
+
+
+@pytest.mark.npu(target="buyi", faults=["reg-value:SCRATCH:0xdead", "dma-error"])
+def test_faults_are_armed_before_the_test(npu_device):
+    npu = npu_device.get_reg_region("npu")
+    assert npu.read(npu.regs.SCRATCH.address) == 0xDEAD
+    assert sorted(f.fault.kind for f in npu_device.faults()) == ["dma-error", "reg-value"]
+
+
+def test_an_unmarked_test_gets_a_device_without_faults(npu_device):
+    assert npu_device.faults() == []
+
+
+@pytest.mark.npu(faults=["no-such-fault"])
+def test_a_bad_fault(npu_device):
+    pass
+"""
+
+
+def test_the_npu_mark_arms_faults_in_the_fault_spelling(project: Path) -> None:
+    (project / "test_faulted.py").write_text(FAULTED)
+    run = run_pytest(project, "test_faulted.py", "--npu-no-recordings")
+    text = run.stdout + run.stderr
+    assert run.returncode == 1 and "2 passed, 1 error" in run.stdout, text
+    assert "fault 'no-such-fault': unknown kind" in text, text

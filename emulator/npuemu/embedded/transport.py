@@ -19,6 +19,7 @@ from typing import Any
 from npuemu.embedded.worker import EXITED, EmbeddedWorker
 from xrt.errors import ErrorCode, XrtError
 from xrt.hw.config import TargetConfig
+from xrt.hw.debug import DebugReply, DebugRequest
 from xrt.hw.port import Reset
 from xrt.hw.regmap import RegisterBlockInfo
 from xrt.hw.ring import MAX_CYCLES, MAX_WALL_MS, RingStatus
@@ -199,6 +200,18 @@ class SimTransport(NpuTransport):
             cycles_left -= waited.waited
             if cycles_left <= 0 or time.monotonic() >= deadline - 0.001:
                 return False
+
+    # -- the debugger ------------------------------------------------------------------------
+
+    def debug(self, request: DebugRequest) -> DebugReply:
+        self._check_open()
+        reply = self._worker.debug(request)
+        self._cycles = reply.state.cycle or self._cycles
+        return reply
+
+    def wait_debug_stop(self, after: int, timeout_s: float) -> bool:
+        self._check_open()
+        return self._worker.wait_stop(after, timeout_s)
 
     def reset(self) -> None:
         """Pulse the device's reset (over the worker's pipe); memories keep their contents."""

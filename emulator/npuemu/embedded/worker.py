@@ -54,6 +54,7 @@ from npuemu.sim.build import BuiltModel, ModelBuildError, build_npu_sim
 from npuemu.worker.config import WorkerConfig
 from xrt.errors import ErrorCode, XrtError
 from xrt.hw.config import TargetConfig
+from xrt.hw.debug import DebugReply, DebugRequest
 from xrt.hw.port import PortErrorCode, Reply, Request
 from xrt.progress import progress
 from xrt.transport.grpc.register_ring import RegisterRing
@@ -140,6 +141,10 @@ class EmbeddedWorker:
         self.gone = ""  # why the worker is gone ("" while it serves)
         self._lock = threading.Lock()
         self._stopped = False
+        # The debugger's stops, as the worker announces them (counted: a waiter knows
+        # whether one came after it looked).
+        self._stops = threading.Condition()
+        self.stop_count = 0
 
     @property
     def pid(self) -> int | None:
@@ -170,6 +175,7 @@ class EmbeddedWorker:
             self.config.device, self.model, self.memory.fds, self.workdir, self.config
         )
         self.process.on_exit = self._on_exit
+        self.process.on_debug = self._on_debug
         with progress(f"starting the simulated {self.target.name} NPU ({self.name})"):
             try:
                 self._loop.run(self.process.start(START_TIMEOUT_S), START_TIMEOUT_S + 10.0)
@@ -191,6 +197,46 @@ class EmbeddedWorker:
         fds = [os.dup(fd) for fd in ring.holder_fds]
         fds.append(os.pidfd_open(self.process.pid))  # a dead simulator fails a request at once
         self.ring = RegisterRing(fds, ring.generation)
+
+    def _on_debug(self, reply: DebugReply) -> None:
+        """The device stopped (on the loop's thread)."""
+        with self._stops:
+            self.stop_count = max(self.stop_count, reply.stops)
+            self._stops.notify_all()
+
+    def wait_stop(self, after: int, timeout_s: float) -> bool:
+        """Wait until the device stopped more than `after` times (or the worker is gone)."""
+        with self._stops:
+            return (
+                self._stops.wait_for(
+                    lambda: self.stop_count > after or bool(self.gone) or self._stopped, timeout_s
+                )
+                and self.stop_count > after
+            )
+
+    def debug(self, request: DebugRequest, timeout_s: float = WATCHDOG_S) -> DebugReply:
+        """One request of the debugger (`xrt.hw.debug`), not queued behind a running one.
+
+        Raises:
+            XrtError: 11003 for a request the simulator refused (its message), 11015 with
+                no answer in `timeout_s`, 11014 when the worker is gone.
+        """
+        loop, process = self._loop, self.process
+        what = f"debugger {request.op}"
+        if self._stopped or self.gone or loop is None or process is None:
+            raise self.gone_error(what)
+        try:
+            return loop.run(process.debug_call(request, timeout_s), timeout_s + 10.0)
+        except WorkerError as exc:
+            raise XrtError(ErrorCode.OUT_OF_RANGE, f"{what} on {self.name}: {exc.detail}") from None
+        except TimeoutError:
+            raise XrtError(
+                ErrorCode.TIMEOUT,
+                f"{what} on {self.name}: no answer within {timeout_s:.0f} s (a register "
+                "request of the device runs; the debugger is answered when it ends or stops)",
+            ) from None
+        except WorkerUnavailableError:
+            raise self.gone_error(what) from None
 
     def _on_exit(self, why: str) -> None:
         """The worker's pipe closed while nobody asked it to (on the loop's thread)."""

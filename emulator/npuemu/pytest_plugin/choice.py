@@ -44,6 +44,7 @@ class NpuMark:
 
     target: str | None = None
     fidelity: str | None = None
+    faults: tuple[str, ...] = ()  # armed on the test's device (the --fault spelling)
 
     @classmethod
     def from_kwargs(cls, args: tuple[Any, ...], kwargs: dict[str, Any]) -> NpuMark:
@@ -56,14 +57,14 @@ class NpuMark:
         if args:
             raise XrtError(
                 ErrorCode.WRONG_TYPE,
-                f"@pytest.mark.npu takes keywords only (target=, fidelity=), not {args!r}",
+                f"@pytest.mark.npu takes keywords only (target=, fidelity=, faults=), not {args!r}",
             )
-        unknown = sorted(set(kwargs) - {"target", "fidelity"})
+        unknown = sorted(set(kwargs) - {"target", "fidelity", "faults"})
         if unknown:
             raise XrtError(
                 ErrorCode.WRONG_TYPE,
                 f"@pytest.mark.npu: unknown keyword(s) {', '.join(unknown)} "
-                "(known: target, fidelity)",
+                "(known: target, fidelity, faults)",
             )
         target, fidelity = kwargs.get("target"), kwargs.get("fidelity")
         if target is not None and target not in TARGETS:
@@ -78,7 +79,21 @@ class NpuMark:
                 f"@pytest.mark.npu(fidelity={fidelity!r}): no such simulation tier "
                 f"(known: {', '.join(FIDELITIES)}; the functional tier is not built yet)",
             )
-        return cls(target, fidelity)
+        faults = kwargs.get("faults", ())
+        if isinstance(faults, str) or not isinstance(faults, (list, tuple)):
+            raise XrtError(
+                ErrorCode.WRONG_TYPE,
+                f"@pytest.mark.npu(faults={faults!r}): a list of KIND[:ARG...][@TRIGGER] texts",
+            )
+        from xrt.npu_device.faults import parse_fault
+
+        for spec in faults:
+            if not isinstance(spec, str):
+                raise XrtError(
+                    ErrorCode.WRONG_TYPE, f"@pytest.mark.npu: fault {spec!r} is not text"
+                )
+            parse_fault(spec)  # 11003 naming what is wrong in it
+        return cls(target, fidelity, tuple(faults))
 
 
 def with_param(url: str, key: str, value: str) -> str:

@@ -97,8 +97,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "npu(target=None, fidelity=None): the NPU the npu_device fixture opens "
-        "(target: buyi or zg330; fidelity: cycle)",
+        "npu(target=None, fidelity=None, faults=()): the NPU the npu_device fixture opens "
+        "(target: buyi or zg330; fidelity: cycle; faults: --fault texts armed on it)",
     )
     config.pluginmanager.register(_KeptRecordings(), "npu-emu-kept-recordings")
 
@@ -201,6 +201,8 @@ def npu_device(request: pytest.FixtureRequest) -> Iterator[NpuDevice]:
     try:
         if mark.target is not None and device.target != mark.target:
             pytest.skip(f"needs a {mark.target} NPU; {shown} is a {device.target}")
+        for spec in mark.faults:  # armed before the test's first access
+            device.inject_fault(spec)
         start = device.cycles
         yield device
         end = device.cycles

@@ -38,6 +38,7 @@ from npuemu.sim.build import BuiltModel
 from npuemu.worker.config import WorkerConfig
 from xrt.errors import ErrorCode
 from xrt.hw.config import TargetConfig
+from xrt.hw.debug import DebugOp, DebugRequest
 from xrt.hw.port import (
     DeviceEvent,
     PortErrorCode,
@@ -456,6 +457,9 @@ class SimDevice:
                     self._forget_all(self.memory.renew())  # the next worker maps the new files
                     return  # the restart ends in FREE
                 self.state = DeviceState.RESETTING
+                if worker.debug_used:  # a stopped device runs on, so the cancel gets through
+                    worker.debug_used = False
+                    await worker.debug_call(DebugRequest(DebugOp.CLEAR.value), self.watchdog_s)
                 worker.cancel_current()
                 await self._drop_ring(worker)  # before anything else: the next holder's device
                 if not worker.savable:

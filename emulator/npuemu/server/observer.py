@@ -42,11 +42,12 @@ from typing import cast
 import grpc
 
 from npuemu.server.auth import AdminCredential
+from npuemu.server.debug_service import DebugDeviceService
 from npuemu.server.devices import SimDevice
 from npuemu.server.errors import ServiceError, check_register, clip
 from npuemu.server.manager import DeviceManager
 from npuemu.server.service import _unary
-from npuemu.server.waves_service import MAX_WINDOW_CYCLES, WavesDeviceService, signal_scopes
+from npuemu.server.waves_service import MAX_WINDOW_CYCLES, signal_scopes
 from xrt.hw.port import (
     RegBatch,
     RegResults,
@@ -79,7 +80,7 @@ _STATE = {
 }
 
 
-class ObserverDeviceService(WavesDeviceService):
+class ObserverDeviceService(DebugDeviceService):
     """DeviceService with waveform windows and observers."""
 
     def __init__(

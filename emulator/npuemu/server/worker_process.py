@@ -39,10 +39,12 @@ from pathlib import Path
 from typing import Any
 
 from npuemu.server.register_ring import ServerRing
+from npuemu.server.watchdog import Watchdog
 from npuemu.sim.build import BuiltModel
 from npuemu.sim.cocotb_run import simulator_env
 from npuemu.worker.config import Hello, WorkerConfig
 from npuemu.worker.protocol import ChannelClosedError, FrameProtocol, frame
+from xrt.hw.debug import DebugReply, DebugRequest, decode_debug_reply, encode_debug_request
 from xrt.hw.port import (
     Cancel,
     DeviceEvent,
@@ -124,6 +126,13 @@ class WorkerProcess:
         self._hello: asyncio.Future[dict[str, Any]] | None = None
         self.on_served: Callable[[Served], None] | None = None  # the worker's taps' events
         self.on_event: Callable[[DeviceEvent], None] | None = None  # the device's own events
+        self.on_debug: Callable[[DebugReply], None] | None = None  # the device stopped
+        # The debugger: stops counted; while stopped, no request's watchdog runs out (the
+        # model stands still on purpose, it is not hung).
+        self.debug_stops = 0
+        self.debug_stopped = False
+        self.debug_used = False  # a lease's end clears the stop unit (resuming it) first
+        self._stop_event = asyncio.Event()
         self._ids = itertools.count(1)
         self._lock = asyncio.Lock()
         self._pending: dict[int, asyncio.Future[Any]] = {}  # by request id
@@ -285,7 +294,7 @@ class WorkerProcess:
             self._current = req_id
             # The answer's future is awaited directly, its watchdog a timer on the loop: no
             # wait_for/shield, which add event-loop iterations to every request.
-            timer = loop.call_later(timeout_s, _expire, fut)
+            timer = Watchdog(loop, timeout_s, fut, lambda: self.debug_stopped)
             try:
                 # One request at a time, at most a few hundred KiB (4096 ops): the transport
                 # sends it at once or buffers the rest; nothing to drain.
@@ -339,6 +348,52 @@ class WorkerProcess:
                 f"{what} failed in the worker of {self.name}: {reply.error.message}", reply.error
             )
         return reply
+
+    async def debug_call(self, request: DebugRequest, timeout_s: float) -> DebugReply:
+        """A debugger's request, sent at once: not behind the request in flight, which a
+        stopped device holds (the worker answers debugger requests between slices of a
+        running request, while stopped, and between requests).
+
+        Raises:
+            WorkerUnavailableError: the worker is gone.
+            TimeoutError: no answer in `timeout_s` (the worker runs on: a request of the
+                register ring does not let it look at its pipe until it ends).
+            WorkerError: the worker refused the request (BAD_REQUEST, its message).
+        """
+        transport = self._transport
+        if transport is None or transport.is_closing() or self._channel_closed:
+            raise WorkerUnavailableError(f"simulation worker of {self.name} is not running")
+        loop = asyncio.get_running_loop()
+        req_id = next(self._ids)
+        fut: asyncio.Future[Any] = loop.create_future()
+        self._pending[req_id] = fut
+        timer = loop.call_later(timeout_s, _expire, fut)
+        self.debug_used = True
+        try:
+            transport.write(frame(encode_debug_request(req_id, request)))
+            msg = await fut
+        finally:
+            timer.cancel()
+            self._pending.pop(req_id, None)
+        if msg.get("t") != DebugReply.TAG:
+            reply = decode_reply(msg)
+            assert reply.error is not None
+            raise WorkerError(
+                f"debug {request.op} on {self.name}: {reply.error.message}", reply.error
+            )
+        out = decode_debug_reply(msg)
+        self.debug_stopped = out.state.stopped
+        self.debug_stops = max(self.debug_stops, out.stops)
+        return out
+
+    async def wait_debug_stop(self, after: int, timeout_s: float) -> bool:
+        """Wait until the device stopped more than `after` times; False after `timeout_s`."""
+        while self.debug_stops <= after:
+            try:
+                await asyncio.wait_for(self._stop_event.wait(), timeout_s)
+            except TimeoutError:
+                return self.debug_stops > after
+        return True
 
     async def _hand_out(self, listener: socket.socket, handout: list[tuple[str, int]]) -> None:
         """Serve the hand-out socket until the worker itself connects: send it `handout`
@@ -410,6 +465,15 @@ class WorkerProcess:
         if reply.get("ev") == "served":
             if self.on_served is not None:
                 self.on_served(decode_served(reply))
+            return
+        if reply.get("ev") == "debug":
+            stop = decode_debug_reply(reply)
+            self.debug_stops = max(self.debug_stops, stop.stops)
+            self.debug_stopped = True
+            self._stop_event.set()
+            self._stop_event = asyncio.Event()
+            if self.on_debug is not None:
+                self.on_debug(stop)
             return
         if reply.get("ev") == "device":
             if self.on_event is not None:

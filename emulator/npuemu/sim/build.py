@@ -74,6 +74,7 @@ DPI_SOURCES = (
 CXX_HEADERS = (
     RTL_DIR / "generated" / "npu_ring_abi.h",
     RTL_DIR / "sim" / "npu_ring_service.h",
+    RTL_DIR / "sim" / "npu_debug.h",
     RTL_DIR / "sim" / "npu_savable_structs.h",
     RTL_DIR / "sim" / "npu_model_state.h",
 )

@@ -64,6 +64,10 @@ class MainLoop:
         self.ring_detach = self._fn("npu_worker_ring_detach", None, ctypes.c_int)
         self.ring_revoked = self._fn("npu_worker_ring_revoked", ctypes.c_int, ctypes.c_int)
         self.set_handover = self._fn("npu_worker_ring_handover", None, ctypes.c_int)
+        # A ring request runs (woken for the pipe then, Python answers the debugger only);
+        # wake me once none runs (a message was kept for then).
+        self.ring_inflight = self._fn("npu_worker_ring_inflight", ctypes.c_int)
+        self.idle_wake = self._fn("npu_worker_idle_wake", None, ctypes.c_int)
         self._pending = self._fn("npu_worker_ring_pending", ctypes.c_int, ctypes.c_void_p)
         self._ops = self._fn("npu_worker_ring_ops", ctypes.c_void_p)
         self._respond = self._fn(

@@ -23,23 +23,29 @@ from __future__ import annotations
 import logging
 import os
 import socket
+from dataclasses import replace
 from typing import Any
 
 import cocotb
 from cocotb.triggers import Edge, FallingEdge, First, Timer
 
 from npuemu.sim.lockstep import LaunchVetter
+from npuemu.sim.waves import HOLDER, WavesUnavailableError
 from npuemu.worker.config import Hello, WorkerConfig
+from npuemu.worker.debug import DebugRefusalError, DebugUnit
 from npuemu.worker.device_watch import DeviceWatch
 from npuemu.worker.handlers import Worker
 from npuemu.worker.mainloop import MainLoop, RingRequest
 from npuemu.worker.port import ForwardTap, LockstepTap, Tap, WorkerPort
 from npuemu.worker.protocol import BlockingChannel, ChannelClosedError
+from xrt.hw.debug import DebugOp, DebugRequest, decode_debug_request, encode_debug_reply
 from xrt.hw.port import (
     Cancel,
     ModelRestore,
     ModelSave,
+    PortError,
     PortErrorCode,
+    PristineRestore,
     Quit,
     RegBatch,
     RegResults,
@@ -81,24 +87,100 @@ class Loop:
         self.server = server
         self.main_loop = worker.main_loop
         self._wake_h = getattr(worker.dut, "host_wake_i", None)
+        # The debugger's stop unit (npuemu.worker.debug), and the pipe's messages that came
+        # while the device was stopped: served once it runs again.
+        self.debug = DebugUnit()
+        self.deferred: list[dict[str, Any]] = []
+
+    def _pending(self) -> bool:
+        return bool(self.deferred) or self.chan.pending()
+
+    def _next(self) -> dict[str, Any]:
+        return self.deferred.pop(0) if self.deferred else self.chan.recv()
+
+    def answer_debug(self, msg: dict[str, Any]) -> None:
+        """Answer a debugger's request (no time passes)."""
+        given = msg.get("id")
+        req_id = given if isinstance(given, int) else 0
+        try:
+            req_id, request = decode_debug_request(msg)
+            wave = self.debug_waves(DebugOp(request.op))
+            reply = self.debug.serve(request)
+        except (ValueError, DebugRefusalError, WavesUnavailableError) as exc:
+            error = PortError(PortErrorCode.BAD_REQUEST, str(exc))
+            self.chan.send(encode_reply(Reply(req_id, self.worker.h.cycles, error=error)))
+            return
+        self.chan.send(encode_debug_reply(req_id, replace(reply, wave=wave)))
+
+    def debug_waves(self, op: DebugOp) -> tuple[str, int, int] | None:
+        """The debugger's waveform window (the holder's, `npuemu.sim.waves`): opened at
+        once unless one is, or closed and named (no time passes)."""
+        if op is DebugOp.WAVES_ON and not self.worker.waves().recording:
+            self.worker.waves().start(self.worker.h.cycles * CLOCK_PERIOD_PS, 0, HOLDER)
+        if op is not DebugOp.WAVES_OFF:
+            return None
+        window = self.worker.waves().finish(HOLDER)
+        if window is None:
+            raise WavesUnavailableError("no waveform window of this lease to close")
+        return (str(window.path), window.first_cycle, window.last_cycle)
+
+    def drain_for_debugger(self) -> None:
+        """Woken for the pipe while a ring request runs: answer the debugger's requests;
+        keep the others, to be woken for them once the ring's request has ended."""
+        while self.chan.pending():
+            msg = self.chan.recv()
+            if msg.get("t") == DebugRequest.TAG:
+                self.answer_debug(msg)
+            else:
+                self.deferred.append(msg)
+        self.main_loop.idle_wake(1 if self.deferred else 0)
+
+    def serve_stop(self) -> None:
+        """The device is stopped (a breakpoint or a step): tell the server, then serve the
+        debugger's requests, blocking (the model does not advance), until one resumes it.
+        Any other message waits until then (a quit ends the stop)."""
+        self.debug.stops += 1
+        reply = self.debug.serve(DebugRequest("state"))
+        self.chan.send({**encode_debug_reply(0, reply), "ev": "debug"})
+        state = reply.state
+        log.info("stopped at cycle %d (%s %d)", state.cycle, state.reason.name, state.hit)
+        while self.debug.stopped:
+            msg = self.chan.recv()
+            if msg.get("t") == DebugRequest.TAG:
+                self.answer_debug(msg)
+                continue
+            if msg.get("t") == Quit.TAG:
+                self.debug.clear()
+            self.deferred.append(msg)
+        if self.main_loop.available and self.main_loop.ring_inflight():
+            self.main_loop.idle_wake(1 if self.deferred else 0)
 
     async def run(self) -> None:
         """Until the server closes the pipe or says quit."""
         while True:
             if not self.worker.config.frozen_idle:
                 await self.idle_or_busy()
+            if self.debug.stopped:  # a breakpoint hit while idle time was the main loop's
+                self.serve_stop()
+                continue
             ring = self.main_loop.ring_pending() if self.main_loop.available else None
             if ring is not None:
                 await self.serve_ring(ring)
                 continue
             live = self.main_loop.available and not self.worker.config.frozen_idle
-            if live and not self.chan.pending():
+            if live and self.main_loop.ring_inflight():
+                self.drain_for_debugger()  # a ring request runs: the debugger's turn only
+                continue
+            if live and not self._pending():
                 continue  # woken for a ring request that was revoked meanwhile
             try:
-                msg = self.chan.recv()  # blocks with the simulation frozen
+                msg = self._next()  # blocks with the simulation frozen
             except ChannelClosedError:
                 log.info("server closed the channel: stopping")
                 return
+            if msg.get("t") == DebugRequest.TAG:
+                self.answer_debug(msg)
+                continue
             req_id, request, read_only = decode_request(msg)
             if isinstance(request, Cancel):
                 continue  # its request was already answered
@@ -110,7 +192,10 @@ class Loop:
             self.chan.send(encode_reply(reply))
 
     async def serve(self, req_id: int, request: Request, route: Route, read_only: bool) -> Reply:
-        if not _may_run_long(request):  # a few cycles at most: no task, no watch
+        if isinstance(request, PristineRestore):  # a lease's end: its breakpoints go too
+            self.debug.clear()
+        # A few cycles at most: no task, no watch; but a breakpoint may stop any request.
+        if not _may_run_long(request) and not self.debug.armed:
             return await self.port.serve(req_id, request, route, read_only)
         return await self.watched(req_id, request, route, read_only)
 
@@ -143,7 +228,12 @@ class Loop:
         cancelled = False
         slot = next((s for s, r in _ROUTE_OF_SLOT.items() if r == route), None)
         while not task.done():
-            await First(task.complete, Timer(WATCH_SLICE_CYCLES * CLOCK_PERIOD_PS, unit="ps"))
+            triggers = [task.complete, Timer(WATCH_SLICE_CYCLES * CLOCK_PERIOD_PS, unit="ps")]
+            if self.debug.armed and self._wake_h is not None:  # a stop toggles it
+                triggers.append(Edge(self._wake_h))
+            await First(*triggers)
+            if self.debug.stopped:  # the model stands still until the debugger resumes it
+                self.serve_stop()
             if task.done():
                 break
             if _orphaned(self.server):
@@ -152,12 +242,21 @@ class Loop:
             if slot is not None and not cancelled and self.main_loop.ring_revoked(slot):
                 task.cancel()
                 cancelled = True
-            while route == Route.PIPE and self.chan.pending():
-                _, other, _ = decode_request(self.chan.recv())
+            kept = []
+            while route == Route.PIPE and self._pending():
+                msg = self._next()
+                if msg.get("t") == DebugRequest.TAG:
+                    self.answer_debug(msg)
+                    continue
+                if msg.get("t") != Cancel.TAG:
+                    kept.append(msg)  # came during a stop (a quit): served after this one
+                    continue
+                _, other, _ = decode_request(msg)
                 if isinstance(other, Cancel) and other.of == req_id and not cancelled:
                     task.cancel()
                     cancelled = True
                 # a cancel for an earlier request (already answered) needs nothing
+            self.deferred[:0] = kept
         if task.cancelled():
             return Reply(req_id, self.worker.h.cycles, cancelled=True)
         return task.result()
@@ -172,7 +271,9 @@ class Loop:
         waits (the caller then blocks on the pipe, simulated time standing still).
         """
         if self.main_loop.available:
-            if not self.chan.pending():
+            # While a ring request runs, kept messages wait for its end (the main loop wakes
+            # this loop then: idle_wake).
+            if not self._pending() or self.main_loop.ring_inflight():
                 assert self._wake_h is not None  # the main loop exists only with host_wake_i
                 self.main_loop.idle_begin(self.chan.sock.fileno())
                 await Edge(self._wake_h)

@@ -44,6 +44,7 @@ from xrt.hw.regs import DMA, FAULT, NPU
 from xrt.hw.targets import HW_VERSION
 from xrt.hw.targets import target as target_config
 from xrt.memptr import MemPtr
+from xrt.npu_device.debugger import Debugger
 from xrt.npu_device.dma_region import DmaEngine, DmaMemRegion
 from xrt.npu_device.faults import Fault, FaultController, FaultStatus
 from xrt.registers import RegRead, RegRegion
@@ -371,6 +372,15 @@ class NpuDevice(Device):
     def clear_faults(self) -> None:
         """Disarm every fault (a lease's end does too: the device's state goes with it)."""
         self._fault_controller().clear()
+
+    # -- the debugger (simulated devices) --------------------------------------------------
+
+    @property
+    def debugger(self) -> Debugger:
+        """Breakpoints, steps and looks into the simulation (`xrt.npu_device.debugger`;
+        a board's transport refuses each request with 11010)."""
+        self._check_open()
+        return Debugger(self._transport, target_config(self._transport.info.target))
 
     def reset(self) -> None:
         """Pulse the device's reset: registers return to their reset values, memories keep

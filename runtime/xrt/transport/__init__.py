@@ -29,6 +29,7 @@ from types import MappingProxyType
 from typing import Protocol
 
 from xrt.errors import ErrorCode, XrtError
+from xrt.hw.debug import DebugReply, DebugRequest
 from xrt.hw.regmap import RegisterBlockInfo
 from xrt.memory import MemRegion
 from xrt.registers import RegRegion
@@ -270,6 +271,23 @@ class NpuTransport(ABC):
             ErrorCode.WRONG_ORDER,
             "checkpoints are a feature of the emulator's devices (grpc://), "
             f"not of {self.info.name}",
+        )
+
+    # -- the debugger (simulated devices: xrt.npu_device.debugger) -------------------------
+
+    def debug(self, request: DebugRequest) -> DebugReply:
+        """One request of the debugger (`xrt.hw.debug`) to the simulation's stop unit."""
+        raise XrtError(
+            ErrorCode.WRONG_TYPE,
+            f"{self.info.name} has no debugger: breakpoints are a simulated device's (sim://)",
+        )
+
+    def wait_debug_stop(self, after: int, timeout_s: float) -> bool:
+        """Wait until the device stopped more than `after` times (`DebugReply.stops`);
+        False when `timeout_s` passed first."""
+        raise XrtError(
+            ErrorCode.WRONG_TYPE,
+            f"{self.info.name} has no debugger: breakpoints are a simulated device's (sim://)",
         )
 
     # -- closing ---------------------------------------------------------------------------

@@ -25,6 +25,7 @@ import grpc
 from xrt._checks import as_seconds
 from xrt.device import DeviceURL
 from xrt.errors import ErrorCode, XrtError
+from xrt.hw.debug import DebugOp, DebugReply, DebugRequest
 from xrt.hw.regmap import RegisterBlockInfo
 from xrt.hw.ring import MAX_CYCLES
 from xrt.hw.ring_core import RingError, RingRevokedError
@@ -32,6 +33,7 @@ from xrt.hw.wire import MAX_WAIT_MS, CheckpointScope, WaitOutcome, pb
 from xrt.transport import NpuTransport
 from xrt.transport.grpc.calls import RPC_SLACK_S, DeviceClient
 from xrt.transport.grpc.channel import parse_url
+from xrt.transport.grpc.debug import debug_rpc
 from xrt.transport.grpc.device_log import LogLineCallback, follow_device_log
 from xrt.transport.grpc.lease import Lease, default_client, device_info, release
 from xrt.transport.grpc.local_memory import MappedMemory, map_memory_file
@@ -463,6 +465,29 @@ class GrpcTransport(NpuTransport):
         )
         f = resp.file
         return WaveFile(f.path, f.first_cycle, f.last_cycle, f.size_bytes)
+
+    # -- the debugger ------------------------------------------------------------------------
+
+    def debug(self, request: DebugRequest) -> DebugReply:
+        self._check_open()
+        return debug_rpc(
+            self._client, self._lease.id, request, f"debugger {request.op} on {self.info.name}"
+        )
+
+    def wait_debug_stop(self, after: int, timeout_s: float) -> bool:
+        self._check_open()
+        deadline = time.monotonic() + timeout_s
+        while True:  # the server waits MAX_STOP_WAIT_S at most per call
+            left = deadline - time.monotonic()
+            reply = debug_rpc(
+                self._client, self._lease.id, DebugRequest(DebugOp.STATE.value),
+                f"waiting for {self.info.name} to stop", wait_stop_s=max(left, 0.0),
+                after_stops=after,
+            )  # fmt: skip
+            if reply.stops > after:
+                return True
+            if left <= 0:
+                return False
 
     # -- closing ---------------------------------------------------------------------------
 

@@ -531,6 +531,88 @@ class StopWavesResponse(_message.Message):
     cycles: int
     def __init__(self, file: _Optional[_Union[WaveFile, _Mapping]] = ..., cycles: _Optional[int] = ...) -> None: ...
 
+class DebugRequest(_message.Message):
+    __slots__ = ("lease_id", "op", "kind", "value", "arg", "wait_stop_ms", "after_stops")
+    LEASE_ID_FIELD_NUMBER: _ClassVar[int]
+    OP_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    ARG_FIELD_NUMBER: _ClassVar[int]
+    WAIT_STOP_MS_FIELD_NUMBER: _ClassVar[int]
+    AFTER_STOPS_FIELD_NUMBER: _ClassVar[int]
+    lease_id: str
+    op: str
+    kind: int
+    value: int
+    arg: int
+    wait_stop_ms: int
+    after_stops: int
+    def __init__(self, lease_id: _Optional[str] = ..., op: _Optional[str] = ..., kind: _Optional[int] = ..., value: _Optional[int] = ..., arg: _Optional[int] = ..., wait_stop_ms: _Optional[int] = ..., after_stops: _Optional[int] = ...) -> None: ...
+
+class DebugBreakpoint(_message.Message):
+    __slots__ = ("id", "kind", "value", "arg", "hits")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    ARG_FIELD_NUMBER: _ClassVar[int]
+    HITS_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    kind: int
+    value: int
+    arg: int
+    hits: int
+    def __init__(self, id: _Optional[int] = ..., kind: _Optional[int] = ..., value: _Optional[int] = ..., arg: _Optional[int] = ..., hits: _Optional[int] = ...) -> None: ...
+
+class DebugState(_message.Message):
+    __slots__ = ("stopped", "reason", "hit", "cycle", "decoding", "pc", "insn", "units_busy", "queues", "dma_state", "dma_src", "dma_dst", "irq", "busy", "paused_ms", "step_left")
+    STOPPED_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    HIT_FIELD_NUMBER: _ClassVar[int]
+    CYCLE_FIELD_NUMBER: _ClassVar[int]
+    DECODING_FIELD_NUMBER: _ClassVar[int]
+    PC_FIELD_NUMBER: _ClassVar[int]
+    INSN_FIELD_NUMBER: _ClassVar[int]
+    UNITS_BUSY_FIELD_NUMBER: _ClassVar[int]
+    QUEUES_FIELD_NUMBER: _ClassVar[int]
+    DMA_STATE_FIELD_NUMBER: _ClassVar[int]
+    DMA_SRC_FIELD_NUMBER: _ClassVar[int]
+    DMA_DST_FIELD_NUMBER: _ClassVar[int]
+    IRQ_FIELD_NUMBER: _ClassVar[int]
+    BUSY_FIELD_NUMBER: _ClassVar[int]
+    PAUSED_MS_FIELD_NUMBER: _ClassVar[int]
+    STEP_LEFT_FIELD_NUMBER: _ClassVar[int]
+    stopped: bool
+    reason: int
+    hit: int
+    cycle: int
+    decoding: bool
+    pc: int
+    insn: bytes
+    units_busy: int
+    queues: int
+    dma_state: int
+    dma_src: int
+    dma_dst: int
+    irq: bool
+    busy: bool
+    paused_ms: int
+    step_left: int
+    def __init__(self, stopped: _Optional[bool] = ..., reason: _Optional[int] = ..., hit: _Optional[int] = ..., cycle: _Optional[int] = ..., decoding: _Optional[bool] = ..., pc: _Optional[int] = ..., insn: _Optional[bytes] = ..., units_busy: _Optional[int] = ..., queues: _Optional[int] = ..., dma_state: _Optional[int] = ..., dma_src: _Optional[int] = ..., dma_dst: _Optional[int] = ..., irq: _Optional[bool] = ..., busy: _Optional[bool] = ..., paused_ms: _Optional[int] = ..., step_left: _Optional[int] = ...) -> None: ...
+
+class DebugResponse(_message.Message):
+    __slots__ = ("state", "breakpoints", "created", "stops", "wave")
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    BREAKPOINTS_FIELD_NUMBER: _ClassVar[int]
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    STOPS_FIELD_NUMBER: _ClassVar[int]
+    WAVE_FIELD_NUMBER: _ClassVar[int]
+    state: DebugState
+    breakpoints: _containers.RepeatedCompositeFieldContainer[DebugBreakpoint]
+    created: int
+    stops: int
+    wave: WaveFile
+    def __init__(self, state: _Optional[_Union[DebugState, _Mapping]] = ..., breakpoints: _Optional[_Iterable[_Union[DebugBreakpoint, _Mapping]]] = ..., created: _Optional[int] = ..., stops: _Optional[int] = ..., wave: _Optional[_Union[WaveFile, _Mapping]] = ...) -> None: ...
+
 class ObserveReadRegisterRequest(_message.Message):
     __slots__ = ("device", "address", "client")
     DEVICE_FIELD_NUMBER: _ClassVar[int]

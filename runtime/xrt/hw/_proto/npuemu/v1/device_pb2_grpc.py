@@ -125,6 +125,11 @@ class DeviceServiceStub:
                 request_serializer=npuemu_dot_v1_dot_device__pb2.StopWavesRequest.SerializeToString,
                 response_deserializer=npuemu_dot_v1_dot_device__pb2.StopWavesResponse.FromString,
                 _registered_method=True)
+        self.Debug = channel.unary_unary(
+                '/npuemu.v1.DeviceService/Debug',
+                request_serializer=npuemu_dot_v1_dot_device__pb2.DebugRequest.SerializeToString,
+                response_deserializer=npuemu_dot_v1_dot_device__pb2.DebugResponse.FromString,
+                _registered_method=True)
         self.ObserveReadRegister = channel.unary_unary(
                 '/npuemu.v1.DeviceService/ObserveReadRegister',
                 request_serializer=npuemu_dot_v1_dot_device__pb2.ObserveReadRegisterRequest.SerializeToString,
@@ -293,6 +298,17 @@ class DeviceServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Debug(self, request, context):
+        """The debugger (docs/debugging.md, "Debugger"): breakpoints compared inside the
+        simulation; a hit stops the model (simulated time stands still, the holder's request in
+        flight stays pending) until the holder resumes it. One call per DEBUG_OP; with
+        wait_stop_ms it answers once the device stopped more than after_stops times or after
+        that long. Answered beside the holder's request in flight. A lease's end clears it all.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ObserveReadRegister(self, request, context):
         """Observers: an operator looks at a device someone else holds, without its lease (a
         hung driver's registers, a waveform window of the holder's activity). Each call needs
@@ -425,6 +441,11 @@ def add_DeviceServiceServicer_to_server(servicer, server):
                     servicer.StopWaves,
                     request_deserializer=npuemu_dot_v1_dot_device__pb2.StopWavesRequest.FromString,
                     response_serializer=npuemu_dot_v1_dot_device__pb2.StopWavesResponse.SerializeToString,
+            ),
+            'Debug': grpc.unary_unary_rpc_method_handler(
+                    servicer.Debug,
+                    request_deserializer=npuemu_dot_v1_dot_device__pb2.DebugRequest.FromString,
+                    response_serializer=npuemu_dot_v1_dot_device__pb2.DebugResponse.SerializeToString,
             ),
             'ObserveReadRegister': grpc.unary_unary_rpc_method_handler(
                     servicer.ObserveReadRegister,
@@ -939,6 +960,33 @@ class DeviceService:
             '/npuemu.v1.DeviceService/StopWaves',
             npuemu_dot_v1_dot_device__pb2.StopWavesRequest.SerializeToString,
             npuemu_dot_v1_dot_device__pb2.StopWavesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Debug(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/npuemu.v1.DeviceService/Debug',
+            npuemu_dot_v1_dot_device__pb2.DebugRequest.SerializeToString,
+            npuemu_dot_v1_dot_device__pb2.DebugResponse.FromString,
             options,
             channel_credentials,
             insecure,
