@@ -11,10 +11,10 @@ and per CPU second of the simulator (the latter holds still when other work shar
 machine); the gain is against the baseline. A variant's cold build time is printed when
 this run built it (an empty --build-dir measures them all).
 
-The "pgo" variant is gcc's profile-guided optimisation: a model built with
--fprofile-generate runs a profile workload (the 1x1 compiler-made convolution and the
-engine idle: not the 3x3 programs measured), then the measured model is compiled with that
-profile.
+The "pgo" variant is the default compiled with gcc's profile-guided optimisation as
+npuemu.sim.pgo takes it: a model built with -fprofile-generate runs
+npuemu.sim.pgo_workload (its own convolutions, not these programs), then the measured model
+is compiled with that profile.
 
 Usage: python bench/bench_rtl_speed.py [--targets buyi,zg330] [--rounds 3]
        [--variants baseline,default,...] [--build-dir build/rtl-speed] [--json FILE]
@@ -23,13 +23,13 @@ Usage: python bench/bench_rtl_speed.py [--targets buyi,zg330] [--rounds 3]
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
+import resource
 import statistics
 import sys
 import tempfile
-from dataclasses import replace
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -39,14 +39,15 @@ from bench_assert import run_round  # noqa: E402
 
 from npuemu.sim.build import BuiltModel, build_npu_sim  # noqa: E402
 from npuemu.sim.codegen import BASELINE, DEFAULT, NATIVE, CodeGen  # noqa: E402
+from npuemu.sim.pgo import take_profile  # noqa: E402
 
-PROFILE_CASE = "conv1x1 64ch 16x16, compiler"
 BUSY = ("conv3x3 64ch 16x16, hand-compiled", "conv3x3 64ch 16x16, compiler")
 
 CANDIDATES = {
     "baseline": BASELINE,
     "default": DEFAULT,
-    "native": CodeGen("native", verilator_args=("-CFLAGS", NATIVE)),
+    # The default without a profile, even when npuemu.sim.pgo took one.
+    "native": CodeGen("native", verilator_args=("-CFLAGS", NATIVE), use_profile=False),
     "noplt": CodeGen(
         "noplt",
         verilator_args=(
@@ -65,46 +66,14 @@ CANDIDATES = {
         verilator_args=("-CFLAGS", NATIVE, "--output-split-cfuncs", "2000"),
     ),
     "inline": CodeGen("inline", verilator_args=("-CFLAGS", NATIVE, "--inline-mult", "20000")),
-    "pgo": replace(DEFAULT, name="pgo"),  # built in two steps: pgo_model
+    "pgo": DEFAULT,  # compiled with a profile: npuemu.sim.pgo
 }
 
 
-def profile_digest(folder: Path) -> str:
-    """Digest of a profile folder's .gcda files (the `use` build's cache key)."""
-    h = hashlib.sha256()
-    for path in sorted(folder.rglob("*.gcda")):
-        h.update(path.name.encode())
-        h.update(path.read_bytes())
-    return h.hexdigest()[:16]
-
-
-def pgo_model(base: CodeGen, target_name: str, root: Path, tmp: Path) -> tuple[BuiltModel, float]:
-    """The model compiled with a profile of `base` (built and run first); (model, seconds
-    of the whole: instrumented build, profile run, final build)."""
-    profiles = root / f"profile-{target_name}-{base.name}"
-    gen = replace(base, name=f"{base.name}-gen", pgo="generate", profile_dir=str(profiles))
-    instrumented = build_npu_sim(target_name, assertions=False, codegen=gen, build_root=root)
-    spent = instrumented.seconds
-    if not any(profiles.rglob("*.gcda")):
-        print(f"  profile run of {instrumented.build_dir.name} ({PROFILE_CASE}) ...", flush=True)
-        os.environ["BENCH_ONLY"] = PROFILE_CASE
-        try:
-            run_round(instrumented, target_name, tmp, f"profile-{target_name}")
-        finally:
-            del os.environ["BENCH_ONLY"]
-        gcda = list(profiles.rglob("*.gcda"))
-        if not gcda:
-            raise SystemExit(f"the profile run wrote no .gcda file under {profiles}")
-        print(f"  {len(gcda)} profile files", flush=True)
-    use = replace(
-        base,
-        name=f"{base.name}-pgo",
-        pgo="use",
-        profile_dir=str(profiles),
-        profile_digest=profile_digest(profiles),
-    )
-    model = build_npu_sim(target_name, assertions=False, codegen=use, build_root=root)
-    return model, spent + model.seconds
+def _children_cpu() -> float:
+    """CPU seconds of every finished child process so far (Verilator, make, g++)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def main() -> None:
@@ -128,19 +97,21 @@ def main() -> None:
         tmp = Path(tmp_name)
         for tname in targets:
             models: dict[str, BuiltModel] = {}
-            built: dict[str, float] = {}
+            built: dict[str, tuple[float, float]] = {}
             for name in names:  # one build at a time (make -j uses every core)
                 print(f"{tname}: building (or reusing) {name} ...", flush=True)
-                if name == "pgo":
-                    model, seconds = pgo_model(DEFAULT, tname, root, tmp)
+                cpu0, t0 = _children_cpu(), time.monotonic()
+                if name == "pgo":  # the instrumented build, its run, the final build
+                    model = take_profile(tname, assertions=False, build_root=root)
+                    seconds = time.monotonic() - t0
                 else:
                     model = build_npu_sim(
                         tname, assertions=False, codegen=CANDIDATES[name], build_root=root
                     )
                     seconds = model.seconds
                 models[name] = model
-                if model.built_now:
-                    built[name] = seconds
+                if model.built_now:  # the compilers' CPU time holds still under load
+                    built[name] = (seconds, _children_cpu() - cpu0)
             load_before = os.getloadavg()
             rows: dict[str, list[dict]] = {n: [] for n in names}
             for i in range(args.rounds):
@@ -157,7 +128,7 @@ def report(
     tname: str,
     names: list[str],
     rows: dict[str, list[dict]],
-    built: dict[str, float],
+    built: dict[str, tuple[float, float]],
     load_before: tuple[float, float, float],
     load_after: tuple[float, float, float],
 ) -> dict:
@@ -190,11 +161,15 @@ def report(
             for c in cases
         )
         gain = statistics.mean(gains) if gains else 0.0
-        build = f"built in {built[name]:.0f} s" if name in built else "cached"
+        build = (
+            f"built in {built[name][0]:.0f} s, {built[name][1]:.0f} CPU s"
+            if name in built
+            else "cached"
+        )
         print(f"  {name:10s} MAC busy gain {100 * gain:+5.1f}%  [{build}]  {cells}")
         out["variants"][name] = {
             "busy_gain": gain,
-            "build_s": built.get(name),
+            "build_s": built.get(name),  # (wall, CPU) when built in this run
             "rates": {c: {"wall": w, "cpu": p} for c, (w, p) in rate[name].items()},
         }
     return out

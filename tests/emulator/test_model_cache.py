@@ -5,7 +5,12 @@ next to the cache for the progress line's ETA. No model is built here."""
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import subprocess
+import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -127,3 +132,39 @@ def test_ccache_compiles_every_object_when_installed() -> None:
     if found is None:
         pytest.skip("ccache is not installed (Debian: apt-get install ccache)")
     assert f"OBJCACHE={found}" in verilator_env()["MAKEFLAGS"].split()
+
+
+def test_a_profile_is_used_only_by_the_model_it_was_taken_for(tmp_path: Path) -> None:
+    # What npuemu.sim.pgo leaves: the profile files and the model they fit.
+    folder = codegen.profile_folder(tmp_path, "buyi")
+    folder.mkdir(parents=True)
+    (folder / "Vtop___024root__0.gcda").write_bytes(b"counts")
+    fits = {"model": "d1", "codegen": DEFAULT.key(), "gcda": codegen.profile_digest(folder)}
+    (folder / "profile.json").write_text(json.dumps(fits))
+
+    used = codegen.with_profile(DEFAULT, tmp_path, "buyi", "d1")
+    assert used.pgo == "use" and used.profile_dir == str(folder)
+    assert f"-fprofile-use={folder}" in used.build_args(tmp_path / "m")
+    assert model_dir(tmp_path, "buyi", "d1", used) != model_dir(tmp_path, "buyi", "d1", DEFAULT)
+    # Another RTL (digest), other options, another model, or opted out: without it.
+    assert codegen.with_profile(DEFAULT, tmp_path, "buyi", "d2") == DEFAULT
+    assert codegen.with_profile(BASELINE, tmp_path, "buyi", "d1") == BASELINE
+    assert codegen.with_profile(DEFAULT, tmp_path, "zg330", "d1") == DEFAULT
+    own = replace(DEFAULT, use_profile=False)
+    assert codegen.with_profile(own, tmp_path, "buyi", "d1") == own
+    # Files changed since the run (or a damaged marker): not trusted.
+    (folder / "Vtop___024root__0.gcda").write_bytes(b"other counts")
+    assert codegen.with_profile(DEFAULT, tmp_path, "buyi", "d1") == DEFAULT
+    (folder / "profile.json").write_text("[1, 2")
+    assert codegen.with_profile(DEFAULT, tmp_path, "buyi", "d1") == DEFAULT
+
+
+def test_npu_emu_portable_builds_code_for_any_cpu() -> None:
+    # An image built on one machine and run on others: no -march=native, no CPU in the key.
+    code = (
+        "from npuemu.sim.codegen import DEFAULT, BASELINE;"
+        "print(DEFAULT.key() == BASELINE.key(), DEFAULT.native)"
+    )
+    env = {**os.environ, "NPU_EMU_PORTABLE": "1"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.stdout.split() == ["True", "False"], out.stderr

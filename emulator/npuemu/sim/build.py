@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from npuemu.sim.codegen import DEFAULT, BuildTimes, CodeGen, ccache
+from npuemu.sim.codegen import DEFAULT, BuildTimes, CodeGen, ccache, with_profile
 from npuemu.sim.coverage import COVERAGE_ARGS, coverage_dir
 from npuemu.sim.fcov import fcov_digest, fcov_source
 from xrt.progress import progress
@@ -356,6 +356,8 @@ def build_model(
     root = build_root or BUILD_ROOT
     if coverage:
         name = f"{name or toplevel}-cov"
+    # With a profile taken for this model (python -m npuemu.sim.pgo), compiled with it.
+    codegen = with_profile(codegen, root, name or toplevel, digest)
     build_dir = model_dir(root, name or toplevel, digest, codegen)
     done_marker = build_dir / ".built"
     if done_marker.exists():

@@ -15,11 +15,12 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import functools
+import hashlib
 import json
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 __all__ = [
@@ -31,6 +32,9 @@ __all__ = [
     "CodeGen",
     "ccache",
     "cpu_identity",
+    "profile_digest",
+    "profile_folder",
+    "with_profile",
 ]
 
 NATIVE = "-march=native"
@@ -52,6 +56,7 @@ class CodeGen:
     pgo: str = ""
     profile_dir: str = ""
     profile_digest: str = ""  # of the profile `use` reads: part of the key
+    use_profile: bool = True  # compile with a profile npuemu.sim.pgo took, if one fits
 
     @property
     def native(self) -> bool:
@@ -96,8 +101,14 @@ class CodeGen:
 BASELINE = CodeGen("baseline")
 """The build options before issue 42 (for the benchmark's comparison)."""
 
-DEFAULT = CodeGen("default", verilator_args=("-CFLAGS", NATIVE))
-"""What models are built with (bench/bench_rtl_speed.py measured each option)."""
+DEFAULT = (
+    CodeGen("portable")
+    if os.environ.get("NPU_EMU_PORTABLE", "").strip() not in ("", "0")
+    else CodeGen("default", verilator_args=("-CFLAGS", NATIVE))
+)
+"""What models are built with (bench/bench_rtl_speed.py measured each option): code for
+this CPU, or with ``NPU_EMU_PORTABLE=1`` (an image built on one machine and run on
+others) code for any x86-64 (or arm64) CPU, as before issue 42."""
 
 # A model's first build when no build of it was timed here yet (2-core machine, idle,
 # docs/performance.md): untraced, traced (--waves, --record), block models.
@@ -139,6 +150,46 @@ def cpu_identity() -> str:
     except (OSError, subprocess.SubprocessError) as exc:
         return f"unknown CPU ({exc})"  # still a key: it never matches a known CPU's
     return " ".join(out.split())
+
+
+def profile_folder(root: Path, label: str) -> Path:
+    """Where npuemu.sim.pgo keeps the profile of the model `label` (``buyi``)."""
+    return root / "profiles" / label
+
+
+def profile_digest(folder: Path) -> str | None:
+    """Digest of the profile files (.gcda) in `folder`; None when there are none."""
+    files = sorted(folder.rglob("*.gcda"))
+    if not files:
+        return None
+    h = hashlib.sha256()
+    for path in files:
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def with_profile(codegen: CodeGen, root: Path, label: str, digest: str) -> CodeGen:
+    """`codegen` compiled with the profile npuemu.sim.pgo took for this very model (its
+    digest and options), when there is one; else `codegen` unchanged. The profile's files
+    are hashed into the key: a profile taken again builds another model."""
+    folder = profile_folder(root, label)
+    try:
+        fits = json.loads((folder / "profile.json").read_text())
+    except (OSError, ValueError):
+        return codegen
+    if (
+        codegen.pgo
+        or not codegen.use_profile
+        or not isinstance(fits, dict)
+        or fits.get("model") != digest
+        or fits.get("codegen") != codegen.key()
+    ):
+        return codegen  # none asked for, or stale: the RTL or the options changed
+    files = profile_digest(folder)
+    if files is None or files != fits.get("gcda"):
+        return codegen  # files gone or changed since the profile run
+    return replace(codegen, pgo="use", profile_dir=str(folder), profile_digest=files)
 
 
 def ccache() -> str | None:
