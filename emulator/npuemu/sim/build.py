@@ -371,8 +371,10 @@ def build_model(
             return BuiltModel(toplevel, build_dir, digest, False, 0.0, waves, coverage)
         shutil.rmtree(build_dir, ignore_errors=True)
         log.info("building verilated model %s %s in %s", toplevel, parameters, build_dir)
-        # The progress line's ETA: this kind's last build here (traced builds take 4x).
-        kind = f"{name or toplevel}{'-waves' if waves else ''}"
+        # The progress line's ETA: this kind's last build here (traced builds take 4x,
+        # instrumented ones for a profile 2x).
+        profiling = "-profiling" if codegen.pgo == "generate" else ""
+        kind = f"{name or toplevel}{'-waves' if waves else ''}{profiling}"
         times = BuildTimes(root)
         expected_s, basis = times.expected(kind, waves)
         start = time.monotonic()
