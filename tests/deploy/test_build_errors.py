@@ -34,3 +34,12 @@ def test_broken_rtl_gives_the_short_error(tmp_path):
     log = re.search(r"full log: (\S+)", err)
     assert log and Path(log.group(1)).is_file(), err
     assert len(err.splitlines()) < 30, err
+
+
+def test_pgo_of_the_traced_model_is_refused_before_any_build(tmp_path):
+    out = run_cli(
+        ["build", "--target", "buyi", "--pgo", "--waves", "--json"],
+        env={"NPU_EMU_BUILD_DIR": str(tmp_path / "build")},
+    )
+    assert out.returncode == 2, out
+    assert "--pgo profiles the untraced model" in out.stdout and not (tmp_path / "build").exists()
