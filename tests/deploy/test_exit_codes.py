@@ -150,6 +150,9 @@ def test_ctrl_c_while_waiting_ends_with_130_and_no_traceback() -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # A suite started as a background job (`make test &`, nohup) has SIGINT ignored,
+        # and a child inherits that: its Ctrl-C would never arrive. One signal call.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         assert proc.stderr is not None
