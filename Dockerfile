@@ -22,11 +22,8 @@ RUN pip install --no-cache-dir "/tmp/src[emulator]" && rm -rf /tmp/src
 # The image serves the target it was built for: `npu-emu serve` and `build` default to
 # $NPU_EMU_TARGET.
 ARG TARGET=buyi
-# NPU_EMU_PORTABLE: the model built here runs on whatever CPU the image lands on (native
-# code would be keyed to the build machine's CPU and rebuilt at the first start elsewhere).
 ENV NPU_EMU_TARGET=${TARGET} \
     NPU_EMU_BUILD_DIR=/opt/npu-emu/sim \
-    NPU_EMU_PORTABLE=1 \
     PYTHONUNBUFFERED=1
 RUN npu-emu build --target "${TARGET}" \
     && chown -R npu /opt/npu-emu

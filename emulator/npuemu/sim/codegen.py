@@ -102,13 +102,15 @@ BASELINE = CodeGen("baseline")
 """The build options before issue 42 (for the benchmark's comparison)."""
 
 DEFAULT = (
-    CodeGen("portable")
-    if os.environ.get("NPU_EMU_PORTABLE", "").strip() not in ("", "0")
-    else CodeGen("default", verilator_args=("-CFLAGS", NATIVE))
+    CodeGen("default", verilator_args=("-CFLAGS", NATIVE))
+    if os.environ.get("NPU_EMU_NATIVE", "").strip() not in ("", "0")
+    else CodeGen("portable")
 )
-"""What models are built with (bench/bench_rtl_speed.py measured each option): code for
-this CPU, or with ``NPU_EMU_PORTABLE=1`` (an image built on one machine and run on
-others) code for any x86-64 (or arm64) CPU, as before issue 42."""
+"""What models are built with: portable code (the flags before issue 42), because
+-march=native measured 1.6 % (Buyi) and 3.0 % (ZG330) slower than it in one run of
+bench/bench_rtl_speed.py on a quiet machine (docs/performance.md, "RTL speed");
+``NPU_EMU_NATIVE=1`` builds code for this CPU, keyed by its identity. The large gain is
+the opt-in gcc profile (`npuemu.sim.pgo`)."""
 
 # A model's first build when no build of it was timed here yet (2-core machine, idle,
 # docs/performance.md): untraced, traced (--waves, --record), block models.
