@@ -16,7 +16,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
 from xrt import Device, ErrorCode, Session, XrtError
@@ -27,8 +26,7 @@ from xrt.npu_device import NpuDevice
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "network"))
 
-from netutil import random_feeds
-from onnx_zoo import COMPOSITES
+from network_run import Run, quantized_small_cnn
 
 pytestmark = pytest.mark.sim
 
@@ -46,15 +44,7 @@ def dev(request: pytest.FixtureRequest) -> Iterator[NpuDevice]:
 
 @pytest.fixture(scope="module")
 def network() -> tuple:
-    from xrt import Network
-    from xrt.quant import quantize_network
-
-    model = COMPOSITES["small_cnn"]()
-    net = quantize_network(Network.from_onnx(model), [random_feeds(model, seed=s) for s in (0, 1)])
-    feeds = random_feeds(model, seed=7)
-    with Session.create([HostBackend], net).apply() as sess:
-        want = [t.numpy() for t in sess.forward(feeds)]
-    return net, feeds, want
+    return quantized_small_cnn()
 
 
 @pytest.fixture
@@ -65,30 +55,6 @@ def session(dev: NpuDevice, network: tuple) -> Iterator[Session]:
     with Session.create([backend, HostBackend], network[0], [dev, None]).apply() as sess:
         yield sess
     dev.debugger.clear()
-
-
-class Run:
-    """A forward in a thread of its own, as `npu-emu debug`'s ``run`` starts one."""
-
-    def __init__(self, sess: Session, feeds: Any) -> None:
-        self.out: list[np.ndarray] | None = None
-        self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._run, args=(sess, feeds), daemon=True)
-        self.thread.start()
-
-    def _run(self, sess: Session, feeds: Any) -> None:
-        try:
-            self.out = [t.numpy() for t in sess.forward(feeds)]
-        except BaseException as exc:  # reported by finish()
-            self.error = exc
-
-    def finish(self, want: list[np.ndarray]) -> None:
-        self.thread.join(STOP_S)
-        assert not self.thread.is_alive(), "the network did not finish after continue"
-        assert self.error is None, self.error
-        assert self.out is not None
-        for got, w in zip(self.out, want, strict=True):
-            np.testing.assert_array_equal(got, w)
 
 
 def _kind_args(kind: str, dev: NpuDevice) -> dict[str, Any]:
@@ -128,7 +94,7 @@ def test_each_breakpoint_kind_stops_a_running_network_then_continue_is_bit_exact
     dbg.delete(point.id)
     assert dbg.breakpoints() == []
     dbg.continue_()
-    run.finish(network[2])
+    run.finish(network[2], STOP_S)
     assert not dbg.stopped
 
 
@@ -150,7 +116,7 @@ def test_step_advances_the_cycle_and_the_instruction_index_as_asked(
     before = dbg.engine_state().cycle
     assert dbg.step(cycles=100).cycle == before + 100
     dbg.continue_()
-    run.finish(network[2])
+    run.finish(network[2], STOP_S)
 
 
 def test_looks_at_a_stopped_device_do_not_advance_its_time(
@@ -169,7 +135,7 @@ def test_looks_at_a_stopped_device_do_not_advance_its_time(
     assert state.stopped and (state.cycle, state.pc) == (stop.cycle, 1)
     dbg.delete()
     dbg.continue_()
-    run.finish(network[2])
+    run.finish(network[2], STOP_S)
 
 
 def test_a_breakpoint_hits_on_every_launch_until_deleted(
@@ -188,13 +154,13 @@ def test_a_breakpoint_hits_on_every_launch_until_deleted(
                 count += 1
                 after = dbg.stops
                 dbg.continue_()
-        run.finish(network[2])
+        run.finish(network[2], STOP_S)
         stops.append(count)
     assert min(stops) >= 1
     assert next(b.hits for b in dbg.breakpoints() if b.id == point.id) == sum(stops)
     dbg.delete(point.id)
     after = dbg.stops
-    Run(session, network[1]).finish(network[2])
+    Run(session, network[1]).finish(network[2], STOP_S)
     assert dbg.stops == after  # deleted: no stop
 
 

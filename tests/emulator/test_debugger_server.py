@@ -26,8 +26,7 @@ from xrt.npu_device import NpuDevice
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "network"))
 
-from netutil import random_feeds
-from onnx_zoo import COMPOSITES
+from network_run import Run, quantized_small_cnn
 
 pytestmark = pytest.mark.sim
 
@@ -38,15 +37,7 @@ LEASE_TTL_S = 2.0
 
 @pytest.fixture(scope="module")
 def network() -> tuple:
-    from xrt import Network
-    from xrt.quant import quantize_network
-
-    model = COMPOSITES["small_cnn"]()
-    net = quantize_network(Network.from_onnx(model), [random_feeds(model, seed=s) for s in (0, 1)])
-    feeds = random_feeds(model, seed=7)
-    with Session.create([HostBackend], net).apply() as sess:
-        want = [t.numpy() for t in sess.forward(feeds)]
-    return net, feeds, want
+    return quantized_small_cnn()
 
 
 @pytest.fixture(scope="module", params=["buyi", "zg330"])
@@ -68,20 +59,6 @@ def _session(dev: NpuDevice, net: Any) -> Session:
 
     backend = BuyiBackend if dev.target == "buyi" else ZG330Backend
     return Session.create([backend, HostBackend], net, [dev, None]).apply()
-
-
-class Run:
-    def __init__(self, sess: Session, feeds: Any) -> None:
-        self.out: list[np.ndarray] | None = None
-        self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._run, args=(sess, feeds), daemon=True)
-        self.thread.start()
-
-    def _run(self, sess: Session, feeds: Any) -> None:
-        try:
-            self.out = [t.numpy() for t in sess.forward(feeds)]
-        except BaseException as exc:
-            self.error = exc
 
 
 def test_a_stop_outlasts_the_watchdog_and_the_lease_ttl_then_finishes_bit_exact(

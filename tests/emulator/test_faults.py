@@ -26,7 +26,7 @@ from xrt.npu_device import NpuDevice
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "network"))
 
-from netutil import random_feeds
+from network_run import quantized_small_cnn
 from onnx_zoo import COMPOSITES
 
 pytestmark = pytest.mark.sim
@@ -148,15 +148,7 @@ def test_a_fault_that_names_nothing_on_the_device_is_refused(npu: NpuDevice) -> 
 
 @pytest.fixture(scope="module")
 def network() -> tuple:
-    from xrt import Network
-    from xrt.quant import quantize_network
-
-    model = COMPOSITES["small_cnn"]()
-    net = quantize_network(Network.from_onnx(model), [random_feeds(model, seed=s) for s in (0, 1)])
-    feeds = random_feeds(model, seed=7)
-    with Session.create([HostBackend], net).apply() as sess:
-        want = [t.numpy() for t in sess.forward(feeds)]
-    return net, feeds, want
+    return quantized_small_cnn()
 
 
 @pytest.fixture
